@@ -1,0 +1,65 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { DelegateGitError } from '@delegate-git/core';
+
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** True when a person can answer prompts. */
+  interactive: boolean;
+  prompt(question: string): Promise<string>;
+}
+
+export interface CommandModule {
+  summary: string;
+  /** Full --help text, with an example. */
+  help: string;
+  run(argv: string[], io: Io): Promise<number>;
+}
+
+export function processIo(): Io {
+  return {
+    out: (t) => process.stdout.write(t),
+    err: (t) => process.stderr.write(t),
+    cwd: process.cwd(),
+    env: process.env,
+    interactive: Boolean(process.stdin.isTTY && process.stderr.isTTY),
+    async prompt(question) {
+      const { createInterface } = await import('node:readline/promises');
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        return await rl.question(question);
+      } finally {
+        rl.close();
+      }
+    },
+  };
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** util.parseArgs in strict mode; an unknown flag or a missing value is a usage error naming the command's help. */
+export function parseCommandArgs<O extends Options>(
+  command: string,
+  argv: string[],
+  options: O,
+  allowPositionals = true,
+) {
+  try {
+    return parseArgs({ args: argv, options, strict: true, allowPositionals });
+  } catch (error) {
+    throw new DelegateGitError(
+      'USAGE',
+      `${(error as Error).message.replace(/\.$/, '')}. Run \`delegate-git ${command} --help\` for the options.`,
+    );
+  }
+}
+
+export function usageError(command: string, message: string): DelegateGitError {
+  return new DelegateGitError('USAGE', `${message} Run \`delegate-git ${command} --help\` for the options.`);
+}
+
+export function json(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}

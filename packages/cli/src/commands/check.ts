@@ -1,0 +1,64 @@
+import { type CheckReport, checkRevision, checkStaged, checkWorktreePaths, Repository, reportExitCode } from '@delegate-git/core';
+import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
+import { renderReport } from '../report-text.js';
+
+const help = `
+Usage: delegate-git check [--staged | --rev <rev> | --path <p>...] [--json]
+
+Asks the promotion rule about governed files. Exit 0: every governed file asked about is promoted;
+1: at least one is not (each listed with its reason); 2: the question could not be answered.
+  --staged       the index: what the next commit would contain, changed against HEAD (the default)
+  --rev <rev>    every governed file in that commit's tree, by that commit's policy and trust root
+  --path <p>     the work-tree content of each named path (repeatable; also bare arguments)
+  --json         {"results":[{"path","promoted","reason","by","governed"}],"deletions":[...],"exitCode"}
+
+Example:
+  delegate-git check --path src/parser.ts
+  delegate-git check --rev HEAD --json
+`;
+
+export default {
+  summary: 'judge files against the ledger (exit 0 promoted, 1 refused, 2 could not answer)',
+  help,
+  async run(argv: string[], io: Io): Promise<number> {
+    const { values, positionals } = parseCommandArgs('check', argv, {
+      staged: { type: 'boolean' },
+      rev: { type: 'string' },
+      path: { type: 'string', multiple: true },
+      json: { type: 'boolean' },
+    });
+    const paths = [...(values.path ?? []), ...positionals];
+    const modes = [values.staged, values.rev !== undefined, paths.length > 0].filter(Boolean).length;
+    if (modes > 1) throw usageError('check', 'Choose one of --staged, --rev or --path.');
+    const repo = await Repository.open(io.cwd, io.env);
+    let report: CheckReport;
+    try {
+      if (values.rev !== undefined) report = await checkRevision(repo, values.rev);
+      else if (paths.length > 0) report = await checkWorktreePaths(repo, io.cwd, paths);
+      else report = await checkStaged(repo);
+    } finally {
+      await repo.close();
+    }
+    const exitCode = reportExitCode(report);
+    if (values.json) io.out(json(toJson(report, exitCode)));
+    else io.out(renderReport(report));
+    return exitCode;
+  },
+} satisfies CommandModule;
+
+export function toJson(report: CheckReport, exitCode: number) {
+  return {
+    results: report.results.map(({ path, promoted, reason, by, governed, sha256, blob }) => ({
+      path,
+      promoted,
+      reason,
+      by,
+      governed,
+      sha256,
+      gitBlob: blob,
+    })),
+    deletions: report.deletions,
+    mode: report.policy.mode,
+    exitCode,
+  };
+}

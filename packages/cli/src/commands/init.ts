@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  DEFAULT_KEYS_DIR,
+  DelegateGitError,
+  generateSigningKey,
+  gitText,
+  gitTry,
+  listSigningKeys,
+  loadSigningKey,
+  POLICY_PATH,
+  type Policy,
+  parsePolicy,
+  policyText,
+  Repository,
+  saveSigningKey,
+} from '@delegate-git/core';
+import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
+import { writeFileAtomic } from '../fs.js';
+import { registerKey } from '../trust-files.js';
+
+const help = `
+Usage: delegate-git init [--protect <glob>]... [--key <name>] [--keys-dir <dir>] [--json]
+
+Sets up delegate-git in the current git repository. Idempotent: what exists is kept, never overwritten.
+  - writes ${POLICY_PATH} (repository id, protected globs) unless it exists;
+  - creates the keys directory (default ${DEFAULT_KEYS_DIR}) and registers your public key there with the
+    roles delegator and reviewer;
+  - generates your personal signing key if you have none ($XDG_CONFIG_HOME/delegate-git/keys/<name>.key, 0600);
+  - sets notes.delegations.mergeStrategy=cat_sort_uniq and, for each remote, fetches its ledger into
+    refs/notes/remotes/<remote>/delegations.
+
+Options:
+  --protect <glob>   paths that must be promoted whether or not they were ever delegated (repeatable);
+                     asked for on a terminal when omitted
+  --key <name>       your signing key's name (default: your login name)
+  --keys-dir <dir>   where the trust root lives in the repository (default ${DEFAULT_KEYS_DIR})
+  --json             print what was done as JSON
+
+Example:
+  delegate-git init --protect 'src/**' --protect 'package.json'
+  git add .delegate-git && git commit -m "Adopt delegate-git"
+`;
+
+export default {
+  summary: 'set up delegate-git in this repository (policy, keys, notes config)',
+  help,
+  async run(argv: string[], io: Io): Promise<number> {
+    const { values } = parseCommandArgs('init', argv, {
+      protect: { type: 'string', multiple: true },
+      key: { type: 'string' },
+      'keys-dir': { type: 'string' },
+      json: { type: 'boolean' },
+    }, false);
+    const repo = await Repository.open(io.cwd, io.env);
+    try {
+      const top = repo.layout.topLevel;
+      if (top === null) {
+        throw new DelegateGitError('USAGE', 'This is a bare repository. Run `delegate-git init` in a clone with a work tree.');
+      }
+      const done: string[] = [];
+      const policy = await ensurePolicy(top, values, io, done);
+      const keyName = values.key ?? defaultKeyName(io.env);
+      const key = await ensureSigningKey(keyName, io, done);
+      const email = (await gitTry(['config', 'user.email'], { cwd: top, env: io.env })).stdout.toString().trim();
+      const registered = await registerKey(top, policy.keysDir, {
+        name: keyName,
+        email,
+        publicKey: key.publicKey.base64,
+        roles: ['delegator', 'reviewer'],
+      });
+      done.push(registered.created ? `registered your public key in ${registered.file}` : `your key is already in ${registered.file}`);
+      await configureNotes(repo, done);
+      if (values.json) io.out(`${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, done }, null, 2)}\n`);
+      else {
+        io.out(done.map((d) => `  ${d}\n`).join(''));
+        io.out(`\nNext: commit ${POLICY_PATH} and ${policy.keysDir}/ (git add .delegate-git && git commit).\n`);
+      }
+      return 0;
+    } finally {
+      await repo.close();
+    }
+  },
+} satisfies CommandModule;
+
+async function ensurePolicy(
+  top: string,
+  values: { protect?: string[]; 'keys-dir'?: string },
+  io: Io,
+  done: string[],
+): Promise<Policy> {
+  const file = path.join(top, POLICY_PATH);
+  if (existsSync(file)) {
+    const policy = parsePolicy(await readFile(file, 'utf8'));
+    done.push(`kept the existing ${POLICY_PATH}`);
+    return policy;
+  }
+  let protect = values.protect ?? [];
+  if (!values.protect && io.interactive) {
+    const answer = await io.prompt('Paths that must always be promoted (globs, comma-separated, empty for none): ');
+    protect = answer.split(',').map((s) => s.trim()).filter(Boolean);
+  }
+  const policy = parsePolicy(
+    JSON.stringify({
+      version: 1,
+      repositoryId: randomUUID(),
+      keysDir: values['keys-dir'] ?? DEFAULT_KEYS_DIR,
+      protect,
+      exclude: [],
+      requireReview: false,
+      reviewThreshold: 1,
+      mode: 'enforce',
+      protectDeletes: false,
+    }),
+    '--keys-dir/--protect',
+  );
+  await mkdir(path.join(top, policy.keysDir), { recursive: true });
+  await writeFileAtomic(file, policyText(policy));
+  done.push(`wrote ${POLICY_PATH} (protect: ${protect.length ? protect.join(', ') : 'nothing yet'})`);
+  return policy;
+}
+
+async function ensureSigningKey(name: string, io: Io, done: string[]) {
+  if (io.env.DELEGATE_GIT_SIGNING_KEY || listSigningKeys(io.env).includes(name)) {
+    const loaded = loadSigningKey(name, io.env);
+    done.push(`using your signing key from ${loaded.source}`);
+    return loaded.key;
+  }
+  const key = generateSigningKey();
+  const file = saveSigningKey(name, key, io.env);
+  done.push(`generated your signing key ${file} (keep it private; it never enters the repository)`);
+  return key;
+}
+
+async function configureNotes(repo: Repository, done: string[]): Promise<void> {
+  const opts = { cwd: repo.cwd, env: repo.env };
+  await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
+  const remotes = (await gitText(['remote'], opts)).split('\n').filter(Boolean);
+  for (const remote of remotes) {
+    const spec = `+refs/notes/delegations:refs/notes/remotes/${remote}/delegations`;
+    const existing = await gitTry(['config', '--get-all', `remote.${remote}.fetch`], opts);
+    if (!existing.stdout.toString().split('\n').includes(spec)) {
+      await gitText(['config', '--add', `remote.${remote}.fetch`, spec], opts);
+    }
+  }
+  done.push(
+    `set notes.delegations.mergeStrategy=cat_sort_uniq${remotes.length ? ` and the ledger fetch refspec for ${remotes.join(', ')}` : ''}`,
+  );
+}
+
+function defaultKeyName(env: NodeJS.ProcessEnv): string {
+  const raw = env.USER ?? env.USERNAME ?? 'me';
+  return raw.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64) || 'me';
+}

@@ -1,0 +1,100 @@
+import path from 'node:path';
+import { DelegateGitError, keyFileText, parseKeyFile, type Role, Repository } from '@delegate-git/core';
+import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
+import { writeFileAtomic } from '../fs.js';
+import { readKeyFiles, readWorktreePolicy, registerKey } from '../trust-files.js';
+
+const help = `
+Usage: delegate-git keys list [--json]
+       delegate-git keys add <name> --public-key <base64> --roles delegator,reviewer [--email <e>]
+                             [--not-before <time>] [--not-after <time>]
+       delegate-git keys revoke <name> [--at <time>]
+
+Edits the trust root: one JSON file per key in the repository's keys directory (the policy's keysDir).
+Roles: delegator (signs verdicts), reviewer (signs reviews). Times are RFC 3339 UTC. A revoked key's
+records never count again, whatever their date. Changes to the keys directory are governed: commit them
+with a reviewer's approval.
+
+Example:
+  delegate-git keys add bob --public-key q83v...= --roles reviewer --email bob@example.com
+  delegate-git keys revoke alice
+`;
+
+const ROLES: readonly Role[] = ['delegator', 'reviewer'];
+
+export default {
+  summary: 'list, add or revoke trusted public keys (the trust root)',
+  help,
+  async run(argv: string[], io: Io): Promise<number> {
+    const [sub, ...rest] = argv;
+    const repo = await Repository.open(io.cwd, io.env);
+    try {
+      const top = repo.layout.topLevel;
+      if (top === null) throw new DelegateGitError('USAGE', 'Run `delegate-git keys` in a clone with a work tree.');
+      const policy = await readWorktreePolicy(top);
+      if (sub === 'list') return await list(rest, io, top, policy.keysDir);
+      if (sub === 'add') return await add(rest, io, top, policy.keysDir);
+      if (sub === 'revoke') return await revoke(rest, io, top, policy.keysDir);
+      throw usageError('keys', `Unknown subcommand "${sub ?? ''}": use list, add or revoke.`);
+    } finally {
+      await repo.close();
+    }
+  },
+} satisfies CommandModule;
+
+async function list(argv: string[], io: Io, top: string, keysDir: string): Promise<number> {
+  const { values } = parseCommandArgs('keys', argv, { json: { type: 'boolean' } }, false);
+  const keys = await readKeyFiles(top, keysDir);
+  if (values.json) {
+    io.out(json({ keys: keys.map((k) => ({ ...k.raw, file: k.file })) }));
+    return 0;
+  }
+  if (keys.length === 0) io.out(`No keys in ${keysDir}.\n`);
+  for (const k of keys) {
+    const status = k.raw.revoked ? `REVOKED ${k.raw.revoked}` : 'active';
+    const window = [k.raw.notBefore && `from ${k.raw.notBefore}`, k.raw.notAfter && `until ${k.raw.notAfter}`].filter(Boolean);
+    io.out(`${k.name.padEnd(16)} ${k.keyid.slice(0, 16)}  ${[...k.roles].sort().join(',').padEnd(18)} ${status}${window.length ? ` (${window.join(' ')})` : ''}  <${k.email}>\n`);
+  }
+  return 0;
+}
+
+async function add(argv: string[], io: Io, top: string, keysDir: string): Promise<number> {
+  const { values, positionals } = parseCommandArgs('keys', argv, {
+    'public-key': { type: 'string' },
+    roles: { type: 'string' },
+    email: { type: 'string' },
+    'not-before': { type: 'string' },
+    'not-after': { type: 'string' },
+  });
+  const [name, ...extra] = positionals;
+  if (!name || extra.length > 0) throw usageError('keys', 'keys add takes exactly one key name.');
+  if (!values['public-key']) throw usageError('keys', 'keys add needs --public-key <base64>.');
+  const roles = (values.roles ?? '').split(',').map((r) => r.trim()).filter(Boolean);
+  if (roles.length === 0 || roles.some((r) => !ROLES.includes(r as Role))) {
+    throw usageError('keys', `--roles must list delegator and/or reviewer (got "${values.roles ?? ''}").`);
+  }
+  const result = await registerKey(top, keysDir, {
+    name,
+    email: values.email ?? '',
+    publicKey: values['public-key'],
+    roles: roles as Role[],
+    notBefore: values['not-before'],
+    notAfter: values['not-after'],
+  });
+  io.out(result.created ? `Added ${result.file}. Commit it with a reviewer's approval.\n` : `That key is already registered in ${result.file}.\n`);
+  return 0;
+}
+
+async function revoke(argv: string[], io: Io, top: string, keysDir: string): Promise<number> {
+  const { values, positionals } = parseCommandArgs('keys', argv, { at: { type: 'string' } });
+  const [name, ...extra] = positionals;
+  if (!name || extra.length > 0) throw usageError('keys', 'keys revoke takes exactly one key name.');
+  const key = (await readKeyFiles(top, keysDir)).find((k) => k.name === name);
+  if (!key) throw new DelegateGitError('USAGE', `No key named "${name}" in ${keysDir}. See \`delegate-git keys list\`.`);
+  const at = values.at ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const updated = { ...key.raw, revoked: key.raw.revoked ?? at };
+  parseKeyFile(keyFileText(updated), key.file);
+  await writeFileAtomic(path.join(top, key.file), keyFileText(updated));
+  io.out(`Revoked ${name} (${updated.revoked}) in ${key.file}. Its records no longer count; content it promoted must be promoted again.\n`);
+  return 0;
+}

@@ -1,0 +1,85 @@
+import path from 'node:path';
+import {
+  decodeRecord,
+  gitText,
+  gitTry,
+  loadGovernance,
+  Repository,
+  verifyRecord,
+  worktreeSnapshot,
+  gitSnapshot,
+  toRepositoryPath,
+} from '@delegate-git/core';
+import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
+
+const help = `
+Usage: delegate-git show <path | blob id> [--json]
+
+Decodes every record in the ledger on that content (the work-tree content of a path, or a blob id) and
+verifies each one against the trust root in the work tree (or the index in a bare repository):
+who signed, what kind of record, which verdict or decision, when, and whether it counts.
+
+Example:
+  delegate-git show src/parser.ts
+  delegate-git show 3b18e512dba79e4c8300dd08aeb37f8e728b8dad --json
+`;
+
+export default {
+  summary: 'show the verified records on a file or blob',
+  help,
+  async run(argv: string[], io: Io): Promise<number> {
+    const { values, positionals } = parseCommandArgs('show', argv, { json: { type: 'boolean' } });
+    const [target, ...extra] = positionals;
+    if (!target || extra.length > 0) throw usageError('show', 'Name exactly one path or blob id.');
+    const repo = await Repository.open(io.cwd, io.env);
+    try {
+      const opts = { cwd: repo.cwd, env: repo.env };
+      let blob: string;
+      let label: string;
+      const isId = /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(target) &&
+        (await gitTry(['cat-file', '-e', `${target}^{blob}`], opts)).code === 0;
+      if (isId) {
+        blob = target;
+        label = target;
+      } else {
+        if (repo.layout.topLevel === null) throw usageError('show', 'In a bare repository, name a blob id.');
+        label = toRepositoryPath(repo.layout.topLevel, io.cwd, target);
+        blob = await gitText(['hash-object', '--', path.join(repo.layout.topLevel, label)], opts);
+      }
+      const snapshot = repo.layout.topLevel ? worktreeSnapshot(repo.layout.topLevel) : gitSnapshot(repo.cwd, repo.objects, 'HEAD', repo.env);
+      const governance = await loadGovernance(snapshot);
+      const lines = await repo.ledger.linesOn(blob);
+      const records = lines.map((line) => {
+        const decoded = decodeRecord(line);
+        if (!decoded.ok) return { valid: false, reason: `not a valid record: ${decoded.reason}`, line };
+        const r = decoded.record;
+        const trust = verifyRecord(r, governance.trustRoot, governance.policy.repositoryId);
+        return {
+          valid: trust.ok,
+          reason: trust.ok ? 'signature verified' : trust.reason,
+          signer: trust.signer?.name ?? null,
+          kind: r.kind,
+          outcome: r.kind === 'verdict' ? r.verdict : r.decision,
+          createdAt: r.createdAtText,
+          subjects: r.subjects,
+          predicate: r.predicate,
+        };
+      });
+      if (values.json) io.out(json({ target: label, blob, records }));
+      else {
+        io.out(`${label} (blob ${blob}): ${records.length} record(s)\n`);
+        for (const r of records) {
+          if (!('kind' in r)) {
+            io.out(`  INVALID  ${r.reason}\n`);
+            continue;
+          }
+          io.out(`  ${r.valid ? 'valid  ' : 'INVALID'}  ${r.kind} ${r.outcome}  by ${r.signer ?? 'unknown key'}  at ${r.createdAt}\n`);
+          io.out(`           ${r.reason}; subjects: ${(r.subjects ?? []).map((s) => s.path).join(', ')}\n`);
+        }
+      }
+      return 0;
+    } finally {
+      await repo.close();
+    }
+  },
+} satisfies CommandModule;

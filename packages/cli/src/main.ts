@@ -1,0 +1,66 @@
+/**
+ * Entry point: dispatches to one command per file. Commands are imported on demand, so a hook run loads only the
+ * gate's modules.
+ */
+import { isDelegateGitError } from '@delegate-git/core';
+import { type CommandModule, type Io, processIo } from './command.js';
+
+const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
+  init: () => import('./commands/init.js'),
+  keygen: () => import('./commands/keygen.js'),
+  keys: () => import('./commands/keys.js'),
+  check: () => import('./commands/check.js'),
+  show: () => import('./commands/show.js'),
+  attest: () => import('./commands/attest.js'),
+};
+
+export const VERSION = '0.1.0';
+
+export async function main(argv: string[], io: Io = processIo()): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    io.out(await overview());
+    return name === undefined ? 2 : 0;
+  }
+  if (name === '--version' || name === '-V') {
+    io.out(`delegate-git ${VERSION}\n`);
+    return 0;
+  }
+  const load = COMMANDS[name];
+  if (!load) {
+    io.err(`delegate-git: unknown command "${name}". Run \`delegate-git --help\` for the list of commands.\n`);
+    return 2;
+  }
+  const command = (await load()).default;
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.out(`${command.help.trim()}\n`);
+    return 0;
+  }
+  try {
+    return await command.run(rest, io);
+  } catch (error) {
+    if (isDelegateGitError(error)) {
+      io.err(`delegate-git ${name}: ${error.message}\n`);
+      return 2;
+    }
+    io.err(`delegate-git ${name}: unexpected error: ${(error as Error).stack ?? String(error)}\n`);
+    return 2;
+  }
+}
+
+async function overview(): Promise<string> {
+  const lines = await Promise.all(
+    Object.entries(COMMANDS).map(async ([name, load]) => `  ${name.padEnd(10)} ${(await load()).default.summary}`),
+  );
+  return [
+    'delegate-git: signed delegation verdicts in git notes, and gates that refuse unpromoted edits.',
+    '',
+    'Usage: delegate-git <command> [options]     (delegate-git <command> --help for details)',
+    '',
+    'Commands:',
+    ...lines,
+    '',
+    'Exit codes for gates: 0 every governed file asked about is promoted, 1 at least one is not, 2 could not answer.',
+    '',
+  ].join('\n');
+}

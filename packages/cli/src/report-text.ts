@@ -1,0 +1,27 @@
+import type { CheckReport } from '@delegate-git/core';
+
+/** One line per file, the reason under each refusal, what to do, and a summary line. */
+export function renderReport(report: CheckReport): string {
+  const out: string[] = [];
+  const governed = report.results.filter((r) => r.governed);
+  for (const r of report.results) {
+    if (!r.governed) out.push(`not governed  ${r.path}`);
+    else if (r.promoted) out.push(`PROMOTED      ${r.path}\n    ${r.reason}${r.by.length ? ` (${r.by.join(', ')})` : ''}`);
+    else out.push(`NOT PROMOTED  ${r.path}\n    ${r.reason}`);
+  }
+  for (const d of report.deletions) {
+    out.push(`${d.blocks ? 'DELETION REFUSED' : 'deleted (governed)'}  ${d.path}${d.blocks ? '\n    the policy protects deletions of this path (protectDeletes)' : ''}`);
+  }
+  const refused = governed.filter((r) => !r.promoted);
+  out.push(
+    `${governed.length} governed file(s): ${governed.length - refused.length} promoted, ${refused.length} refused` +
+      ` (policy and trust root from ${report.source})`,
+  );
+  if (refused.length > 0 || report.deletions.some((d) => d.blocks)) {
+    out.push(
+      'To promote a refused file: delegate it (`delegate-git delegate <unit.json>`) so a passing verdict covers it,',
+      'or have a reviewer approve this exact content: `delegate-git attest --approve <path>`.',
+    );
+  }
+  return `${out.join('\n')}\n`;
+}

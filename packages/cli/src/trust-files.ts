@@ -1,0 +1,81 @@
+/**
+ * Editing the trust root's key files in the work tree (init, keys add, keys revoke).
+ */
+import { existsSync } from 'node:fs';
+import { readFile, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  DelegateGitError,
+  type KeyFile,
+  keyFileText,
+  POLICY_PATH,
+  type Policy,
+  PublicKey,
+  parseKeyFile,
+  parsePolicy,
+  type Role,
+} from '@delegate-git/core';
+import { writeFileAtomic } from './fs.js';
+
+export interface NewKey {
+  name: string;
+  email: string;
+  publicKey: string;
+  roles: Role[];
+  notBefore?: string;
+  notAfter?: string;
+}
+
+const NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** Adds `<keysDir>/<name>.json` unless the same key is already registered. Another key under the name is refused. */
+export async function registerKey(top: string, keysDir: string, key: NewKey): Promise<{ file: string; created: boolean }> {
+  if (!NAME.test(key.name)) {
+    throw new DelegateGitError('USAGE', `"${key.name}" is not a valid key name: use 1-64 letters, digits, dots, dashes or underscores.`);
+  }
+  const publicKey = PublicKey.fromBase64(key.publicKey);
+  for (const existing of await readKeyFiles(top, keysDir)) {
+    if (existing.keyid === publicKey.keyid) return { file: existing.file, created: false };
+    if (existing.name === key.name) {
+      throw new DelegateGitError(
+        'TRUST_ROOT',
+        `${existing.file} already registers a different key under the name "${key.name}". Pick another name (--key <name>).`,
+      );
+    }
+  }
+  const file = `${keysDir}/${key.name}.json`;
+  const content: KeyFile = {
+    name: key.name,
+    email: key.email,
+    publicKey: publicKey.base64,
+    keyid: publicKey.keyid,
+    roles: [...new Set(key.roles)].sort() as Role[],
+    ...(key.notBefore ? { notBefore: key.notBefore } : {}),
+    ...(key.notAfter ? { notAfter: key.notAfter } : {}),
+  };
+  parseKeyFile(keyFileText(content), file);
+  await writeFileAtomic(path.join(top, file), keyFileText(content));
+  return { file, created: true };
+}
+
+export async function readKeyFiles(top: string, keysDir: string) {
+  const dir = path.join(top, keysDir);
+  if (!existsSync(dir)) return [];
+  const names = (await readdir(dir)).filter((n) => n.endsWith('.json')).sort();
+  return Promise.all(
+    names.map(async (n) => {
+      const file = `${keysDir}/${n}`;
+      const text = await readFile(path.join(top, file), 'utf8');
+      return { ...parseKeyFile(text, file), raw: JSON.parse(text) as KeyFile };
+    }),
+  );
+}
+
+/** The work tree's policy, with the init hint when there is none. */
+export async function readWorktreePolicy(top: string): Promise<Policy> {
+  const file = path.join(top, POLICY_PATH);
+  if (!existsSync(file)) {
+    throw new DelegateGitError('POLICY', `There is no ${POLICY_PATH} here. Run \`delegate-git init\` first.`);
+  }
+  return parsePolicy(await readFile(file, 'utf8'));
+}

@@ -1,0 +1,176 @@
+/**
+ * The local checks of DESIGN 4.2: the work tree (`--path`), a commit (`--rev`) and the index (`--staged`). Each reads
+ * policy, trust root and content from the same snapshot it judges.
+ */
+import path from 'node:path';
+import { DelegateGitError } from './errors.js';
+import { git, gitTry } from './git.js';
+import { type Governance, loadGovernance } from './governance.js';
+import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
+import { loadPathIndex } from './path-index.js';
+import { governedMatcher, type Policy } from './policy.js';
+import type { Repository } from './repository.js';
+import { gitSnapshot, type Snapshot, splitZ, stagedFiles, treeFiles, worktreeSnapshot } from './snapshot.js';
+
+export interface CheckResult extends Judgement {
+  governed: boolean;
+}
+
+export interface CheckReport {
+  results: CheckResult[];
+  /** Governed paths the change deletes; `blocks` when the policy refuses deleting protected paths. */
+  deletions: Array<{ path: string; blocks: boolean }>;
+  policy: Policy;
+  source: string;
+}
+
+/** 0 every governed file promoted (and no blocking deletion), 1 otherwise. */
+export function reportExitCode(report: CheckReport): 0 | 1 {
+  const refused = report.results.some((r) => r.governed && !r.promoted) || report.deletions.some((d) => d.blocks);
+  return refused ? 1 : 0;
+}
+
+async function judgeIn(repo: Repository, governance: Governance, files: FileToJudge[], all: boolean): Promise<CheckResult[]> {
+  const notesAt = await repo.ledger.tip();
+  const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
+  const governed = governedFiles(files, governance, index);
+  const judged = await judgeFiles(governed, { governance, ledger: repo.ledger, notesAt, index, batch: repo.objects });
+  const results: CheckResult[] = judged.map((j) => ({ ...j, governed: true }));
+  if (all) {
+    const governedSet = new Set(governed.map((f) => f.path));
+    for (const f of files) {
+      if (!governedSet.has(f.path)) {
+        results.push({
+          path: f.path,
+          blob: f.blob,
+          sha256: '',
+          promoted: false,
+          governed: false,
+          reason: 'not governed (no protect glob matches it and the ledger has no record of it)',
+          by: [],
+        });
+      }
+    }
+  }
+  return results;
+}
+
+/** Judges the work-tree content of each path (relative to `cwd`). Paths not governed are reported as such. */
+export async function checkWorktreePaths(repo: Repository, cwd: string, paths: string[]): Promise<CheckReport> {
+  const top = requireWorkTree(repo);
+  const governance = await loadGovernance(worktreeSnapshot(top));
+  const rel = paths.map((p) => toRepositoryPath(top, cwd, p));
+  const present: string[] = [];
+  const missing: CheckResult[] = [];
+  for (const p of rel) {
+    const exists = (await gitTry(['ls-files', '--error-unmatch', '--', p], { cwd: top, env: repo.env })).code === 0;
+    const onDisk = await worktreeSnapshot(top).readFile(p);
+    if (onDisk === null) {
+      missing.push({ path: p, blob: '', sha256: '', promoted: false, governed: exists, reason: 'the file does not exist in the work tree', by: [] });
+    } else present.push(p);
+  }
+  // hash-object -w applies the clean filters (so the id is what staging would record) and stores the blob.
+  const ids = present.length
+    ? splitLines(await git(['hash-object', '-w', '--', ...present], { cwd: top, env: repo.env }))
+    : [];
+  const files = present.map((p, i) => ({ path: p, blob: ids[i]! }));
+  const results = await judgeIn(repo, governance, files, true);
+  return { results: [...results, ...missing], deletions: [], policy: governance.policy, source: governance.source };
+}
+
+/** Judges every governed file in a commit's tree, by that commit's policy and trust root. */
+export async function checkRevision(repo: Repository, rev: string): Promise<CheckReport> {
+  const commit = await resolveCommit(repo, rev);
+  const governance = await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
+  const files = await treeFiles(repo.cwd, commit, [], repo.env);
+  const results = await judgeIn(repo, governance, files, false);
+  return { results, deletions: [], policy: governance.policy, source: `${rev} (${commit.slice(0, 12)})` };
+}
+
+/**
+ * Judges what the index changes against HEAD: additions, modifications, renames and copies by their staged blob;
+ * deletions of governed paths reported (blocking only with `protectDeletes` on a protected path).
+ */
+export async function checkStaged(repo: Repository): Promise<CheckReport> {
+  const top = requireWorkTree(repo);
+  const snapshot: Snapshot = gitSnapshot(top, repo.objects, null, repo.env);
+  const governance = await loadGovernance(snapshot);
+  const changes = await stagedChanges(repo);
+  const files = changes.filter((c) => c.status !== 'D').map((c) => ({ path: c.path, blob: c.blob }));
+  const results = await judgeIn(repo, governance, files, false);
+  const matcher = governedMatcher(governance.policy);
+  const deleted = changes.filter((c) => c.status === 'D');
+  const index = deleted.length ? await loadPathIndex(repo.ledger, await repo.ledger.tip(), repo.cacheDir) : null;
+  const deletions = deleted
+    .filter((d) => matcher(d.path, index?.has(d.path) ?? false))
+    .map((d) => ({ path: d.path, blocks: governance.policy.protectDeletes && matcher.isProtected(d.path) }));
+  return { results, deletions, policy: governance.policy, source: snapshot.label };
+}
+
+export interface StagedChange {
+  status: 'A' | 'M' | 'R' | 'C' | 'T' | 'D';
+  path: string;
+  blob: string;
+  from?: string;
+}
+
+const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+
+/** `git diff-index --cached --raw -z -M -C` against HEAD (or the empty tree before the first commit). */
+export async function stagedChanges(repo: Repository): Promise<StagedChange[]> {
+  const head = await gitTry(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { cwd: repo.cwd, env: repo.env });
+  const base = head.code === 0 ? 'HEAD' : EMPTY_TREE;
+  const out = await git(['diff-index', '--cached', '--raw', '-z', '-M', '-C', '--no-renames', base].filter((a) => a !== '--no-renames'), {
+    cwd: repo.cwd,
+    env: repo.env,
+  });
+  return parseRawDiff(splitZ(out));
+}
+
+/** Parses `--raw -z` records: ":<mode> <mode> <old> <new> <status>\0<path>[\0<path>]". */
+export function parseRawDiff(fields: string[]): StagedChange[] {
+  const changes: StagedChange[] = [];
+  for (let i = 0; i < fields.length; ) {
+    const meta = fields[i++]!;
+    const [, newMode, , newBlob, statusField] = meta.slice(1).split(' ');
+    const status = (statusField ?? '').charAt(0) as StagedChange['status'];
+    if (status === 'R' || status === 'C') {
+      const from = fields[i++]!;
+      const to = fields[i++]!;
+      changes.push({ status, path: to, blob: newBlob!, from });
+    } else {
+      const p = fields[i++]!;
+      if (newMode === '160000') continue;
+      changes.push({ status, path: p, blob: newBlob! });
+    }
+  }
+  return changes;
+}
+
+async function resolveCommit(repo: Repository, rev: string): Promise<string> {
+  const r = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], { cwd: repo.cwd, env: repo.env });
+  if (r.code !== 0) {
+    throw new DelegateGitError('GIT', `"${rev}" is not a commit in this repository. Name a branch, tag or commit id.`);
+  }
+  return r.stdout.toString('utf8').trim();
+}
+
+function requireWorkTree(repo: Repository): string {
+  if (repo.layout.topLevel === null) {
+    throw new DelegateGitError('NOT_A_REPOSITORY', 'This is a bare repository: there is no work tree or index to check. Use --rev <rev>.');
+  }
+  return repo.layout.topLevel;
+}
+
+export function toRepositoryPath(top: string, cwd: string, p: string): string {
+  const abs = path.resolve(cwd, p);
+  const rel = path.relative(top, abs);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) {
+    throw new DelegateGitError('USAGE', `${p} is outside the repository at ${top}. Name a file inside it.`);
+  }
+  return rel.split(path.sep).join('/');
+}
+
+function splitLines(out: Buffer): string[] {
+  return out.toString('utf8').split('\n').filter(Boolean);
+}

@@ -1,0 +1,96 @@
+/**
+ * DSSE envelopes (DESIGN 3.1). A note line is the JCS serialization of one envelope; the signed bytes are the
+ * DSSE pre-authentication encoding of the JCS statement, so any standard DSSE verifier can check a line as is.
+ */
+import { canonicalize, isCanonicalJson, parseStrictJson } from './canonical-json.js';
+import type { SigningKey } from './signing-key.js';
+import type { Statement } from './statement.js';
+
+export const IN_TOTO_PAYLOAD_TYPE = 'application/vnd.in-toto+json';
+
+export interface EnvelopeSignature {
+  keyid: string;
+  sig: string;
+}
+
+export interface Envelope {
+  payloadType: string;
+  payload: string;
+  signatures: EnvelopeSignature[];
+}
+
+/** "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body, LEN a decimal byte count. */
+export function pae(payloadType: string, body: Uint8Array): Buffer {
+  const type = Buffer.from(payloadType, 'utf8');
+  const head = Buffer.from(`DSSEv1 ${type.length} ${payloadType} ${body.length} `, 'utf8');
+  return Buffer.concat([head, body]);
+}
+
+/** Signs a statement and returns the envelope with its note line. */
+export function signStatement(statement: Statement<object>, key: SigningKey): { envelope: Envelope; line: string } {
+  const body = Buffer.from(canonicalize(statement), 'utf8');
+  const sig = key.sign(pae(IN_TOTO_PAYLOAD_TYPE, body));
+  const envelope: Envelope = {
+    payloadType: IN_TOTO_PAYLOAD_TYPE,
+    payload: body.toString('base64'),
+    signatures: [{ keyid: key.publicKey.keyid, sig: Buffer.from(sig).toString('base64') }],
+  };
+  return { envelope, line: canonicalize(envelope) };
+}
+
+export type DecodedLine =
+  | { ok: true; envelope: Envelope; body: Buffer; statement: unknown }
+  | { ok: false; reason: string };
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** Standard base64, strictly: padding required and the text must round-trip. */
+export function decodeBase64Strict(text: string): Buffer | null {
+  if (!BASE64.test(text)) return null;
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.toString('base64') === text ? bytes : null;
+}
+
+/**
+ * Parses one note line into an envelope and its statement without judging signatures. Refuses a line that is not
+ * itself canonical, an unknown payload type, and a payload that is not exactly JCS of itself.
+ */
+export function decodeEnvelopeLine(line: string): DecodedLine {
+  let value: unknown;
+  try {
+    value = parseStrictJson(line);
+  } catch (error) {
+    return { ok: false, reason: `not strict JSON (${(error as Error).message})` };
+  }
+  if (!isObject(value)) return { ok: false, reason: 'not a DSSE envelope (expected a JSON object)' };
+  const extra = Object.keys(value).filter((k) => k !== 'payloadType' && k !== 'payload' && k !== 'signatures');
+  if (extra.length > 0) return { ok: false, reason: `unknown envelope field ${JSON.stringify(extra[0])}` };
+  const { payloadType, payload, signatures } = value;
+  if (payloadType !== IN_TOTO_PAYLOAD_TYPE) {
+    return { ok: false, reason: `unknown payloadType ${JSON.stringify(payloadType)}` };
+  }
+  if (typeof payload !== 'string') return { ok: false, reason: 'payload is not a string' };
+  if (!Array.isArray(signatures) || signatures.length === 0) return { ok: false, reason: 'no signatures' };
+  for (const s of signatures) {
+    if (!isObject(s) || typeof s.keyid !== 'string' || typeof s.sig !== 'string' || Object.keys(s).length !== 2) {
+      return { ok: false, reason: 'malformed signature entry (expected {keyid, sig})' };
+    }
+  }
+  if (canonicalize(value) !== line) return { ok: false, reason: 'the envelope line is not canonical JSON (RFC 8785)' };
+  const body = decodeBase64Strict(payload);
+  if (!body) return { ok: false, reason: 'payload is not standard base64' };
+  const text = body.toString('utf8');
+  if (!Buffer.from(text, 'utf8').equals(body)) return { ok: false, reason: 'payload is not valid UTF-8' };
+  let statement: unknown;
+  try {
+    statement = parseStrictJson(text);
+  } catch (error) {
+    return { ok: false, reason: `payload is not strict JSON (${(error as Error).message})` };
+  }
+  if (canonicalize(statement) !== text) return { ok: false, reason: 'payload is not canonical JSON (RFC 8785)' };
+  return { ok: true, envelope: value as unknown as Envelope, body, statement };
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

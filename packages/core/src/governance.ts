@@ -1,0 +1,39 @@
+/**
+ * Policy and trust root as they stand in one snapshot: the rules that judge that snapshot.
+ */
+import { DelegateGitError } from './errors.js';
+import { POLICY_PATH, type Policy, parsePolicy } from './policy.js';
+import type { Snapshot } from './snapshot.js';
+import { parseTrustRoot, type TrustRoot } from './trust-root.js';
+
+export interface Governance {
+  policy: Policy;
+  trustRoot: TrustRoot;
+  /** Where they were read from, for messages. */
+  source: string;
+}
+
+export async function loadGovernance(snapshot: Snapshot): Promise<Governance> {
+  const text = await snapshot.readFile(POLICY_PATH);
+  if (text === null) {
+    throw new DelegateGitError(
+      'POLICY',
+      `There is no ${POLICY_PATH} in ${snapshot.label}, so nothing says what is governed. ` +
+        'Run `delegate-git init` in this repository (and commit the policy and keys it writes).',
+    );
+  }
+  const policy = parsePolicy(text.toString('utf8'), `${POLICY_PATH} (${snapshot.label})`);
+  const keyPaths = (await snapshot.listFiles(policy.keysDir)).filter((p) => p.endsWith('.json'));
+  const files = await Promise.all(
+    keyPaths.map(async (p) => ({ path: p, text: ((await snapshot.readFile(p)) ?? Buffer.alloc(0)).toString('utf8') })),
+  );
+  const trustRoot = parseTrustRoot(files);
+  if (trustRoot.keys.length === 0) {
+    throw new DelegateGitError(
+      'TRUST_ROOT',
+      `The keys directory ${policy.keysDir} in ${snapshot.label} holds no key, so no record can be trusted. ` +
+        'Add one with `delegate-git keygen <name>` or `delegate-git keys add`.',
+    );
+  }
+  return { policy, trustRoot, source: snapshot.label };
+}

@@ -1,0 +1,178 @@
+/**
+ * The single promotion rule every gate uses (DESIGN 4.1), as a pure function of what the ledger holds.
+ * I/O (reading notes, verifying signatures, hashing content) happens before; this only decides and explains.
+ */
+import type { LedgerRecord, RecordTrust } from './record.js';
+import type { VerdictName } from './statement.js';
+
+export interface Candidate {
+  path: string;
+  sha256: string;
+  gitBlob: string;
+}
+
+/** A record found on the candidate's blob, with the trust decision already made for it. */
+export interface JudgedRecord {
+  record: LedgerRecord;
+  trust: RecordTrust;
+}
+
+/** What the ledger said about the same path on other content (for the reason only; never promotes). */
+export interface EarlierRecord {
+  kind: 'verdict' | 'review';
+  verdict?: VerdictName;
+  decision?: 'approve' | 'reject';
+  signer?: string;
+}
+
+export interface PromotionRules {
+  requireReview: boolean;
+  reviewThreshold: number;
+}
+
+export interface Promotion {
+  path: string;
+  promoted: boolean;
+  reason: string;
+  /** Names of the signers whose records promote it (or, when refused, whose records refuse it). */
+  by: string[];
+}
+
+const VERDICT_MEANING: Partial<Record<VerdictName, string>> = {
+  UNIT_FAILED: 'the unit that wrote it failed verification',
+  UNIT_FLAKY: 'the contract disagreed with itself across repeated runs',
+  UNIT_UNVERIFIED: 'the unit that wrote it was never verified',
+  INCOHERENT: 'the unit passed but the project-wide check failed',
+  CONTRACT_MODIFIED: 'the unit changed its contract files, so its verdict is void',
+  VERIFICATION_NOT_APPROVED: 'the verification command was never approved to run',
+};
+
+export const REASONS = {
+  passed: 'a unit passed it and its content is unchanged',
+  noVerdict: 'no verdict: no delegated unit is recorded as writing it',
+  changedAfterVerdict: 'its content changed after the verdict, so it is not the version anything verified',
+} as const;
+
+export function promotionOf(
+  candidate: Candidate,
+  onBlob: readonly JudgedRecord[],
+  rules: PromotionRules,
+  earlier: readonly EarlierRecord[] = [],
+): Promotion {
+  const { path } = candidate;
+  const aboutIt = onBlob.filter(({ record }) => record.subjects.some((s) => sameContent(s, candidate)));
+  const trusted = aboutIt.filter((j) => j.trust.ok);
+
+  const { approvers, rejectors } = reviewOutcome(trusted);
+  if (rejectors.length > 0) {
+    return refuse(path, `rejected by ${names(rejectors)}`, rejectors);
+  }
+  const passers = unique(
+    trusted.filter((j) => j.record.kind === 'verdict' && j.record.verdict === 'UNIT_PASSED').map(signerName),
+  );
+
+  if (rules.requireReview) {
+    if (approvers.length >= rules.reviewThreshold) {
+      return promote(path, `approved by ${names(approvers)} and unchanged since`, [...approvers, ...passers]);
+    }
+    if (approvers.length > 0 || passers.length > 0) {
+      const has = approvers.length > 0 ? `has ${approvers.length} (${names(approvers)})` : 'has none';
+      const lead = passers.length > 0 ? 'a unit passed it, but ' : '';
+      return refuse(path, `${lead}the policy requires ${rules.reviewThreshold} reviewer approval(s) and it ${has}`, [
+        ...approvers,
+        ...passers,
+      ]);
+    }
+  } else {
+    if (approvers.length > 0) return promote(path, `approved by ${names(approvers)} and unchanged since`, approvers);
+    if (passers.length > 0) return promote(path, REASONS.passed, passers);
+  }
+
+  const failing = latest(trusted.filter((j) => j.record.kind === 'verdict'));
+  if (failing && failing.record.kind === 'verdict') {
+    const v = failing.record.verdict;
+    return refuse(path, `verdict was ${v}: ${VERDICT_MEANING[v] ?? 'it does not promote'}`, [signerName(failing)]);
+  }
+  const untrusted = aboutIt.find((j) => !j.trust.ok);
+  if (untrusted && !untrusted.trust.ok) {
+    return refuse(path, `the record on it does not count: ${untrusted.trust.reason}`, []);
+  }
+  return refuse(path, reasonFromHistory(earlier, onBlob, candidate), []);
+}
+
+/** Batch form: one rule, many candidates; records are looked up by blob. */
+export function promotionsOf(
+  candidates: readonly Candidate[],
+  recordsByBlob: ReadonlyMap<string, readonly JudgedRecord[]>,
+  rules: PromotionRules,
+  earlierByPath: ReadonlyMap<string, readonly EarlierRecord[]> = new Map(),
+): Promotion[] {
+  return candidates.map((c) => promotionOf(c, recordsByBlob.get(c.gitBlob) ?? [], rules, earlierByPath.get(c.path)));
+}
+
+function reasonFromHistory(earlier: readonly EarlierRecord[], onBlob: readonly JudgedRecord[], c: Candidate): string {
+  const approval = earlier.find((e) => e.kind === 'review' && e.decision === 'approve');
+  if (approval) return `approved by ${approval.signer ?? 'a reviewer'} for an earlier version`;
+  if (earlier.some((e) => e.kind === 'verdict' && e.verdict === 'UNIT_PASSED')) return REASONS.changedAfterVerdict;
+  const last = earlier.find((e) => e.kind === 'verdict');
+  if (last) return `its content changed after the last verdict (${last.verdict}), and no record covers this version`;
+  const elsewhere = onBlob.flatMap((j) => j.record.subjects).find((s) => s.path !== c.path);
+  if (elsewhere) return `no verdict for this path (the same content is recorded as ${elsewhere.path})`;
+  return REASONS.noVerdict;
+}
+
+/**
+ * Each reviewer's latest decision on this content counts once: a later approval lifts their own rejection; on a tie
+ * the rejection stands (fail closed). Distinct reviewers are distinct keys.
+ */
+function reviewOutcome(trusted: readonly JudgedRecord[]): { approvers: string[]; rejectors: string[] } {
+  const byKey = new Map<string, JudgedRecord>();
+  for (const j of trusted) {
+    if (j.record.kind !== 'review' || !j.trust.ok) continue;
+    const id = j.trust.signer.keyid;
+    const prev = byKey.get(id);
+    if (!prev || isLater(j, prev)) byKey.set(id, j);
+  }
+  const approvers: string[] = [];
+  const rejectors: string[] = [];
+  for (const j of byKey.values()) {
+    if (j.record.kind === 'review') (j.record.decision === 'approve' ? approvers : rejectors).push(signerName(j));
+  }
+  return { approvers: approvers.sort(), rejectors: rejectors.sort() };
+}
+
+function isLater(a: JudgedRecord, b: JudgedRecord): boolean {
+  if (a.record.createdAt !== b.record.createdAt) return a.record.createdAt > b.record.createdAt;
+  return a.record.kind === 'review' && a.record.decision === 'reject';
+}
+
+function latest(records: readonly JudgedRecord[]): JudgedRecord | undefined {
+  return records.reduce<JudgedRecord | undefined>(
+    (best, j) => (!best || j.record.createdAt > best.record.createdAt ? j : best),
+    undefined,
+  );
+}
+
+function sameContent(s: { path: string; sha256: string; gitBlob: string }, c: Candidate): boolean {
+  return s.path === c.path && s.sha256 === c.sha256 && s.gitBlob === c.gitBlob;
+}
+
+function signerName(j: JudgedRecord): string {
+  return j.trust.ok ? j.trust.signer.name : 'an untrusted key';
+}
+
+function names(list: readonly string[]): string {
+  return list.join(', ');
+}
+
+function unique(list: readonly string[]): string[] {
+  return [...new Set(list)].sort();
+}
+
+function promote(path: string, reason: string, by: string[]): Promotion {
+  return { path, promoted: true, reason, by: unique(by) };
+}
+
+function refuse(path: string, reason: string, by: string[]): Promotion {
+  return { path, promoted: false, reason, by: unique(by) };
+}

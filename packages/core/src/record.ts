@@ -1,0 +1,139 @@
+/**
+ * A note line read as a record: decoded (shape only) and then judged against a trust root and repository id.
+ * Only the fields the promotion rule reads are required (DESIGN 3.2): predicateType, subject, verdict or decision,
+ * repository.id, createdAt, and the signature.
+ */
+import { decodeEnvelopeLine, type Envelope, IN_TOTO_PAYLOAD_TYPE, isObject, pae } from './dsse.js';
+import type { Ed25519Backend } from './ed25519.js';
+import { REVIEW_PREDICATE, STATEMENT_TYPE, VERDICT_PREDICATE, VERDICTS, type VerdictName } from './statement.js';
+import { keyRefusal, type Role, type TrustedKey, type TrustRoot } from './trust-root.js';
+
+export interface RecordSubject {
+  path: string;
+  sha256: string;
+  gitBlob: string;
+}
+
+interface RecordBase {
+  line: string;
+  envelope: Envelope;
+  body: Buffer;
+  subjects: RecordSubject[];
+  repositoryId: string;
+  createdAt: number;
+  createdAtText: string;
+  predicate: Record<string, unknown>;
+}
+
+export type LedgerRecord =
+  | (RecordBase & { kind: 'verdict'; verdict: VerdictName })
+  | (RecordBase & { kind: 'review'; decision: 'approve' | 'reject' });
+
+export type DecodedRecord = { ok: true; record: LedgerRecord } | { ok: false; reason: string };
+
+const HEX64 = /^[0-9a-f]{64}$/;
+const GIT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/** Decodes a note line into a record, refusing anything the promotion rule could not read unambiguously. */
+export function decodeRecord(line: string): DecodedRecord {
+  const decoded = decodeEnvelopeLine(line);
+  if (!decoded.ok) return decoded;
+  const st = decoded.statement;
+  if (!isObject(st) || st._type !== STATEMENT_TYPE) return fail('the payload is not an in-toto Statement v1');
+  if (!Array.isArray(st.subject) || st.subject.length === 0) return fail('the statement has no subject');
+  const subjects: RecordSubject[] = [];
+  for (const s of st.subject) {
+    if (!isObject(s) || typeof s.name !== 'string' || !isObject(s.digest)) return fail('malformed subject');
+    const { sha256, gitBlob } = s.digest;
+    if (typeof sha256 !== 'string' || !HEX64.test(sha256)) return fail(`subject ${s.name} has no sha256 digest`);
+    if (typeof gitBlob !== 'string' || !GIT_ID.test(gitBlob)) return fail(`subject ${s.name} has no gitBlob digest`);
+    if (!isRepositoryPath(s.name)) return fail(`subject name ${JSON.stringify(s.name)} is not a repository path`);
+    subjects.push({ path: s.name, sha256, gitBlob });
+  }
+  const predicate = st.predicate;
+  if (!isObject(predicate)) return fail('the statement has no predicate');
+  const repository = predicate.repository;
+  if (!isObject(repository) || typeof repository.id !== 'string') return fail('the predicate has no repository.id');
+  const createdAtText = predicate.createdAt;
+  const createdAt = typeof createdAtText === 'string' ? Date.parse(createdAtText) : Number.NaN;
+  if (typeof createdAtText !== 'string' || !/Z$/.test(createdAtText) || Number.isNaN(createdAt)) {
+    return fail('the predicate has no RFC 3339 UTC createdAt');
+  }
+  const base = {
+    line,
+    envelope: decoded.envelope,
+    body: decoded.body,
+    subjects,
+    repositoryId: repository.id,
+    createdAt,
+    createdAtText,
+    predicate,
+  };
+  if (st.predicateType === VERDICT_PREDICATE) {
+    const verdict = predicate.verdict;
+    if (typeof verdict !== 'string' || !(VERDICTS as readonly string[]).includes(verdict)) {
+      return fail(`unknown verdict ${JSON.stringify(verdict)}`);
+    }
+    return { ok: true, record: { ...base, kind: 'verdict', verdict: verdict as VerdictName } };
+  }
+  if (st.predicateType === REVIEW_PREDICATE) {
+    const decision = predicate.decision;
+    if (decision !== 'approve' && decision !== 'reject') return fail(`unknown review decision ${JSON.stringify(decision)}`);
+    return { ok: true, record: { ...base, kind: 'review', decision } };
+  }
+  return fail(`unknown predicateType ${JSON.stringify(st.predicateType)}`);
+}
+
+export type RecordTrust = { ok: true; signer: TrustedKey } | { ok: false; reason: string; signer?: TrustedKey };
+
+export function roleFor(record: LedgerRecord): Role {
+  return record.kind === 'verdict' ? 'delegator' : 'reviewer';
+}
+
+/**
+ * Judges a decoded record: it must belong to this repository and carry a signature that verifies under a trusted
+ * key allowed to sign it at its time. The keyid is only a hint to find the key; the signature decides.
+ */
+export function verifyRecord(
+  record: LedgerRecord,
+  trustRoot: TrustRoot,
+  repositoryId: string,
+  backend: Ed25519Backend = 'node',
+): RecordTrust {
+  if (record.repositoryId !== repositoryId) return { ok: false, reason: 'the record belongs to another repository' };
+  const message = pae(IN_TOTO_PAYLOAD_TYPE, record.body);
+  let refusal: RecordTrust | null = null;
+  for (const { keyid, sig } of record.envelope.signatures) {
+    const key = trustRoot.byKeyid(keyid);
+    if (!key) {
+      refusal ??= { ok: false, reason: `signed by a key that is not in the trust root (keyid ${keyid.slice(0, 12)})` };
+      continue;
+    }
+    const signature = Buffer.from(sig, 'base64');
+    if (signature.toString('base64') !== sig || !key.publicKey.verify(message, signature, backend)) {
+      refusal = { ok: false, reason: `the signature by ${key.name} does not verify`, signer: key };
+      continue;
+    }
+    const problem = keyRefusal(key, roleFor(record), record.createdAt);
+    if (problem) {
+      refusal = { ok: false, reason: problem, signer: key };
+      continue;
+    }
+    return { ok: true, signer: key };
+  }
+  return refusal ?? { ok: false, reason: 'the record has no signature' };
+}
+
+export function isRepositoryPath(path: string): boolean {
+  return (
+    path.length > 0 &&
+    !path.startsWith('/') &&
+    !path.includes('\\') &&
+    !path.includes('\0') &&
+    path.split('/').every((seg) => seg !== '' && seg !== '.' && seg !== '..')
+  );
+}
+
+function fail(reason: string): { ok: false; reason: string } {
+  return { ok: false, reason };
+}

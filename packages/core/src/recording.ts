@@ -1,0 +1,42 @@
+/**
+ * Writing records: sign a statement and add its envelope line to the note of every subject's blob, in one notes
+ * commit. Kept apart from verification so that verifying code never needs signing code.
+ */
+import { signStatement } from './dsse.js';
+import { DelegateGitError } from './errors.js';
+import type { NotesLedger } from './notes-ledger.js';
+import type { SigningKey } from './signing-key.js';
+import type { Statement, Subject } from './statement.js';
+import { keyRefusal, type Role, type TrustRoot } from './trust-root.js';
+
+export async function recordStatement(
+  ledger: NotesLedger,
+  statement: Statement<object>,
+  key: SigningKey,
+  message: string,
+): Promise<{ line: string; commit: string | null }> {
+  const { line } = signStatement(statement, key);
+  const blobs = [...new Set(statement.subject.map((s: Subject) => s.digest.gitBlob))];
+  const { commit } = await ledger.append(
+    blobs.map((blob) => ({ blob, lines: [line] })),
+    { message },
+  );
+  return { line, commit };
+}
+
+/** Refuses, before anything is signed, a key the trust root would not count for this role now. */
+export function assertKeyMaySign(trustRoot: TrustRoot, key: SigningKey, role: Role, keysDir: string): string {
+  const trusted = trustRoot.byKeyid(key.publicKey.keyid);
+  if (!trusted) {
+    throw new DelegateGitError(
+      'SIGNING_KEY',
+      `Your signing key (keyid ${key.publicKey.keyid.slice(0, 16)}) is not in the trust root (${keysDir}), so its records ` +
+        'would not count. Register it with `delegate-git keys add` (and commit that with a reviewer\'s approval), or use --key <name>.',
+    );
+  }
+  const refusal = keyRefusal(trusted, role, Date.now());
+  if (refusal) {
+    throw new DelegateGitError('SIGNING_KEY', `Cannot sign as ${trusted.name}: ${refusal}. Nothing was recorded.`);
+  }
+  return trusted.name;
+}

@@ -1,0 +1,103 @@
+/**
+ * The three places a check can read from (DESIGN 4.2): the work tree, the index, or a commit's tree. Policy, trust
+ * root and content are always read from the same snapshot they judge, so `init` works before its first commit.
+ */
+import { readFile, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { type CatFileBatch, git } from './git.js';
+
+export interface SnapshotFile {
+  path: string;
+  blob: string;
+  mode: string;
+}
+
+export interface Snapshot {
+  readonly label: string;
+  readFile(file: string): Promise<Buffer | null>;
+  /** Every file below `dir` (repository-relative POSIX paths). */
+  listFiles(dir: string): Promise<string[]>;
+}
+
+export function worktreeSnapshot(topLevel: string): Snapshot {
+  return {
+    label: 'the work tree',
+    async readFile(file) {
+      try {
+        return await readFile(path.join(topLevel, file));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw error;
+      }
+    },
+    async listFiles(dir) {
+      try {
+        const entries = await readdir(path.join(topLevel, dir), { recursive: true, withFileTypes: true });
+        return entries
+          .filter((e) => e.isFile())
+          .map((e) => path.relative(topLevel, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+          .sort();
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+        throw error;
+      }
+    },
+  };
+}
+
+/** The index (`:path`) or a tree-ish (`<rev>:path`). */
+export function gitSnapshot(cwd: string, batch: CatFileBatch, rev: string | null, env?: NodeJS.ProcessEnv): Snapshot {
+  const prefix = rev === null ? ':' : `${rev}:`;
+  return {
+    label: rev === null ? 'the index' : rev,
+    async readFile(file) {
+      const object = await batch.read(`${prefix}${file}`);
+      return object && object.type === 'blob' ? object.content : null;
+    },
+    async listFiles(dir) {
+      const files = rev === null ? await stagedFiles(cwd, [`${dir}/`], env) : await treeFiles(cwd, rev, [`${dir}/`], env);
+      return files.map((f) => f.path);
+    },
+  };
+}
+
+/** Staged entries (stage 0) as `git ls-files -s -z` reports them. */
+export async function stagedFiles(cwd: string, pathspecs: string[] = [], env?: NodeJS.ProcessEnv): Promise<SnapshotFile[]> {
+  const out = await git(['ls-files', '-s', '-z', '--', ...pathspecs], { cwd, env });
+  const files: SnapshotFile[] = [];
+  for (const entry of splitZ(out)) {
+    // "<mode> <blob> <stage>\t<path>"
+    const tab = entry.indexOf('\t');
+    const [mode, blob, stage] = entry.slice(0, tab).split(' ');
+    if (stage === '0' && mode && blob && isRegularFile(mode)) files.push({ path: entry.slice(tab + 1), blob, mode });
+  }
+  return files;
+}
+
+/** Files of a tree (`git ls-tree -r -z`). */
+export async function treeFiles(
+  cwd: string,
+  rev: string,
+  pathspecs: string[] = [],
+  env?: NodeJS.ProcessEnv,
+): Promise<SnapshotFile[]> {
+  const out = await git(['ls-tree', '-r', '-z', '--full-tree', rev, '--', ...pathspecs], { cwd, env });
+  const files: SnapshotFile[] = [];
+  for (const entry of splitZ(out)) {
+    // "<mode> <type> <object>\t<path>"
+    const tab = entry.indexOf('\t');
+    const [mode, type, blob] = entry.slice(0, tab).split(' ');
+    if (type === 'blob' && mode && blob && isRegularFile(mode)) files.push({ path: entry.slice(tab + 1), blob, mode });
+  }
+  return files;
+}
+
+/** Regular files and symlinks carry content a record can judge; gitlinks (submodules) do not. */
+function isRegularFile(mode: string): boolean {
+  return mode !== '160000';
+}
+
+export function splitZ(out: Buffer): string[] {
+  const text = out.toString('utf8');
+  return text.split('\0').filter((s) => s.length > 0);
+}

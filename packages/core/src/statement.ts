@@ -1,0 +1,74 @@
+/**
+ * in-toto Statement v1 as delegate-git writes it (DESIGN 3.2). The promotion rule reads only the fields typed
+ * as required here; everything else in a predicate is informative, so records written by other tools that
+ * carry just those fields are still judged.
+ */
+export const STATEMENT_TYPE = 'https://in-toto.io/Statement/v1';
+export const VERDICT_PREDICATE = 'urn:delegate-git:verdict:v1';
+export const REVIEW_PREDICATE = 'urn:delegate-git:review:v1';
+
+export const VERDICTS = [
+  'UNIT_PASSED',
+  'UNIT_FAILED',
+  'UNIT_FLAKY',
+  'UNIT_UNVERIFIED',
+  'INCOHERENT',
+  'CONTRACT_MODIFIED',
+  'VERIFICATION_NOT_APPROVED',
+  'CONTEXT_REFUSED',
+  'WORKER_ERROR',
+  'NO_CHANGES',
+] as const;
+export type VerdictName = (typeof VERDICTS)[number];
+
+export interface Subject {
+  name: string;
+  digest: { sha256: string; gitBlob: string };
+}
+
+export interface Statement<P = Record<string, unknown>> {
+  _type: typeof STATEMENT_TYPE;
+  subject: Subject[];
+  predicateType: string;
+  predicate: P;
+}
+
+export interface VerdictPredicate {
+  verdict: VerdictName;
+  repository: { id: string; baseCommit?: string };
+  createdAt: string;
+  [informative: string]: unknown;
+}
+
+export interface ReviewPredicate {
+  decision: 'approve' | 'reject';
+  reviewer: { name: string; email: string };
+  comment?: string;
+  reviewed?: string[];
+  repository: { id: string };
+  createdAt: string;
+  [informative: string]: unknown;
+}
+
+export interface SubjectFile {
+  path: string;
+  sha256: string;
+  gitBlob: string;
+}
+
+export function subjectsOf(files: SubjectFile[]): Subject[] {
+  return files.map((f) => ({ name: f.path, digest: { sha256: f.sha256, gitBlob: f.gitBlob } }));
+}
+
+export function verdictStatement(files: SubjectFile[], predicate: VerdictPredicate): Statement<VerdictPredicate> {
+  return { _type: STATEMENT_TYPE, subject: subjectsOf(files), predicateType: VERDICT_PREDICATE, predicate };
+}
+
+export function reviewStatement(files: SubjectFile[], predicate: ReviewPredicate): Statement<ReviewPredicate> {
+  return { _type: STATEMENT_TYPE, subject: subjectsOf(files), predicateType: REVIEW_PREDICATE, predicate };
+}
+
+/** RFC 3339 UTC with millisecond precision, the one form records carry. */
+export function rfc3339(date: Date = new Date()): string {
+  return date.toISOString();
+}

@@ -1,0 +1,128 @@
+/**
+ * The trust root: one JSON file per key in the repository's keys directory (DESIGN 3.4). A key counts only with
+ * the right role, inside its validity window, and never once revoked.
+ */
+import { createHash } from 'node:crypto';
+import { PublicKey } from './ed25519.js';
+import { DelegateGitError } from './errors.js';
+import { parseWithSchema, rfc3339Utc, z } from './schema.js';
+
+export type Role = 'delegator' | 'reviewer';
+
+const keyFileSchema = z.strictObject({
+  name: z.string().check(z.minLength(1)),
+  email: z.string(),
+  publicKey: z.string(),
+  keyid: z.string().check(z.regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits')),
+  roles: z.array(z.enum(['delegator', 'reviewer'])).check(z.minLength(1, 'must name at least one role')),
+  notBefore: z.optional(rfc3339Utc),
+  notAfter: z.optional(rfc3339Utc),
+  revoked: z.optional(rfc3339Utc),
+});
+
+export type KeyFile = z.infer<typeof keyFileSchema>;
+
+export interface TrustedKey {
+  readonly name: string;
+  readonly email: string;
+  readonly keyid: string;
+  readonly publicKey: PublicKey;
+  readonly roles: ReadonlySet<Role>;
+  readonly notBefore?: number;
+  readonly notAfter?: number;
+  readonly revoked?: number;
+  /** Repository-relative path of the key file. */
+  readonly file: string;
+}
+
+/** Why a key may not sign a record of `role` made at `createdAt`, or null when it may. */
+export function keyRefusal(key: TrustedKey, role: Role, createdAt: number): string | null {
+  // A revoked key's records never count again: createdAt is asserted by the signer, so it cannot prove that a
+  // record predates the compromise.
+  if (key.revoked !== undefined) return `signer ${key.name}'s key was revoked`;
+  if (!key.roles.has(role)) return `signer ${key.name} does not have the ${role} role`;
+  if (key.notBefore !== undefined && createdAt < key.notBefore) {
+    return `signer ${key.name}'s key was not yet valid when the record was made`;
+  }
+  if (key.notAfter !== undefined && createdAt > key.notAfter) {
+    return `signer ${key.name}'s key had expired when the record was made`;
+  }
+  return null;
+}
+
+export class TrustRoot {
+  private readonly byId = new Map<string, TrustedKey>();
+
+  constructor(
+    readonly keys: readonly TrustedKey[],
+    /** SHA-256 over the key files, for caches keyed by the trust root in force. */
+    readonly digest: string,
+  ) {
+    for (const key of keys) this.byId.set(key.keyid, key);
+  }
+
+  byKeyid(keyid: string): TrustedKey | undefined {
+    return this.byId.get(keyid);
+  }
+
+  byName(name: string): TrustedKey | undefined {
+    return this.keys.find((k) => k.name === name);
+  }
+}
+
+const KEY_HINT = 'Fix or remove the key file (see `delegate-git keys --help`).';
+
+export function parseKeyFile(text: string, file: string): TrustedKey {
+  const data = parseWithSchema(keyFileSchema, text, file, 'TRUST_ROOT', KEY_HINT);
+  let publicKey: PublicKey;
+  try {
+    publicKey = PublicKey.fromBase64(data.publicKey);
+  } catch (error) {
+    throw new DelegateGitError('TRUST_ROOT', `${file}: ${(error as Error).message} ${KEY_HINT}`);
+  }
+  if (publicKey.keyid !== data.keyid) {
+    throw new DelegateGitError(
+      'TRUST_ROOT',
+      `${file}: keyid ${data.keyid} does not match its public key (expected ${publicKey.keyid}). ${KEY_HINT}`,
+    );
+  }
+  return {
+    name: data.name,
+    email: data.email,
+    keyid: data.keyid,
+    publicKey,
+    roles: new Set(data.roles),
+    notBefore: time(data.notBefore),
+    notAfter: time(data.notAfter),
+    revoked: time(data.revoked),
+    file,
+  };
+}
+
+/** Builds the trust root from the key files (path → text) of a keys directory. Duplicate key ids or names are refused. */
+export function parseTrustRoot(files: ReadonlyArray<{ path: string; text: string }>): TrustRoot {
+  const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
+  const keys: TrustedKey[] = [];
+  const hash = createHash('sha256');
+  for (const { path, text } of sorted) {
+    const key = parseKeyFile(text, path);
+    const twin = keys.find((k) => k.keyid === key.keyid || k.name === key.name);
+    if (twin) {
+      throw new DelegateGitError(
+        'TRUST_ROOT',
+        `${path} and ${twin.file} describe the same key or name. Keep one file per key.`,
+      );
+    }
+    keys.push(key);
+    hash.update(`${path}\0${text}\0`);
+  }
+  return new TrustRoot(keys, hash.digest('hex'));
+}
+
+export function keyFileText(key: KeyFile): string {
+  return `${JSON.stringify(key, null, 2)}\n`;
+}
+
+function time(value: string | undefined): number | undefined {
+  return value === undefined ? undefined : Date.parse(value);
+}

@@ -1,0 +1,22 @@
+// Bundles the CLI (with core and delegate inlined) into packages/cli/dist, so the published package and the
+// server-side hook need nothing but Node. Commands are split into chunks loaded on demand: a hook run pays
+// only for the modules it uses.
+import { rmSync } from 'node:fs';
+import { build } from 'esbuild';
+
+const outdir = new URL('../packages/cli/dist/', import.meta.url).pathname;
+rmSync(outdir, { recursive: true, force: true });
+await build({
+  entryPoints: { 'delegate-git': new URL('../packages/cli/src/main.ts', import.meta.url).pathname },
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  sourcemap: false,
+  legalComments: 'none',
+  logLevel: 'warning',
+  // CommonJS dependencies (picomatch) call require() for Node built-ins.
+  banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+});
