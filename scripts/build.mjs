@@ -1,7 +1,7 @@
 // Bundles the CLI (with core and delegate inlined) into packages/cli/dist, so the published package and the
 // server-side hook need nothing but Node. Commands are split into chunks loaded on demand: a hook run pays
 // only for the modules it uses.
-import { rmSync } from 'node:fs';
+import { cpSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const outdir = new URL('../packages/cli/dist/', import.meta.url).pathname;
@@ -20,3 +20,6 @@ await build({
   // CommonJS dependencies (picomatch) call require() for Node built-ins.
   banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
 });
+
+// The hook scripts travel inside the package: `init` installs them from here.
+cpSync(new URL('../hooks/', import.meta.url).pathname, `${outdir}hooks`, { recursive: true });

@@ -12,6 +12,8 @@ const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
   check: () => import('./commands/check.js'),
   show: () => import('./commands/show.js'),
   attest: () => import('./commands/attest.js'),
+  hook: () => import('./commands/hook.js'),
+  sync: () => import('./commands/sync.js'),
 };
 
 export const VERSION = '0.1.0';

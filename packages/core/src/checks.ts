@@ -8,7 +8,7 @@ import { git, gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
 import { loadPathIndex } from './path-index.js';
-import { governedMatcher, type Policy } from './policy.js';
+import { governedMatcher, POLICY_PATH, type Policy } from './policy.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, type Snapshot, splitZ, stagedFiles, treeFiles, worktreeSnapshot } from './snapshot.js';
 
@@ -30,11 +30,18 @@ export function reportExitCode(report: CheckReport): 0 | 1 {
   return refused ? 1 : 0;
 }
 
-async function judgeIn(repo: Repository, governance: Governance, files: FileToJudge[], all: boolean): Promise<CheckResult[]> {
+async function judgeIn(
+  repo: Repository,
+  governance: Governance,
+  files: FileToJudge[],
+  all: boolean,
+  anchor?: Governance,
+): Promise<CheckResult[]> {
   const notesAt = await repo.ledger.tip();
   const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
   const governed = governedFiles(files, governance, index);
-  const judged = await judgeFiles(governed, { governance, ledger: repo.ledger, notesAt, index, batch: repo.objects });
+  const ctx = { governance, anchor, ledger: repo.ledger, notesAt, index, batch: repo.objects };
+  const judged = await judgeFiles(governed, ctx);
   const results: CheckResult[] = judged.map((j) => ({ ...j, governed: true }));
   if (all) {
     const governedSet = new Set(governed.map((f) => f.path));
@@ -95,9 +102,9 @@ export async function checkStaged(repo: Repository): Promise<CheckReport> {
   const top = requireWorkTree(repo);
   const snapshot: Snapshot = gitSnapshot(top, repo.objects, null, repo.env);
   const governance = await loadGovernance(snapshot);
-  const changes = await stagedChanges(repo);
+  const { base, changes } = await stagedChanges(repo);
   const files = changes.filter((c) => c.status !== 'D').map((c) => ({ path: c.path, blob: c.blob }));
-  const results = await judgeIn(repo, governance, files, false);
+  const results = await judgeIn(repo, governance, files, false, await committedGovernance(repo, base));
   const matcher = governedMatcher(governance.policy);
   const deleted = changes.filter((c) => c.status === 'D');
   const index = deleted.length ? await loadPathIndex(repo.ledger, await repo.ledger.tip(), repo.cacheDir) : null;
@@ -117,14 +124,22 @@ export interface StagedChange {
 const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 
 /** `git diff-index --cached --raw -z -M -C` against HEAD (or the empty tree before the first commit). */
-export async function stagedChanges(repo: Repository): Promise<StagedChange[]> {
+export async function stagedChanges(repo: Repository): Promise<{ base: string | null; changes: StagedChange[] }> {
   const head = await gitTry(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { cwd: repo.cwd, env: repo.env });
-  const base = head.code === 0 ? 'HEAD' : EMPTY_TREE;
-  const out = await git(['diff-index', '--cached', '--raw', '-z', '-M', '-C', '--no-renames', base].filter((a) => a !== '--no-renames'), {
+  const base = head.code === 0 ? head.stdout.toString('utf8').trim() : null;
+  const out = await git(['diff-index', '--cached', '--raw', '-z', '-M', '-C', base ?? EMPTY_TREE], {
     cwd: repo.cwd,
     env: repo.env,
   });
-  return parseRawDiff(splitZ(out));
+  return { base, changes: parseRawDiff(splitZ(out)) };
+}
+
+/** The governance committed at `commit`, or undefined when it has none yet (the commit that adopts delegate-git). */
+async function committedGovernance(repo: Repository, commit: string | null): Promise<Governance | undefined> {
+  if (commit === null) return undefined;
+  const snapshot = gitSnapshot(repo.cwd, repo.objects, commit, repo.env);
+  if ((await snapshot.readFile(POLICY_PATH)) === null) return undefined;
+  return loadGovernance(snapshot);
 }
 
 /** Parses `--raw -z` records: ":<mode> <mode> <old> <new> <status>\0<path>[\0<path>]". */

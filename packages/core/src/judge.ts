@@ -8,7 +8,7 @@ import type { CatFileBatch } from './git.js';
 import type { Governance } from './governance.js';
 import type { NotesLedger } from './notes-ledger.js';
 import type { PathIndex } from './path-index.js';
-import { governedMatcher } from './policy.js';
+import { governedMatcher, isGovernanceFile } from './policy.js';
 import { type JudgedRecord, type Promotion, promotionOf } from './promotion.js';
 import { decodeRecord, verifyRecord } from './record.js';
 
@@ -25,6 +25,11 @@ export interface JudgeContext {
   index: PathIndex;
   batch: CatFileBatch;
   backend?: Ed25519Backend;
+  /**
+   * The governance already in force (e.g. HEAD's for a commit), which judges changes to the policy file and the
+   * keys directory themselves, so a weakening cannot approve itself. Defaults to `governance`.
+   */
+  anchor?: Governance;
 }
 
 export interface Judgement extends Promotion {
@@ -50,26 +55,54 @@ export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContex
     if (object) sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
   });
   const judged = new Map<string, JudgedRecord[]>();
-  for (const blob of blobs) judged.set(blob, judgeLines(notes.get(blob) ?? [], ctx));
+  const unreadable = new Map<string, string[]>();
+  for (const blob of blobs) {
+    const reasons: string[] = [];
+    judged.set(blob, judgeLines(notes.get(blob) ?? [], ctx, reasons));
+    unreadable.set(blob, reasons);
+  }
 
-  const { policy, trustRoot } = ctx.governance;
+  const anchor = ctx.anchor ?? ctx.governance;
+  const anchored = new Map<string, JudgedRecord[]>();
+  const recordsFor = (blob: string, governanceFile: boolean) => {
+    if (!governanceFile || anchor === ctx.governance) return judged.get(blob) ?? [];
+    if (!anchored.has(blob)) anchored.set(blob, judgeLines(notes.get(blob) ?? [], { governance: anchor, backend: ctx.backend }));
+    return anchored.get(blob)!;
+  };
   return files.map((f) => {
     const digest = sha256.get(f.blob);
     if (digest === undefined) {
       return { path: f.path, blob: f.blob, sha256: '', promoted: false, reason: 'its content could not be read', by: [] };
     }
+    // The policy and the trust root always need reviewer approval, under the rules already in force.
+    const governanceFile = isGovernanceFile(ctx.governance.policy, f.path) || isGovernanceFile(anchor.policy, f.path);
+    const rules = governanceFile
+      ? { requireReview: true, reviewThreshold: anchor.policy.reviewThreshold }
+      : ctx.governance.policy;
+    const trustRoot = governanceFile ? anchor.trustRoot : ctx.governance.trustRoot;
     const earlier = ctx.index.earlier(f.path, f.blob, trustRoot);
-    const promotion = promotionOf({ path: f.path, sha256: digest, gitBlob: f.blob }, judged.get(f.blob) ?? [], policy, earlier);
+    const candidate = { path: f.path, sha256: digest, gitBlob: f.blob };
+    const promotion = promotionOf(candidate, recordsFor(f.blob, governanceFile), rules, earlier, unreadable.get(f.blob));
     return { ...promotion, blob: f.blob, sha256: digest };
   });
 }
 
-/** Decodes and verifies every line on one blob; a line that does not decode is simply not a record for anyone. */
-export function judgeLines(lines: readonly string[], ctx: Pick<JudgeContext, 'governance' | 'backend'>): JudgedRecord[] {
+/**
+ * Decodes and verifies every line on one blob. A line that does not decode is not a record for anyone; why it
+ * failed is pushed to `unreadable` (when given), so a refusal can say that a damaged or forged line was there.
+ */
+export function judgeLines(
+  lines: readonly string[],
+  ctx: Pick<JudgeContext, 'governance' | 'backend'>,
+  unreadable?: string[],
+): JudgedRecord[] {
   const out: JudgedRecord[] = [];
   for (const line of lines) {
     const decoded = decodeRecord(line);
-    if (!decoded.ok) continue;
+    if (!decoded.ok) {
+      unreadable?.push(decoded.reason);
+      continue;
+    }
     const trust = verifyRecord(decoded.record, ctx.governance.trustRoot, ctx.governance.policy.repositoryId, ctx.backend);
     out.push({ record: decoded.record, trust });
   }

@@ -53,11 +53,16 @@ export const REASONS = {
   changedAfterVerdict: 'its content changed after the verdict, so it is not the version anything verified',
 } as const;
 
+/**
+ * `unreadable`: why each line on the blob that is not a record at all failed to decode (a forged or damaged line
+ * never promotes, but a refusal should say it was there).
+ */
 export function promotionOf(
   candidate: Candidate,
   onBlob: readonly JudgedRecord[],
   rules: PromotionRules,
   earlier: readonly EarlierRecord[] = [],
+  unreadable: readonly string[] = [],
 ): Promotion {
   const { path } = candidate;
   const aboutIt = onBlob.filter(({ record }) => record.subjects.some((s) => sameContent(s, candidate)));
@@ -97,6 +102,12 @@ export function promotionOf(
   if (untrusted && !untrusted.trust.ok) {
     return refuse(path, `the record on it does not count: ${untrusted.trust.reason}`, []);
   }
+  const misdescribed = onBlob.flatMap((j) => j.record.subjects).find((s) => s.path === path);
+  if (misdescribed) {
+    const digest = misdescribed.sha256 !== candidate.sha256 ? 'sha256' : 'gitBlob';
+    return refuse(path, `the record on it names this path with another ${digest} digest, so it is not about this content`, []);
+  }
+  if (unreadable.length > 0) return refuse(path, `the line on it is not a valid record: ${unreadable[0]}`, []);
   return refuse(path, reasonFromHistory(earlier, onBlob, candidate), []);
 }
 

@@ -5,7 +5,14 @@
  */
 import { decodeEnvelopeLine, type Envelope, IN_TOTO_PAYLOAD_TYPE, isObject, pae } from './dsse.js';
 import type { Ed25519Backend } from './ed25519.js';
-import { REVIEW_PREDICATE, STATEMENT_TYPE, VERDICT_PREDICATE, VERDICTS, type VerdictName } from './statement.js';
+import {
+  parseRfc3339Utc,
+  REVIEW_PREDICATE,
+  STATEMENT_TYPE,
+  VERDICT_PREDICATE,
+  VERDICTS,
+  type VerdictName,
+} from './statement.js';
 import { keyRefusal, type Role, type TrustedKey, type TrustRoot } from './trust-root.js';
 
 export interface RecordSubject {
@@ -55,8 +62,8 @@ export function decodeRecord(line: string): DecodedRecord {
   const repository = predicate.repository;
   if (!isObject(repository) || typeof repository.id !== 'string') return fail('the predicate has no repository.id');
   const createdAtText = predicate.createdAt;
-  const createdAt = typeof createdAtText === 'string' ? Date.parse(createdAtText) : Number.NaN;
-  if (typeof createdAtText !== 'string' || !/Z$/.test(createdAtText) || Number.isNaN(createdAt)) {
+  const createdAt = typeof createdAtText === 'string' ? parseRfc3339Utc(createdAtText) : null;
+  if (typeof createdAtText !== 'string' || createdAt === null) {
     return fail('the predicate has no RFC 3339 UTC createdAt');
   }
   const base = {

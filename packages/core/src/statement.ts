@@ -72,3 +72,28 @@ export function reviewStatement(files: SubjectFile[], predicate: ReviewPredicate
 export function rfc3339(date: Date = new Date()): string {
   return date.toISOString();
 }
+
+const RFC3339_UTC = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/;
+
+/**
+ * Milliseconds since the epoch of an RFC 3339 UTC time (`2026-01-31T12:00:00Z`, fraction optional), or null.
+ * Date.parse alone is too lenient to decide a key's validity window: it reads "March 1, 2026 Z" and rolls
+ * 2026-02-30 over to March 2, so two verifiers could place the same record at different times. One strict
+ * reading instead: the form above, and a date and time that exist (no roll-over, no 24:00, no leap second).
+ */
+export function parseRfc3339Utc(text: string): number | null {
+  const m = RFC3339_UTC.exec(text);
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const millis = Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
+  const time = new Date(Date.UTC(year, month - 1, day, hour, minute, second, millis));
+  time.setUTCFullYear(year); // Date.UTC maps years 0-99 to 1900-1999
+  const exists =
+    time.getUTCFullYear() === year &&
+    time.getUTCMonth() === month - 1 &&
+    time.getUTCDate() === day &&
+    time.getUTCHours() === hour &&
+    time.getUTCMinutes() === minute &&
+    time.getUTCSeconds() === second;
+  return exists ? time.getTime() : null;
+}

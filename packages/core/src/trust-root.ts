@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { PublicKey } from './ed25519.js';
 import { DelegateGitError } from './errors.js';
 import { parseWithSchema, rfc3339Utc, z } from './schema.js';
+import { parseRfc3339Utc } from './statement.js';
 
 export type Role = 'delegator' | 'reviewer';
 
@@ -124,5 +125,6 @@ export function keyFileText(key: KeyFile): string {
 }
 
 function time(value: string | undefined): number | undefined {
-  return value === undefined ? undefined : Date.parse(value);
+  // The schema has already refused a value this cannot read.
+  return value === undefined ? undefined : (parseRfc3339Utc(value) ?? Number.NaN);
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -6,6 +6,7 @@ import {
   DEFAULT_KEYS_DIR,
   DelegateGitError,
   generateSigningKey,
+  git,
   gitText,
   gitTry,
   listSigningKeys,
@@ -15,28 +16,40 @@ import {
   parsePolicy,
   policyText,
   Repository,
+  recordStatement,
+  reviewStatement,
+  rfc3339,
+  type SigningKey,
   saveSigningKey,
 } from '@delegate-git/core';
+import { installHookFile, installPreCommit } from '../hook-install.js';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import { registerKey } from '../trust-files.js';
 
 const help = `
-Usage: delegate-git init [--protect <glob>]... [--key <name>] [--keys-dir <dir>] [--json]
+Usage: delegate-git init [--protect <glob>]... [--key <name>] [--keys-dir <dir>] [--no-hook] [--json]
+       delegate-git init --server      (in a bare repository: install the pre-receive hook)
 
 Sets up delegate-git in the current git repository. Idempotent: what exists is kept, never overwritten.
   - writes ${POLICY_PATH} (repository id, protected globs) unless it exists;
   - creates the keys directory (default ${DEFAULT_KEYS_DIR}) and registers your public key there with the
     roles delegator and reviewer;
   - generates your personal signing key if you have none ($XDG_CONFIG_HOME/delegate-git/keys/<name>.key, 0600);
+  - when it writes a new policy, signs your approval of it and of your key file: that first policy and trust
+    root are the repository's trust anchor;
   - sets notes.delegations.mergeStrategy=cat_sort_uniq and, for each remote, fetches its ledger into
-    refs/notes/remotes/<remote>/delegations.
+    refs/notes/remotes/<remote>/delegations;
+  - installs the pre-commit hook (into husky when the repository uses it, else where git runs hooks; an
+    existing hook is chained, never replaced).
 
 Options:
   --protect <glob>   paths that must be promoted whether or not they were ever delegated (repeatable);
                      asked for on a terminal when omitted
   --key <name>       your signing key's name (default: your login name)
   --keys-dir <dir>   where the trust root lives in the repository (default ${DEFAULT_KEYS_DIR})
+  --no-hook          do not install the pre-commit hook
+  --server           in a bare repository: install hooks/pre-receive (chaining an existing one)
   --json             print what was done as JSON
 
 Example:
@@ -52,15 +65,22 @@ export default {
       protect: { type: 'string', multiple: true },
       key: { type: 'string' },
       'keys-dir': { type: 'string' },
+      'no-hook': { type: 'boolean' },
+      server: { type: 'boolean' },
       json: { type: 'boolean' },
     }, false);
     const repo = await Repository.open(io.cwd, io.env);
     try {
       const top = repo.layout.topLevel;
+      if (values.server) return await initServer(repo, io, Boolean(values.json));
       if (top === null) {
-        throw new DelegateGitError('USAGE', 'This is a bare repository. Run `delegate-git init` in a clone with a work tree.');
+        throw new DelegateGitError(
+          'USAGE',
+          'This is a bare repository. Run `delegate-git init --server` here for the pre-receive hook, or `delegate-git init` in a clone.',
+        );
       }
       const done: string[] = [];
+      const created = !existsSync(path.join(top, POLICY_PATH));
       const policy = await ensurePolicy(top, values, io, done);
       const keyName = values.key ?? defaultKeyName(io.env);
       const key = await ensureSigningKey(keyName, io, done);
@@ -72,7 +92,9 @@ export default {
         roles: ['delegator', 'reviewer'],
       });
       done.push(registered.created ? `registered your public key in ${registered.file}` : `your key is already in ${registered.file}`);
+      if (created) await approveAnchor(repo, top, policy, registered.file, keyName, key, email, done);
       await configureNotes(repo, done);
+      if (!values['no-hook']) done.push(`installed the pre-commit hook: ${await installPreCommit(repo)}`);
       if (values.json) io.out(`${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, done }, null, 2)}\n`);
       else {
         io.out(done.map((d) => `  ${d}\n`).join(''));
@@ -148,6 +170,51 @@ async function configureNotes(repo: Repository, done: string[]): Promise<void> {
   done.push(
     `set notes.delegations.mergeStrategy=cat_sort_uniq${remotes.length ? ` and the ledger fetch refspec for ${remotes.join(', ')}` : ''}`,
   );
+}
+
+/** The first policy and key file are the trust anchor: their author approves them, so the adopting commit passes. */
+async function approveAnchor(
+  repo: Repository,
+  top: string,
+  policy: Policy,
+  keyFile: string,
+  keyName: string,
+  key: SigningKey,
+  email: string,
+  done: string[],
+): Promise<void> {
+  const files = [POLICY_PATH, keyFile];
+  const ids = (await git(['hash-object', '-w', '--', ...files], { cwd: top, env: repo.env })).toString().split('\n');
+  const subjects = await Promise.all(
+    files.map(async (p, i) => ({
+      path: p,
+      gitBlob: ids[i]!,
+      sha256: createHash('sha256').update(await readFile(path.join(top, p))).digest('hex'),
+    })),
+  );
+  const statement = reviewStatement(subjects, {
+    decision: 'approve',
+    reviewer: { name: keyName, email },
+    comment: 'trust anchor written by delegate-git init',
+    repository: { id: policy.repositoryId },
+    createdAt: rfc3339(),
+  });
+  await recordStatement(repo.ledger, statement, key, 'delegate-git init: approve the trust anchor');
+  done.push(`approved the new policy and your key file as the trust anchor (${keyName})`);
+}
+
+async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<number> {
+  if (!repo.layout.isBare) {
+    throw new DelegateGitError('USAGE', '--server is for the bare repository that receives pushes; this one has a work tree.');
+  }
+  const file = await installHookFile(path.join(repo.layout.commonDir, 'hooks'), 'pre-receive');
+  const opts = { cwd: repo.cwd, env: repo.env };
+  // The ledger is append-only on the server too: git itself refuses a forced notes update before the hook runs.
+  await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
+  await gitText(['config', 'delegate-git.server', 'true'], opts);
+  if (asJson) io.out(`${JSON.stringify({ hook: file }, null, 2)}\n`);
+  else io.out(`  installed ${file}\n  pushes are now judged by the policy and trust root in force on this repository\n`);
+  return 0;
 }
 
 function defaultKeyName(env: NodeJS.ProcessEnv): string {

@@ -1,0 +1,78 @@
+import { judgePush, parseRefUpdates, Repository, checkStaged, reportExitCode } from '@delegate-git/core';
+import { type CommandModule, type Io, parseCommandArgs, usageError } from '../command.js';
+import { renderReport } from '../report-text.js';
+
+const help = `
+Usage: delegate-git hook pre-commit
+       delegate-git hook pre-receive     (reads "<old> <new> <ref>" lines on stdin, as git gives them)
+
+What the installed hook scripts run. pre-commit judges the staged content (the index) of every governed
+file the commit changes; pre-receive judges every new commit of every pushed ref against the ledger as it
+will be after the push, by the policy already in force on the server, and refuses any deletion, rewrite or
+unverifiable line of refs/notes/delegations. Both refuse on 1 (not promoted) and on 2 (could not check).
+In policy mode "warn", pre-commit reports refusals and lets the commit through.
+
+Example:
+  delegate-git hook pre-commit
+`;
+
+export default {
+  summary: 'run a gate as a git hook (pre-commit, pre-receive)',
+  help,
+  async run(argv: string[], io: Io): Promise<number> {
+    const { positionals } = parseCommandArgs('hook', argv, {});
+    const [name, ...extra] = positionals;
+    if (extra.length > 0) throw usageError('hook', 'Name exactly one hook.');
+    if (name === 'pre-commit') return preCommit(io);
+    if (name === 'pre-receive') return preReceive(io);
+    throw usageError('hook', `Unknown hook "${name ?? ''}": use pre-commit or pre-receive.`);
+  },
+} satisfies CommandModule;
+
+async function preCommit(io: Io): Promise<number> {
+  const repo = await Repository.open(io.cwd, io.env);
+  try {
+    const report = await checkStaged(repo);
+    const code = reportExitCode(report);
+    if (code === 0) return 0;
+    io.err(prefixLines(renderReport(report)));
+    if (report.policy.mode === 'warn') {
+      io.err('delegate-git: policy mode is "warn": the commit goes through; these files would be refused under "enforce".\n');
+      return 0;
+    }
+    io.err('delegate-git: commit refused.\n');
+    return code;
+  } finally {
+    await repo.close();
+  }
+}
+
+async function preReceive(io: Io): Promise<number> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const updates = parseRefUpdates(Buffer.concat(chunks).toString('utf8'));
+  const repo = await Repository.open(io.cwd, io.env);
+  try {
+    const result = await judgePush(repo, updates);
+    if (result.bootstrap) io.err('delegate-git: no policy was in force yet; this push was judged by its own policy (first push).\n');
+    for (const r of result.refusals) {
+      const where = [r.ref, r.commit?.slice(0, 12), r.path].filter(Boolean).join(' ');
+      io.err(`delegate-git: refused ${where}: ${r.reason}\n`);
+    }
+    if (result.refusals.length > 0) {
+      io.err('delegate-git: push refused. Promote each file (delegate it, or `delegate-git attest --approve <path>` by a reviewer) and push the ledger with it: git push --atomic <remote> <branch> refs/notes/delegations\n');
+      return 1;
+    }
+    return 0;
+  } finally {
+    await repo.close();
+  }
+}
+
+function prefixLines(text: string): string {
+  return text
+    .trimEnd()
+    .split('\n')
+    .map((l) => `delegate-git: ${l}\n`)
+    .join('');
+}

@@ -1,0 +1,376 @@
+// Spawned-git plumbing. Every git access in core goes through here: git itself is the fastest reader and the only
+// writer that honours every repository format detail (DESIGN 6), and a spawned process needs no extra dependency.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { existsSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { DelegateGitError } from './errors.js';
+
+export interface GitOptions {
+  cwd: string;
+  /** The whole environment of the child (as with child_process); default: this process's environment. */
+  env?: NodeJS.ProcessEnv;
+  /** Bytes fed to git's standard input. */
+  input?: string | Buffer;
+}
+
+export interface GitResult {
+  code: number;
+  stdout: Buffer;
+  stderr: string;
+}
+
+const GIT_MISSING_MESSAGE =
+  'git is not installed or not on PATH. Install git (https://git-scm.com/downloads) and make sure the `git` ' +
+  'command runs in this shell, then try again.';
+
+/** The error for a failed spawn: a missing git and a missing working directory both surface as ENOENT. */
+function spawnError(error: NodeJS.ErrnoException, cwd: string): DelegateGitError {
+  if (error.code === 'ENOENT' && !existsSync(cwd)) {
+    return new DelegateGitError(
+      'NOT_A_REPOSITORY',
+      `${cwd} does not exist. Run this in a git repository (or \`git init\` first).`,
+      { cause: error },
+    );
+  }
+  if (error.code === 'ENOENT')
+    return new DelegateGitError('NOT_A_REPOSITORY', GIT_MISSING_MESSAGE, { cause: error });
+  return new DelegateGitError('GIT', `git could not be started: ${error.message}`, { cause: error });
+}
+
+/** `git a b c` for messages; long argument lists are cut so the message stays one readable paragraph. */
+export function describeGitCommand(args: readonly string[]): string {
+  const shown = args.slice(0, 6).join(' ');
+  return `git ${shown}${args.length > 6 ? ' …' : ''}`;
+}
+
+/** The first lines of git's stderr: the `fatal:`/`error:` line that says what went wrong comes first. */
+function stderrSummary(stderr: string): string {
+  const lines = stderr
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  if (lines.length === 0) return '(no message)';
+  return lines.slice(0, 3).join(' ');
+}
+
+export function gitFailure(
+  args: readonly string[],
+  result: { code: number; stderr: string },
+): DelegateGitError {
+  return new DelegateGitError(
+    'GIT',
+    `${describeGitCommand(args)} failed: ${stderrSummary(result.stderr)} (exit code ${result.code})`,
+  );
+}
+
+function startGit(args: readonly string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }) {
+  return spawn('git', args, {
+    cwd: opts.cwd,
+    env: opts.env ?? process.env,
+    stdio: 'pipe',
+    windowsHide: true,
+  });
+}
+
+/** Like git() but returns {code, stdout, stderr} instead of throwing on a non-zero exit. */
+export function gitTry(args: string[], opts: GitOptions): Promise<GitResult> {
+  return new Promise((resolve, reject) => {
+    const child = startGit(args, opts);
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    let failed = false;
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.on('error', (error) => {
+      failed = true;
+      reject(spawnError(error, opts.cwd));
+    });
+    // git may exit before reading all of its input (e.g. on a bad argument); its exit code says what happened.
+    child.stdin.on('error', () => {});
+    child.on('close', (code, signal) => {
+      if (failed) return;
+      resolve({
+        code: code ?? (signal ? 128 : 1),
+        stdout: Buffer.concat(stdout),
+        stderr: Buffer.concat(stderr).toString('utf8'),
+      });
+    });
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** Spawns git (no shell) and returns its stdout. Non-zero exit → DelegateGitError('GIT'); no git → 'NOT_A_REPOSITORY'. */
+export async function git(args: string[], opts: GitOptions): Promise<Buffer> {
+  const result = await gitTry(args, opts);
+  if (result.code !== 0) throw gitFailure(args, result);
+  return result.stdout;
+}
+
+/** git() as text, without the final newline. */
+export async function gitText(args: string[], opts: GitOptions): Promise<string> {
+  const text = (await git(args, opts)).toString('utf8');
+  return text.endsWith('\n') ? text.slice(0, -1) : text;
+}
+
+/**
+ * Streams git's output split on `separator` (e.g. `rev-list`, `ls-tree -z`) without holding all of it; throws
+ * DelegateGitError('GIT') after the last record if git exits non-zero. Stopping early kills the child.
+ */
+export async function* gitRecords(
+  args: string[],
+  opts: { cwd: string; env?: NodeJS.ProcessEnv },
+  separator = '\n',
+): AsyncGenerator<string> {
+  const child = startGit(args, opts);
+  child.stdin.end();
+  const stderr: Buffer[] = [];
+  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+  const spawnFailure: { error?: DelegateGitError } = {};
+  child.on('error', (error) => {
+    spawnFailure.error = spawnError(error, opts.cwd);
+  });
+  const exit = new Promise<number>((resolve) =>
+    child.on('close', (code, signal) => resolve(code ?? (signal ? 128 : 1))),
+  );
+  const sep = Buffer.from(separator);
+  let rest: Buffer = Buffer.alloc(0);
+  let finished = false;
+  try {
+    for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+      let data = rest.length === 0 ? chunk : Buffer.concat([rest, chunk]);
+      let index = data.indexOf(sep);
+      while (index !== -1) {
+        yield data.subarray(0, index).toString('utf8');
+        data = data.subarray(index + sep.length);
+        index = data.indexOf(sep);
+      }
+      rest = data;
+    }
+    const code = await exit;
+    finished = true;
+    if (spawnFailure.error) throw spawnFailure.error;
+    if (rest.length > 0) yield rest.toString('utf8');
+    if (code !== 0) throw gitFailure(args, { code, stderr: Buffer.concat(stderr).toString('utf8') });
+  } finally {
+    if (!finished) child.kill();
+  }
+}
+
+export interface GitObject {
+  oid: string;
+  type: string;
+  content: Buffer;
+}
+
+interface PendingRead {
+  object: string;
+  resolve: (value: GitObject | null) => void;
+  reject: (error: Error) => void;
+}
+
+/**
+ * One long-lived `git cat-file --batch` process. Reads are pipelined: every request is written at once and the
+ * answers, which git gives in request order, are matched to them in order. The process starts on the first read.
+ */
+export class CatFileBatch {
+  private readonly cwd: string;
+  private readonly env: NodeJS.ProcessEnv | undefined;
+  private child: ChildProcessWithoutNullStreams | null = null;
+  private exited: Promise<void> = Promise.resolve();
+  private readonly queue: PendingRead[] = [];
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  /** Header of the object whose content is being received, or null while waiting for a header. */
+  private current: { oid: string; type: string; size: number } | null = null;
+  private failure: Error | null = null;
+  private stderr = '';
+  private closing = false;
+
+  constructor(opts: { cwd: string; env?: NodeJS.ProcessEnv }) {
+    this.cwd = opts.cwd;
+    this.env = opts.env;
+  }
+
+  /** The object, or null when it does not exist. `object` is anything git names an object by, e.g. `<rev>:<path>`. */
+  read(object: string): Promise<GitObject | null> {
+    if (object.includes('\n') || object === '') {
+      return Promise.reject(new DelegateGitError('GIT', `cannot read git object ${JSON.stringify(object)}.`));
+    }
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.closing)
+      return Promise.reject(new DelegateGitError('GIT', 'git cat-file reader used after close().'));
+    const child = this.child ?? this.start();
+    return new Promise((resolve, reject) => {
+      this.queue.push({ object, resolve, reject });
+      child.stdin.write(`${object}\n`);
+    });
+  }
+
+  readMany(objects: string[]): Promise<Array<GitObject | null>> {
+    return Promise.all(objects.map((object) => this.read(object)));
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    if (!this.child) return;
+    this.child.stdin.end();
+    await this.exited;
+  }
+
+  private start(): ChildProcessWithoutNullStreams {
+    const child = startGit(['cat-file', '--batch'], { cwd: this.cwd, env: this.env });
+    this.child = child;
+    this.exited = new Promise((resolve) => child.on('close', () => resolve()));
+    child.stdout.on('data', (chunk: Buffer) => this.receive(chunk));
+    child.stderr.on('data', (chunk: Buffer) => {
+      this.stderr += chunk.toString('utf8');
+    });
+    child.stdin.on('error', () => {});
+    child.on('error', (error) => this.fail(spawnError(error, this.cwd)));
+    child.on('close', (code) => {
+      if (this.queue.length > 0 || code !== 0) {
+        this.fail(gitFailure(['cat-file', '--batch'], { code: code ?? 1, stderr: this.stderr }));
+      }
+    });
+    return child;
+  }
+
+  private fail(error: Error): void {
+    this.failure ??= error;
+    for (const pending of this.queue.splice(0)) pending.reject(this.failure);
+  }
+
+  /** The buffered bytes as one buffer (joined only when a record spans chunks). */
+  private joined(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
+    return this.chunks[0] ?? Buffer.alloc(0);
+  }
+
+  private consume(count: number): void {
+    const first = this.joined();
+    this.chunks = count >= first.length ? [] : [first.subarray(count)];
+    this.buffered -= count;
+  }
+
+  private receive(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    for (;;) {
+      if (this.current === null) {
+        const data = this.joined();
+        const end = data.indexOf(10);
+        if (end === -1) return;
+        const header = data.toString('utf8', 0, end);
+        this.consume(end + 1);
+        const pending = this.queue[0];
+        if (!pending) {
+          this.fail(new DelegateGitError('GIT', 'git cat-file answered an unasked question.'));
+          return;
+        }
+        if (header.endsWith(' missing')) {
+          this.queue.shift();
+          pending.resolve(null);
+          continue;
+        }
+        if (header.endsWith(' ambiguous')) {
+          this.queue.shift();
+          pending.reject(
+            new DelegateGitError('GIT', `${pending.object} names more than one git object; use the full id.`),
+          );
+          continue;
+        }
+        const [oid, type, size] = header.split(' ');
+        if (!oid || !type || size === undefined || !/^\d+$/.test(size)) {
+          this.fail(new DelegateGitError('GIT', `git cat-file printed an unexpected header: ${header}`));
+          return;
+        }
+        this.current = { oid, type, size: Number(size) };
+      }
+      // Wait for the whole content and its terminating newline before joining chunks (large objects).
+      if (this.buffered < this.current.size + 1) return;
+      const data = this.joined();
+      const content = data.subarray(0, this.current.size);
+      const { oid, type } = this.current;
+      this.current = null;
+      this.consume(content.length + 1);
+      this.queue.shift()?.resolve({ oid, type, content });
+    }
+  }
+}
+
+/** Writes a blob (`hash-object -w --stdin`) and returns its id. */
+export async function writeBlob(
+  cwd: string,
+  content: Buffer | string,
+  env?: NodeJS.ProcessEnv,
+): Promise<string> {
+  return gitText(['hash-object', '-w', '--stdin'], { cwd, env, input: content });
+}
+
+export interface TreeEntry {
+  mode: string;
+  name: string;
+  oid: string;
+}
+
+/** Parses a raw tree object (`<mode> <name>\0<binary id>`…); the id length follows the repository's hash. */
+export function parseTreeObject(content: Buffer, oidBytes: number): TreeEntry[] {
+  const entries: TreeEntry[] = [];
+  let offset = 0;
+  while (offset < content.length) {
+    const space = content.indexOf(32, offset);
+    const nul = content.indexOf(0, space + 1);
+    if (space === -1 || nul === -1 || nul + 1 + oidBytes > content.length) {
+      throw new DelegateGitError('GIT', 'a git tree object is malformed; run `git fsck` on this repository.');
+    }
+    entries.push({
+      mode: content.toString('latin1', offset, space),
+      name: content.toString('utf8', space + 1, nul),
+      oid: content.toString('hex', nul + 1, nul + 1 + oidBytes),
+    });
+    offset = nul + 1 + oidBytes;
+  }
+  return entries;
+}
+
+export interface RepositoryLayout {
+  /** The work tree's top directory; null when there is none (a bare repository, or run from inside the git dir). */
+  topLevel: string | null;
+  gitDir: string;
+  /** Shared by all worktrees (differs from gitDir in a linked worktree). */
+  commonDir: string;
+  isBare: boolean;
+}
+
+/** One `git rev-parse` call (git >= 2.31 for --path-format). Paths are absolute. */
+export async function repositoryLayout(cwd: string, env?: NodeJS.ProcessEnv): Promise<RepositoryLayout> {
+  // --show-toplevel fails outside a work tree, so the top level is derived from --show-cdup, which just prints
+  // nothing there; that keeps this to one process for bare repositories too.
+  const args = [
+    'rev-parse',
+    '--path-format=absolute',
+    '--is-bare-repository',
+    '--is-inside-work-tree',
+    '--git-dir',
+    '--git-common-dir',
+    '--show-cdup',
+  ];
+  const result = await gitTry(args, { cwd, env });
+  if (result.code !== 0) {
+    if (/not a git repository/i.test(result.stderr) || !existsSync(cwd)) {
+      throw new DelegateGitError(
+        'NOT_A_REPOSITORY',
+        `${cwd} is not inside a git repository. Run this in a git repository (or \`git init\` first).`,
+      );
+    }
+    throw gitFailure(args, result);
+  }
+  const [bare, insideWorkTree, gitDir, commonDir, cdup] = result.stdout.toString('utf8').split('\n');
+  if (!gitDir || !commonDir) throw gitFailure(args, { code: 0, stderr: 'unexpected output' });
+  return {
+    topLevel: insideWorkTree === 'true' ? path.resolve(realpathSync(cwd), cdup ?? '') : null,
+    gitDir,
+    commonDir,
+    isBare: bare === 'true',
+  };
+}

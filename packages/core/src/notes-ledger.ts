@@ -1,0 +1,595 @@
+// The ledger: git notes under refs/notes/delegations, keyed by blob id, one record per line (DESIGN 3.1, 3.3).
+//
+// A note is a set of lines, sorted in byte order and unique, each ending in "\n" — exactly what
+// `git notes merge -s cat_sort_uniq` produces, so ledgers that diverged merge with nothing lost.
+//
+// Reading walks the notes tree with one `git cat-file --batch` (or lists it with one `ls-tree -r` when many notes
+// are wanted). Writing builds one notes commit with `git fast-import` (measured fastest, DESIGN 6) as ordinary tree
+// entries at each note's path — fast-import's own `N` command refuses notes on blobs — and publishes it with a
+// compare-and-swap `update-ref`, so concurrent writers never lose each other's lines.
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DelegateGitError } from './errors.js';
+import { CatFileBatch, gitFailure, gitRecords, gitTry, parseTreeObject, type TreeEntry } from './git.js';
+
+export const LEDGER_REF = 'refs/notes/delegations';
+
+export interface NoteAddition {
+  blob: string;
+  lines: string[];
+}
+
+/**
+ * Notes commits are made by a fixed identity: they must work where user.name/user.email are unset (CI runners,
+ * fresh machines, hooks), and who vouches for a record is said by its signature, not by the notes commit.
+ */
+const NOTES_COMMITTER = 'delegate-git <delegate-git@localhost>';
+/** A notes directory with more notes than this is fanned out into 2-hex-digit subdirectories, as git does. */
+const FANOUT_THRESHOLD = 256;
+/** linesOnMany up to this many blobs walks the tree per blob; more lists the whole tree once. */
+const WALK_LIMIT = 256;
+/** Notes read per cat-file window while streaming entries(). */
+const ENTRY_WINDOW = 512;
+const MAX_APPEND_ATTEMPTS = 40;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Pure helpers: note text, note paths, fanout decisions.
+
+/** UTF-8 byte order (what git's cat_sort_uniq uses); equal to JS string order for ASCII. */
+export function compareBytewise(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    if (a.charCodeAt(i) !== b.charCodeAt(i)) return (a.codePointAt(i) ?? 0) - (b.codePointAt(i) ?? 0);
+  }
+  return a.length - b.length;
+}
+
+/** Sorted (byte order) and without duplicates. */
+export function sortedUnique(lines: Iterable<string>): string[] {
+  const sorted = [...new Set(lines)].sort(compareBytewise);
+  return sorted;
+}
+
+/** The lines of a note: empty lines dropped (git separates concatenated notes with blank lines), sorted, unique. */
+export function parseNote(content: Buffer | string): string[] {
+  const text = typeof content === 'string' ? content : content.toString('utf8');
+  return sortedUnique(text.split('\n').filter((line) => line !== ''));
+}
+
+/** A note's bytes: its lines sorted and unique, each terminated by "\n". */
+export function serializeNote(lines: Iterable<string>): string {
+  return sortedUnique(lines)
+    .map((line) => `${line}\n`)
+    .join('');
+}
+
+const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const FANOUT_DIR = /^[0-9a-f]{2}$/;
+const TREE_MODE = '40000';
+
+export function isObjectId(value: string): boolean {
+  return OBJECT_ID.test(value);
+}
+
+/** The annotated object of a notes-tree path (`abcd…` or `ab/cd…`, any depth), or null if the path is no note. */
+export function annotatedIdOfPath(notePath: string): string | null {
+  const parts = notePath.split('/');
+  const last = parts.pop() ?? '';
+  if (!parts.every((part) => FANOUT_DIR.test(part))) return null;
+  const id = parts.join('') + last;
+  return isObjectId(id) && /^[0-9a-f]+$/.test(last) ? id : null;
+}
+
+/** True when a notes directory is fanned out: it holds at least one 2-hex-digit subdirectory. */
+function isFannedOut(entries: readonly TreeEntry[]): boolean {
+  return entries.some((entry) => entry.mode === TREE_MODE && FANOUT_DIR.test(entry.name));
+}
+
+/** Entries of a directory at `consumed` hex digits deep that are notes (blob named by the rest of an id). */
+function noteEntriesAt(entries: readonly TreeEntry[], consumed: number, idLength: number): TreeEntry[] {
+  return entries.filter(
+    (entry) =>
+      entry.mode !== TREE_MODE && entry.name.length === idLength - consumed && /^[0-9a-f]+$/.test(entry.name),
+  );
+}
+
+function assertRevision(value: string, what: string): void {
+  if (value === '' || value.startsWith('-') || /[\s\0]/.test(value)) {
+    throw new DelegateGitError('LEDGER', `${JSON.stringify(value)} is not a valid ${what}.`);
+  }
+}
+
+function assertObjectId(blob: string): void {
+  if (!isObjectId(blob)) {
+    throw new DelegateGitError(
+      'LEDGER',
+      `${JSON.stringify(blob)} is not a full git object id (40 or 64 lowercase hex digits); notes are keyed by the full blob id.`,
+    );
+  }
+}
+
+/** Additions grouped per blob (lines deduplicated), after checking every blob id and line. */
+export function groupAdditions(additions: readonly NoteAddition[]): Map<string, Set<string>> {
+  const grouped = new Map<string, Set<string>>();
+  for (const { blob, lines } of additions) {
+    assertObjectId(blob);
+    const target = grouped.get(blob) ?? new Set<string>();
+    for (const line of lines) {
+      if (typeof line !== 'string' || line === '' || line.includes('\n')) {
+        throw new DelegateGitError(
+          'LEDGER',
+          `a ledger line for blob ${blob} is empty or contains a newline; each record must be one non-empty line.`,
+        );
+      }
+      target.add(line);
+    }
+    grouped.set(blob, target);
+  }
+  return grouped;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reading the notes tree.
+
+interface NoteLocation {
+  /** Every entry holding a note for this id (normally 0 or 1; 2 when a tool wrote a flat one beside a fanned one). */
+  notes: Array<{ path: string; oid: string }>;
+  /** The directories on this id's fanout path that exist, from the root down. */
+  levels: Array<{ dir: string; consumed: number; entries: TreeEntry[] }>;
+}
+
+/** Reads notes trees through one cat-file process, remembering trees already parsed (objects never change). */
+class NotesTreeReader {
+  private readonly trees = new Map<string, Promise<TreeEntry[]>>();
+
+  constructor(
+    readonly batch: CatFileBatch,
+    readonly rootTree: string,
+  ) {}
+
+  get idLength(): number {
+    return this.rootTree.length;
+  }
+
+  /** The notes tree of a notes commit (or ref), or null when it does not exist. */
+  static async open(batch: CatFileBatch, at: string): Promise<NotesTreeReader | null> {
+    const root = await batch.read(`${at}^{tree}`);
+    if (!root) return null;
+    const reader = new NotesTreeReader(batch, root.oid);
+    reader.trees.set(root.oid, Promise.resolve(parseTreeObject(root.content, root.oid.length / 2)));
+    return reader;
+  }
+
+  tree(oid: string): Promise<TreeEntry[]> {
+    let entries = this.trees.get(oid);
+    if (!entries) {
+      entries = this.batch.read(oid).then((object) => {
+        if (object?.type !== 'tree') {
+          throw new DelegateGitError('LEDGER', `the notes tree is damaged: tree ${oid} is missing.`);
+        }
+        return parseTreeObject(object.content, oid.length / 2);
+      });
+      this.trees.set(oid, entries);
+    }
+    return entries;
+  }
+
+  /** Follows an id's fanout path the way git does: a note may sit at any depth. */
+  async locate(id: string): Promise<NoteLocation> {
+    const location: NoteLocation = { notes: [], levels: [] };
+    let dir = '';
+    let consumed = 0;
+    let entries = await this.tree(this.rootTree);
+    for (;;) {
+      location.levels.push({ dir, consumed, entries });
+      const rest = id.slice(consumed);
+      let next: TreeEntry | undefined;
+      for (const entry of entries) {
+        if (entry.name === rest && entry.mode !== TREE_MODE)
+          location.notes.push({ path: dir + rest, oid: entry.oid });
+        else if (entry.mode === TREE_MODE && entry.name === rest.slice(0, 2) && rest.length > 2) next = entry;
+      }
+      if (!next) return location;
+      dir = `${dir}${next.name}/`;
+      consumed += 2;
+      entries = await this.tree(next.oid);
+    }
+  }
+
+  async readLines(oids: readonly string[]): Promise<string[]> {
+    const objects = await this.batch.readMany([...oids]);
+    const lines: string[] = [];
+    for (const [index, object] of objects.entries()) {
+      if (!object)
+        throw new DelegateGitError('LEDGER', `the notes tree is damaged: note ${oids[index]} is missing.`);
+      lines.push(...parseNote(object.content));
+    }
+    return sortedUnique(lines);
+  }
+}
+
+/** `ls-tree -r -z` of a notes tree as annotated id → note blob ids (deepest first), streamed from git. */
+async function listNotes(
+  cwd: string,
+  env: NodeJS.ProcessEnv | undefined,
+  treeish: string,
+): Promise<Map<string, string[]>> {
+  const notes = new Map<string, string[]>();
+  const depth = new Map<string, number>();
+  for await (const record of gitRecords(
+    ['ls-tree', '-r', '-z', '--full-tree', treeish],
+    { cwd, env },
+    '\0',
+  )) {
+    if (record === '') continue;
+    const tab = record.indexOf('\t');
+    const [, type, oid] = record.slice(0, tab).split(' ');
+    const notePath = record.slice(tab + 1);
+    const annotated = type === 'blob' && oid ? annotatedIdOfPath(notePath) : null;
+    if (!annotated || !oid) continue;
+    const existing = notes.get(annotated);
+    const level = notePath.length;
+    if (!existing) {
+      notes.set(annotated, [oid]);
+      depth.set(annotated, level);
+    } else if (level > (depth.get(annotated) ?? 0)) {
+      existing.unshift(oid);
+      depth.set(annotated, level);
+    } else existing.push(oid);
+  }
+  return notes;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Writing: the plan of one notes commit.
+
+interface WritePlan {
+  /** path → new content (inline) or an existing blob id (a note moved by fanout). */
+  writes: Map<string, { content: string } | { oid: string }>;
+  deletes: Set<string>;
+  added: number;
+  notes: number;
+}
+
+function fannedPath(dir: string, name: string): string {
+  return `${dir}${name.slice(0, 2)}/${name.slice(2)}`;
+}
+
+/**
+ * Decides every tree change for one append from the current notes tree. An existing note is rewritten at the
+ * path it already has (the deepest, if a foreign tool left a flat duplicate, which is then removed so git does
+ * not concatenate the two). A new note goes to the depth the tree already uses on that id's path; a flat
+ * directory that would exceed FANOUT_THRESHOLD notes is fanned out, as git itself does when it writes notes.
+ */
+async function planAppend(
+  reader: NotesTreeReader | null,
+  grouped: Map<string, Set<string>>,
+): Promise<WritePlan> {
+  const plan: WritePlan = { writes: new Map(), deletes: new Set(), added: 0, notes: 0 };
+  const newNotesByDir = new Map<
+    string,
+    { consumed: number; entries: TreeEntry[]; names: Map<string, string> }
+  >();
+  const ids = [...grouped.keys()].sort();
+  const locations = reader
+    ? await Promise.all(ids.map((id) => reader.locate(id)))
+    : ids.map((): NoteLocation => ({ notes: [], levels: [{ dir: '', consumed: 0, entries: [] }] }));
+  const existingLines = reader
+    ? await Promise.all(locations.map((location) => reader.readLines(location.notes.map((note) => note.oid))))
+    : [];
+  for (const [index, id] of ids.entries()) {
+    const location = locations[index]!;
+    const existing = existingLines[index] ?? [];
+    const present = new Set(existing);
+    const missing = [...grouped.get(id)!].filter((line) => !present.has(line));
+    if (missing.length === 0) continue;
+    plan.added += missing.length;
+    plan.notes += 1;
+    const content = serializeNote([...existing, ...missing]);
+    if (location.notes.length > 0) {
+      const [keep, ...duplicates] = [...location.notes].sort((a, b) => b.path.length - a.path.length);
+      plan.writes.set(keep!.path, { content });
+      for (const duplicate of duplicates) plan.deletes.add(duplicate.path);
+      continue;
+    }
+    const level = location.levels[location.levels.length - 1]!;
+    const rest = id.slice(level.consumed);
+    if (isFannedOut(level.entries)) {
+      // The subdirectory for this id does not exist yet: it is created holding just this note.
+      plan.writes.set(fannedPath(level.dir, rest), { content });
+      continue;
+    }
+    const pending = newNotesByDir.get(level.dir) ?? {
+      consumed: level.consumed,
+      entries: level.entries,
+      names: new Map(),
+    };
+    pending.names.set(rest, content);
+    newNotesByDir.set(level.dir, pending);
+  }
+  const idLength = reader?.idLength ?? 40;
+  for (const [dir, { consumed, entries, names }] of newNotesByDir) {
+    const present = noteEntriesAt(entries, consumed, idLength);
+    const fanOut = present.length + names.size > FANOUT_THRESHOLD && idLength - consumed > 2;
+    for (const [name, content] of names)
+      plan.writes.set(fanOut ? fannedPath(dir, name) : dir + name, { content });
+    if (!fanOut) continue;
+    for (const entry of present) {
+      const oldPath = dir + entry.name;
+      const rewritten = plan.writes.get(oldPath);
+      plan.writes.delete(oldPath);
+      plan.writes.set(fannedPath(dir, entry.name), rewritten ?? { oid: entry.oid });
+      plan.deletes.add(oldPath);
+    }
+  }
+  return plan;
+}
+
+/** The fast-import stream that makes one notes commit with `plan` on top of `parent`, then prints its id. */
+function fastImportStream(tempRef: string, parent: string | null, plan: WritePlan, message: string): Buffer {
+  const parts: Buffer[] = [];
+  const push = (text: string) => parts.push(Buffer.from(text, 'utf8'));
+  const data = (text: string) => {
+    const bytes = Buffer.from(text, 'utf8');
+    push(`data ${bytes.length}\n`);
+    parts.push(bytes, Buffer.from('\n'));
+  };
+  push(`commit ${tempRef}\nmark :1\ncommitter ${NOTES_COMMITTER} ${Math.floor(Date.now() / 1000)} +0000\n`);
+  data(message);
+  if (parent) push(`from ${parent}\n`);
+  for (const path of plan.deletes) push(`D ${path}\n`);
+  for (const [path, write] of plan.writes) {
+    if ('oid' in write) push(`M 100644 ${write.oid} ${path}\n`);
+    else {
+      push(`M 100644 inline ${path}\n`);
+      data(write.content);
+    }
+  }
+  push('\nget-mark :1\ndone\n');
+  return Buffer.concat(parts);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+export class NotesLedger {
+  readonly cwd: string;
+  readonly ref: string;
+  private readonly env: NodeJS.ProcessEnv | undefined;
+
+  constructor(opts: { cwd: string; ref?: string; env?: NodeJS.ProcessEnv }) {
+    this.cwd = opts.cwd;
+    const ref = opts.ref ?? LEDGER_REF;
+    this.ref = ref.startsWith('refs/') ? ref : `refs/notes/${ref}`;
+    assertRevision(this.ref, 'notes ref');
+    this.env = opts.env;
+  }
+
+  private options() {
+    return { cwd: this.cwd, env: this.env };
+  }
+
+  /** Commit id the ref points at, or null when there is no ledger yet. */
+  async tip(): Promise<string | null> {
+    const result = await gitTry(['rev-parse', '--verify', '--quiet', `${this.ref}^{commit}`], this.options());
+    if (result.code === 0) return result.stdout.toString('utf8').trim();
+    if (result.code === 1) return null;
+    throw new DelegateGitError('LEDGER', gitFailure(['rev-parse', this.ref], result).message);
+  }
+
+  private async withReader<T>(
+    at: string | undefined,
+    use: (reader: NotesTreeReader | null, batch: CatFileBatch) => Promise<T>,
+  ): Promise<T> {
+    if (at !== undefined) assertRevision(at, 'notes commit');
+    const batch = new CatFileBatch(this.options());
+    try {
+      const reader = await NotesTreeReader.open(batch, at ?? this.ref);
+      if (!reader && at !== undefined) {
+        throw new DelegateGitError('LEDGER', `${at} is not a notes commit in this repository.`);
+      }
+      return await use(reader, batch);
+    } finally {
+      await batch.close();
+    }
+  }
+
+  /** Lines of the note on one blob at `at` (a notes commit; default: current tip). [] when none. */
+  async linesOn(blob: string, at?: string): Promise<string[]> {
+    return (await this.linesOnMany([blob], at)).get(blob) ?? [];
+  }
+
+  /**
+   * Batch form. Up to WALK_LIMIT blobs: each id's fanout path is walked through one cat-file process; more: one
+   * `ls-tree -r` lists the tree first. Either way one cat-file process reads the notes. Every requested blob has
+   * an entry ([] when it has no note).
+   */
+  async linesOnMany(blobs: string[], at?: string): Promise<Map<string, string[]>> {
+    blobs.forEach(assertObjectId);
+    return this.withReader(at, async (reader) => {
+      const unique = [...new Set(blobs)];
+      if (!reader) return new Map(unique.map((blob) => [blob, []]));
+      let noteOids: string[][];
+      if (unique.length <= WALK_LIMIT) {
+        const locations = await Promise.all(unique.map((blob) => reader.locate(blob)));
+        noteOids = locations.map((location) => location.notes.map((note) => note.oid));
+      } else {
+        const listing = await listNotes(this.cwd, this.env, reader.rootTree);
+        noteOids = unique.map((blob) => listing.get(blob) ?? []);
+      }
+      const lines = await Promise.all(noteOids.map((oids) => reader.readLines(oids)));
+      return new Map(unique.map((blob, index) => [blob, lines[index]!]));
+    });
+  }
+
+  /** Every annotated object id → note blob id, whatever the fanout (the deepest entry if a flat duplicate exists). */
+  async list(at?: string): Promise<Map<string, string>> {
+    const treeish = await this.resolveTree(at);
+    if (!treeish) return new Map();
+    const listing = await listNotes(this.cwd, this.env, treeish);
+    return new Map([...listing].map(([annotated, oids]) => [annotated, oids[0]!]));
+  }
+
+  /** The tree id of `at` (default: the ledger tip), or null when there is no ledger. */
+  private async resolveTree(at: string | undefined): Promise<string | null> {
+    if (at !== undefined) assertRevision(at, 'notes commit');
+    const result = await gitTry(
+      ['rev-parse', '--verify', '--quiet', `${at ?? this.ref}^{tree}`],
+      this.options(),
+    );
+    if (result.code === 0) return result.stdout.toString('utf8').trim();
+    if (at !== undefined)
+      throw new DelegateGitError('LEDGER', `${at} is not a notes commit in this repository.`);
+    return null;
+  }
+
+  /**
+   * Streams every note (annotated id and its lines) without holding the whole ledger: only the listing of ids is
+   * kept; note contents are read in windows, the next window requested while the current one is consumed.
+   */
+  async *entries(at?: string): AsyncIterable<{ annotated: string; lines: string[] }> {
+    const treeish = await this.resolveTree(at);
+    if (!treeish) return;
+    const listing = await listNotes(this.cwd, this.env, treeish);
+    const ids = [...listing.keys()];
+    const batch = new CatFileBatch(this.options());
+    const fetchWindow = (start: number) => {
+      const window = ids.slice(start, start + ENTRY_WINDOW);
+      const reads = Promise.all(
+        window.map(async (annotated) => {
+          const objects = await batch.readMany(listing.get(annotated)!);
+          const lines = objects.flatMap((object) => (object ? parseNote(object.content) : []));
+          return { annotated, lines: sortedUnique(lines) };
+        }),
+      );
+      reads.catch(() => {}); // awaited below; a consumer that stops early must not leave it unhandled
+      return reads;
+    };
+    try {
+      let next = ids.length > 0 ? fetchWindow(0) : null;
+      for (let start = 0; next; start += ENTRY_WINDOW) {
+        const current = await next;
+        next = start + ENTRY_WINDOW < ids.length ? fetchWindow(start + ENTRY_WINDOW) : null;
+        yield* current;
+      }
+    } finally {
+      await batch.close();
+    }
+  }
+
+  /**
+   * Adds lines to the notes of many blobs in ONE notes commit. Existing lines are kept; each note stays sorted and
+   * unique. A no-op (current tip, added 0) when every line is already there. The ref moves by compare-and-swap;
+   * on a lost race the commit is rebuilt from the new tip, so a concurrent writer's lines are never dropped.
+   */
+  async append(
+    additions: NoteAddition[],
+    opts: { message?: string } = {},
+  ): Promise<{ commit: string | null; added: number }> {
+    const grouped = groupAdditions(additions);
+    const tempRef = `refs/delegate-git/tmp/notes-${process.pid}-${randomBytes(6).toString('hex')}`;
+    const batch = new CatFileBatch(this.options());
+    let tempRefWritten = false;
+    try {
+      for (let attempt = 1; attempt <= MAX_APPEND_ATTEMPTS; attempt++) {
+        const parent = await this.tip();
+        const reader = parent ? await NotesTreeReader.open(batch, parent) : null;
+        const plan = await planAppend(reader, grouped);
+        if (plan.added === 0) return { commit: parent, added: 0 };
+        const message =
+          opts.message ?? `delegate-git: add ${plan.added} record line(s) to ${plan.notes} note(s)`;
+        const commit = await this.writeCommit(tempRef, parent, plan, message);
+        tempRefWritten = true;
+        const published = await gitTry(['update-ref', '--stdin'], {
+          ...this.options(),
+          input: parent
+            ? `update ${this.ref} ${commit} ${parent}\ndelete ${tempRef}\n`
+            : `create ${this.ref} ${commit}\ndelete ${tempRef}\n`,
+        });
+        if (published.code === 0) {
+          tempRefWritten = false;
+          return { commit, added: plan.added };
+        }
+        const now = await this.tip();
+        // A moved tip, or the ref's lock file held by another writer at that instant.
+        const lostRace = now !== parent || /File exists/i.test(published.stderr);
+        if (!lostRace) {
+          throw new DelegateGitError(
+            'LEDGER',
+            `${this.ref} could not be updated: ${gitFailure(['update-ref', this.ref], published).message}`,
+          );
+        }
+        // Another writer moved the ledger: back off (randomly, so writers spread out) and rebuild on its tip.
+        await sleep(Math.random() * Math.min(250, 5 * 2 ** Math.min(attempt, 6)));
+      }
+      throw new DelegateGitError(
+        'LEDGER',
+        `${this.ref} kept changing under ${MAX_APPEND_ATTEMPTS} attempts to add records (other writers are busy). Run the command again.`,
+      );
+    } finally {
+      await batch.close();
+      if (tempRefWritten) await gitTry(['update-ref', '-d', tempRef], this.options());
+    }
+  }
+
+  private async writeCommit(tempRef: string, parent: string | null, plan: WritePlan, message: string) {
+    // --force: an earlier attempt of this append may have left the temporary ref on a commit that is not an
+    // ancestor of this one. --done: a truncated stream fails instead of committing part of the plan.
+    const args = ['fast-import', '--quiet', '--force', '--done'];
+    const result = await gitTry(args, {
+      ...this.options(),
+      input: fastImportStream(tempRef, parent, plan, message),
+    });
+    if (result.code !== 0) {
+      throw new DelegateGitError(
+        'LEDGER',
+        `the notes commit could not be written: ${gitFailure(args, result).message}`,
+      );
+    }
+    return result.stdout.toString('utf8').trim();
+  }
+
+  /** Notes commits newest first (rev-list of the ref), with parents. */
+  async *history(): AsyncIterable<{ commit: string; parents: string[] }> {
+    const tip = await this.tip();
+    if (!tip) return;
+    for await (const line of gitRecords(['rev-list', '--parents', tip], this.options())) {
+      if (line === '') continue;
+      const [commit, ...parents] = line.split(' ');
+      yield { commit: commit!, parents };
+    }
+  }
+
+  /**
+   * Lines present at `older` but missing at `newer` (the append-only check). Only the notes `git diff-tree -r`
+   * reports as changed are read, so the cost follows what changed; a note moved by fanout counts as unchanged
+   * when its lines are all still there.
+   */
+  async droppedLines(older: string, newer: string): Promise<Array<{ annotated: string; line: string }>> {
+    assertRevision(older, 'notes commit');
+    assertRevision(newer, 'notes commit');
+    const touched = new Set<string>();
+    let expectPath = false;
+    for await (const field of gitRecords(
+      ['diff-tree', '-r', '-z', '--no-renames', older, newer],
+      this.options(),
+      '\0',
+    )) {
+      // -z output alternates ":<modes> <ids> <status>" and the path.
+      if (expectPath) {
+        const annotated = annotatedIdOfPath(field);
+        if (annotated) touched.add(annotated);
+        expectPath = false;
+      } else expectPath = field.startsWith(':');
+    }
+    if (touched.size === 0) return [];
+    const ids = [...touched].sort();
+    const before = await this.linesOnMany(ids, older);
+    const after = await this.linesOnMany(ids, newer);
+    const dropped: Array<{ annotated: string; line: string }> = [];
+    for (const annotated of ids) {
+      const kept = new Set(after.get(annotated));
+      for (const line of before.get(annotated) ?? []) if (!kept.has(line)) dropped.push({ annotated, line });
+    }
+    return dropped;
+  }
+}
