@@ -14,6 +14,7 @@ const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
   attest: () => import('./commands/attest.js'),
   hook: () => import('./commands/hook.js'),
   sync: () => import('./commands/sync.js'),
+  verify: () => import('./commands/verify.js'),
 };
 
 export const VERSION = '0.1.0';

@@ -18,3 +18,4 @@ export * from './trust-root.js';
 export * from "./checks.js";
 export * from "./recording.js";
 export * from "./pre-receive.js";
+export * from "./ledger-verify.js";

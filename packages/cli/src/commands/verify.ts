@@ -1,0 +1,112 @@
+import { appendFile } from 'node:fs/promises';
+import { type LedgerVerification, Repository, verificationExitCode, verifyLedger } from '@delegate-git/core';
+import { type CommandModule, type Io, json, parseCommandArgs } from '../command.js';
+
+const help = `
+Usage: delegate-git verify [--rev <rev>] [--baseline <notes-commit>] [--json | --markdown]
+
+The ledger job for CI. Checks that every line of every note in refs/notes/delegations parses and verifies
+against the trust root at <rev> (default HEAD); that every governed file in <rev>'s tree is promoted; and that
+the ledger is append-only (since --baseline, which must be an ancestor of the current ledger, or else across
+its whole history). Exit 0 all good, 1 a problem (each listed), 2 could not answer.
+Records of revoked keys are reported but are not problems by themselves: they simply no longer count.
+  --markdown   a summary for a job page (also appended to $GITHUB_STEP_SUMMARY when that is set)
+  --json       the full result for machines
+Under GitHub Actions (GITHUB_ACTIONS=true) refused files are also printed as ::error annotations.
+
+Example:
+  git fetch origin refs/notes/delegations:refs/notes/delegations
+  delegate-git verify --rev HEAD --baseline "$LAST_VERIFIED_LEDGER"
+`;
+
+export default {
+  summary: 'CI: verify every ledger line, every governed file, and append-only history',
+  help,
+  async run(argv: string[], io: Io): Promise<number> {
+    const { values } = parseCommandArgs('verify', argv, {
+      rev: { type: 'string' },
+      baseline: { type: 'string' },
+      json: { type: 'boolean' },
+      markdown: { type: 'boolean' },
+    }, false);
+    const repo = await Repository.open(io.cwd, io.env);
+    let result: LedgerVerification;
+    try {
+      result = await verifyLedger(repo, { rev: values.rev, baseline: values.baseline });
+    } finally {
+      await repo.close();
+    }
+    const exitCode = verificationExitCode(result);
+    const markdown = renderMarkdown(result, exitCode);
+    if (io.env.GITHUB_STEP_SUMMARY) await appendFile(io.env.GITHUB_STEP_SUMMARY, markdown);
+    if (io.env.GITHUB_ACTIONS === 'true') {
+      for (const f of result.files.filter((x) => !x.promoted)) io.out(`::error file=${f.path}::${escapeAnnotation(f.reason)}\n`);
+    }
+    if (values.json) io.out(json({ ...result, exitCode }));
+    else if (values.markdown) io.out(markdown);
+    else io.out(renderText(result, exitCode));
+    return exitCode;
+  },
+} satisfies CommandModule;
+
+function counts(v: LedgerVerification) {
+  const refused = v.files.filter((f) => !f.promoted);
+  return { refused, promoted: v.files.length - refused.length };
+}
+
+export function renderText(v: LedgerVerification, exitCode: number): string {
+  const { refused, promoted } = counts(v);
+  const out: string[] = [];
+  for (const p of v.invalid) out.push(`INVALID LINE  blob ${p.blob} line ${p.line}: ${p.reason}`);
+  for (const f of refused) out.push(`NOT PROMOTED  ${f.path}: ${f.reason}`);
+  if (v.appendOnly.problem) out.push(`LEDGER REWRITTEN  ${v.appendOnly.problem}`);
+  for (const r of v.appendOnly.removed) out.push(`LINE REMOVED  in notes commit ${r.commit.slice(0, 12)} from blob ${r.blob}: ${r.line.slice(0, 60)}...`);
+  for (const p of v.revoked) out.push(`revoked       blob ${p.blob} line ${p.line}: ${p.reason} (no longer counts)`);
+  out.push(
+    `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} record line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${v.revoked.length} by revoked keys`,
+    `${v.rev} (${v.commit.slice(0, 12)}): ${v.files.length} governed file(s), ${promoted} promoted, ${refused.length} refused`,
+    `append-only (${v.appendOnly.checked}): ${v.appendOnly.problem || v.appendOnly.removed.length ? 'VIOLATED' : 'ok'}`,
+    exitCode === 0 ? 'verify: ok' : 'verify: FAILED',
+  );
+  return `${out.join('\n')}\n`;
+}
+
+export function renderMarkdown(v: LedgerVerification, exitCode: number): string {
+  const { refused, promoted } = counts(v);
+  const md: string[] = [`## delegate-git ledger: ${exitCode === 0 ? '✅ verified' : '❌ problems found'}`, ''];
+  if (exitCode !== 0) {
+    md.push('### Problems', '');
+    for (const p of v.invalid) md.push(`- invalid record on blob \`${p.blob.slice(0, 12)}\` line ${p.line}: ${p.reason}`);
+    for (const f of refused) md.push(`- \`${f.path}\` is not promoted: ${f.reason}`);
+    if (v.appendOnly.problem) md.push(`- ledger rewritten: ${v.appendOnly.problem}`);
+    if (v.appendOnly.removed.length) md.push(`- ${v.appendOnly.removed.length} record line(s) removed from the ledger`);
+    md.push('');
+  }
+  md.push(
+    '| | |',
+    '|---|---|',
+    `| revision | \`${v.rev}\` (${v.commit.slice(0, 12)}) |`,
+    `| ledger tip | ${v.ledgerTip ? `\`${v.ledgerTip.slice(0, 12)}\`` : 'none'} |`,
+    `| records | ${v.records} on ${v.notes} blob(s); ${v.invalid.length} invalid; ${v.revoked.length} by revoked keys |`,
+    `| governed files | ${v.files.length}: ${promoted} promoted, ${refused.length} refused |`,
+    `| append-only | ${v.appendOnly.problem || v.appendOnly.removed.length ? 'violated' : 'ok'} (${v.appendOnly.checked}) |`,
+    '',
+    '### Records by verdict',
+    '',
+    '| verdict | records |',
+    '|---|---|',
+    ...Object.entries(v.byVerdict).sort().map(([k, n]) => `| ${k} | ${n} |`),
+    '',
+    '### Records by signer',
+    '',
+    '| signer | records |',
+    '|---|---|',
+    ...Object.entries(v.bySigner).sort().map(([k, n]) => `| ${k} | ${n} |`),
+    '',
+  );
+  return `${md.join('\n')}\n`;
+}
+
+function escapeAnnotation(text: string): string {
+  return text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+}
