@@ -15,6 +15,8 @@ const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
   hook: () => import('./commands/hook.js'),
   sync: () => import('./commands/sync.js'),
   verify: () => import('./commands/verify.js'),
+  delegate: () => import('./commands/delegate.js'),
+  config: () => import('./commands/config.js'),
 };
 
 export const VERSION = '0.1.0';

@@ -17,10 +17,16 @@ export function renderReport(report: CheckReport): string {
     `${governed.length} governed file(s): ${governed.length - refused.length} promoted, ${refused.length} refused` +
       ` (policy and trust root from ${report.source})`,
   );
-  if (refused.length > 0 || report.deletions.some((d) => d.blocks)) {
+  if (refused.length > 0) {
     out.push(
       'To promote a refused file: delegate it (`delegate-git delegate <unit.json>`) so a passing verdict covers it,',
       'or have a reviewer approve this exact content: `delegate-git attest --approve <path>`.',
+    );
+  }
+  if (report.deletions.some((d) => d.blocks)) {
+    out.push(
+      'To keep a protected file: restore it (`git restore --staged --worktree <path>`); to delete it, a reviewer must',
+      'approve a policy change that turns protectDeletes off.',
     );
   }
   return `${out.join('\n')}\n`;

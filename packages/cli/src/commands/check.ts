@@ -58,7 +58,7 @@ export function toJson(report: CheckReport, exitCode: number) {
       gitBlob: blob,
     })),
     deletions: report.deletions,
-    mode: report.policy.mode,
+    mode: report.mode,
     exitCode,
   };
 }

@@ -34,9 +34,13 @@ async function preCommit(io: Io): Promise<number> {
   try {
     const report = await checkStaged(repo);
     const code = reportExitCode(report);
-    if (code === 0) return 0;
+    if (code === 0) {
+      // Deleting a governed path passes unless the policy protects deletions, but it is never silent.
+      for (const d of report.deletions) io.err(`delegate-git: deleted (governed) ${d.path}\n`);
+      return 0;
+    }
     io.err(prefixLines(renderReport(report)));
-    if (report.policy.mode === 'warn') {
+    if (report.mode === 'warn') {
       io.err('delegate-git: policy mode is "warn": the commit goes through; these files would be refused under "enforce".\n');
       return 0;
     }
@@ -60,7 +64,13 @@ async function preReceive(io: Io): Promise<number> {
       io.err(`delegate-git: refused ${where}: ${r.reason}\n`);
     }
     if (result.refusals.length > 0) {
-      io.err('delegate-git: push refused. Promote each file (delegate it, or `delegate-git attest --approve <path>` by a reviewer) and push the ledger with it: git push --atomic <remote> <branch> refs/notes/delegations\n');
+      // Only content refusals are fixed by promoting; a refused ledger update is fixed by syncing, not by attesting.
+      const content = result.refusals.some((r) => r.path !== undefined);
+      io.err(
+        content
+          ? 'delegate-git: push refused. Promote each file (delegate it, or `delegate-git attest --approve <path>` by a reviewer) and push the ledger with it: git push --atomic <remote> <branch> refs/notes/delegations\n'
+          : 'delegate-git: push refused. The ledger only grows: run `delegate-git sync` (fetch, merge, push without force) instead of rewriting refs/notes/delegations.\n',
+      );
       return 1;
     }
     return 0;

@@ -52,7 +52,8 @@ export default {
           io.out(values.json ? json({ remote, pushed: true, attempts: attempt, tip: await repo.ledger.tip() }) : `Ledger synced with ${remote}.\n`);
           return 0;
         }
-        if (!/non-fast-forward|fetch first|rejected/i.test(pushed.stderr)) {
+        // Only a lost race is worth another round; "[remote rejected]" (a server hook said no) is final.
+        if (!/\((?:non-fast-forward|fetch first)\)/i.test(pushed.stderr)) {
           io.err(`delegate-git sync: the push to ${remote} was refused:\n${pushed.stderr}`);
           return 1;
         }

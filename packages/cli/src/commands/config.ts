@@ -1,0 +1,54 @@
+import path from 'node:path';
+import { DelegateGitError, Repository } from '@delegate-git/core';
+import { loadSettings, readRawSettings, settingAt, withSetting } from '@delegate-git/delegate';
+import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
+import { writeFileAtomic } from '../fs.js';
+
+const help = `
+Usage: delegate-git config get [<key>]
+       delegate-git config set <key> <value>
+
+Operator settings for delegation, local to this clone (.git/delegate-git/config.json, never committed; a
+unit can never change them). Values are JSON when they parse as JSON, else strings.
+Keys: worker.endpoint (default http://127.0.0.1:1234/v1), worker.model, worker.apiKeyEnv, worker.timeoutMs,
+worker.maxTokens, verification.approval (ask | allow | deny), verification.allowlist (programs),
+verification.repeats (1..20, default 3), verification.timeoutMs (default 30000), coherence (a command or null),
+emitAllowlist, unitScope (enforce | off), retryContext (auto | off), signingKey (a key name).
+Environment overrides: DELEGATE_GIT_WORKER_ENDPOINT, DELEGATE_GIT_WORKER_MODEL.
+
+Example:
+  delegate-git config set worker.endpoint http://127.0.0.1:11434/v1
+  delegate-git config set verification.allowlist '["node","npx"]'
+  delegate-git config get worker
+`;
+
+export default {
+  summary: 'read or change local operator settings (worker endpoint, approval, ...)',
+  help,
+  async run(argv: string[], io: Io): Promise<number> {
+    const { positionals } = parseCommandArgs('config', argv, {});
+    const [sub, key, value, ...extra] = positionals;
+    const repo = await Repository.open(io.cwd, io.env);
+    const file = path.join(repo.stateDir, 'config.json');
+    await repo.close();
+    if (sub === 'get' && value === undefined) {
+      const settings = loadSettings(file, io.env);
+      io.out(json(key ? settingAt(settings, key) : settings));
+      return 0;
+    }
+    if (sub === 'set' && key && value !== undefined && extra.length === 0) {
+      let parsed: unknown = value;
+      try {
+        parsed = JSON.parse(value);
+      } catch {
+        // Not JSON: a plain string such as a URL or a model name.
+      }
+      const next = withSetting(readRawSettings(file), key, parsed, `setting ${key}`);
+      await writeFileAtomic(file, `${JSON.stringify(next, null, 2)}\n`);
+      io.out(`${key} = ${JSON.stringify(parsed)}\n`);
+      return 0;
+    }
+    if (sub !== 'get' && sub !== 'set') throw usageError('config', `Unknown subcommand "${sub ?? ''}": use get or set.`);
+    throw new DelegateGitError('USAGE', 'config set takes a key and a value; config get takes at most a key. See `delegate-git config --help`.');
+  },
+} satisfies CommandModule;

@@ -1,0 +1,135 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  assertKeyMaySign,
+  DelegateGitError,
+  loadGovernance,
+  loadSigningKey,
+  Repository,
+  worktreeSnapshot,
+} from '@delegate-git/core';
+import {
+  createProgressLine,
+  type DelegationReceipt,
+  delegateUnit,
+  loadSettings,
+  parseUnit,
+  verdictExitCode,
+} from '@delegate-git/delegate';
+import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
+
+const help = `
+Usage: delegate-git delegate <unit.json> [--key <name>] [--json]
+
+Hands a unit (written by the planning model) to the local worker (any OpenAI-compatible server), writes what
+it emits inside the unit's bounds, runs the unit's verification command, and records the signed verdict in
+refs/notes/delegations on every blob it wrote. Commands decide the verdict, not the model.
+
+The unit: {"taskName", "instruction", "targetFiles", "contextFiles": [{"path","startLine","endLine"}],
+"contractFiles", "runVerification", "verificationRepeats", "workspaceDir"}. The worker endpoint, model,
+verification approval and allowlist are operator settings (\`delegate-git config\`), never the unit's.
+
+Exit 0 for UNIT_PASSED (and NO_CHANGES), 1 for any other verdict, 2 for bad input or setup.
+  --key <name>   the delegator key to sign with (default: config signingKey, else your only key)
+  --json         the receipt as JSON
+
+Example:
+  delegate-git config set worker.endpoint http://127.0.0.1:11434/v1
+  delegate-git config set worker.model qwen2.5-coder:14b
+  delegate-git config set verification.allowlist '["node","npm"]'
+  delegate-git delegate units/add-parser.json
+`;
+
+export default {
+  summary: 'hand a unit to the local worker and record the signed verdict',
+  help,
+  async run(argv: string[], io: Io): Promise<number> {
+    const { values, positionals } = parseCommandArgs('delegate', argv, { key: { type: 'string' }, json: { type: 'boolean' } });
+    const [unitFile, ...extra] = positionals;
+    if (!unitFile || extra.length > 0) throw usageError('delegate', 'Name exactly one unit file.');
+    let text: string;
+    try {
+      text = await readFile(path.resolve(io.cwd, unitFile), 'utf8');
+    } catch (error) {
+      throw new DelegateGitError('UNIT', `Cannot read the unit file ${unitFile} (${(error as NodeJS.ErrnoException).code}).`);
+    }
+    const unit = parseUnit(text, unitFile);
+    const repo = await Repository.open(io.cwd, io.env);
+    try {
+      if (repo.layout.topLevel === null) throw new DelegateGitError('USAGE', 'Run `delegate-git delegate` in a clone with a work tree.');
+      const settings = loadSettings(path.join(repo.stateDir, 'config.json'), io.env);
+      const governance = await loadGovernance(worktreeSnapshot(repo.layout.topLevel));
+      const { key } = loadSigningKey(values.key ?? settings.signingKey ?? undefined, io.env);
+      assertKeyMaySign(governance.trustRoot, key, 'delegator', governance.policy.keysDir);
+      const progress = values.json ? null : createProgressLine(process.stderr);
+      const receipt = await delegateUnit(unit, {
+        repo,
+        governance,
+        settings,
+        signingKey: key,
+        env: io.env,
+        approve: io.interactive
+          ? async (command) => /^y(es)?$/i.test((await io.prompt(`Run the verification command \`${command}\`? [y/N] `)).trim())
+          : undefined,
+        onProgress: progress ? (p) => progress.update(p) : undefined,
+      });
+      progress?.done();
+      io.out(values.json ? json(receiptJson(receipt)) : renderReceipt(receipt));
+      return verdictExitCode(receipt.verdict);
+    } finally {
+      await repo.close();
+    }
+  },
+} satisfies CommandModule;
+
+function receiptJson(r: DelegationReceipt) {
+  return {
+    verdict: r.verdict,
+    message: r.message,
+    files: r.files.map(({ path: p, mode, hunks, bytes, lines, sha256, gitBlob }) => ({ path: p, mode, hunks, bytes, lines, sha256, gitBlob })),
+    errors: r.errors,
+    workspace: r.workspace,
+    context: r.context,
+    contextWidened: r.contextWidened,
+    verification: r.verification,
+    coherence: r.coherence,
+    contract: r.contract,
+    tokens: { prompt: r.tokens.prompt, completion: r.tokens.completion },
+    worker: r.worker,
+    envelope: r.envelope,
+  };
+}
+
+/** The seed's receipt shape: files, workspace, verification, coherence, contract, then the verdict. */
+export function renderReceipt(r: DelegationReceipt): string {
+  const out: string[] = [`Unit: ${r.taskName}`];
+  if (r.message) out.push(r.message);
+  for (const e of r.errors) out.push(`  refused: ${e}`);
+  if (r.files.length > 0) {
+    out.push(`Files written (${r.files.length}):`);
+    for (const f of r.files) {
+      const how = f.mode === 'patched' ? `patched in place with ${f.hunks} hunk(s)` : 'created';
+      out.push(`  ${f.path}: ${f.lines} line(s), ${f.bytes} bytes, ${how}`);
+    }
+  }
+  if (r.workspace) out.push(`Workspace: ${r.workspace}`);
+  if (r.contextWidened.length) {
+    out.push(`Context widened with the previous failure at ${r.contextWidened.join(', ')}. The worker was shown code the architect did not name.`);
+  }
+  const v = r.verification;
+  if (v.skipped) out.push(`Verification was NOT run: ${v.skipped}.`);
+  else if (v.runs.length > 0) {
+    const runs = v.runs.map((x) => (x.exitCode === 0 && x.failed === 0 && !x.timedOut ? 'PASS' : x.timedOut ? 'TIMEOUT' : 'FAIL')).join(' ');
+    const last = v.runs.at(-1)!;
+    out.push(`Verification (${v.runs.length} run(s): ${runs}): Passed ${last.passed}, Failed ${last.failed}.${v.flaky ? ' The runs disagreed: the contract is flaky.' : ''}`);
+    for (const f of v.failures) out.push(`  failure: ${[f.name, f.location, f.code].filter(Boolean).join(' at ')}`);
+    if (v.omittedFailures) out.push(`  (${v.omittedFailures} more failure(s) not listed)`);
+    if (v.rawLog) out.push(`Raw output (local only): ${v.rawLog}`);
+  } else if (!v.command && r.files.length > 0) out.push('No verification command was supplied; the contract is unchecked.');
+  if (r.coherence) out.push(`Coherence check: exit ${r.coherence.exitCode}, Passed ${r.coherence.passed}, Failed ${r.coherence.failed}.`);
+  if (r.contract.violations.length) out.push(`CONTRACT MODIFIED, verdict void: ${r.contract.violations.join('; ')}.`);
+  else if (r.contract.files.length) out.push(`Contract: ${r.contract.files.length} declared file(s), unchanged.`);
+  if (r.worker) out.push(`Worker: ${r.worker.model} at ${r.worker.host}, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion token(s)${r.tokens.counted ? ' (counted locally)' : ''}, ${r.worker.durationMs} ms.`);
+  out.push(`Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : ''}`);
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,356 @@
+/**
+ * One delegation, as the steps of DESIGN 4.3, each failing closed:
+ * workspace → contract pinning → context (budget, credential scan) → worker → emission → writes → approval →
+ * verification runs → coherence → contract re-hash → redaction → verdict → signed record in the ledger → receipt.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  git,
+  type Governance,
+  isRepositoryPath,
+  type Repository,
+  recordStatement,
+  rfc3339,
+  type SigningKey,
+  verdictStatement,
+} from '@delegate-git/core';
+import { canonicalisePath, resolveWorkspace } from './containment.js';
+import { type InjectedContext, readContext } from './context.js';
+import { parseEmission } from './emission.js';
+import type { OperatorSettings } from './operator-config.js';
+import { buildWorkerMessages } from './prompt.js';
+import { type RedactedFailure, redactFailures } from './redaction.js';
+import { rememberRetryLocations, retryWindows, takeRetryLocations } from './retry-context.js';
+import { parseTestOutput } from './test-output.js';
+import type { Unit } from './unit.js';
+import { type Verdict, resolveVerdict } from './verdict.js';
+import { evaluateVerificationPolicy, resolveVerificationRepeats } from './verification-policy.js';
+import { runCommand, runPassed, runVerification } from './verification-runner.js';
+import { callWorker, WorkerError, type WorkerProgress } from './worker-client.js';
+import { applyWritePlan, planWrites } from './write-plan.js';
+
+export interface DelegationOptions {
+  repo: Repository;
+  governance: Governance;
+  settings: OperatorSettings;
+  signingKey: SigningKey;
+  env?: NodeJS.ProcessEnv;
+  /** Asked when approval is `ask`; absent means nobody can answer, which is a refusal. */
+  approve?: (command: string) => Promise<boolean>;
+  onProgress?: (progress: WorkerProgress) => void;
+}
+
+export interface ReceiptFile {
+  path: string;
+  mode: 'created' | 'patched';
+  hunks: number;
+  lines: number;
+  bytes: number;
+  sha256: string;
+  gitBlob: string;
+}
+
+export interface DelegationReceipt {
+  verdict: Verdict;
+  taskName: string;
+  workspace: string | null;
+  message: string | null;
+  files: ReceiptFile[];
+  errors: string[];
+  context: Array<Omit<InjectedContext, 'text'>>;
+  contextWidened: string[];
+  verification: {
+    command: string | null;
+    skipped: string | null;
+    runs: Array<{ exitCode: number; passed: number; failed: number; durationMs: number; timedOut: boolean }>;
+    flaky: boolean;
+    failures: RedactedFailure[];
+    omittedFailures: number;
+    rawLog: string | null;
+  };
+  coherence: { command: string; exitCode: number; passed: number; failed: number } | null;
+  contract: { files: Array<{ path: string; sha256: string | null; unchanged: boolean }>; violations: string[] };
+  tokens: { prompt: number; completion: number; counted: boolean };
+  worker: { host: string; model: string; durationMs: number; truncated: boolean } | null;
+  envelope: string | null;
+}
+
+export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise<DelegationReceipt> {
+  const { repo, settings } = opts;
+  const top = repo.layout.topLevel!;
+  const receipt = emptyReceipt(unit);
+  const refuse = (verdict: Verdict, message: string, errors: string[] = []) =>
+    Object.assign(receipt, { verdict, message, errors });
+
+  const workspace = resolveWorkspace(unit.workspaceDir ? path.resolve(top, unit.workspaceDir) : undefined, {
+    sessionRoot: top,
+    emitAllowlist: settings.emitAllowlist.map((p) => path.resolve(top, p)),
+  });
+  if (!workspace.ok) return refuse('CONTEXT_REFUSED', workspace.reason);
+  const ws = workspace.dir;
+  receipt.workspace = ws;
+
+  const contract = await pinContract(ws, unit.contractFiles ?? []);
+  const context = await gatherContext(unit, ws, contract.canonical, settings, repo, receipt);
+  if (!context.ok) return refuse('CONTEXT_REFUSED', 'The declared context was refused; the worker was not called.', context.errors);
+
+  let reply: Awaited<ReturnType<typeof callWorker>>;
+  try {
+    reply = await callWorker({
+      endpoint: settings.worker.endpoint,
+      model: settings.worker.model,
+      apiKey: settings.worker.apiKeyEnv ? opts.env?.[settings.worker.apiKeyEnv] : undefined,
+      timeoutMs: settings.worker.timeoutMs,
+      maxTokens: settings.worker.maxTokens,
+      messages: buildWorkerMessages(unit, context.context, context.retry),
+      onProgress: opts.onProgress,
+    });
+  } catch (error) {
+    if (error instanceof WorkerError) return refuse('WORKER_ERROR', `The worker failed (${error.kind}): ${error.message}. Nothing was written.`);
+    throw error;
+  }
+  receipt.tokens = reply.usage;
+  receipt.worker = { host: reply.endpointHost, model: reply.model, durationMs: reply.durationMs, truncated: reply.truncated };
+  if (reply.truncated) {
+    return refuse(
+      'WORKER_ERROR',
+      `The worker's reply was cut by its token limit (finish_reason "length") after ${reply.usage.completion} tokens, so it is incomplete and was not parsed. Nothing was written. Raise worker.maxTokens or split the unit.`,
+    );
+  }
+
+  const emission = parseEmission(reply.content, { targetFiles: unit.targetFiles ?? [] });
+  const plan = await planWrites(emission, {
+    workspace: ws,
+    contractFiles: contract.canonical,
+    targetFiles: unit.targetFiles ?? [],
+    unitScope: settings.unitScope,
+    emitAllowlist: settings.emitAllowlist.map((p) => path.resolve(top, p)),
+  });
+  const errors = [...emission.errors, ...plan.errors];
+  receipt.errors = errors;
+  if (plan.files.length > 0) await applyWritePlan(plan);
+
+  const wroteCleanly = plan.files.length > 0 && errors.length === 0;
+  let notApproved = false;
+  let unitFailed = 0;
+  let flaky = false;
+  let ran = false;
+  const command = unit.runVerification ?? null;
+  receipt.verification.command = command;
+  if (command && wroteCleanly) {
+    const policy = evaluateVerificationPolicy(command, settings.verification);
+    const approved =
+      policy.decision === 'allow' || (policy.decision === 'ask' && opts.approve !== undefined && (await opts.approve(command)));
+    if (!approved) {
+      notApproved = true;
+      receipt.verification.skipped =
+        policy.decision === 'deny' ? policy.reason : opts.approve ? 'the operator declined to run it' : `${policy.reason}; no terminal to ask on, so it was refused`;
+    } else {
+      ran = true;
+      const rawLog = path.join(repo.stateDir, 'last-verification.log');
+      const result = await runVerification(command, {
+        cwd: ws,
+        timeoutMs: settings.verification.timeoutMs,
+        repeats: resolveVerificationRepeats(unit.verificationRepeats, settings.verification.repeats),
+        logPath: rawLog,
+        env: opts.env,
+      });
+      flaky = result.flaky;
+      receipt.verification.rawLog = rawLog;
+      receipt.verification.flaky = flaky;
+      receipt.verification.runs = result.runs.map(({ exitCode, passed, failed, durationMs, timedOut }) => ({ exitCode, passed, failed, durationMs, timedOut }));
+      const failing = result.runs.find((r) => !runPassed(r));
+      unitFailed = result.runs.reduce((n, r) => n + (runPassed(r) ? 0 : Math.max(1, r.failed)), 0);
+      if (failing) {
+        const redacted = await redactFailures(parseTestOutput(failing.output, failing.exitCode), { workspace: ws });
+        receipt.verification.failures = redacted.failures;
+        receipt.verification.omittedFailures = redacted.omittedFailures;
+      }
+    }
+  } else if (command) {
+    receipt.verification.skipped = plan.files.length === 0 ? 'nothing was written' : 'the emission had refused files';
+  }
+
+  let coherenceFailed = false;
+  if (settings.coherence && wroteCleanly && settings.verification.approval !== 'deny') {
+    const run = await runCommand(settings.coherence, { cwd: top, timeoutMs: settings.verification.timeoutMs, env: opts.env });
+    coherenceFailed = !runPassed(run);
+    receipt.coherence = { command: settings.coherence, exitCode: run.exitCode, passed: run.passed, failed: run.failed };
+  }
+
+  receipt.contract = await recheckContract(contract);
+  receipt.verdict = resolveVerdict({
+    contractViolations: receipt.contract.violations,
+    verificationNotApproved: notApproved,
+    ran,
+    flaky,
+    unitFailed,
+    coherenceFailed,
+    filesWritten: plan.files.length,
+    emissionErrors: errors.length,
+  });
+  if (settings.retryContext === 'auto') {
+    const locations = receipt.verdict === 'UNIT_PASSED' ? [] : receipt.verification.failures.flatMap((f) => (f.location ? [f.location] : []));
+    await rememberRetryLocations(retryStore(repo), ws, locations);
+  }
+  if (plan.files.length === 0) return receipt;
+
+  // Hashes are taken after verification, so a formatter run by the command cannot leave the record stale.
+  receipt.files = await hashWritten(repo, plan.files);
+  const recordable = receipt.files.filter((f) => isRepositoryPath(f.path));
+  if (recordable.length > 0) {
+    const statement = verdictStatement(
+      recordable.map((f) => ({ path: f.path, sha256: f.sha256, gitBlob: f.gitBlob })),
+      verdictPredicate(unit, receipt, opts.governance, await headCommit(repo)),
+    );
+    const { line } = await recordStatement(repo.ledger, statement, opts.signingKey, `delegate-git delegate: ${receipt.verdict} ${unit.taskName}`);
+    receipt.envelope = line;
+  }
+  return receipt;
+}
+
+function emptyReceipt(unit: Unit): DelegationReceipt {
+  return {
+    verdict: 'NO_CHANGES',
+    taskName: unit.taskName,
+    workspace: null,
+    message: null,
+    files: [],
+    errors: [],
+    context: [],
+    contextWidened: [],
+    verification: { command: null, skipped: null, runs: [], flaky: false, failures: [], omittedFailures: 0, rawLog: null },
+    coherence: null,
+    contract: { files: [], violations: [] },
+    tokens: { prompt: 0, completion: 0, counted: false },
+    worker: null,
+    envelope: null,
+  };
+}
+
+interface PinnedContract {
+  workspace: string;
+  canonical: string[];
+  before: Map<string, string | null>;
+}
+
+async function pinContract(ws: string, files: string[]): Promise<PinnedContract> {
+  const canonical = [...new Set(files.map((f) => canonicalisePath(path.resolve(ws, f))))];
+  const before = new Map<string, string | null>();
+  for (const file of canonical) before.set(file, await sha256OfFile(file));
+  return { workspace: ws, canonical, before };
+}
+
+async function recheckContract(c: PinnedContract): Promise<DelegationReceipt['contract']> {
+  const files: DelegationReceipt['contract']['files'] = [];
+  const violations: string[] = [];
+  for (const [file, before] of c.before) {
+    const after = await sha256OfFile(file);
+    const rel = path.relative(c.workspace, file).split(path.sep).join('/');
+    if (before === null) violations.push(`${rel} was declared as a contract file but does not exist`);
+    else if (after === null) violations.push(`${rel} was deleted while the unit ran`);
+    else if (after !== before) violations.push(`${rel} was modified while the unit ran`);
+    files.push({ path: rel, sha256: after, unchanged: before !== null && before === after });
+  }
+  return { files, violations };
+}
+
+async function gatherContext(
+  unit: Unit,
+  ws: string,
+  contractFiles: string[],
+  settings: OperatorSettings,
+  repo: Repository,
+  receipt: DelegationReceipt,
+) {
+  const declared = await readContext(unit.contextFiles ?? [], { workspace: ws });
+  if (!declared.ok) return declared;
+  receipt.context = declared.context.map(({ text: _text, ...meta }) => meta);
+  if (settings.retryContext !== 'auto') return { ...declared, retry: undefined };
+  const locations = await takeRetryLocations(retryStore(repo), ws);
+  const declaredPaths = new Set((unit.contextFiles ?? []).map((c) => canonicalisePath(path.resolve(ws, c.path))));
+  const windows = retryWindows(locations, (rel) => {
+    const abs = canonicalisePath(path.resolve(ws, rel));
+    return declaredPaths.has(abs) || contractFiles.includes(abs);
+  });
+  if (windows.length === 0) return { ...declared, retry: undefined };
+  // Best effort: widened context that cannot be read (budget, missing file) is dropped, never a refusal.
+  const widened = await readContext([...(unit.contextFiles ?? []), ...windows], { workspace: ws });
+  if (!widened.ok) return { ...declared, retry: undefined };
+  const extra = widened.context.slice(declared.context.length);
+  receipt.contextWidened = extra.map((c) => c.path);
+  return { ...declared, retry: { note: 'The previous attempt at this unit failed at the locations shown below.', context: extra } };
+}
+
+function retryStore(repo: Repository): string {
+  return path.join(repo.stateDir, 'retry-context.json');
+}
+
+async function hashWritten(repo: Repository, files: Array<{ path: string; absolute: string; mode: 'created' | 'patched'; hunks: number; lines: number; bytes: number }>): Promise<ReceiptFile[]> {
+  const top = repo.layout.topLevel!;
+  const rels = files.map((f) => path.relative(top, f.absolute).split(path.sep).join('/'));
+  const ids = (await git(['hash-object', '-w', '--', ...files.map((f) => f.absolute)], { cwd: top, env: repo.env }))
+    .toString('utf8')
+    .split('\n');
+  return Promise.all(
+    files.map(async (f, i) => {
+      const content = await readFile(f.absolute);
+      return {
+        path: rels[i]!,
+        mode: f.mode,
+        hunks: f.hunks,
+        lines: f.lines,
+        bytes: content.length,
+        sha256: createHash('sha256').update(content).digest('hex'),
+        gitBlob: ids[i]!,
+      };
+    }),
+  );
+}
+
+async function sha256OfFile(file: string): Promise<string | null> {
+  try {
+    return createHash('sha256').update(await readFile(file)).digest('hex');
+  } catch {
+    return null;
+  }
+}
+
+async function headCommit(repo: Repository): Promise<string | null> {
+  try {
+    return (await git(['rev-parse', '--verify', '-q', 'HEAD'], { cwd: repo.cwd, env: repo.env })).toString().trim();
+  } catch {
+    return null;
+  }
+}
+
+function verdictPredicate(unit: Unit, r: DelegationReceipt, governance: Governance, baseCommit: string | null) {
+  const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+  return {
+    verdict: r.verdict,
+    unit: {
+      name: unit.taskName,
+      instructionSha256: sha(unit.instruction),
+      targetFiles: unit.targetFiles ?? [],
+      contextFiles: r.context.map((c) => ({ path: c.path, lineRange: c.lineRange, sha256: c.sha256 })),
+      contractFiles: r.contract.files.map((c) => ({ path: c.path, sha256: c.sha256 })),
+      runVerification: unit.runVerification ?? null,
+      repeats: r.verification.runs.length,
+    },
+    verification: {
+      runs: r.verification.runs,
+      flaky: r.verification.flaky,
+      skipped: r.verification.skipped,
+      failures: r.verification.failures,
+    },
+    coherence: r.coherence,
+    contract: r.contract.violations.length ? { violations: r.contract.violations } : { unchanged: true },
+    files: r.files.map((f) => ({ path: f.path, mode: f.mode, hunks: f.hunks, lines: f.lines, bytes: f.bytes })),
+    worker: r.worker && { endpointHost: r.worker.host, model: r.worker.model, promptTokens: r.tokens.prompt, completionTokens: r.tokens.completion, durationMs: r.worker.durationMs },
+    repository: { id: governance.policy.repositoryId, ...(baseCommit ? { baseCommit } : {}) },
+    createdAt: rfc3339(),
+    tool: { name: 'delegate-git', version: '0.1.0' },
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * Operator settings (DESIGN 3.5): local, never committed, never settable by a unit. Stored at
+ * `.git/delegate-git/config.json`; the environment may override the worker endpoint and model.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { DelegateGitError } from '@delegate-git/core';
+import * as z from 'zod/mini';
+
+const settingsSchema = z.strictObject({
+  worker: z.prefault(
+    z.strictObject({
+      endpoint: z._default(z.string().check(z.minLength(1)), 'http://127.0.0.1:1234/v1'),
+      model: z._default(z.string(), 'local-model'),
+      apiKeyEnv: z._default(z.nullable(z.string()), null),
+      timeoutMs: z._default(z.int().check(z.positive()), 300_000),
+      maxTokens: z._default(z.int().check(z.positive()), 4096),
+    }),
+    {},
+  ),
+  verification: z.prefault(
+    z.strictObject({
+      approval: z._default(z.enum(['ask', 'allow', 'deny']), 'ask'),
+      allowlist: z._default(z.array(z.string()), []),
+      repeats: z._default(z.int().check(z.minimum(1), z.maximum(20)), 3),
+      timeoutMs: z._default(z.int().check(z.positive()), 30_000),
+    }),
+    {},
+  ),
+  coherence: z._default(z.nullable(z.string().check(z.minLength(1))), null),
+  emitAllowlist: z._default(z.array(z.string()), []),
+  unitScope: z._default(z.enum(['enforce', 'off']), 'enforce'),
+  retryContext: z._default(z.enum(['auto', 'off']), 'auto'),
+  signingKey: z._default(z.nullable(z.string()), null),
+});
+
+export type OperatorSettings = z.infer<typeof settingsSchema>;
+
+export const CONFIG_HINT = 'Fix it with `delegate-git config set <key> <value>` (see `delegate-git config --help`).';
+
+export function parseSettings(value: unknown, source: string): OperatorSettings {
+  const result = settingsSchema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const where = issue.path.length ? issue.path.join('.') : 'the settings';
+  const detail =
+    issue.code === 'unrecognized_keys' ? `unknown key(s) ${(issue as { keys: string[] }).keys.join(', ')}` : issue.message;
+  throw new DelegateGitError('CONFIG', `${source}: ${where}: ${detail}. ${CONFIG_HINT}`);
+}
+
+/** Reads the raw settings file (an object), or {} when there is none. */
+export function readRawSettings(file: string): Record<string, unknown> {
+  if (!existsSync(file)) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new DelegateGitError('CONFIG', `${file} is not valid JSON (${(error as Error).message}). ${CONFIG_HINT}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new DelegateGitError('CONFIG', `${file} must hold a JSON object. ${CONFIG_HINT}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+export function loadSettings(file: string, env: NodeJS.ProcessEnv = process.env): OperatorSettings {
+  const settings = parseSettings(readRawSettings(file), file);
+  if (env.DELEGATE_GIT_WORKER_ENDPOINT) settings.worker.endpoint = env.DELEGATE_GIT_WORKER_ENDPOINT;
+  if (env.DELEGATE_GIT_WORKER_MODEL) settings.worker.model = env.DELEGATE_GIT_WORKER_MODEL;
+  return settings;
+}
+
+/** Sets a dotted key in the raw settings and validates the whole result before it is written. */
+export function withSetting(raw: Record<string, unknown>, key: string, value: unknown, source: string) {
+  const next = structuredClone(raw);
+  const parts = key.split('.');
+  let node: Record<string, unknown> = next;
+  for (const part of parts.slice(0, -1)) {
+    const child = node[part];
+    if (typeof child !== 'object' || child === null || Array.isArray(child)) node[part] = {};
+    node = node[part] as Record<string, unknown>;
+  }
+  node[parts.at(-1)!] = value;
+  parseSettings(next, source);
+  return next;
+}
+
+export function settingAt(settings: OperatorSettings, key: string): unknown {
+  let node: unknown = settings;
+  for (const part of key.split('.')) {
+    if (typeof node !== 'object' || node === null || !(part in node)) {
+      throw new DelegateGitError('CONFIG', `There is no setting "${key}". ${CONFIG_HINT}`);
+    }
+    node = (node as Record<string, unknown>)[part];
+  }
+  return node;
+}

@@ -1,0 +1,43 @@
+/**
+ * A one-line progress display for the worker's generation. On a terminal it rewrites the same line; anywhere
+ * else (CI logs, pipes, --json) it stays silent so machine output is never interleaved with it.
+ */
+import type { WorkerProgress } from './worker-client.js';
+
+export interface ProgressLine {
+  update(progress: WorkerProgress): void;
+  done(): void;
+}
+
+/** Repaints at most this often: a fast local model can stream hundreds of chunks per second. */
+const REPAINT_INTERVAL_MS = 100;
+
+export function formatProgress(progress: WorkerProgress): string {
+  const seconds = (progress.elapsedMs / 1000).toFixed(1);
+  return `worker: ${progress.completionTokens} tokens, ${progress.tokensPerSecond.toFixed(1)} tok/s, ${seconds}s`;
+}
+
+export function createProgressLine(stream: NodeJS.WriteStream): ProgressLine {
+  if (!stream.isTTY) return { update() {}, done() {} };
+  let last: WorkerProgress | null = null;
+  let lastPaint = Number.NEGATIVE_INFINITY;
+  let painted = false;
+  const paint = (progress: WorkerProgress) => {
+    // Carriage return + "erase line" keeps the display on one line however long the previous text was.
+    stream.write(`\r\x1b[2K${formatProgress(progress)}`);
+    painted = true;
+    lastPaint = performance.now();
+  };
+  return {
+    update(progress) {
+      last = progress;
+      if (performance.now() - lastPaint >= REPAINT_INTERVAL_MS) paint(progress);
+    },
+    done() {
+      if (last) paint(last);
+      if (painted) stream.write('\n');
+      last = null;
+      painted = false;
+    },
+  };
+}

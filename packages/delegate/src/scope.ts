@@ -1,0 +1,45 @@
+/**
+ * Unit scope: a worker writes only inside the targets its unit declared. The declaration is the architect's
+ * (model input), the switch that lifts it is the operator's (`unitScope: "off"`). Containment has already kept
+ * the path inside the workspace; this narrows it to what the unit said it would touch.
+ */
+import path from 'node:path';
+import { canonicaliseAgainst, canonicalisePath, isPathWithin } from './containment.js';
+
+export type UnitScopeMode = 'enforce' | 'off';
+
+export type ScopeDecision = { ok: true } | { ok: false; reason: string };
+
+/**
+ * Allows `absolutePath` if it is within any declared target (resolved against the workspace and canonicalised):
+ * a file target covers itself, a directory target its subtree, so `src`, `src/`, `./src/a.ts` and
+ * `src/../src/a.ts` all work while `src-extra/a.ts` does not. No declared targets means no constraint.
+ */
+export function evaluateUnitScope(
+  absolutePath: string,
+  opts: { workspace: string; targetFiles: string[]; unitScope: UnitScopeMode },
+): ScopeDecision {
+  if (opts.unitScope === 'off') return { ok: true };
+  const declared = opts.targetFiles.map((target) => target.trim()).filter((target) => target !== '');
+  if (declared.length === 0) return { ok: true };
+
+  const workspace = canonicalisePath(opts.workspace);
+  const candidate = canonicalisePath(absolutePath);
+  const covers = (target: string): boolean => {
+    try {
+      return isPathWithin(canonicaliseAgainst(workspace, target), candidate);
+    } catch {
+      return false; // an unresolvable target (symlink loop) covers nothing
+    }
+  };
+  if (declared.some(covers)) {
+    return { ok: true };
+  }
+  const shown = path.relative(workspace, candidate).split(path.sep).join('/') || '.';
+  return {
+    ok: false,
+    reason:
+      `\`${shown}\` is outside the unit's declared targetFiles (${declared.map((t) => `\`${t}\``).join(', ')}); ` +
+      'not written. Declare it in the unit\'s targetFiles, or an operator can set unitScope: "off" to lift the check.',
+  };
+}

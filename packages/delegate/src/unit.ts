@@ -1,0 +1,157 @@
+/**
+ * The delegation unit: the one input the architect (a model) writes. Everything here is model input, so the
+ * schema is strict: a field the unit does not define is refused rather than ignored, and the fields that belong
+ * to the operator (where the worker lives, what may run unattended, where files may land) are refused with a
+ * message that says where they are set instead. An ignored field would let a unit believe it changed something
+ * it did not; an honoured one would let a model redirect the worker or widen its own permissions.
+ */
+import { DelegateGitError, parseStrictJson } from '@delegate-git/core';
+import { z } from 'zod';
+
+/** Operator settings a unit might try to carry, and the setting that really controls each. */
+const OPERATOR_FIELDS: Readonly<Record<string, string>> = {
+  endpoint: 'worker.endpoint',
+  localEndpoint: 'worker.endpoint',
+  baseUrl: 'worker.endpoint',
+  model: 'worker.model',
+  apiKey: 'worker.apiKeyEnv',
+  apiKeyEnv: 'worker.apiKeyEnv',
+  timeoutMs: 'worker.timeoutMs',
+  temperature: 'worker.temperature',
+  maxTokens: 'worker.maxTokens',
+  approval: 'verification.approval',
+  verificationApproval: 'verification.approval',
+  verificationPolicy: 'verification.approval',
+  allowlist: 'verification.allowlist',
+  verificationAllowlist: 'verification.allowlist',
+  verificationTimeoutMs: 'verification.timeoutMs',
+  coherenceVerification: 'verification.coherence',
+  coherence: 'verification.coherence',
+  emitAllowlist: 'emitAllowlist',
+  unitScope: 'unitScope',
+  retryContext: 'retryContext',
+  redactVerification: 'verification.redact',
+};
+
+/** Fields of the original plugin's tool that became a reviewer's own act in delegate-git. */
+const ATTESTATION_FIELDS = new Set(['attestTargets', 'attestEvidence', 'attestOperator']);
+
+const requiredText = (what: string) =>
+  z
+    .string({ error: (issue) => (issue.input === undefined ? 'is required' : `must be ${what}`) })
+    .refine((value) => value.trim() !== '', { error: 'must not be empty' });
+
+// Blank entries are refused rather than dropped: dropping every entry of a blank-only targetFiles would turn a
+// restricted unit into an unrestricted one.
+const pathList = z.array(requiredText('a path string'), { error: 'must be an array of path strings' });
+
+const lineNumber = z
+  .number({ error: 'must be a whole line number' })
+  .int({ error: 'must be a whole line number' })
+  .min(1, { error: 'must be 1 or more (lines are numbered from 1)' });
+
+const contextFile = z
+  .strictObject(
+    {
+      path: requiredText('a path string'),
+      startLine: lineNumber.optional(),
+      endLine: lineNumber.optional(),
+    },
+    { error: 'must be an object {path, startLine?, endLine?}' },
+  )
+  .refine(
+    (range) =>
+      range.startLine === undefined || range.endLine === undefined || range.endLine >= range.startLine,
+    {
+      error: 'endLine must not be before startLine',
+      path: ['endLine'],
+    },
+  );
+
+export const unitSchema = z.strictObject(
+  {
+    taskName: requiredText('a string'),
+    instruction: requiredText('a string'),
+    targetFiles: pathList.optional(),
+    contextFiles: z
+      .array(contextFile, { error: 'must be an array of {path, startLine?, endLine?}' })
+      .optional(),
+    contractFiles: pathList.optional(),
+    runVerification: z
+      .string({ error: 'must be a command string' })
+      .refine((value) => value.trim() !== '', {
+        error: 'must not be empty; leave the field out to run no command',
+      })
+      .optional(),
+    verificationRepeats: z
+      .number({ error: 'must be a whole number from 1 to 20' })
+      .int({ error: 'must be a whole number from 1 to 20' })
+      .min(1, { error: 'must be a whole number from 1 to 20' })
+      .max(20, { error: 'must be a whole number from 1 to 20' })
+      .optional(),
+    workspaceDir: requiredText('a directory path string').optional(),
+  },
+  { error: 'a unit must be a JSON object' },
+);
+
+export type Unit = z.infer<typeof unitSchema>;
+
+const UNIT_FIELDS = Object.keys(unitSchema.shape).join(', ');
+
+function unknownFieldProblem(field: string): string {
+  const setting = OPERATOR_FIELDS[field];
+  if (setting !== undefined) {
+    return `\`${field}\` is an operator setting; a unit cannot set it. Use \`delegate-git config set ${setting} …\``;
+  }
+  if (ATTESTATION_FIELDS.has(field)) {
+    return `\`${field}\` is not a unit field; attestation is a reviewer's act: use \`delegate-git attest\``;
+  }
+  return `\`${field}\` is not a unit field (a unit has: ${UNIT_FIELDS})`;
+}
+
+function describePath(path: readonly PropertyKey[]): string {
+  let text = '';
+  for (const segment of path) {
+    text +=
+      typeof segment === 'number' ? `[${segment}]` : text === '' ? String(segment) : `.${String(segment)}`;
+  }
+  return text === '' ? '(unit)' : text;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string[] {
+  if (issue.code === 'unrecognized_keys') {
+    const prefix = issue.path.length === 0 ? '' : `${describePath(issue.path)}.`;
+    return issue.keys.map((key) => `${prefix}${key}: ${unknownFieldProblem(key)}`);
+  }
+  return [`${describePath(issue.path)}: ${issue.message}`];
+}
+
+/**
+ * Parses and validates a unit file. `source` names it in messages (usually the file path). Duplicate JSON keys
+ * are refused too: which of two `targetFiles` a reader honours must never be a question.
+ */
+export function parseUnit(text: string, source: string): Unit {
+  try {
+    JSON.parse(text);
+  } catch (error) {
+    throw new DelegateGitError(
+      'UNIT',
+      `unit ${source}: not valid JSON (${(error as Error).message}); fix the syntax`,
+      {
+        cause: error,
+      },
+    );
+  }
+  let raw: unknown;
+  try {
+    raw = parseStrictJson(text);
+  } catch (error) {
+    // Valid JSON that is ambiguous (duplicate keys, lone surrogates, unsafe integers).
+    const detail = (error as Error).message.replace(/\. Records must be .*$/s, '');
+    throw new DelegateGitError('UNIT', `unit ${source}: ${detail}`, { cause: error });
+  }
+  const result = unitSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const problems = result.error.issues.flatMap(describeIssue);
+  throw new DelegateGitError('UNIT', `unit ${source}: ${problems.join('; ')}`);
+}

@@ -1,0 +1,98 @@
+/**
+ * Whether a unit's verification command may run. The command is chosen by a model and runs with the operator's
+ * authority, so the default is to ask, silence is never consent, and the allowlist is the operator's. Allowlisting
+ * matches the program only: `node` on the list also allows `node -e "<anything>"` (an accepted, documented trade
+ * until the policy can judge arguments).
+ */
+import path from 'node:path';
+
+export type VerificationApproval = 'ask' | 'allow' | 'deny';
+
+export interface VerificationPolicy {
+  approval: VerificationApproval;
+  allowlist: string[];
+}
+
+export interface VerificationPolicyDecision {
+  decision: 'allow' | 'ask' | 'deny';
+  /** The normalised program name, or null when there is no command. */
+  program: string | null;
+  reason: string;
+}
+
+export const DEFAULT_VERIFICATION_REPEATS = 3;
+export const MAX_VERIFICATION_REPEATS = 20;
+
+/** The first token of a shell command; a quoted first token is taken whole (`"C:\Program Files\node.exe" x`). */
+function firstToken(command: string): string {
+  const trimmed = command.trimStart();
+  const quote = trimmed[0];
+  if (quote === '"' || quote === "'") {
+    const end = trimmed.indexOf(quote, 1);
+    return end === -1 ? trimmed.slice(1) : trimmed.slice(1, end);
+  }
+  return trimmed.split(/\s/, 1)[0] ?? '';
+}
+
+/**
+ * The program name used for allowlist matching: basename (either separator, so a Windows path reads the same on
+ * any host), lowercased, without a Windows launcher extension. `/usr/bin/Node.EXE` → `node`.
+ */
+export function programName(commandOrProgram: string): string {
+  return path.win32
+    .basename(firstToken(commandOrProgram))
+    .toLowerCase()
+    .replace(/\.(?:exe|cmd|bat|ps1)$/, '');
+}
+
+export function evaluateVerificationPolicy(
+  command: string | undefined,
+  policy: VerificationPolicy,
+): VerificationPolicyDecision {
+  if (command === undefined || command.trim() === '') {
+    return { decision: 'deny', program: null, reason: 'the unit declares no verification command' };
+  }
+  const program = programName(command);
+  if (policy.approval === 'deny') {
+    return {
+      decision: 'deny',
+      program,
+      reason: 'verification approval is set to "deny" in the operator settings',
+    };
+  }
+  if (policy.approval === 'allow') {
+    return {
+      decision: 'allow',
+      program,
+      reason: 'verification approval is set to "allow" in the operator settings',
+    };
+  }
+  const allowlisted = policy.allowlist.some((entry) => entry.trim() !== '' && programName(entry) === program);
+  if (allowlisted) {
+    return { decision: 'allow', program, reason: `\`${program}\` is on the verification allowlist` };
+  }
+  return {
+    decision: 'ask',
+    program,
+    reason: `\`${program}\` is not on the verification allowlist, so running it needs the operator's approval`,
+  };
+}
+
+/**
+ * Coerces a repeats value from configuration: anything that is not a positive whole number falls back to the
+ * default (itself coerced, falling back to 3), and values above 20 are capped at 20.
+ */
+export function resolveVerificationRepeats(
+  value: unknown,
+  operatorDefault: unknown = DEFAULT_VERIFICATION_REPEATS,
+): number {
+  const fallback = isPositiveInteger(operatorDefault)
+    ? Math.min(operatorDefault, MAX_VERIFICATION_REPEATS)
+    : DEFAULT_VERIFICATION_REPEATS;
+  if (!isPositiveInteger(value)) return fallback;
+  return Math.min(value, MAX_VERIFICATION_REPEATS);
+}
+
+function isPositiveInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0;
+}

@@ -1,0 +1,294 @@
+/**
+ * From an Emission to writes. Planning reads the files it must (patch targets, existence) and writes nothing,
+ * so every refusal is known before the first byte lands; applying writes each file atomically and, if one write
+ * fails, puts back the ones already written. The per-file order is the plugin's (2.2), so the operator reads
+ * the rule that really applied: containment, then contract files, then unit scope, then duplicates, then
+ * patch-or-create.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { DelegateGitError } from '@delegate-git/core';
+import { canonicalisePath, checkEmissionPath, isPathWithin } from './containment.js';
+import type { Emission } from './emission.js';
+import {
+  applySearchReplace,
+  DIVIDER_MARKER,
+  parseSearchReplace,
+  REPLACE_MARKER,
+  SEARCH_MARKER,
+} from './patch.js';
+import { evaluateUnitScope, type UnitScopeMode } from './scope.js';
+
+export interface PlannedFile {
+  /** Workspace-relative, POSIX separators (`../` for a file in an emitAllowlist root outside the workspace). */
+  path: string;
+  /** Canonical absolute path: where the bytes really go. */
+  absolute: string;
+  mode: 'created' | 'patched';
+  content: Buffer;
+  /** Patch blocks applied; 0 for a created file. */
+  hunks: number;
+  /** Newline count, plus one for a last line without a newline. */
+  lines: number;
+  bytes: number;
+}
+
+export interface WritePlan {
+  files: PlannedFile[];
+  /** One per refused file, naming it. */
+  errors: string[];
+  /** Later occurrences of an already planned path (by spelling or by canonical path); ignored, not errors. */
+  duplicates: string[];
+}
+
+export interface WritePlanOptions {
+  workspace: string;
+  /** Canonical absolute paths of the unit's contract files. */
+  contractFiles: string[];
+  targetFiles: string[];
+  unitScope: UnitScopeMode;
+  emitAllowlist: string[];
+}
+
+function countLines(content: string): number {
+  if (content === '') return 0;
+  const newlines = content.split('\n').length - 1;
+  return content.endsWith('\n') ? newlines : newlines + 1;
+}
+
+function planned(
+  workspace: string,
+  absolute: string,
+  mode: PlannedFile['mode'],
+  text: string,
+  hunks: number,
+): PlannedFile {
+  const content = Buffer.from(text, 'utf8');
+  return {
+    path: path.relative(workspace, absolute).split(path.sep).join('/'),
+    absolute,
+    mode,
+    content,
+    hunks,
+    lines: countLines(text),
+    bytes: content.length,
+  };
+}
+
+function errorCode(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | undefined)?.code;
+}
+
+type FileOutcome = { file: PlannedFile } | { error: string };
+
+async function existingEntry(absolute: string): Promise<'file' | 'other' | null> {
+  try {
+    const stats = await fs.lstat(absolute);
+    return stats.isFile() ? 'file' : 'other';
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw error;
+  }
+}
+
+async function planPatch(
+  shown: string,
+  absolute: string,
+  body: string,
+  workspace: string,
+): Promise<FileOutcome> {
+  const blocks = parseSearchReplace(body)!;
+  if (blocks.length === 0) {
+    return {
+      error:
+        `${shown}: a \`${SEARCH_MARKER}\` block was opened and never closed with \`${DIVIDER_MARKER}\` and ` +
+        `\`${REPLACE_MARKER}\`; the patch was refused and nothing written (the reply may have been cut off)`,
+    };
+  }
+  const entry = await existingEntry(absolute);
+  if (entry === null) {
+    return {
+      error:
+        `${shown} does not exist; a search/replace block edits a file rather than creating one. To create it, ` +
+        'emit the whole file in a fenced block instead',
+    };
+  }
+  if (entry === 'other') return { error: `${shown} is not a regular file; a patch can only edit a file` };
+  let original: Buffer;
+  try {
+    original = await fs.readFile(absolute);
+  } catch (error) {
+    return { error: `${shown} could not be read to apply the patch: ${(error as Error).message}` };
+  }
+  const text = original.toString('utf8');
+  // Decoding invalid UTF-8 would replace the bad bytes, so writing back would alter lines the patch never touched.
+  if (!Buffer.from(text, 'utf8').equals(original)) {
+    return { error: `${shown} is not UTF-8 text; it cannot be patched without altering its bytes` };
+  }
+  const result = applySearchReplace(text, blocks);
+  if (!result.ok) return { error: `${shown}: patch refused, nothing written: ${result.reason}` };
+  return { file: planned(workspace, absolute, 'patched', result.content, result.hunks) };
+}
+
+async function planWholeFile(
+  shown: string,
+  absolute: string,
+  body: string,
+  workspace: string,
+): Promise<FileOutcome> {
+  if ((await existingEntry(absolute)) !== null) {
+    return {
+      error:
+        `${shown} already exists; a whole-file block may only create a new file. To change an existing file, ` +
+        `emit a search/replace patch: \`${SEARCH_MARKER}\` / exact current text / \`${DIVIDER_MARKER}\` / new ` +
+        `text / \`${REPLACE_MARKER}\``,
+    };
+  }
+  return { file: planned(workspace, absolute, 'created', body, 0) };
+}
+
+export async function planWrites(emission: Emission, opts: WritePlanOptions): Promise<WritePlan> {
+  const files: PlannedFile[] = [];
+  const errors: string[] = [];
+  const duplicates = [...emission.duplicates];
+  const seen = new Set<string>();
+  const workspace = canonicalisePath(opts.workspace);
+
+  for (const emitted of emission.files) {
+    const shown = `\`${emitted.path}\``;
+    const contained = checkEmissionPath(emitted.path, { workspace, emitAllowlist: opts.emitAllowlist });
+    if (!contained.ok) {
+      errors.push(contained.reason);
+      continue;
+    }
+    const absolute = contained.absolute;
+    // Before scope, so a contract file that is also a target reads as what it is.
+    if (opts.contractFiles.some((contract) => isPathWithin(contract, absolute))) {
+      errors.push(
+        `${shown} is a contract file declared by the architect; the worker may not write it (the contract is ` +
+          'what the unit is verified against). Not written.',
+      );
+      continue;
+    }
+    const scope = evaluateUnitScope(absolute, {
+      workspace,
+      targetFiles: opts.targetFiles,
+      unitScope: opts.unitScope,
+    });
+    if (!scope.ok) {
+      errors.push(scope.reason);
+      continue;
+    }
+    if (seen.has(absolute)) {
+      duplicates.push(emitted.path);
+      continue;
+    }
+    seen.add(absolute);
+
+    const outcome =
+      parseSearchReplace(emitted.body) === null
+        ? await planWholeFile(shown, absolute, emitted.body, workspace)
+        : await planPatch(shown, absolute, emitted.body, workspace);
+    if ('error' in outcome) errors.push(outcome.error);
+    else files.push(outcome.file);
+  }
+  return { files, errors, duplicates };
+}
+
+interface AppliedWrite {
+  file: PlannedFile;
+  /** The bytes and permission bits the file had, or null if this write created it. */
+  previous: { content: Buffer; mode: number } | null;
+  /** Directories created for it, deepest last. */
+  createdDirs: string[];
+}
+
+/** Writes `content` to a temp file beside `absolute`, then renames it over: readers see old bytes or new. */
+async function writeAtomically(absolute: string, content: Buffer, mode: number | undefined): Promise<void> {
+  const temp = path.join(
+    path.dirname(absolute),
+    `.${path.basename(absolute)}.delegate-git-${process.pid}-${randomBytes(6).toString('hex')}.tmp`,
+  );
+  try {
+    const handle = await fs.open(temp, 'wx', mode ?? 0o666);
+    try {
+      await handle.writeFile(content);
+      if (mode !== undefined) await handle.chmod(mode); // the umask must not narrow an existing file's bits
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.rename(temp, absolute);
+  } catch (error) {
+    await fs.rm(temp, { force: true }).catch(() => undefined);
+    throw error;
+  }
+}
+
+async function readPrevious(absolute: string): Promise<AppliedWrite['previous']> {
+  try {
+    const [content, stats] = await Promise.all([fs.readFile(absolute), fs.stat(absolute)]);
+    return { content, mode: stats.mode & 0o7777 };
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+/** Lists the directories `mkdir -p` created, from `first` (returned by fs.mkdir) down to `dir`. */
+function directoriesCreated(first: string | undefined, dir: string): string[] {
+  if (first === undefined) return [];
+  const created = [first];
+  for (let current = dir; current !== first && current.startsWith(first); current = path.dirname(current)) {
+    created.splice(1, 0, current);
+  }
+  return created;
+}
+
+async function restore(write: AppliedWrite): Promise<void> {
+  if (write.previous === null) await fs.rm(write.file.absolute, { force: true });
+  else await writeAtomically(write.file.absolute, write.previous.content, write.previous.mode);
+  for (const dir of [...write.createdDirs].reverse()) {
+    await fs.rmdir(dir).catch(() => undefined); // only if still empty
+  }
+}
+
+/**
+ * Writes every planned file atomically, creating parent directories. If any write fails, the files already
+ * written are restored (previous bytes and mode back, or removed if this plan created them) and the error is
+ * thrown: a unit's files land together or not at all.
+ */
+export async function applyWritePlan(plan: WritePlan): Promise<void> {
+  const applied: AppliedWrite[] = [];
+  for (const file of plan.files) {
+    let createdDirs: string[] = [];
+    try {
+      const previous = await readPrevious(file.absolute);
+      const dir = path.dirname(file.absolute);
+      createdDirs = directoriesCreated(await fs.mkdir(dir, { recursive: true }), dir);
+      await writeAtomically(file.absolute, file.content, previous?.mode);
+      applied.push({ file, previous, createdDirs });
+    } catch (error) {
+      for (const dir of createdDirs.reverse()) await fs.rmdir(dir).catch(() => undefined);
+      const unrestored: string[] = [];
+      for (const write of applied.reverse()) {
+        try {
+          await restore(write);
+        } catch (restoreError) {
+          unrestored.push(`${write.file.path} (${(restoreError as Error).message})`);
+        }
+      }
+      const outcome =
+        unrestored.length === 0
+          ? `the ${applied.length} file(s) already written were restored; nothing was changed`
+          : `restoring these files also failed, check them by hand: ${unrestored.join(', ')}`;
+      throw new DelegateGitError(
+        'IO',
+        `could not write ${file.path}: ${(error as Error).message}; ${outcome}`,
+        { cause: error },
+      );
+    }
+  }
+}

@@ -1,0 +1,314 @@
+import net from 'node:net';
+import { Writable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeWorker, startFakeWorker } from '../../../test/support/fake-worker.js';
+import type { InjectedContext } from '../src/context.js';
+import { createProgressLine } from '../src/progress.js';
+import { buildWorkerMessages, WORKER_SYSTEM_PROMPT } from '../src/prompt.js';
+import {
+  callWorker,
+  resolveCompletionsUrl,
+  stripThinking,
+  WorkerError,
+  type WorkerProgress,
+  type WorkerRequest,
+} from '../src/worker-client.js';
+
+let worker: FakeWorker;
+beforeEach(async () => {
+  worker = await startFakeWorker();
+});
+afterEach(async () => {
+  await worker.close();
+});
+
+const messages = [
+  { role: 'system' as const, content: 'You are a worker.' },
+  { role: 'user' as const, content: 'Task: add\nWrite add().' },
+];
+const request = (overrides: Partial<WorkerRequest> = {}): WorkerRequest => ({
+  endpoint: worker.url,
+  model: 'qwen-coder',
+  timeoutMs: 5_000,
+  messages,
+  ...overrides,
+});
+
+async function expectWorkerError(promise: Promise<unknown>): Promise<WorkerError> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(WorkerError);
+  return error as WorkerError;
+}
+
+describe('callWorker: streaming', () => {
+  it('streams the content, reports server usage, and sends an OpenAI-compatible request', async () => {
+    const content = '```ts file="src/add.ts"\nexport const add = (a: number, b: number) => a + b;\n```\n';
+    worker.enqueue({ content, usage: { prompt_tokens: 120, completion_tokens: 31 } });
+    const reply = await callWorker(request({ apiKey: 'local-key' }));
+    expect(reply).toMatchObject({
+      content,
+      finishReason: 'stop',
+      truncated: false,
+      usage: { prompt: 120, completion: 31, counted: false },
+      model: 'qwen-coder',
+      endpointHost: new URL(worker.url).host,
+    });
+    expect(reply.durationMs).toBeGreaterThanOrEqual(0);
+    expect(worker.requestCount()).toBe(1);
+    const sent = worker.requests[0]!;
+    expect(sent.path).toBe('/v1/chat/completions');
+    expect(sent.headers.authorization).toBe('Bearer local-key');
+    expect(sent.body).toEqual({
+      model: 'qwen-coder',
+      messages,
+      temperature: 0.2,
+      max_tokens: 2048,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+  });
+
+  it('without server usage, counts streamed chunks and says counted (control: usage present → not counted)', async () => {
+    worker.enqueue({ content: 'abcdefghijkl', chunkSize: 4, usage: null });
+    const reply = await callWorker(request({ maxTokens: 100, temperature: 0 }));
+    expect(reply.content).toBe('abcdefghijkl');
+    expect(reply.usage).toEqual({ prompt: Math.ceil((17 + 23) / 4), completion: 3, counted: true });
+    expect(worker.requests[0]!.body).toMatchObject({ max_tokens: 100, temperature: 0 });
+  });
+
+  it('drops reasoning_content deltas and <think> blocks from the content', async () => {
+    worker.enqueue({
+      reasoning: 'Let me think about the secret plan.',
+      content: '<think>more hidden</think>\nanswer',
+    });
+    const reply = await callWorker(request());
+    expect(reply.content).toBe('answer');
+    expect(reply.usage.counted).toBe(false);
+  });
+
+  it('finish_reason length is reported as truncated', async () => {
+    worker.enqueue({ content: '```ts file="a.ts"\nexport const', finishReason: 'length' });
+    const reply = await callWorker(request());
+    expect(reply).toMatchObject({ truncated: true, finishReason: 'length' });
+  });
+
+  it('reports progress per token chunk', async () => {
+    worker.enqueue({ content: 'x'.repeat(40), chunkSize: 4 });
+    const seen: WorkerProgress[] = [];
+    await callWorker(request({ onProgress: (p) => seen.push(p) }));
+    expect(seen.map((p) => p.completionTokens)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(seen.every((p) => p.tokensPerSecond >= 0 && p.elapsedMs >= 0)).toBe(true);
+  });
+
+  it('accepts a full /chat/completions endpoint as well as a base URL', async () => {
+    worker.enqueue({ content: 'ok' });
+    const reply = await callWorker(request({ endpoint: `${worker.url}/chat/completions` }));
+    expect(reply.content).toBe('ok');
+    expect(resolveCompletionsUrl('http://127.0.0.1:1234/v1/').href).toBe(
+      'http://127.0.0.1:1234/v1/chat/completions',
+    );
+  });
+});
+
+describe('callWorker: non-streaming servers', () => {
+  it('reads a JSON completion when the server does not answer with SSE', async () => {
+    worker.enqueue({
+      json: true,
+      content: 'plain answer',
+      reasoning: 'hidden',
+      usage: { prompt_tokens: 9, completion_tokens: 4 },
+    });
+    const reply = await callWorker(request());
+    expect(reply).toMatchObject({
+      content: 'plain answer',
+      usage: { prompt: 9, completion: 4, counted: false },
+    });
+  });
+
+  it('estimates usage (chars/4) when the JSON completion has none', async () => {
+    worker.enqueue({ json: true, content: 'x'.repeat(41), usage: null });
+    const reply = await callWorker(request());
+    expect(reply.usage).toMatchObject({ completion: 11, counted: true });
+  });
+});
+
+describe('callWorker: failures (no retries)', () => {
+  it('HTTP 500 is an http error carrying the server message, and is not retried', async () => {
+    worker.enqueue({ status: 500, errorBody: { error: { message: 'model qwen-coder is not loaded' } } });
+    const error = await expectWorkerError(callWorker(request()));
+    expect(error.kind).toBe('http');
+    expect(error.status).toBe(500);
+    expect(error.message).toContain('model qwen-coder is not loaded');
+    expect(worker.requestCount()).toBe(1);
+  });
+
+  it('an empty script queue answers 500 with an OpenAI-style body', async () => {
+    const error = await expectWorkerError(callWorker(request()));
+    expect(error).toMatchObject({ kind: 'http', status: 500 });
+    expect(error.message).toContain('no scripted reply left');
+  });
+
+  it('a closed port is unreachable', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const server = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as net.AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    const error = await expectWorkerError(callWorker(request({ endpoint: `http://127.0.0.1:${port}/v1` })));
+    expect(error.kind).toBe('unreachable');
+    expect(error.message).toContain('ECONNREFUSED');
+  });
+
+  it('a reply slower than the timeout is a timeout; the same reply within it succeeds (control)', async () => {
+    worker.enqueue({ content: 'late', delayMs: 1_000 });
+    const started = Date.now();
+    const error = await expectWorkerError(callWorker(request({ timeoutMs: 150 })));
+    expect(error.kind).toBe('timeout');
+    expect(Date.now() - started).toBeLessThan(900);
+
+    worker.enqueue({ content: 'on time', delayMs: 50 });
+    expect((await callWorker(request({ timeoutMs: 3_000 }))).content).toBe('on time');
+  });
+
+  it("the caller's abort is passed through as the caller's reason", async () => {
+    worker.enqueue({ content: 'never', delayMs: 1_000 });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('user pressed Ctrl-C')), 50);
+    await expect(callWorker(request(), controller.signal)).rejects.toThrow('user pressed Ctrl-C');
+  });
+
+  it('an invalid endpoint URL is refused before any request', async () => {
+    const error = await expectWorkerError(callWorker(request({ endpoint: 'not a url' })));
+    expect(error.kind).toBe('unreachable');
+    expect(worker.requestCount()).toBe(0);
+  });
+});
+
+describe('stripThinking', () => {
+  it('removes closed blocks, an unclosed tail, and a template-opened block', () => {
+    expect(stripThinking('<think>a</think>b<think>c</think>d')).toBe('bd');
+    expect(stripThinking('answer <think>never closed')).toBe('answer ');
+    expect(stripThinking('reasoning only\n</think>\n\nthe answer')).toBe('the answer');
+    expect(stripThinking('no reasoning here')).toBe('no reasoning here');
+  });
+});
+
+describe('buildWorkerMessages', () => {
+  const context: InjectedContext[] = [
+    {
+      path: 'src/a.ts',
+      lineRange: [3, 4],
+      lines: 2,
+      bytes: 20,
+      sha256: 'x',
+      text: 'const a = 1;\nconst b = 2;\n',
+    },
+    { path: 'README.md', lineRange: null, lines: 1, bytes: 6, sha256: 'y', text: '# Demo' },
+  ];
+
+  it('lays the user prompt out as the plugin did, and the system prompt teaches both emission forms', () => {
+    const [system, user] = buildWorkerMessages(
+      {
+        taskName: 'Add sum',
+        instruction: 'Implement sum().',
+        targetFiles: ['src/sum.ts', ' '],
+        runVerification: 'node --test',
+      },
+      context,
+    );
+    expect(system).toEqual({ role: 'system', content: WORKER_SYSTEM_PROMPT });
+    expect(user!.role).toBe('user');
+    expect(user!.content).toBe(
+      [
+        'Task: Add sum',
+        'Implement sum().',
+        '',
+        'Target Files:',
+        '- src/sum.ts',
+        '',
+        'Declared Context:',
+        '--- src/a.ts (lines 3-4) ---',
+        'const a = 1;',
+        'const b = 2;',
+        '',
+        '--- README.md ---',
+        '# Demo',
+        '',
+        'Verification Command:',
+        'node --test',
+        '',
+      ].join('\n'),
+    );
+    expect(WORKER_SYSTEM_PROMPT).toContain('file="src/new-module.ts"');
+    expect(WORKER_SYSTEM_PROMPT).toMatch(/<<<<<<< SEARCH\n[\s\S]*\n=======\n[\s\S]*\n>>>>>>> REPLACE/);
+    expect(WORKER_SYSTEM_PROMPT).toContain('exactly once');
+    expect(WORKER_SYSTEM_PROMPT).toContain('no fuzzy matching');
+  });
+
+  it('omits empty sections and adds the retry note with its widened context', () => {
+    const [, user] = buildWorkerMessages({ taskName: '', instruction: 'Fix it.' }, [], {
+      note: '1 failed: src/a.ts:4:1 (ERR_ASSERTION)',
+      context: [context[0]!],
+    });
+    expect(user!.content).toBe(
+      [
+        'Task: Subtask',
+        'Fix it.',
+        '',
+        'Previous Attempt:',
+        '1 failed: src/a.ts:4:1 (ERR_ASSERTION)',
+        '',
+        'Context Around the Previous Failure:',
+        '--- src/a.ts (lines 3-4) ---',
+        'const a = 1;',
+        'const b = 2;',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('the messages go over the wire unchanged', async () => {
+    worker.enqueue({ content: 'ok' });
+    const built = buildWorkerMessages({ taskName: 'T', instruction: 'I' }, context);
+    await callWorker(request({ messages: built }));
+    expect(worker.requests[0]!.body.messages).toEqual(built);
+  });
+});
+
+describe('createProgressLine', () => {
+  function capture(isTTY: boolean) {
+    const chunks: string[] = [];
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        chunks.push(String(chunk));
+        done();
+      },
+    }) as unknown as NodeJS.WriteStream;
+    (stream as { isTTY?: boolean }).isTTY = isTTY;
+    return { stream, chunks };
+  }
+
+  it('on a TTY rewrites one line and ends it on done()', () => {
+    const { stream, chunks } = capture(true);
+    const line = createProgressLine(stream);
+    line.update({ completionTokens: 12, elapsedMs: 1500, tokensPerSecond: 8 });
+    line.update({ completionTokens: 13, elapsedMs: 1510, tokensPerSecond: 8.6 }); // throttled
+    line.done();
+    expect(chunks[0]).toBe('\r\u001b[2Kworker: 12 tokens, 8.0 tok/s, 1.5s');
+    expect(chunks.at(-2)).toBe('\r\u001b[2Kworker: 13 tokens, 8.6 tok/s, 1.5s');
+    expect(chunks.at(-1)).toBe('\n');
+    expect(chunks).toHaveLength(3);
+  });
+
+  it('is silent when the stream is not a TTY', () => {
+    const { stream, chunks } = capture(false);
+    const line = createProgressLine(stream);
+    line.update({ completionTokens: 12, elapsedMs: 1500, tokensPerSecond: 8 });
+    line.done();
+    expect(chunks).toEqual([]);
+  });
+});

@@ -1,0 +1,334 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DelegateGitError } from '@delegate-git/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type Emission, type EmittedFile, parseEmission } from '../src/emission.js';
+import { applyWritePlan, planWrites, type WritePlanOptions } from '../src/write-plan.js';
+
+const F = '```';
+const original = 'export function add(a, b) {\n  return a + b;\n}\n';
+
+let base: string;
+let ws: string;
+
+beforeEach(() => {
+  base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'dg-write-plan-')));
+  ws = path.join(base, 'ws');
+  fs.mkdirSync(path.join(ws, 'src'), { recursive: true });
+  fs.mkdirSync(path.join(ws, 'test'));
+  fs.mkdirSync(path.join(ws, 'src-extra'));
+  fs.mkdirSync(path.join(base, 'outside'));
+  fs.writeFileSync(path.join(ws, 'src', 'a.ts'), original);
+  fs.writeFileSync(path.join(ws, 'test', 'a.test.ts'), 'test("adds", () => {});\n');
+  fs.symlinkSync(path.join(ws, 'src'), path.join(ws, 'link-in'));
+});
+
+afterEach(() => {
+  fs.rmSync(base, { recursive: true, force: true });
+});
+
+function options(overrides: Partial<WritePlanOptions> = {}): WritePlanOptions {
+  return {
+    workspace: ws,
+    contractFiles: [],
+    targetFiles: [],
+    unitScope: 'enforce',
+    emitAllowlist: [],
+    ...overrides,
+  };
+}
+
+function emission(...files: Array<[string, string]>): Emission {
+  const emitted: EmittedFile[] = files.map(([p, body]) => ({ path: p, body, source: 'header' }));
+  return { files: emitted, duplicates: [], errors: [] };
+}
+
+const patchBody = (search: string, replace: string) =>
+  `<<<<<<< SEARCH\n${search}\n=======\n${replace}\n>>>>>>> REPLACE\n`;
+
+const read = (relative: string) => fs.readFileSync(path.join(ws, relative), 'utf8');
+
+describe('planWrites: create and patch', () => {
+  it('plans a new file (parents need not exist) and writes nothing until applied', async () => {
+    const plan = await planWrites(emission(['src/new/b.ts', 'export const b = "é";\n']), options());
+    expect(plan.errors).toEqual([]);
+    expect(plan.files).toEqual([
+      {
+        path: 'src/new/b.ts',
+        absolute: path.join(ws, 'src', 'new', 'b.ts'),
+        mode: 'created',
+        content: Buffer.from('export const b = "é";\n'),
+        hunks: 0,
+        lines: 1,
+        bytes: 23,
+      },
+    ]);
+    expect(fs.existsSync(path.join(ws, 'src', 'new'))).toBe(false);
+    await applyWritePlan(plan);
+    expect(read('src/new/b.ts')).toBe('export const b = "é";\n');
+  });
+
+  it('plans a patch of an existing file from a parsed reply', async () => {
+    const reply = `${F}ts file="src/a.ts"\n${patchBody('  return a + b;', '  return b + a;')}${F}\n`;
+    const plan = await planWrites(parseEmission(reply, { targetFiles: [] }), options());
+    expect(plan.errors).toEqual([]);
+    expect(plan.files).toHaveLength(1);
+    expect(plan.files[0]).toMatchObject({ path: 'src/a.ts', mode: 'patched', hunks: 1, lines: 3 });
+    expect(read('src/a.ts')).toBe(original);
+    await applyWritePlan(plan);
+    expect(read('src/a.ts')).toBe(original.replace('a + b', 'b + a'));
+  });
+
+  it('counts lines as a reader would', async () => {
+    const plan = await planWrites(
+      emission(['one.txt', 'a\nb'], ['two.txt', 'a\nb\n'], ['empty.txt', '']),
+      options(),
+    );
+    expect(plan.files.map((f) => [f.path, f.lines, f.bytes])).toEqual([
+      ['one.txt', 2, 3],
+      ['two.txt', 2, 4],
+      ['empty.txt', 0, 0],
+    ]);
+  });
+
+  it('refuses a whole file over an existing one, naming the SEARCH/REPLACE form', async () => {
+    const plan = await planWrites(emission(['src/a.ts', 'export const replaced = true;\n']), options());
+    expect(plan.files).toEqual([]);
+    expect(plan.errors).toEqual([
+      '`src/a.ts` already exists; a whole-file block may only create a new file. To change an existing file, emit ' +
+        'a search/replace patch: `<<<<<<< SEARCH` / exact current text / `=======` / new text / `>>>>>>> REPLACE`',
+    ]);
+  });
+
+  it('refuses even a whole file identical to the existing one, and a directory', async () => {
+    const plan = await planWrites(emission(['src/a.ts', original], ['src', 'x\n']), options());
+    expect(plan.files).toEqual([]);
+    expect(plan.errors).toHaveLength(2);
+    expect(plan.errors[1]).toMatch(/^`src` already exists/);
+  });
+
+  it('refuses a patch of a file that does not exist', async () => {
+    const plan = await planWrites(
+      emission(['src/missing.ts', patchBody('const a = 1;', 'const a = 2;')]),
+      options(),
+    );
+    expect(plan.errors).toEqual([
+      '`src/missing.ts` does not exist; a search/replace block edits a file rather than creating one. To create ' +
+        'it, emit the whole file in a fenced block instead',
+    ]);
+    expect(fs.existsSync(path.join(ws, 'src', 'missing.ts'))).toBe(false);
+  });
+
+  it('refuses a patch of a directory', async () => {
+    const plan = await planWrites(emission(['src', patchBody('const a = 1;', 'const a = 2;')]), options());
+    expect(plan.errors).toEqual(['`src` is not a regular file; a patch can only edit a file']);
+  });
+
+  it.each([
+    ['existing target', 'src/a.ts'],
+    ['missing target', 'src/new.ts'],
+  ])('refuses an unclosed SEARCH (%s): never written whole', async (_name, target) => {
+    const plan = await planWrites(
+      emission([target, '<<<<<<< SEARCH\n  return a + b;\n=======\n']),
+      options(),
+    );
+    expect(plan.files).toEqual([]);
+    expect(plan.errors).toEqual([
+      `\`${target}\`: a \`<<<<<<< SEARCH\` block was opened and never closed with \`=======\` and ` +
+        '`>>>>>>> REPLACE`; the patch was refused and nothing written (the reply may have been cut off)',
+    ]);
+  });
+
+  it.each([
+    ['ambiguous', 'export function', 'matched more than once (2 times)'],
+    ['missing', '  return a * b;', 'has no exact match'],
+    ['short', 'a + b', 'is shorter than 8 characters'],
+    ['identical', '  return a + b;', 'identical'],
+  ])('refuses a %s SEARCH with the file named', async (kind, search, expected) => {
+    fs.writeFileSync(path.join(ws, 'src', 'a.ts'), `${original}export function sub() {}\n`);
+    const replace = kind === 'identical' ? search : 'changed text here';
+    const plan = await planWrites(emission(['src/a.ts', patchBody(search, replace)]), options());
+    expect(plan.files).toEqual([]);
+    expect(plan.errors).toHaveLength(1);
+    expect(plan.errors[0]).toMatch(/^`src\/a\.ts`: patch refused, nothing written: /);
+    expect(plan.errors[0]).toContain(expected);
+  });
+
+  it('keeps a CRLF file CRLF through plan and apply', async () => {
+    fs.writeFileSync(path.join(ws, 'src', 'a.ts'), original.replace(/\n/g, '\r\n'));
+    const plan = await planWrites(
+      emission(['src/a.ts', patchBody('  return a + b;', '  return a + b + 0;')]),
+      options(),
+    );
+    await applyWritePlan(plan);
+    expect(fs.readFileSync(path.join(ws, 'src', 'a.ts'))).toEqual(
+      Buffer.from('export function add(a, b) {\r\n  return a + b + 0;\r\n}\r\n'),
+    );
+  });
+
+  it('refuses to patch a file that is not UTF-8', async () => {
+    fs.writeFileSync(path.join(ws, 'src', 'latin1.txt'), Buffer.from('caf\xe9 au lait, please\n', 'latin1'));
+    const plan = await planWrites(
+      emission(['src/latin1.txt', patchBody('au lait, please', 'noir')]),
+      options(),
+    );
+    expect(plan.errors).toEqual([
+      '`src/latin1.txt` is not UTF-8 text; it cannot be patched without altering its bytes',
+    ]);
+  });
+
+  it('keeps the permission bits of a patched file', async () => {
+    const script = path.join(ws, 'run.sh');
+    fs.writeFileSync(script, '#!/bin/sh\necho "old message"\n');
+    fs.chmodSync(script, 0o750);
+    const plan = await planWrites(
+      emission(['run.sh', patchBody('echo "old message"', 'echo "new message"')]),
+      options(),
+    );
+    await applyWritePlan(plan);
+    expect(fs.statSync(script).mode & 0o777).toBe(0o750);
+    expect(fs.readFileSync(script, 'utf8')).toContain('new message');
+  });
+});
+
+describe('planWrites: the per-file gates, in order', () => {
+  it('containment: `..`, absolute outside and symlinks leading out are refused; other files still plan', async () => {
+    fs.symlinkSync(path.join(base, 'outside'), path.join(ws, 'link-out'));
+    const plan = await planWrites(
+      emission(
+        ['../outside/a.ts', 'x\n'],
+        [path.join(base, 'outside', 'b.ts'), 'x\n'],
+        ['link-out/c.ts', 'x\n'],
+        ['src/ok.ts', 'x\n'],
+      ),
+      options(),
+    );
+    expect(plan.files.map((f) => f.path)).toEqual(['src/ok.ts']);
+    expect(plan.errors).toHaveLength(3);
+    for (const error of plan.errors) expect(error).toContain(`outside the workspace ${ws}; not written`);
+    await applyWritePlan(plan);
+    expect(fs.readdirSync(path.join(base, 'outside'))).toEqual([]);
+  });
+
+  it('an emitAllowlist root admits a path outside the workspace (control)', async () => {
+    const plan = await planWrites(
+      emission(['../outside/a.ts', 'x\n']),
+      options({ emitAllowlist: [path.join(base, 'outside')] }),
+    );
+    expect(plan.errors).toEqual([]);
+    expect(plan.files[0]?.path).toBe('../outside/a.ts');
+  });
+
+  it('contract files are unwritable, checked before scope, by patch or whole file', async () => {
+    const contract = path.join(ws, 'test', 'a.test.ts');
+    const plan = await planWrites(
+      emission(
+        ['test/a.test.ts', patchBody('test("adds", () => {});', 'test("adds", () => { /* weakened */ });')],
+        ['./test/../test/a.test.ts', 'x\n'],
+        ['src/b.ts', 'export const b = 1;\n'],
+      ),
+      options({ contractFiles: [contract], targetFiles: ['src/b.ts'] }),
+    );
+    expect(plan.files.map((f) => f.path)).toEqual(['src/b.ts']);
+    const message = (spelled: string) =>
+      `\`${spelled}\` is a contract file declared by the architect; the worker may not write it (the contract is ` +
+      'what the unit is verified against). Not written.';
+    expect(plan.errors).toEqual([message('test/a.test.ts'), message('./test/../test/a.test.ts')]);
+  });
+
+  it('unit scope: a prefix sibling is refused, a directory target covers its subtree, `off` lifts it', async () => {
+    const files = emission(['src/deep/new.ts', 'x\n'], ['src-extra/a.ts', 'x\n']);
+    const enforced = await planWrites(files, options({ targetFiles: ['src/'] }));
+    expect(enforced.files.map((f) => f.path)).toEqual(['src/deep/new.ts']);
+    expect(enforced.errors).toEqual([
+      "`src-extra/a.ts` is outside the unit's declared targetFiles (`src/`); not written. Declare it in the " +
+        'unit\'s targetFiles, or an operator can set unitScope: "off" to lift the check.',
+    ]);
+    const off = await planWrites(files, options({ targetFiles: ['src/'], unitScope: 'off' }));
+    expect(off.files.map((f) => f.path)).toEqual(['src/deep/new.ts', 'src-extra/a.ts']);
+  });
+
+  it('a later file reaching the same canonical path is a duplicate, ignored', async () => {
+    const first = patchBody('  return a + b;', '  return b + a;');
+    const plan = await planWrites(
+      {
+        files: [
+          { path: 'src/a.ts', body: first, source: 'header' },
+          { path: 'link-in/a.ts', body: patchBody('  return a + b;', '  return 42;'), source: 'marker' },
+        ],
+        duplicates: ['./src/a.ts'],
+        errors: [],
+      },
+      options(),
+    );
+    expect(plan.errors).toEqual([]);
+    expect(plan.files).toHaveLength(1);
+    expect(plan.files[0]?.content.toString()).toContain('return b + a;');
+    expect(plan.duplicates).toEqual(['./src/a.ts', 'link-in/a.ts']);
+  });
+});
+
+describe('applyWritePlan: all or nothing', () => {
+  it('a failure mid-way restores the files already written and removes created ones', async () => {
+    fs.writeFileSync(path.join(ws, 'blocker.txt'), 'I am a file, not a directory\n');
+    const plan = await planWrites(
+      emission(
+        ['src/a.ts', patchBody('  return a + b;', '  return b + a;')],
+        ['fresh/dir/b.ts', 'export const b = 1;\n'],
+        ['blocker.txt/c.ts', 'export const c = 1;\n'],
+        ['src/later.ts', 'never reached\n'],
+      ),
+      options(),
+    );
+    expect(plan.errors).toEqual([]);
+    expect(plan.files.map((f) => f.path)).toEqual([
+      'src/a.ts',
+      'fresh/dir/b.ts',
+      'blocker.txt/c.ts',
+      'src/later.ts',
+    ]);
+
+    const failure = await applyWritePlan(plan).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(DelegateGitError);
+    expect((failure as DelegateGitError).code).toBe('IO');
+    expect((failure as DelegateGitError).message).toMatch(
+      /^could not write blocker\.txt\/c\.ts: .+; the 2 file\(s\) already written were restored; nothing was changed$/,
+    );
+    expect(read('src/a.ts')).toBe(original);
+    expect(fs.existsSync(path.join(ws, 'fresh'))).toBe(false);
+    expect(fs.existsSync(path.join(ws, 'src', 'later.ts'))).toBe(false);
+    expect(read('blocker.txt')).toBe('I am a file, not a directory\n');
+    const leftovers = fs.readdirSync(ws, { recursive: true }).filter((name) => String(name).endsWith('.tmp'));
+    expect(leftovers).toEqual([]);
+  });
+
+  it('the same plan without the failing file applies completely (control)', async () => {
+    const plan = await planWrites(
+      emission(
+        ['src/a.ts', patchBody('  return a + b;', '  return b + a;')],
+        ['fresh/dir/b.ts', 'export const b = 1;\n'],
+      ),
+      options(),
+    );
+    await applyWritePlan(plan);
+    expect(read('src/a.ts')).toContain('return b + a;');
+    expect(read('fresh/dir/b.ts')).toBe('export const b = 1;\n');
+    const leftovers = fs.readdirSync(ws, { recursive: true }).filter((name) => String(name).endsWith('.tmp'));
+    expect(leftovers).toEqual([]);
+  });
+
+  it('a file changed between plan and apply is restored to what it was at apply time', async () => {
+    const plan = await planWrites(
+      emission(['src/a.ts', patchBody('  return a + b;', '  return b + a;')], ['blocker.txt/c.ts', 'x\n']),
+      options(),
+    );
+    fs.writeFileSync(path.join(ws, 'blocker.txt'), 'now a file\n');
+    fs.writeFileSync(path.join(ws, 'src', 'a.ts'), 'edited by someone else\n');
+    await expect(applyWritePlan(plan)).rejects.toThrow(/restored/);
+    expect(read('src/a.ts')).toBe('edited by someone else\n');
+  });
+});
