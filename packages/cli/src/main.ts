@@ -17,6 +17,7 @@ const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
   verify: () => import('./commands/verify.js'),
   delegate: () => import('./commands/delegate.js'),
   config: () => import('./commands/config.js'),
+  worker: () => import('./commands/worker.js'),
 };
 
 export const VERSION = '0.1.0';

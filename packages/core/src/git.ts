@@ -39,7 +39,10 @@ function spawnError(error: NodeJS.ErrnoException, cwd: string): DelegateGitError
 
 /** `git a b c` for messages; long argument lists are cut so the message stays one readable paragraph. */
 export function describeGitCommand(args: readonly string[]): string {
-  const shown = args.slice(0, 6).join(' ');
+  const shown = args
+    .slice(0, 6)
+    .map((arg) => (arg.length > 60 ? `${arg.slice(0, 57)}...` : arg))
+    .join(' ');
   return `git ${shown}${args.length > 6 ? ' …' : ''}`;
 }
 
@@ -170,7 +173,8 @@ interface PendingRead {
 
 /**
  * One long-lived `git cat-file --batch` process. Reads are pipelined: every request is written at once and the
- * answers, which git gives in request order, are matched to them in order. The process starts on the first read.
+ * answers, which git gives in request order, are matched to them in order. The process starts on the first read
+ * and lives until close() (it keeps Node's event loop alive until then).
  */
 export class CatFileBatch {
   private readonly cwd: string;

@@ -307,7 +307,7 @@ async function planAppend(
     pending.names.set(rest, content);
     newNotesByDir.set(level.dir, pending);
   }
-  const idLength = reader?.idLength ?? 40;
+  const idLength = reader?.idLength ?? ids[0]?.length ?? 40;
   for (const [dir, { consumed, entries, names }] of newNotesByDir) {
     const present = noteEntriesAt(entries, consumed, idLength);
     const fanOut = present.length + names.size > FANOUT_THRESHOLD && idLength - consumed > 2;
@@ -405,20 +405,27 @@ export class NotesLedger {
    */
   async linesOnMany(blobs: string[], at?: string): Promise<Map<string, string[]>> {
     blobs.forEach(assertObjectId);
-    return this.withReader(at, async (reader) => {
-      const unique = [...new Set(blobs)];
-      if (!reader) return new Map(unique.map((blob) => [blob, []]));
-      let noteOids: string[][];
-      if (unique.length <= WALK_LIMIT) {
-        const locations = await Promise.all(unique.map((blob) => reader.locate(blob)));
-        noteOids = locations.map((location) => location.notes.map((note) => note.oid));
-      } else {
-        const listing = await listNotes(this.cwd, this.env, reader.rootTree);
-        noteOids = unique.map((blob) => listing.get(blob) ?? []);
-      }
-      const lines = await Promise.all(noteOids.map((oids) => reader.readLines(oids)));
-      return new Map(unique.map((blob, index) => [blob, lines[index]!]));
-    });
+    if (blobs.length === 0) return new Map();
+    return this.withReader(at, (reader) => this.readNotes(reader, blobs));
+  }
+
+  /** Lines per id from one notes tree: each id's path walked when few, the tree listed once when many. */
+  private async readNotes(
+    reader: NotesTreeReader | null,
+    blobs: readonly string[],
+  ): Promise<Map<string, string[]>> {
+    const unique = [...new Set(blobs)];
+    if (!reader) return new Map(unique.map((blob) => [blob, []]));
+    let noteOids: string[][];
+    if (unique.length <= WALK_LIMIT) {
+      const locations = await Promise.all(unique.map((blob) => reader.locate(blob)));
+      noteOids = locations.map((location) => location.notes.map((note) => note.oid));
+    } else {
+      const listing = await listNotes(this.cwd, this.env, reader.rootTree);
+      noteOids = unique.map((blob) => listing.get(blob) ?? []);
+    }
+    const lines = await Promise.all(noteOids.map((oids) => reader.readLines(oids)));
+    return new Map(unique.map((blob, index) => [blob, lines[index]!]));
   }
 
   /** Every annotated object id → note blob id, whatever the fanout (the deepest entry if a flat duplicate exists). */
@@ -568,23 +575,36 @@ export class NotesLedger {
     assertRevision(older, 'notes commit');
     assertRevision(newer, 'notes commit');
     const touched = new Set<string>();
-    let expectPath = false;
+    let status: string | null = null;
     for await (const field of gitRecords(
       ['diff-tree', '-r', '-z', '--no-renames', older, newer],
       this.options(),
       '\0',
     )) {
-      // -z output alternates ":<modes> <ids> <status>" and the path.
-      if (expectPath) {
-        const annotated = annotatedIdOfPath(field);
-        if (annotated) touched.add(annotated);
-        expectPath = false;
-      } else expectPath = field.startsWith(':');
+      // -z output alternates ":<modes> <ids> <status>" and the path. A path only added cannot lose a line; an id
+      // whose note was modified, deleted or moved (deleted here, added elsewhere) is compared in full.
+      if (status === null) {
+        status = field.startsWith(':') ? (field.split(' ')[4] ?? '') : null;
+        continue;
+      }
+      const annotated = annotatedIdOfPath(field);
+      if (annotated && status !== 'A') touched.add(annotated);
+      status = null;
     }
     if (touched.size === 0) return [];
     const ids = [...touched].sort();
-    const before = await this.linesOnMany(ids, older);
-    const after = await this.linesOnMany(ids, newer);
+    const batch = new CatFileBatch(this.options());
+    let before: Map<string, string[]>;
+    let after: Map<string, string[]>;
+    try {
+      const [olderTree, newerTree] = await Promise.all([
+        NotesTreeReader.open(batch, older),
+        NotesTreeReader.open(batch, newer),
+      ]);
+      [before, after] = await Promise.all([this.readNotes(olderTree, ids), this.readNotes(newerTree, ids)]);
+    } finally {
+      await batch.close();
+    }
     const dropped: Array<{ annotated: string; line: string }> = [];
     for (const annotated of ids) {
       const kept = new Set(after.get(annotated));

@@ -17,3 +17,4 @@ export * from './write-plan.js';
 export * from './delegate.js';
 export * from './operator-config.js';
 export * from './retry-context.js';
+export * from './replay-server.js';

@@ -1,0 +1,232 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  cleanGitEnv,
+  makeTempDir,
+  makeTempRepo,
+  removeDir,
+  type TempRepo,
+} from '../../../test/support/git-repo.js';
+import {
+  CatFileBatch,
+  git,
+  gitRecords,
+  gitText,
+  gitTry,
+  parseTreeObject,
+  repositoryLayout,
+  writeBlob,
+} from '../src/git.js';
+
+const env = cleanGitEnv();
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+function repo(opts: { bare?: boolean } = {}): TempRepo {
+  const created = makeTempRepo(opts);
+  cleanups.push(created.cleanup);
+  return created;
+}
+
+function tempDir(): string {
+  const dir = makeTempDir();
+  cleanups.push(() => removeDir(dir));
+  return dir;
+}
+
+describe('git / gitText / gitTry', () => {
+  it('returns stdout, and gitText drops only the final newline', async () => {
+    const r = repo();
+    r.commit({ 'a.txt': 'hello\n' });
+    const head = r.gitText(['rev-parse', 'HEAD']);
+    expect((await git(['rev-parse', 'HEAD'], { cwd: r.dir, env })).toString()).toBe(`${head}\n`);
+    expect(await gitText(['rev-parse', 'HEAD'], { cwd: r.dir, env })).toBe(head);
+    expect(await gitText(['cat-file', 'blob', 'HEAD:a.txt'], { cwd: r.dir, env })).toBe('hello');
+  });
+
+  it('feeds input to stdin', async () => {
+    const r = repo();
+    const out = await gitText(['hash-object', '--stdin'], { cwd: r.dir, env, input: 'some bytes\n' });
+    expect(out).toBe(r.gitText(['hash-object', '--stdin'], 'some bytes\n'));
+  });
+
+  it('throws GIT with the command and git’s message on a non-zero exit; gitTry reports it instead', async () => {
+    const r = repo();
+    const failure = git(['rev-parse', '--verify', 'no-such-branch'], { cwd: r.dir, env });
+    await expect(failure).rejects.toMatchObject({ code: 'GIT' });
+    await expect(failure).rejects.toThrow(
+      /git rev-parse --verify no-such-branch failed: fatal: Needed a single revision/,
+    );
+    const tried = await gitTry(['rev-parse', '--verify', 'no-such-branch'], { cwd: r.dir, env });
+    expect(tried.code).toBe(128);
+    expect(tried.stderr).toMatch(/Needed a single revision/);
+    expect(tried.stdout.length).toBe(0);
+  });
+
+  it('reports a missing git as NOT_A_REPOSITORY with an install hint (control: found on the normal PATH)', async () => {
+    const r = repo();
+    const emptyBin = tempDir();
+    const noGit = git(['--version'], { cwd: r.dir, env: { ...env, PATH: emptyBin } });
+    await expect(noGit).rejects.toMatchObject({ code: 'NOT_A_REPOSITORY' });
+    await expect(noGit).rejects.toThrow(/git is not installed or not on PATH.*Install git/);
+    await expect(gitText(['--version'], { cwd: r.dir, env })).resolves.toMatch(/^git version /);
+  });
+
+  it('reports a working directory that does not exist as NOT_A_REPOSITORY, not as a missing git', async () => {
+    const missing = path.join(tempDir(), 'gone');
+    const failure = git(['status'], { cwd: missing, env });
+    await expect(failure).rejects.toMatchObject({ code: 'NOT_A_REPOSITORY' });
+    await expect(failure).rejects.toThrow(/does not exist/);
+  });
+});
+
+describe('gitRecords', () => {
+  it('streams NUL-separated records and fails after them on a non-zero exit', async () => {
+    const r = repo();
+    r.commit({ 'a.txt': 'a', 'dir/b.txt': 'b', 'c d.txt': 'c' });
+    const names: string[] = [];
+    for await (const record of gitRecords(['ls-files', '-z'], { cwd: r.dir, env }, '\0')) names.push(record);
+    expect(names).toEqual(['a.txt', 'c d.txt', 'dir/b.txt']);
+    const failing = async () => {
+      for await (const _ of gitRecords(['rev-list', 'no-such-rev'], { cwd: r.dir, env })) {
+        // nothing is printed before the failure
+      }
+    };
+    await expect(failing()).rejects.toMatchObject({ code: 'GIT' });
+  });
+});
+
+describe('writeBlob and CatFileBatch', () => {
+  it('writes a blob whose id git agrees with, and reads it back by id and by <rev>:<path>', async () => {
+    const r = repo();
+    r.commit({ 'file.txt': 'committed\n' });
+    const id = await writeBlob(r.dir, 'written by writeBlob\n', env);
+    expect(id).toBe(r.gitText(['hash-object', '--stdin'], 'written by writeBlob\n'));
+    expect(r.gitText(['cat-file', '-t', id])).toBe('blob');
+    const batch = new CatFileBatch({ cwd: r.dir, env });
+    try {
+      const byId = await batch.read(id);
+      expect(byId).toEqual({ oid: id, type: 'blob', content: Buffer.from('written by writeBlob\n') });
+      const byPath = await batch.read('HEAD:file.txt');
+      expect(byPath?.content.toString()).toBe('committed\n');
+      expect(byPath?.oid).toBe(r.gitText(['rev-parse', 'HEAD:file.txt']));
+      expect(await batch.read('HEAD:no-such-file')).toBeNull();
+      expect(await batch.read('0'.repeat(40))).toBeNull();
+    } finally {
+      await batch.close();
+    }
+  });
+
+  it('pipelines many reads, large objects and missing ones included, answering each in order', async () => {
+    const r = repo();
+    const big = Buffer.alloc(3 * 1024 * 1024 + 7, 'x');
+    big.write('\n<newlines inside>\n', 1000);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(await writeBlob(r.dir, `small ${i}\n`, env));
+    const bigId = await writeBlob(r.dir, big, env);
+    const requests = [
+      ids[0]!,
+      bigId,
+      'f'.repeat(40),
+      ...Array.from({ length: 400 }, (_, i) => ids[i % 3]!),
+      bigId,
+    ];
+    const batch = new CatFileBatch({ cwd: r.dir, env });
+    try {
+      const answers = await batch.readMany(requests);
+      expect(answers).toHaveLength(requests.length);
+      expect(answers[0]?.content.toString()).toBe('small 0\n');
+      expect(answers[1]?.content.equals(big)).toBe(true);
+      expect(answers[2]).toBeNull();
+      for (let i = 0; i < 400; i++) expect(answers[3 + i]?.content.toString()).toBe(`small ${i % 3}\n`);
+      expect(answers.at(-1)?.content.equals(big)).toBe(true);
+    } finally {
+      await batch.close();
+    }
+    await expect(batch.read(ids[0]!)).rejects.toMatchObject({ code: 'GIT' });
+  });
+
+  it('rejects pending reads with GIT when cat-file cannot run (control: a repository answers)', async () => {
+    const outside = tempDir();
+    const batch = new CatFileBatch({
+      cwd: outside,
+      env: { ...env, GIT_CEILING_DIRECTORIES: path.dirname(outside) },
+    });
+    await expect(batch.read('HEAD')).rejects.toMatchObject({ code: 'GIT' });
+    await batch.close();
+  });
+
+  it('parses raw tree objects the way ls-tree lists them', async () => {
+    const r = repo();
+    r.commit({ 'a.txt': 'a', 'sub/b.txt': 'b', 'ü.txt': 'u' });
+    fs.chmodSync(path.join(r.dir, 'a.txt'), 0o755);
+    r.commit({ 'a.txt': 'a2' });
+    const batch = new CatFileBatch({ cwd: r.dir, env });
+    try {
+      const tree = await batch.read('HEAD^{tree}');
+      expect(tree?.type).toBe('tree');
+      const parsed = parseTreeObject(tree!.content, tree!.oid.length / 2);
+      const listed = r
+        .git(['-c', 'core.quotePath=false', 'ls-tree', 'HEAD'])
+        .trim()
+        .split('\n')
+        .map((line) => {
+          const [meta, name] = line.split('\t');
+          const [mode, , oid] = meta!.split(' ');
+          return { mode: mode!.replace(/^0/, ''), name, oid };
+        });
+      expect(parsed).toEqual(listed);
+      expect(parsed.find((entry) => entry.name === 'a.txt')?.mode).toBe('100755');
+    } finally {
+      await batch.close();
+    }
+  });
+});
+
+describe('repositoryLayout', () => {
+  it('finds the top level from a subdirectory of a work tree', async () => {
+    const r = repo();
+    fs.mkdirSync(path.join(r.dir, 'deep', 'er'), { recursive: true });
+    const layout = await repositoryLayout(path.join(r.dir, 'deep', 'er'), env);
+    expect(layout).toEqual({
+      topLevel: r.dir,
+      gitDir: path.join(r.dir, '.git'),
+      commonDir: path.join(r.dir, '.git'),
+      isBare: false,
+    });
+  });
+
+  it('refuses a directory outside any repository with NOT_A_REPOSITORY', async () => {
+    const outside = tempDir();
+    const failure = repositoryLayout(outside, { ...env, GIT_CEILING_DIRECTORIES: path.dirname(outside) });
+    await expect(failure).rejects.toMatchObject({ code: 'NOT_A_REPOSITORY' });
+    await expect(failure).rejects.toThrow(
+      `${outside} is not inside a git repository. Run this in a git repository`,
+    );
+  });
+
+  it('reports a bare repository with no top level', async () => {
+    const r = repo({ bare: true });
+    expect(await repositoryLayout(r.dir, env)).toEqual({
+      topLevel: null,
+      gitDir: r.dir,
+      commonDir: r.dir,
+      isBare: true,
+    });
+  });
+
+  it('tells a linked worktree’s git dir from the common dir', async () => {
+    const r = repo();
+    r.commit({ 'a.txt': 'a' });
+    const worktree = path.join(path.dirname(r.dir), 'linked');
+    r.git(['worktree', 'add', '-q', worktree]);
+    const layout = await repositoryLayout(worktree, env);
+    expect(layout.topLevel).toBe(worktree);
+    expect(layout.commonDir).toBe(path.join(r.dir, '.git'));
+    expect(layout.gitDir).toBe(path.join(r.dir, '.git', 'worktrees', 'linked'));
+    expect(layout.isBare).toBe(false);
+  });
+});

@@ -1,0 +1,436 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  cleanGitEnv,
+  cloneTempRepo,
+  makeTempDir,
+  makeTempRepo,
+  removeDir,
+  type TempRepo,
+} from '../../../test/support/git-repo.js';
+import { repoRoot } from '../../../test/support/paths.js';
+import {
+  annotatedIdOfPath,
+  compareBytewise,
+  LEDGER_REF,
+  NotesLedger,
+  parseNote,
+  serializeNote,
+} from '../src/notes-ledger.js';
+
+const env = cleanGitEnv();
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+function repo(): TempRepo {
+  const created = makeTempRepo();
+  cleanups.push(created.cleanup);
+  return created;
+}
+
+function ledgerOf(r: TempRepo): NotesLedger {
+  return new NotesLedger({ cwd: r.dir, env });
+}
+
+/** Writes `count` distinct blobs with one git process and returns their ids. */
+function writeBlobs(r: TempRepo, count: number, label = 'blob'): string[] {
+  const dir = makeTempDir();
+  try {
+    const files = Array.from({ length: count }, (_, i) => {
+      const file = path.join(dir, `${i}`);
+      fs.writeFileSync(file, `${label} ${i}\n`);
+      return file;
+    });
+    return r
+      .git(['hash-object', '-w', ...files])
+      .trim()
+      .split('\n');
+  } finally {
+    removeDir(dir);
+  }
+}
+
+function notesPaths(r: TempRepo): string[] {
+  return r.git(['ls-tree', '-r', '--name-only', LEDGER_REF]).trim().split('\n');
+}
+
+function gitNotesShow(r: TempRepo, blob: string): string {
+  return r.git(['notes', `--ref=${LEDGER_REF}`, 'show', blob]);
+}
+
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of iterable) out.push(item);
+  return out;
+}
+
+describe('note text', () => {
+  it('serializes a note as sorted, unique, newline-terminated lines and parses it back', () => {
+    expect(serializeNote(['b', 'a', 'b', 'C'])).toBe('C\na\nb\n');
+    expect(parseNote('b\n\na\nb\n')).toEqual(['a', 'b']);
+    expect(parseNote('')).toEqual([]);
+  });
+
+  it('sorts in UTF-8 byte order, like git’s cat_sort_uniq (not UTF-16 order)', () => {
+    // U+FF01 sorts before U+1F600 in UTF-16 code units but after it in UTF-8 bytes.
+    const lines = ['\u{1F600}', '\uFF01', 'z', 'A'];
+    const byBytes = [...lines].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    expect([...lines].sort(compareBytewise)).toEqual(byBytes);
+    expect([...lines].sort()).not.toEqual(byBytes);
+  });
+
+  it('recognizes note paths at any fanout depth and nothing else', () => {
+    const id = '0123456789abcdef0123456789abcdef01234567';
+    expect(annotatedIdOfPath(id)).toBe(id);
+    expect(annotatedIdOfPath(`01/${id.slice(2)}`)).toBe(id);
+    expect(annotatedIdOfPath(`01/23/${id.slice(4)}`)).toBe(id);
+    expect(annotatedIdOfPath(`012/${id.slice(3)}`)).toBeNull();
+    expect(annotatedIdOfPath('README')).toBeNull();
+    expect(annotatedIdOfPath(id.slice(1))).toBeNull();
+  });
+});
+
+describe('NotesLedger basics', () => {
+  it('has no tip and no notes before the first append', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const [blob] = writeBlobs(r, 1);
+    expect(await ledger.tip()).toBeNull();
+    expect(await ledger.linesOn(blob!)).toEqual([]);
+    expect(await ledger.list()).toEqual(new Map());
+    expect(await collect(ledger.entries())).toEqual([]);
+    expect(await collect(ledger.history())).toEqual([]);
+  });
+
+  it('appends lines that every reader returns sorted and unique, and that git notes shows', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const [a, b, c] = writeBlobs(r, 3);
+    const first = await ledger.append([
+      { blob: a!, lines: ['{"z":1}', '{"a":1}', '{"z":1}'] },
+      { blob: b!, lines: ['{"b":1}'] },
+    ]);
+    expect(first.added).toBe(3);
+    expect(first.commit).toBe(await ledger.tip());
+    const second = await ledger.append([{ blob: a!, lines: ['{"m":1}', '{"a":1}'] }]);
+    expect(second.added).toBe(1);
+    expect(second.commit).not.toBe(first.commit);
+
+    expect(await ledger.linesOn(a!)).toEqual(['{"a":1}', '{"m":1}', '{"z":1}']);
+    expect(await ledger.linesOn(a!, first.commit!)).toEqual(['{"a":1}', '{"z":1}']);
+    const many = await ledger.linesOnMany([a!, b!, c!]);
+    expect(many).toEqual(
+      new Map([
+        [a!, ['{"a":1}', '{"m":1}', '{"z":1}']],
+        [b!, ['{"b":1}']],
+        [c!, []],
+      ]),
+    );
+    const list = await ledger.list();
+    expect([...list.keys()].sort()).toEqual([a!, b!].sort());
+    expect(r.gitText(['cat-file', 'blob', list.get(a!)!])).toBe('{"a":1}\n{"m":1}\n{"z":1}');
+    const entries = await collect(ledger.entries());
+    expect(entries.sort((x, y) => compareBytewise(x.annotated, y.annotated))).toEqual(
+      [
+        { annotated: a!, lines: ['{"a":1}', '{"m":1}', '{"z":1}'] },
+        { annotated: b!, lines: ['{"b":1}'] },
+      ].sort((x, y) => compareBytewise(x.annotated, y.annotated)),
+    );
+
+    expect(gitNotesShow(r, a!)).toBe('{"a":1}\n{"m":1}\n{"z":1}\n');
+    expect(gitNotesShow(r, b!)).toBe('{"b":1}\n');
+    const history = await collect(ledger.history());
+    expect(history).toEqual([
+      { commit: second.commit, parents: [first.commit] },
+      { commit: first.commit, parents: [] },
+    ]);
+    expect(r.gitText(['log', '-1', '--format=%cn <%ce>', LEDGER_REF])).toBe(
+      'delegate-git <delegate-git@localhost>',
+    );
+    expect(r.git(['for-each-ref', 'refs/delegate-git/'])).toBe('');
+    r.git(['fsck', '--strict', '--no-progress']);
+  });
+
+  it('treats lines already present as a no-op: added 0 and no new notes commit', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const [a, b] = writeBlobs(r, 2);
+    const first = await ledger.append([
+      { blob: a!, lines: ['x', 'y'] },
+      { blob: b!, lines: ['z'] },
+    ]);
+    const again = await ledger.append([
+      { blob: a!, lines: ['y'] },
+      { blob: b!, lines: ['z', 'z'] },
+    ]);
+    expect(again).toEqual({ commit: first.commit, added: 0 });
+    expect(await ledger.tip()).toBe(first.commit);
+    expect(await collect(ledger.history())).toHaveLength(1);
+  });
+
+  it('refuses empty lines, lines with a newline and short ids with LEDGER (control: a valid line is written)', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const [a] = writeBlobs(r, 1);
+    await expect(ledger.append([{ blob: a!, lines: [''] }])).rejects.toMatchObject({ code: 'LEDGER' });
+    await expect(ledger.append([{ blob: a!, lines: ['one\ntwo'] }])).rejects.toMatchObject({
+      code: 'LEDGER',
+    });
+    await expect(ledger.append([{ blob: a!.slice(0, 12), lines: ['x'] }])).rejects.toMatchObject({
+      code: 'LEDGER',
+    });
+    expect(await ledger.tip()).toBeNull();
+    expect((await ledger.append([{ blob: a!, lines: ['one'] }])).added).toBe(1);
+  });
+
+  it('refuses a notes commit that does not exist with LEDGER (control: the tip reads)', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const [a] = writeBlobs(r, 1);
+    const { commit } = await ledger.append([{ blob: a!, lines: ['x'] }]);
+    await expect(ledger.linesOn(a!, 'f'.repeat(40))).rejects.toMatchObject({ code: 'LEDGER' });
+    await expect(ledger.list('--all')).rejects.toMatchObject({ code: 'LEDGER' });
+    expect(await ledger.linesOn(a!, commit!)).toEqual(['x']);
+  });
+
+  it('reads more blobs than the walk limit through one listing', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const blobs = writeBlobs(r, 400);
+    await ledger.append(blobs.slice(0, 350).map((blob, i) => ({ blob, lines: [`line ${i}`] })));
+    const lines = await ledger.linesOnMany(blobs);
+    expect(lines.size).toBe(400);
+    blobs.forEach((blob, i) => {
+      expect(lines.get(blob)).toEqual(i < 350 ? [`line ${i}`] : []);
+    });
+  });
+});
+
+describe('fanout', () => {
+  it('reads and extends a ledger git fanned out, without leaving a flat duplicate', async () => {
+    const r = repo();
+    const blobs = writeBlobs(r, 320);
+    const [first, ...rest] = blobs;
+    r.git(['notes', `--ref=${LEDGER_REF}`, 'add', '-m', 'line from git', first!]);
+    // One git process copies the note to every other blob: git's own writer decides the fanout.
+    r.git(
+      ['notes', `--ref=${LEDGER_REF}`, 'copy', '--stdin'],
+      rest.map((blob) => `${first} ${blob}\n`).join(''),
+    );
+    const paths = notesPaths(r);
+    expect(paths).toHaveLength(320);
+    expect(paths.every((p) => /^[0-9a-f]{2}\/[0-9a-f]{38}$/.test(p))).toBe(true);
+
+    const ledger = ledgerOf(r);
+    const list = await ledger.list();
+    expect(list.size).toBe(320);
+    expect((await ledger.linesOnMany(blobs.slice(0, 5))).get(blobs[3]!)).toEqual(['line from git']);
+
+    const [fresh] = writeBlobs(r, 1, 'fresh');
+    const existing = blobs[7]!;
+    const result = await ledger.append([
+      { blob: existing, lines: ['added by ledger'] },
+      { blob: fresh!, lines: ['new note'] },
+    ]);
+    expect(result.added).toBe(2);
+    const after = notesPaths(r);
+    expect(after).toHaveLength(321);
+    expect(after.filter((p) => p.replace('/', '') === existing)).toEqual([
+      `${existing.slice(0, 2)}/${existing.slice(2)}`,
+    ]);
+    expect(after.filter((p) => p.replace('/', '') === fresh)).toEqual([
+      `${fresh!.slice(0, 2)}/${fresh!.slice(2)}`,
+    ]);
+    expect(gitNotesShow(r, existing)).toBe('added by ledger\nline from git\n');
+    expect(gitNotesShow(r, fresh!)).toBe('new note\n');
+    expect(await ledger.linesOn(existing)).toEqual(['added by ledger', 'line from git']);
+    expect(await ledger.droppedLines(r.gitText(['rev-parse', `${LEDGER_REF}~1`]), result.commit!)).toEqual(
+      [],
+    );
+    r.git(['fsck', '--strict', '--no-progress']);
+  });
+
+  it('fans out a flat ledger once it grows past 256 notes, moving existing notes without dropping a line', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const blobs = writeBlobs(r, 300);
+    const flat = await ledger.append(blobs.slice(0, 200).map((blob) => ({ blob, lines: [`first ${blob}`] })));
+    expect(notesPaths(r).every((p) => !p.includes('/'))).toBe(true);
+
+    const grown = await ledger.append([
+      { blob: blobs[0]!, lines: ['second'] },
+      ...blobs.slice(200).map((blob) => ({ blob, lines: [`first ${blob}`] })),
+    ]);
+    const paths = notesPaths(r);
+    expect(paths).toHaveLength(300);
+    expect(paths.every((p) => /^[0-9a-f]{2}\/[0-9a-f]{38}$/.test(p))).toBe(true);
+    expect(await ledger.droppedLines(flat.commit!, grown.commit!)).toEqual([]);
+    expect(gitNotesShow(r, blobs[0]!)).toBe(`first ${blobs[0]}\nsecond\n`);
+    expect(gitNotesShow(r, blobs[150]!)).toBe(`first ${blobs[150]}\n`);
+    const all = await ledger.linesOnMany(blobs);
+    for (const blob of blobs.slice(1)) expect(all.get(blob)).toEqual([`first ${blob}`]);
+    // git's own writer accepts the layout and keeps every note.
+    r.git(['notes', `--ref=${LEDGER_REF}`, 'append', '-m', 'from git', blobs[1]!]);
+    expect(await ledger.linesOn(blobs[1]!)).toEqual(['first ' + blobs[1], 'from git']);
+    expect((await ledger.list()).size).toBe(300);
+    r.git(['fsck', '--strict', '--no-progress']);
+  });
+
+  it('merges a flat duplicate left beside a fanned-out note into one note at the fanned path', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const [blob, other] = writeBlobs(r, 2);
+    const flatNote = r.blob('flat line\n');
+    const fannedNote = r.blob('fanned line\n');
+    // The layout isomorphic-git's addNote leaves behind (DESIGN 6): the same object noted at two depths.
+    const tree = r.gitText(
+      ['mktree'],
+      `040000 tree ${r.gitText(['mktree'], `100644 blob ${fannedNote}\t${blob!.slice(2)}\n`)}\t${blob!.slice(0, 2)}\n` +
+        `100644 blob ${flatNote}\t${blob}\n`,
+    );
+    const broken = r.gitText(['commit-tree', tree, '-m', 'broken layout']);
+    r.git(['update-ref', LEDGER_REF, broken]);
+    expect(await ledger.linesOn(blob!)).toEqual(['fanned line', 'flat line']);
+
+    await ledger.append([
+      { blob: blob!, lines: ['ledger line'] },
+      { blob: other!, lines: ['other'] },
+    ]);
+    expect(notesPaths(r).filter((p) => p.replace('/', '') === blob)).toEqual([
+      `${blob!.slice(0, 2)}/${blob!.slice(2)}`,
+    ]);
+    expect(gitNotesShow(r, blob!)).toBe('fanned line\nflat line\nledger line\n');
+    // The root is fanned out, so the new note goes into a subdirectory too.
+    expect(notesPaths(r)).toContain(`${other!.slice(0, 2)}/${other!.slice(2)}`);
+  });
+});
+
+describe('droppedLines', () => {
+  it('reports a line removed by rewriting a note, and nothing for pure additions', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const [a, b] = writeBlobs(r, 2);
+    const start = await ledger.append([
+      { blob: a!, lines: ['l1', 'l2', 'l3'] },
+      { blob: b!, lines: ['b1'] },
+    ]);
+    r.git(['notes', `--ref=${LEDGER_REF}`, 'add', '-f', '-F', '-', a!], 'l1\nl3\n');
+    const rewritten = r.gitText(['rev-parse', LEDGER_REF]);
+    expect(await ledger.droppedLines(start.commit!, rewritten)).toEqual([{ annotated: a!, line: 'l2' }]);
+
+    const added = await ledger.append([
+      { blob: a!, lines: ['l4'] },
+      { blob: b!, lines: ['b2'] },
+    ]);
+    expect(await ledger.droppedLines(rewritten, added.commit!)).toEqual([]);
+
+    r.git(['notes', `--ref=${LEDGER_REF}`, 'remove', b!]);
+    const removed = r.gitText(['rev-parse', LEDGER_REF]);
+    expect(await ledger.droppedLines(added.commit!, removed)).toEqual([
+      { annotated: b!, line: 'b1' },
+      { annotated: b!, line: 'b2' },
+    ]);
+  });
+});
+
+describe('divergent ledgers', () => {
+  it('merge with git notes merge -s cat_sort_uniq into the union, readable by NotesLedger', async () => {
+    const origin = repo();
+    origin.commit({ 'governed.txt': 'content\n' });
+    const blob = origin.gitText(['rev-parse', 'HEAD:governed.txt']);
+    await ledgerOf(origin).append([{ blob, lines: ['base'] }]);
+
+    const clones = [cloneTempRepo(origin.dir), cloneTempRepo(origin.dir)];
+    for (const clone of clones) {
+      cleanups.push(clone.cleanup);
+      clone.git(['fetch', '-q', 'origin', `${LEDGER_REF}:${LEDGER_REF}`]);
+    }
+    const [mine, theirs] = clones as [TempRepo, TempRepo];
+    const [onlyTheirs] = writeBlobs(theirs, 1, 'theirs');
+    const before = await ledgerOf(mine).append([{ blob, lines: ['mine'] }]);
+    await ledgerOf(theirs).append([
+      { blob, lines: ['theirs'] },
+      { blob: onlyTheirs!, lines: ['theirs only'] },
+    ]);
+
+    mine.git(['fetch', '-q', theirs.dir, `${LEDGER_REF}:refs/notes/remotes/origin/delegations`]);
+    mine.git([
+      'notes',
+      `--ref=${LEDGER_REF}`,
+      'merge',
+      '-q',
+      '-s',
+      'cat_sort_uniq',
+      'refs/notes/remotes/origin/delegations',
+    ]);
+
+    const ledger = ledgerOf(mine);
+    expect(await ledger.linesOn(blob)).toEqual(['base', 'mine', 'theirs']);
+    expect(await ledger.linesOn(onlyTheirs!)).toEqual(['theirs only']);
+    expect(gitNotesShow(mine, blob)).toBe('base\nmine\ntheirs\n');
+    const tip = (await ledger.tip())!;
+    expect(await ledger.droppedLines(before.commit!, tip)).toEqual([]);
+    const [merge] = await collect(ledger.history());
+    expect(merge?.parents).toHaveLength(2);
+    // The merged ledger stays writable by NotesLedger.
+    expect((await ledger.append([{ blob, lines: ['after merge'] }])).added).toBe(1);
+    expect(gitNotesShow(mine, blob)).toBe('after merge\nbase\nmine\ntheirs\n');
+  });
+});
+
+describe('concurrent writers', () => {
+  it('keeps every line from 4 processes appending at once, with history that only adds', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const workers = 4;
+    const rounds = 5;
+    // No ledger yet: the first appends race to create the ref, the later ones to move it.
+    const [shared, ...own] = writeBlobs(r, workers + 1);
+
+    const buildDir = makeTempDir();
+    cleanups.push(() => removeDir(buildDir));
+    const moduleFile = path.join(buildDir, 'notes-ledger.mjs');
+    await build({
+      entryPoints: [path.join(repoRoot, 'packages/core/src/notes-ledger.ts')],
+      outfile: moduleFile,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      logLevel: 'warning',
+    });
+    const workerScript = path.join(repoRoot, 'test/support/append-worker.mjs');
+    const run = promisify(execFile);
+    const outputs = await Promise.all(
+      own.map((blob, i) =>
+        run(process.execPath, [workerScript, moduleFile, r.dir, `w${i}`, String(rounds), shared!, blob], {
+          env,
+        }),
+      ),
+    );
+    const added = outputs.flatMap(
+      ({ stdout }) => JSON.parse(stdout) as Array<{ blob: string; line: string }>,
+    );
+    expect(added).toHaveLength(workers * rounds * 2);
+
+    const lines = await ledger.linesOnMany([shared!, ...own]);
+    for (const { blob, line } of added) expect(lines.get(blob)).toContain(line);
+    expect(lines.get(shared!)).toHaveLength(workers * rounds);
+    expect(gitNotesShow(r, shared!).split('\n').filter(Boolean)).toEqual(lines.get(shared!));
+
+    const history = await collect(ledger.history());
+    expect(history).toHaveLength(workers * rounds);
+    for (const { commit, parents } of history) {
+      expect(parents.length).toBeLessThanOrEqual(1);
+      if (parents[0]) expect(await ledger.droppedLines(parents[0], commit)).toEqual([]);
+    }
+    expect(r.git(['for-each-ref', 'refs/delegate-git/'])).toBe('');
+    r.git(['fsck', '--strict', '--no-progress']);
+  });
+});
