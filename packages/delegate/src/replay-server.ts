@@ -25,10 +25,18 @@ export interface ScriptedReply {
   json?: boolean;
 }
 
+export interface ChatRequestBody {
+  model?: string;
+  messages?: Array<{ role: string; content: string }>;
+  stream?: boolean;
+  [field: string]: unknown;
+}
+
 export interface RecordedRequest {
   method: string;
   path: string;
-  body: unknown;
+  /** The parsed JSON body (`{raw}` when it was not a JSON object). */
+  body: ChatRequestBody;
   headers: Record<string, string | string[] | undefined>;
 }
 
@@ -57,7 +65,10 @@ export interface ReplayOptions {
   model?: string;
 }
 
-export async function startReplayWorker(replies: ScriptedReply[] = [], opts: ReplayOptions = {}): Promise<ReplayWorker> {
+export async function startReplayWorker(
+  replies: ScriptedReply[] = [],
+  opts: ReplayOptions = {},
+): Promise<ReplayWorker> {
   const queue: ScriptedReply[] = [...replies];
   const modelId = opts.model ?? REPLAY_MODEL_ID;
   const requests: RecordedRequest[] = [];
@@ -99,11 +110,12 @@ export async function startReplayWorker(replies: ScriptedReply[] = [], opts: Rep
       });
       return;
     }
-    let body: unknown;
+    let body: ChatRequestBody;
     try {
-      body = JSON.parse(rawBody);
+      const parsed: unknown = JSON.parse(rawBody);
+      body = typeof parsed === 'object' && parsed !== null ? (parsed as ChatRequestBody) : { raw: parsed };
     } catch {
-      body = rawBody;
+      body = { raw: rawBody };
     }
     requests.push({ method: req.method, path, body, headers: { ...req.headers } });
 

@@ -148,7 +148,7 @@ describe('callWorker: failures (no retries)', () => {
   it('an empty script queue answers 500 with an OpenAI-style body', async () => {
     const error = await expectWorkerError(callWorker(request()));
     expect(error).toMatchObject({ kind: 'http', status: 500 });
-    expect(error.message).toContain('no scripted reply left');
+    expect(error.message).toContain('has no reply left');
   });
 
   it('a closed port is unreachable', async () => {
@@ -275,7 +275,7 @@ describe('buildWorkerMessages', () => {
     worker.enqueue({ content: 'ok' });
     const built = buildWorkerMessages({ taskName: 'T', instruction: 'I' }, context);
     await callWorker(request({ messages: built }));
-    expect(worker.requests[0]!.body.messages).toEqual(built);
+    expect((worker.requests[0]!.body as { messages: unknown }).messages).toEqual(built);
   });
 });
 
