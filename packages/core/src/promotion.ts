@@ -53,6 +53,8 @@ export const REASONS = {
   changedAfterVerdict: 'its content changed after the verdict, so it is not the version anything verified',
 } as const;
 
+const NOT_THIS_CONTENT = 'so it is not about this content';
+
 /**
  * `unreadable`: why each line on the blob that is not a record at all failed to decode (a forged or damaged line
  * never promotes, but a refusal should say it was there).
@@ -105,7 +107,7 @@ export function promotionOf(
   const misdescribed = onBlob.flatMap((j) => j.record.subjects).find((s) => s.path === path);
   if (misdescribed) {
     const digest = misdescribed.sha256 !== candidate.sha256 ? 'sha256' : 'gitBlob';
-    return refuse(path, `the record on it names this path with another ${digest} digest, so it is not about this content`, []);
+    return refuse(path, `the record on it names this path with another ${digest} digest, ${NOT_THIS_CONTENT}`, []);
   }
   if (unreadable.length > 0) return refuse(path, `the line on it is not a valid record: ${unreadable[0]}`, []);
   return refuse(path, reasonFromHistory(earlier, onBlob, candidate), []);

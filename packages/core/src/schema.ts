@@ -3,10 +3,16 @@
  * build costs about 90 ms to import, more than a whole pre-commit hook may take; zod/mini bundled costs ~10 ms.
  */
 import * as z from 'zod/mini';
+import en from 'zod/v4/locales/en.js';
 import { DelegateGitError, type ErrorCode } from './errors.js';
 import { parseRfc3339Utc } from './statement.js';
 
 export { z };
+
+// zod/mini ships without messages ("Invalid input" for every problem); the English ones say what was expected
+// ("expected string, received number"). Full zod installs the same locale on import, so this only makes the
+// messages independent of whether some other module happened to import it first.
+z.config(en());
 
 /** RFC 3339 UTC timestamp, e.g. 2026-01-02T03:04:05Z or with milliseconds. */
 export const rfc3339Utc = z.string().check(

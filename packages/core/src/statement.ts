@@ -84,7 +84,14 @@ const RFC3339_UTC = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,
 export function parseRfc3339Utc(text: string): number | null {
   const m = RFC3339_UTC.exec(text);
   if (!m) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const millis = Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
   const time = new Date(Date.UTC(year, month - 1, day, hour, minute, second, millis));
   time.setUTCFullYear(year); // Date.UTC maps years 0-99 to 1900-1999

@@ -1,0 +1,167 @@
+import { describe, expect, it } from 'vitest';
+import { DelegateGitError } from '../src/errors.js';
+import { governedMatcher, isGovernanceFile, type Policy, parsePolicy, policyText } from '../src/policy.js';
+
+const ID = 'f3a1c2d4-0000-4000-8000-000000000001';
+
+function policyOf(fields: Record<string, unknown>): Policy {
+  return parsePolicy(JSON.stringify({ version: 1, repositoryId: ID, ...fields }));
+}
+
+function refusalOf(fields: Record<string, unknown>, source?: string): DelegateGitError {
+  try {
+    parsePolicy(JSON.stringify({ version: 1, repositoryId: ID, ...fields }), source);
+  } catch (error) {
+    expect(error).toBeInstanceOf(DelegateGitError);
+    return error as DelegateGitError;
+  }
+  throw new Error('expected the policy to be refused');
+}
+
+describe('parsePolicy', () => {
+  it('fills the defaults for a minimal policy', () => {
+    expect(policyOf({})).toEqual({
+      version: 1,
+      repositoryId: ID,
+      keysDir: '.delegate-git/keys',
+      protect: [],
+      exclude: [],
+      requireReview: false,
+      reviewThreshold: 1,
+      mode: 'enforce',
+      protectDeletes: false,
+    });
+  });
+
+  it('accepts every documented field (control for the refusals below)', () => {
+    const full = {
+      version: 1,
+      repositoryId: ID,
+      keysDir: 'keys',
+      protect: ['src/**', 'package.json'],
+      exclude: ['src/generated/**'],
+      requireReview: true,
+      reviewThreshold: 2,
+      mode: 'warn',
+      protectDeletes: true,
+    };
+    expect(parsePolicy(JSON.stringify(full))).toEqual(full);
+  });
+
+  it('round-trips through policyText', () => {
+    const policy = policyOf({ protect: ['src/**'], requireReview: true });
+    expect(parsePolicy(policyText(policy))).toEqual(policy);
+    expect(policyText(policy).endsWith('}\n')).toBe(true);
+  });
+
+  it('drops a trailing slash from the keys directory', () => {
+    expect(policyOf({ keysDir: 'keys/' }).keysDir).toBe('keys');
+  });
+
+  it('refuses an unknown field, naming the file and the field', () => {
+    const error = refusalOf({ requireReviews: true });
+    expect(error.code).toBe('POLICY');
+    expect(error.message).toMatch(
+      /^\.delegate-git\/policy\.json: the file has unknown field\(s\) "requireReviews"\./,
+    );
+  });
+
+  it('names the snapshot it was read from', () => {
+    expect(refusalOf({ mode: 'off' }, '.delegate-git/policy.json (the index)').message).toMatch(
+      /^\.delegate-git\/policy\.json \(the index\): field mode/,
+    );
+  });
+
+  it.each([
+    ['version', 2],
+    ['repositoryId', 'short'],
+    ['repositoryId', 'has spaces in it'],
+    ['keysDir', '../keys'],
+    ['keysDir', '/etc/keys'],
+    ['keysDir', 'a\\b'],
+    ['keysDir', ''],
+    ['protect', 'src/**'],
+    ['protect', ['']],
+    ['exclude', [1]],
+    ['requireReview', 'yes'],
+    ['reviewThreshold', 0],
+    ['reviewThreshold', 1.5],
+    ['reviewThreshold', 101],
+    ['mode', 'off'],
+    ['protectDeletes', 1],
+  ])('refuses %s = %j, naming the field', (field, value) => {
+    const error = refusalOf({ [field]: value });
+    expect(error.code).toBe('POLICY');
+    expect(error.message.startsWith(`.delegate-git/policy.json: field ${field}`)).toBe(true);
+    expect(error.message).toContain('Fix the policy file');
+  });
+
+  it('says what a field expected', () => {
+    expect(refusalOf({ requireReview: 'yes' }).message).toContain(
+      'field requireReview Invalid input: expected boolean, received string',
+    );
+  });
+
+  it('refuses a missing repository id and text that is not JSON', () => {
+    expect(() => parsePolicy(JSON.stringify({ version: 1 }))).toThrow(/field repositoryId/);
+    expect(() => parsePolicy('{"version": 1,')).toThrow(/^\.delegate-git\/policy\.json is not valid JSON/);
+  });
+});
+
+describe('governedMatcher', () => {
+  it('governs protected paths, and paths the ledger has ever recorded', () => {
+    const governed = governedMatcher(policyOf({ protect: ['src/**', 'package.json'] }));
+    expect(governed('src/a.ts', false)).toBe(true);
+    expect(governed('src/deep/b.ts', false)).toBe(true);
+    expect(governed('package.json', false)).toBe(true);
+    expect(governed('README.md', false)).toBe(false);
+    expect(governed('README.md', true)).toBe(true);
+    expect(governed('lib/package.json', false)).toBe(false);
+  });
+
+  it('matches dot files and dot directories', () => {
+    const governed = governedMatcher(policyOf({ protect: ['**'] }));
+    expect(governed('.github/workflows/ci.yml', false)).toBe(true);
+    expect(governed('src/.env', false)).toBe(true);
+  });
+
+  it('exclude removes protected and recorded paths alike', () => {
+    const governed = governedMatcher(
+      policyOf({ protect: ['src/**'], exclude: ['src/generated/**', 'docs/**'] }),
+    );
+    expect(governed('src/generated/x.ts', false)).toBe(false);
+    expect(governed('src/generated/x.ts', true)).toBe(false);
+    expect(governed('docs/a.md', true)).toBe(false);
+    expect(governed('src/a.ts', false)).toBe(true);
+  });
+
+  it('always governs the policy file and the keys directory, even when excluded', () => {
+    const policy = policyOf({ exclude: ['**'] });
+    const governed = governedMatcher(policy);
+    expect(governed('src/a.ts', true)).toBe(false); // control: exclude does exclude
+    expect(governed('.delegate-git/policy.json', false)).toBe(true);
+    expect(governed('.delegate-git/keys/alice.json', false)).toBe(true);
+    expect(governed('.delegate-git/other.json', false)).toBe(false);
+    expect(governed.isProtected('.delegate-git/policy.json')).toBe(true);
+    expect(governed.isProtected('.delegate-git/keys/alice.json')).toBe(true);
+  });
+
+  it('follows a custom keys directory', () => {
+    const policy = policyOf({ keysDir: 'keys/', exclude: ['keys/**', '.delegate-git/**'] });
+    const governed = governedMatcher(policy);
+    expect(governed('keys/alice.json', false)).toBe(true);
+    expect(governed('keys/nested/bob.json', false)).toBe(true);
+    expect(governed('.delegate-git/policy.json', false)).toBe(true);
+    expect(governed('.delegate-git/keys/alice.json', false)).toBe(false); // no longer the keys directory
+    expect(governed('keysafe/x.json', false)).toBe(false); // a prefix of the name is not the directory
+    expect(isGovernanceFile(policy, 'keys')).toBe(false);
+  });
+
+  it('isProtected: protect minus exclude, without the ledger', () => {
+    const governed = governedMatcher(policyOf({ protect: ['src/**'], exclude: ['src/gen/**'] }));
+    expect(governed.isProtected('src/a.ts')).toBe(true);
+    expect(governed.isProtected('src/gen/a.ts')).toBe(false);
+    expect(governed.isProtected('README.md')).toBe(false);
+    expect(governed('README.md', true)).toBe(true); // governed by the ledger, but not protected
+  });
+});

@@ -1,0 +1,302 @@
+// The promotion rule (DESIGN 4.1) case by case, over real signed lines decoded and verified by the project's own
+// code. Every refusal is paired with a control that promotes, and the reasons are asserted exactly: they are
+// what a user reads when a commit is refused.
+import { describe, expect, it } from 'vitest';
+import {
+  reviewLine,
+  subjectOf,
+  testKey,
+  testPolicy,
+  trustRootOf,
+  verdictLine,
+} from '../../../test/support/records.js';
+import { judgeLines } from '../src/judge.js';
+import {
+  type EarlierRecord,
+  type JudgedRecord,
+  type PromotionRules,
+  promotionOf,
+  promotionsOf,
+  REASONS,
+} from '../src/promotion.js';
+import type { VerdictName } from '../src/statement.js';
+
+const alice = testKey({ name: 'alice', roles: ['delegator'] });
+const rita = testKey({ name: 'rita', roles: ['reviewer'] });
+const rob = testKey({ name: 'rob', roles: ['reviewer'] });
+const mallory = testKey({ name: 'mallory', roles: ['delegator', 'reviewer'] });
+const governance = { policy: testPolicy(), trustRoot: trustRootOf([alice, rita, rob]), source: 'test' };
+
+const OPEN: PromotionRules = { requireReview: false, reviewThreshold: 1 };
+const TWO_REVIEWS: PromotionRules = { requireReview: true, reviewThreshold: 2 };
+
+const file = subjectOf('src/a.ts', 'export const a = 1;\n');
+const otherVersion = subjectOf('src/a.ts', 'export const a = 2;\n');
+const T1 = '2026-03-01T10:00:00Z';
+const T2 = '2026-03-01T11:00:00Z';
+
+/** The note lines on the file's blob, decoded and judged against the trust root as a gate does. */
+function onBlob(...lines: string[]): JudgedRecord[] {
+  return judgeLines(lines, { governance });
+}
+
+function promote(lines: string[], rules = OPEN, earlier: EarlierRecord[] = []) {
+  return promotionOf(file, onBlob(...lines), rules, earlier);
+}
+
+describe('verdicts', () => {
+  it('a UNIT_PASSED verdict by a delegator promotes', () => {
+    const result = promote([verdictLine(alice, [file])]);
+    expect(result).toEqual({ path: 'src/a.ts', promoted: true, reason: REASONS.passed, by: ['alice'] });
+    expect(REASONS.passed).toBe('a unit passed it and its content is unchanged');
+  });
+
+  const failing: Array<[VerdictName, string]> = [
+    ['UNIT_FAILED', 'verdict was UNIT_FAILED: the unit that wrote it failed verification'],
+    ['UNIT_FLAKY', 'verdict was UNIT_FLAKY: the contract disagreed with itself across repeated runs'],
+    ['UNIT_UNVERIFIED', 'verdict was UNIT_UNVERIFIED: the unit that wrote it was never verified'],
+    ['INCOHERENT', 'verdict was INCOHERENT: the unit passed but the project-wide check failed'],
+    [
+      'CONTRACT_MODIFIED',
+      'verdict was CONTRACT_MODIFIED: the unit changed its contract files, so its verdict is void',
+    ],
+    [
+      'VERIFICATION_NOT_APPROVED',
+      'verdict was VERIFICATION_NOT_APPROVED: the verification command was never approved to run',
+    ],
+    ['CONTEXT_REFUSED', 'verdict was CONTEXT_REFUSED: it does not promote'],
+    ['WORKER_ERROR', 'verdict was WORKER_ERROR: it does not promote'],
+  ];
+  it.each(failing)('%s refuses, saying why', (verdict, reason) => {
+    const result = promote([verdictLine(alice, [file], { verdict })]);
+    expect(result).toEqual({ path: 'src/a.ts', promoted: false, reason, by: ['alice'] });
+  });
+
+  it('names the latest failing verdict when there are several', () => {
+    const lines = [
+      verdictLine(alice, [file], { verdict: 'UNIT_FLAKY', createdAt: T2 }),
+      verdictLine(alice, [file], { verdict: 'UNIT_FAILED', createdAt: T1 }),
+    ];
+    expect(promote(lines).reason).toMatch(/^verdict was UNIT_FLAKY:/);
+  });
+
+  it('a passing verdict on the same content outweighs a failing one (the content is what was verified)', () => {
+    const lines = [
+      verdictLine(alice, [file], { verdict: 'UNIT_FAILED', createdAt: T2 }),
+      verdictLine(alice, [file], { createdAt: T1 }),
+    ];
+    expect(promote(lines)).toMatchObject({ promoted: true, reason: REASONS.passed });
+  });
+
+  it('a record covering several files promotes each of them', () => {
+    const other = subjectOf('src/b.ts', 'b\n');
+    expect(promote([verdictLine(alice, [other, file])]).promoted).toBe(true);
+  });
+});
+
+describe('reviews', () => {
+  it('an approval by a reviewer promotes', () => {
+    expect(promote([reviewLine(rita, [file])])).toEqual({
+      path: 'src/a.ts',
+      promoted: true,
+      reason: 'approved by rita and unchanged since',
+      by: ['rita'],
+    });
+  });
+
+  it('a rejection outranks a passing verdict (control: the verdict alone promotes)', () => {
+    const verdict = verdictLine(alice, [file]);
+    expect(promote([verdict]).promoted).toBe(true);
+    expect(promote([verdict, reviewLine(rita, [file], { decision: 'reject' })])).toEqual({
+      path: 'src/a.ts',
+      promoted: false,
+      reason: 'rejected by rita',
+      by: ['rita'],
+    });
+  });
+
+  it('a rejection outranks another reviewer’s approval', () => {
+    const lines = [
+      reviewLine(rob, [file], { createdAt: T2 }),
+      reviewLine(rita, [file], { decision: 'reject', createdAt: T1 }),
+    ];
+    expect(promote(lines)).toMatchObject({ promoted: false, reason: 'rejected by rita' });
+  });
+
+  it('the same reviewer approving later lifts their own rejection', () => {
+    const lines = [
+      reviewLine(rita, [file], { decision: 'reject', createdAt: T1 }),
+      reviewLine(rita, [file], { decision: 'approve', createdAt: T2 }),
+    ];
+    expect(promote(lines)).toMatchObject({ promoted: true, reason: 'approved by rita and unchanged since' });
+  });
+
+  it('the same reviewer rejecting later withdraws their approval', () => {
+    const lines = [
+      reviewLine(rita, [file], { decision: 'approve', createdAt: T1 }),
+      reviewLine(rita, [file], { decision: 'reject', createdAt: T2 }),
+    ];
+    expect(promote(lines)).toMatchObject({ promoted: false, reason: 'rejected by rita' });
+  });
+
+  it('an approval and a rejection by the same reviewer at the same time: the rejection stands', () => {
+    const lines = [
+      reviewLine(rita, [file], { decision: 'approve', createdAt: T1 }),
+      reviewLine(rita, [file], { decision: 'reject', createdAt: T1 }),
+    ];
+    expect(promote(lines)).toMatchObject({ promoted: false, reason: 'rejected by rita' });
+    expect(promote([...lines].reverse())).toMatchObject({ promoted: false, reason: 'rejected by rita' });
+  });
+
+  it('a rejection about another path or other content does not count here', () => {
+    const elsewhere = subjectOf('src/b.ts', 'export const a = 1;\n');
+    const lines = [
+      verdictLine(alice, [file]),
+      reviewLine(rita, [elsewhere, otherVersion], { decision: 'reject' }),
+    ];
+    expect(promote(lines).promoted).toBe(true);
+  });
+});
+
+describe('requireReview with a threshold of 2', () => {
+  it('one reviewer approving twice counts once: refused', () => {
+    const lines = [reviewLine(rita, [file], { createdAt: T1 }), reviewLine(rita, [file], { createdAt: T2 })];
+    expect(promote(lines, TWO_REVIEWS)).toEqual({
+      path: 'src/a.ts',
+      promoted: false,
+      reason: 'the policy requires 2 reviewer approval(s) and it has 1 (rita)',
+      by: ['rita'],
+    });
+  });
+
+  it('two distinct reviewers promote', () => {
+    const lines = [reviewLine(rita, [file]), reviewLine(rob, [file])];
+    expect(promote(lines, TWO_REVIEWS)).toEqual({
+      path: 'src/a.ts',
+      promoted: true,
+      reason: 'approved by rita, rob and unchanged since',
+      by: ['rita', 'rob'],
+    });
+  });
+
+  it('a passing verdict alone is not enough, and the reason names the requirement', () => {
+    const lines = [verdictLine(alice, [file])];
+    expect(promote(lines, OPEN).promoted).toBe(true);
+    expect(promote(lines, TWO_REVIEWS)).toEqual({
+      path: 'src/a.ts',
+      promoted: false,
+      reason: 'a unit passed it, but the policy requires 2 reviewer approval(s) and it has none',
+      by: ['alice'],
+    });
+  });
+
+  it('a passing verdict with enough approvals promotes, naming all of them', () => {
+    const lines = [verdictLine(alice, [file]), reviewLine(rita, [file]), reviewLine(rob, [file])];
+    expect(promote(lines, TWO_REVIEWS)).toMatchObject({ promoted: true, by: ['alice', 'rita', 'rob'] });
+  });
+});
+
+describe('what the ledger says about other content or other paths', () => {
+  it('nothing at all: no verdict', () => {
+    expect(promote([])).toEqual({ path: 'src/a.ts', promoted: false, reason: REASONS.noVerdict, by: [] });
+    expect(REASONS.noVerdict).toBe('no verdict: no delegated unit is recorded as writing it');
+  });
+
+  it('an approval of an earlier version: stale (control: the same approval on this content promotes)', () => {
+    expect(promote([reviewLine(rita, [file])]).promoted).toBe(true);
+    const earlier: EarlierRecord[] = [{ kind: 'review', decision: 'approve', signer: 'rita' }];
+    expect(promote([], OPEN, earlier)).toMatchObject({
+      promoted: false,
+      reason: 'approved by rita for an earlier version',
+    });
+  });
+
+  it('a passing verdict on an earlier version: the content changed after the verdict', () => {
+    const earlier: EarlierRecord[] = [{ kind: 'verdict', verdict: 'UNIT_PASSED', signer: 'alice' }];
+    expect(promote([], OPEN, earlier)).toMatchObject({
+      promoted: false,
+      reason: REASONS.changedAfterVerdict,
+    });
+    expect(REASONS.changedAfterVerdict).toBe(
+      'its content changed after the verdict, so it is not the version anything verified',
+    );
+  });
+
+  it('a failing verdict on an earlier version is named', () => {
+    const earlier: EarlierRecord[] = [{ kind: 'verdict', verdict: 'UNIT_FAILED', signer: 'alice' }];
+    expect(promote([], OPEN, earlier).reason).toBe(
+      'its content changed after the last verdict (UNIT_FAILED), and no record covers this version',
+    );
+  });
+
+  it('a record on this content for another path does not promote this path', () => {
+    const sameContentElsewhere = subjectOf('src/copy.ts', 'export const a = 1;\n');
+    expect(sameContentElsewhere.gitBlob).toBe(file.gitBlob);
+    expect(promote([verdictLine(alice, [sameContentElsewhere])])).toMatchObject({
+      promoted: false,
+      reason: 'no verdict for this path (the same content is recorded as src/copy.ts)',
+    });
+  });
+
+  it('a record naming this path with other digests is not about this content', () => {
+    const wrongSha = { ...file, sha256: otherVersion.sha256 };
+    const wrongBlob = { ...file, gitBlob: otherVersion.gitBlob };
+    expect(promote([verdictLine(alice, [wrongSha])]).reason).toBe(
+      'the record on it names this path with another sha256 digest, so it is not about this content',
+    );
+    expect(promote([verdictLine(alice, [wrongBlob])]).reason).toBe(
+      'the record on it names this path with another gitBlob digest, so it is not about this content',
+    );
+  });
+
+  it('a line on the blob that is not a record is named in the refusal', () => {
+    const result = promotionOf(file, [], OPEN, [], ['payload is not canonical JSON (RFC 8785)']);
+    expect(result).toMatchObject({
+      promoted: false,
+      reason: 'the line on it is not a valid record: payload is not canonical JSON (RFC 8785)',
+    });
+    // Control: a valid record beside it still promotes.
+    expect(promotionOf(file, onBlob(verdictLine(alice, [file])), OPEN, [], ['junk']).promoted).toBe(true);
+  });
+});
+
+describe('records that do not count', () => {
+  it('an untrusted signer’s verdict does not promote, and the reason says why', () => {
+    expect(promote([verdictLine(mallory, [file])])).toEqual({
+      path: 'src/a.ts',
+      promoted: false,
+      reason: `the record on it does not count: signed by a key that is not in the trust root (keyid ${mallory.signer.publicKey.keyid.slice(0, 12)})`,
+      by: [],
+    });
+  });
+
+  it('a verdict signed by a reviewer-only key does not count', () => {
+    expect(promote([verdictLine(rita, [file])]).reason).toBe(
+      'the record on it does not count: signer rita does not have the delegator role',
+    );
+  });
+
+  it('an untrusted rejection cannot block a promoted file, nor an untrusted approval promote one', () => {
+    const lines = [verdictLine(alice, [file]), reviewLine(mallory, [file], { decision: 'reject' })];
+    expect(promote(lines)).toMatchObject({ promoted: true, reason: REASONS.passed });
+    expect(promote([reviewLine(mallory, [file])]).promoted).toBe(false);
+  });
+
+  it('a trusted failing verdict is reported before an untrusted record', () => {
+    const lines = [verdictLine(mallory, [file]), verdictLine(alice, [file], { verdict: 'UNIT_FAILED' })];
+    expect(promote(lines).reason).toMatch(/^verdict was UNIT_FAILED/);
+  });
+});
+
+describe('promotionsOf', () => {
+  it('judges each candidate by the records on its own blob and its own history', () => {
+    const b = subjectOf('src/b.ts', 'b\n');
+    const records = new Map([[file.gitBlob, onBlob(verdictLine(alice, [file]))]]);
+    const earlier = new Map([['src/b.ts', [{ kind: 'verdict', verdict: 'UNIT_PASSED' } as EarlierRecord]]]);
+    const results = promotionsOf([file, b], records, OPEN, earlier);
+    expect(results.map((r) => [r.path, r.promoted, r.reason])).toEqual([
+      ['src/a.ts', true, REASONS.passed],
+      ['src/b.ts', false, REASONS.changedAfterVerdict],
+    ]);
+  });
+});
