@@ -2,7 +2,7 @@
  * DSSE envelopes (DESIGN 3.1). A note line is the JCS serialization of one envelope; the signed bytes are the
  * DSSE pre-authentication encoding of the JCS statement, so any standard DSSE verifier can check a line as is.
  */
-import { canonicalize, isCanonicalJson, parseStrictJson } from './canonical-json.js';
+import { canonicalize, parseStrictJson } from './canonical-json.js';
 import type { SigningKey } from './signing-key.js';
 import type { Statement } from './statement.js';
 
