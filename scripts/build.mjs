@@ -6,7 +6,7 @@ import { build } from 'esbuild';
 
 const outdir = new URL('../packages/cli/dist/', import.meta.url).pathname;
 rmSync(outdir, { recursive: true, force: true });
-await build({
+const result = await build({
   entryPoints: { 'delegate-git': new URL('../packages/cli/src/main.ts', import.meta.url).pathname },
   outdir,
   bundle: true,
@@ -17,9 +17,14 @@ await build({
   sourcemap: false,
   legalComments: 'none',
   logLevel: 'warning',
+  metafile: Boolean(process.env.DELEGATE_GIT_BUILD_META),
   // CommonJS dependencies (picomatch) call require() for Node built-ins.
   banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
 });
 
 // The hook scripts travel inside the package: `init` installs them from here.
 cpSync(new URL('../hooks/', import.meta.url).pathname, `${outdir}hooks`, { recursive: true });
+if (result.metafile) {
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(process.env.DELEGATE_GIT_BUILD_META, JSON.stringify(result.metafile));
+}

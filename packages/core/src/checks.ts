@@ -10,7 +10,7 @@ import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './j
 import { loadPathIndex } from './path-index.js';
 import { governedMatcher, POLICY_PATH, type Policy } from './policy.js';
 import type { Repository } from './repository.js';
-import { gitSnapshot, type Snapshot, splitZ, stagedFiles, treeFiles, worktreeSnapshot } from './snapshot.js';
+import { gitSnapshot, type Snapshot, splitZ, treeFiles, worktreeSnapshot } from './snapshot.js';
 
 export interface CheckResult extends Judgement {
   governed: boolean;
@@ -21,12 +21,18 @@ export interface CheckReport {
   /** Governed paths the change deletes; `blocks` when the policy refuses deleting protected paths. */
   deletions: Array<{ path: string; blocks: boolean }>;
   policy: Policy;
+  /**
+   * The gate mode in force. For the index it is HEAD's policy's (when HEAD has one), not the staged one's, so an
+   * unapproved edit that switches the policy to "warn" cannot wave itself through.
+   */
+  mode: Policy['mode'];
   source: string;
 }
 
 /** 0 every governed file promoted (and no blocking deletion), 1 otherwise. */
 export function reportExitCode(report: CheckReport): 0 | 1 {
-  const refused = report.results.some((r) => r.governed && !r.promoted) || report.deletions.some((d) => d.blocks);
+  const refused =
+    report.results.some((r) => r.governed && !r.promoted) || report.deletions.some((d) => d.blocks);
   return refused ? 1 : 0;
 }
 
@@ -63,17 +69,30 @@ async function judgeIn(
 }
 
 /** Judges the work-tree content of each path (relative to `cwd`). Paths not governed are reported as such. */
-export async function checkWorktreePaths(repo: Repository, cwd: string, paths: string[]): Promise<CheckReport> {
+export async function checkWorktreePaths(
+  repo: Repository,
+  cwd: string,
+  paths: string[],
+): Promise<CheckReport> {
   const top = requireWorkTree(repo);
   const governance = await loadGovernance(worktreeSnapshot(top));
   const rel = paths.map((p) => toRepositoryPath(top, cwd, p));
   const present: string[] = [];
   const missing: CheckResult[] = [];
   for (const p of rel) {
-    const exists = (await gitTry(['ls-files', '--error-unmatch', '--', p], { cwd: top, env: repo.env })).code === 0;
+    const exists =
+      (await gitTry(['ls-files', '--error-unmatch', '--', p], { cwd: top, env: repo.env })).code === 0;
     const onDisk = await worktreeSnapshot(top).readFile(p);
     if (onDisk === null) {
-      missing.push({ path: p, blob: '', sha256: '', promoted: false, governed: exists, reason: 'the file does not exist in the work tree', by: [] });
+      missing.push({
+        path: p,
+        blob: '',
+        sha256: '',
+        promoted: false,
+        governed: exists,
+        reason: 'the file does not exist in the work tree',
+        by: [],
+      });
     } else present.push(p);
   }
   // hash-object -w applies the clean filters (so the id is what staging would record) and stores the blob.
@@ -82,7 +101,13 @@ export async function checkWorktreePaths(repo: Repository, cwd: string, paths: s
     : [];
   const files = present.map((p, i) => ({ path: p, blob: ids[i]! }));
   const results = await judgeIn(repo, governance, files, true);
-  return { results: [...results, ...missing], deletions: [], policy: governance.policy, source: governance.source };
+  return {
+    results: [...results, ...missing],
+    deletions: [],
+    policy: governance.policy,
+    mode: governance.policy.mode,
+    source: governance.source,
+  };
 }
 
 /** Judges every governed file in a commit's tree, by that commit's policy and trust root. */
@@ -91,7 +116,13 @@ export async function checkRevision(repo: Repository, rev: string): Promise<Chec
   const governance = await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
   const files = await treeFiles(repo.cwd, commit, [], repo.env);
   const results = await judgeIn(repo, governance, files, false);
-  return { results, deletions: [], policy: governance.policy, source: `${rev} (${commit.slice(0, 12)})` };
+  return {
+    results,
+    deletions: [],
+    policy: governance.policy,
+    mode: governance.policy.mode,
+    source: `${rev} (${commit.slice(0, 12)})`,
+  };
 }
 
 /**
@@ -104,14 +135,18 @@ export async function checkStaged(repo: Repository): Promise<CheckReport> {
   const governance = await loadGovernance(snapshot);
   const { base, changes } = await stagedChanges(repo);
   const files = changes.filter((c) => c.status !== 'D').map((c) => ({ path: c.path, blob: c.blob }));
-  const results = await judgeIn(repo, governance, files, false, await committedGovernance(repo, base));
+  const committed = await committedGovernance(repo, base);
+  const results = await judgeIn(repo, governance, files, false, committed);
   const matcher = governedMatcher(governance.policy);
   const deleted = changes.filter((c) => c.status === 'D');
-  const index = deleted.length ? await loadPathIndex(repo.ledger, await repo.ledger.tip(), repo.cacheDir) : null;
+  const index = deleted.length
+    ? await loadPathIndex(repo.ledger, await repo.ledger.tip(), repo.cacheDir)
+    : null;
   const deletions = deleted
     .filter((d) => matcher(d.path, index?.has(d.path) ?? false))
     .map((d) => ({ path: d.path, blocks: governance.policy.protectDeletes && matcher.isProtected(d.path) }));
-  return { results, deletions, policy: governance.policy, source: snapshot.label };
+  const mode = (committed ?? governance).policy.mode;
+  return { results, deletions, policy: governance.policy, mode, source: snapshot.label };
 }
 
 export interface StagedChange {
@@ -124,8 +159,13 @@ export interface StagedChange {
 const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 
 /** `git diff-index --cached --raw -z -M -C` against HEAD (or the empty tree before the first commit). */
-export async function stagedChanges(repo: Repository): Promise<{ base: string | null; changes: StagedChange[] }> {
-  const head = await gitTry(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { cwd: repo.cwd, env: repo.env });
+export async function stagedChanges(
+  repo: Repository,
+): Promise<{ base: string | null; changes: StagedChange[] }> {
+  const head = await gitTry(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], {
+    cwd: repo.cwd,
+    env: repo.env,
+  });
   const base = head.code === 0 ? head.stdout.toString('utf8').trim() : null;
   const out = await git(['diff-index', '--cached', '--raw', '-z', '-M', '-C', base ?? EMPTY_TREE], {
     cwd: repo.cwd,
@@ -163,16 +203,25 @@ export function parseRawDiff(fields: string[]): StagedChange[] {
 }
 
 async function resolveCommit(repo: Repository, rev: string): Promise<string> {
-  const r = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], { cwd: repo.cwd, env: repo.env });
+  const r = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], {
+    cwd: repo.cwd,
+    env: repo.env,
+  });
   if (r.code !== 0) {
-    throw new DelegateGitError('GIT', `"${rev}" is not a commit in this repository. Name a branch, tag or commit id.`);
+    throw new DelegateGitError(
+      'GIT',
+      `"${rev}" is not a commit in this repository. Name a branch, tag or commit id.`,
+    );
   }
   return r.stdout.toString('utf8').trim();
 }
 
 function requireWorkTree(repo: Repository): string {
   if (repo.layout.topLevel === null) {
-    throw new DelegateGitError('NOT_A_REPOSITORY', 'This is a bare repository: there is no work tree or index to check. Use --rev <rev>.');
+    throw new DelegateGitError(
+      'NOT_A_REPOSITORY',
+      'This is a bare repository: there is no work tree or index to check. Use --rev <rev>.',
+    );
   }
   return repo.layout.topLevel;
 }

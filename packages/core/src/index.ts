@@ -19,3 +19,5 @@ export * from "./checks.js";
 export * from "./recording.js";
 export * from "./pre-receive.js";
 export * from "./ledger-verify.js";
+export * from './ledger-stats.js';
+export { describeIssue } from './schema.js';

@@ -2,7 +2,8 @@
  * The committed policy (DESIGN 3.5) and the pure question "is this path governed?".
  */
 import picomatch from 'picomatch';
-import { parseWithSchema, z } from './schema.js';
+import * as z from 'zod/mini';
+import { parseWithSchema } from './schema.js';
 
 export const POLICY_PATH = '.delegate-git/policy.json';
 export const DEFAULT_KEYS_DIR = '.delegate-git/keys';

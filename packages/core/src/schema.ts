@@ -1,18 +1,42 @@
 /**
  * Validation of the small committed JSON files (policy, key files, operator settings) with zod/mini: the full zod
- * build costs about 90 ms to import, more than a whole pre-commit hook may take; zod/mini bundled costs ~10 ms.
+ * build costs about 90 ms to import, more than a whole pre-commit hook may take. zod/mini ships no messages, and
+ * its English locale module pulls every locale into a bundle (366 KB), so the few messages users see are here.
  */
 import * as z from 'zod/mini';
-import en from 'zod/v4/locales/en.js';
 import { DelegateGitError, type ErrorCode } from './errors.js';
 import { parseRfc3339Utc } from './statement.js';
 
-export { z };
 
-// zod/mini ships without messages ("Invalid input" for every problem); the English ones say what was expected
-// ("expected string, received number"). Full zod installs the same locale on import, so this only makes the
-// messages independent of whether some other module happened to import it first.
-z.config(en());
+type Issue = z.core.$ZodIssue;
+
+/** One readable clause for a validation problem: "expected boolean, received string", "has unknown field(s) "x"". */
+export function describeIssue(issue: Issue): string {
+  if (issue.message && issue.message !== 'Invalid input') return issue.message;
+  switch (issue.code) {
+    case 'invalid_type': {
+      const input = (issue as { input?: unknown }).input;
+      const received = input === undefined ? 'nothing' : input === null ? 'null' : Array.isArray(input) ? 'array' : typeof input;
+      return `must be ${issue.expected} (got ${received})`;
+    }
+    case 'unrecognized_keys':
+      return `has unknown field(s) ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'too_small':
+      return issue.origin === 'array' || issue.origin === 'string'
+        ? `must have at least ${issue.minimum} ${issue.origin === 'array' ? 'item(s)' : 'character(s)'}`
+        : `must be at least ${issue.minimum}`;
+    case 'too_big':
+      return issue.origin === 'array' || issue.origin === 'string'
+        ? `must have at most ${issue.maximum} ${issue.origin === 'array' ? 'item(s)' : 'character(s)'}`
+        : `must be at most ${issue.maximum}`;
+    case 'invalid_format':
+      return `is not a valid ${issue.format}`;
+    default:
+      return 'is not valid';
+  }
+}
 
 /** RFC 3339 UTC timestamp, e.g. 2026-01-02T03:04:05Z or with milliseconds. */
 export const rfc3339Utc = z.string().check(
@@ -34,13 +58,10 @@ export function parseWithSchema<T>(
   } catch (error) {
     throw new DelegateGitError(code, `${source} is not valid JSON (${(error as Error).message}). ${hint}`);
   }
-  const result = schema.safeParse(value);
+  const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const where = issue.path.length > 0 ? `field ${issue.path.map(String).join('.')}` : 'the file';
-  const detail =
-    issue.code === 'unrecognized_keys'
-      ? `has unknown field(s) ${(issue as { keys: string[] }).keys.map((k) => JSON.stringify(k)).join(', ')}`
-      : issue.message;
+  const detail = describeIssue(issue);
   throw new DelegateGitError(code, `${source}: ${where} ${detail}. ${hint}`);
 }

@@ -5,7 +5,8 @@
 import { createHash } from 'node:crypto';
 import { PublicKey } from './ed25519.js';
 import { DelegateGitError } from './errors.js';
-import { parseWithSchema, rfc3339Utc, z } from './schema.js';
+import * as z from 'zod/mini';
+import { parseWithSchema, rfc3339Utc } from './schema.js';
 import { parseRfc3339Utc } from './statement.js';
 
 export type Role = 'delegator' | 'reviewer';

@@ -98,7 +98,7 @@ describe('parsePolicy', () => {
 
   it('says what a field expected', () => {
     expect(refusalOf({ requireReview: 'yes' }).message).toContain(
-      'field requireReview Invalid input: expected boolean, received string',
+      'field requireReview must be boolean (got string)',
     );
   });
 

@@ -7,12 +7,14 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  DelegateGitError,
   git,
   type Governance,
   isRepositoryPath,
   type Repository,
   recordStatement,
   rfc3339,
+  SIGNING_KEY_ENV,
   type SigningKey,
   verdictStatement,
 } from '@delegate-git/core';
@@ -155,7 +157,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
         timeoutMs: settings.verification.timeoutMs,
         repeats: resolveVerificationRepeats(unit.verificationRepeats, settings.verification.repeats),
         logPath: rawLog,
-        env: opts.env,
+        env: commandEnvironment(opts.env),
       });
       flaky = result.flaky;
       receipt.verification.rawLog = rawLog;
@@ -175,7 +177,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
 
   let coherenceFailed = false;
   if (settings.coherence && wroteCleanly && settings.verification.approval !== 'deny') {
-    const run = await runCommand(settings.coherence, { cwd: top, timeoutMs: settings.verification.timeoutMs, env: opts.env });
+    const run = await runCommand(settings.coherence, { cwd: top, timeoutMs: settings.verification.timeoutMs, env: commandEnvironment(opts.env) });
     coherenceFailed = !runPassed(run);
     receipt.coherence = { command: settings.coherence, exitCode: run.exitCode, passed: run.passed, failed: run.failed };
   }
@@ -209,6 +211,17 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
     receipt.envelope = line;
   }
   return receipt;
+}
+
+/**
+ * The environment verification and coherence commands run with. The unit's command is chosen by a model, so the
+ * operator's signing key (in CI it lives only in this variable) must not go along: a command that could read it
+ * could sign its own UNIT_PASSED.
+ */
+function commandEnvironment(env: NodeJS.ProcessEnv | undefined): NodeJS.ProcessEnv {
+  const copy = { ...(env ?? process.env) };
+  delete copy[SIGNING_KEY_ENV];
+  return copy;
 }
 
 function emptyReceipt(unit: Unit): DelegationReceipt {
@@ -297,17 +310,33 @@ async function hashWritten(repo: Repository, files: Array<{ path: string; absolu
   return Promise.all(
     files.map(async (f, i) => {
       const content = await readFile(f.absolute);
+      const gitBlob = ids[i]!;
       return {
         path: rels[i]!,
         mode: f.mode,
         hunks: f.hunks,
         lines: f.lines,
         bytes: content.length,
-        sha256: createHash('sha256').update(content).digest('hex'),
-        gitBlob: ids[i]!,
+        sha256: createHash('sha256').update(await stagedContent(repo, content, gitBlob)).digest('hex'),
+        gitBlob,
       };
     }),
   );
+}
+
+/**
+ * The content staging records (DESIGN 3.2: both digests are of the clean-filtered bytes). `hash-object` applied
+ * the clean filters (eol/autocrlf conversion, filter drivers); when the blob id differs from the id of the bytes
+ * on disk, a filter changed them, so the sha256 must come from the stored blob, or `check` would find the record
+ * naming another sha256 and never promote the file.
+ */
+async function stagedContent(repo: Repository, onDisk: Buffer, gitBlob: string): Promise<Buffer> {
+  const algorithm = gitBlob.length === 64 ? 'sha256' : 'sha1';
+  const rawId = createHash(algorithm).update(`blob ${onDisk.length}\0`).update(onDisk).digest('hex');
+  if (rawId === gitBlob) return onDisk;
+  const blob = await repo.objects.read(gitBlob);
+  if (!blob) throw new DelegateGitError('GIT', `git hash-object -w wrote ${gitBlob}, but it cannot be read back.`);
+  return blob.content;
 }
 
 async function sha256OfFile(file: string): Promise<string | null> {

@@ -3,7 +3,7 @@
  * `.git/delegate-git/config.json`; the environment may override the worker endpoint and model.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { DelegateGitError } from '@delegate-git/core';
+import { DelegateGitError, describeIssue } from '@delegate-git/core';
 import * as z from 'zod/mini';
 
 const settingsSchema = z.strictObject({
@@ -38,12 +38,11 @@ export type OperatorSettings = z.infer<typeof settingsSchema>;
 export const CONFIG_HINT = 'Fix it with `delegate-git config set <key> <value>` (see `delegate-git config --help`).';
 
 export function parseSettings(value: unknown, source: string): OperatorSettings {
-  const result = settingsSchema.safeParse(value);
+  const result = settingsSchema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const where = issue.path.length ? issue.path.join('.') : 'the settings';
-  const detail =
-    issue.code === 'unrecognized_keys' ? `unknown key(s) ${(issue as { keys: string[] }).keys.join(', ')}` : issue.message;
+  const detail = describeIssue(issue);
   throw new DelegateGitError('CONFIG', `${source}: ${where}: ${detail}. ${CONFIG_HINT}`);
 }
 

@@ -6,7 +6,7 @@
  * it did not; an honoured one would let a model redirect the worker or widen its own permissions.
  */
 import { DelegateGitError, parseStrictJson } from '@delegate-git/core';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 /** Operator settings a unit might try to carry, and the setting that really controls each. */
 const OPERATOR_FIELDS: Readonly<Record<string, string>> = {
@@ -39,57 +39,56 @@ const ATTESTATION_FIELDS = new Set(['attestTargets', 'attestEvidence', 'attestOp
 const requiredText = (what: string) =>
   z
     .string({ error: (issue) => (issue.input === undefined ? 'is required' : `must be ${what}`) })
-    .refine((value) => value.trim() !== '', { error: 'must not be empty' });
+    .check(z.refine((value) => value.trim() !== '', { error: 'must not be empty' }));
 
 // Blank entries are refused rather than dropped: dropping every entry of a blank-only targetFiles would turn a
 // restricted unit into an unrestricted one.
 const pathList = z.array(requiredText('a path string'), { error: 'must be an array of path strings' });
 
 const lineNumber = z
-  .number({ error: 'must be a whole line number' })
   .int({ error: 'must be a whole line number' })
-  .min(1, { error: 'must be 1 or more (lines are numbered from 1)' });
+  .check(z.minimum(1, { error: 'must be 1 or more (lines are numbered from 1)' }));
 
 const contextFile = z
   .strictObject(
     {
       path: requiredText('a path string'),
-      startLine: lineNumber.optional(),
-      endLine: lineNumber.optional(),
+      startLine: z.optional(lineNumber),
+      endLine: z.optional(lineNumber),
     },
     { error: 'must be an object {path, startLine?, endLine?}' },
   )
-  .refine(
-    (range) =>
-      range.startLine === undefined || range.endLine === undefined || range.endLine >= range.startLine,
-    {
-      error: 'endLine must not be before startLine',
-      path: ['endLine'],
-    },
+  .check(
+    z.refine(
+      (range) => range.startLine === undefined || range.endLine === undefined || range.endLine >= range.startLine,
+      { error: 'endLine must not be before startLine', path: ['endLine'] },
+    ),
   );
 
+const repeatsError = 'must be a whole number from 1 to 20';
+
+// zod/mini, not full zod: the CLI bundle shares zod's core with the gates, and full zod would add ~400 KB (every
+// locale) to the chunk every pre-commit hook loads.
 export const unitSchema = z.strictObject(
   {
     taskName: requiredText('a string'),
     instruction: requiredText('a string'),
-    targetFiles: pathList.optional(),
-    contextFiles: z
-      .array(contextFile, { error: 'must be an array of {path, startLine?, endLine?}' })
-      .optional(),
-    contractFiles: pathList.optional(),
-    runVerification: z
-      .string({ error: 'must be a command string' })
-      .refine((value) => value.trim() !== '', {
-        error: 'must not be empty; leave the field out to run no command',
-      })
-      .optional(),
-    verificationRepeats: z
-      .number({ error: 'must be a whole number from 1 to 20' })
-      .int({ error: 'must be a whole number from 1 to 20' })
-      .min(1, { error: 'must be a whole number from 1 to 20' })
-      .max(20, { error: 'must be a whole number from 1 to 20' })
-      .optional(),
-    workspaceDir: requiredText('a directory path string').optional(),
+    targetFiles: z.optional(pathList),
+    contextFiles: z.optional(z.array(contextFile, { error: 'must be an array of {path, startLine?, endLine?}' })),
+    contractFiles: z.optional(pathList),
+    runVerification: z.optional(
+      z
+        .string({ error: 'must be a command string' })
+        .check(
+          z.refine((value) => value.trim() !== '', { error: 'must not be empty; leave the field out to run no command' }),
+        ),
+    ),
+    verificationRepeats: z.optional(
+      z
+        .int({ error: repeatsError })
+        .check(z.minimum(1, { error: repeatsError }), z.maximum(20, { error: repeatsError })),
+    ),
+    workspaceDir: z.optional(requiredText('a directory path string')),
   },
   { error: 'a unit must be a JSON object' },
 );

@@ -1,0 +1,452 @@
+/**
+ * The ledger as an accounting (`report`, `log`). Every distinct envelope line is judged once against one trust root
+ * (a record sits on the note of each of its subjects' blobs, so the same line is met several times), then folded
+ * into counts: delegations by verdict, per model, per signer, per day; tokens spent on local workers; and which
+ * file versions were promoted by a passing verdict, by a review, or both.
+ *
+ * Only the fields the promotion rule needs are required in a record (DESIGN 3.2); everything this module reads
+ * beyond them (worker, verification) is informative and may be absent when another tool wrote the record.
+ */
+import { createHash } from 'node:crypto';
+import type { Ed25519Backend } from './ed25519.js';
+import { decodeRecord, type LedgerRecord, verifyRecord } from './record.js';
+import { VERDICTS, type VerdictName } from './statement.js';
+import type { TrustRoot } from './trust-root.js';
+
+/** What judges a line: the trust root and repository id in force. */
+export interface LedgerJudge {
+  trustRoot: TrustRoot;
+  repositoryId: string;
+  backend?: Ed25519Backend;
+}
+
+/** One distinct envelope line, decoded (when it decodes) and judged. */
+export interface JudgedLine {
+  line: string;
+  /** Hex SHA-256 of the line: its identity across the notes it sits on. */
+  lineSha256: string;
+  /** A blob the line sits on (one its subjects name, whenever any does). */
+  blob: string;
+  /** null when the line is not a readable record. */
+  record: LedgerRecord | null;
+  valid: boolean;
+  /** Name of the trusted key that signed it (also for a refused record, when the key is known). */
+  signer: string | null;
+  /** 'signature verified', or why the record does not count. */
+  reason: string;
+}
+
+export const VERIFIED_REASON = 'signature verified';
+export const MISPLACED_REASON = 'the record does not name the blob it is attached to';
+
+function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/**
+ * Streams each distinct line of the ledger once, judged. A line met on a blob none of its subjects names does not
+ * count there; it is reported as misplaced only if it was never met on a blob it names.
+ */
+export async function* judgeDistinctLines(
+  entries: AsyncIterable<{ annotated: string; lines: readonly string[] }>,
+  judge: LedgerJudge,
+): AsyncGenerator<JudgedLine> {
+  const seen = new Set<string>();
+  const misplaced = new Map<string, { line: string; blob: string; record: LedgerRecord }>();
+  for await (const { annotated, lines } of entries) {
+    for (const line of lines) {
+      const lineSha256 = sha256Hex(line);
+      if (seen.has(lineSha256)) continue;
+      const decoded = decodeRecord(line);
+      if (!decoded.ok) {
+        seen.add(lineSha256);
+        const reason = `not a valid record: ${decoded.reason}`;
+        yield { line, lineSha256, blob: annotated, record: null, valid: false, signer: null, reason };
+        continue;
+      }
+      const record = decoded.record;
+      if (!record.subjects.some((s) => s.gitBlob === annotated)) {
+        if (!misplaced.has(lineSha256)) misplaced.set(lineSha256, { line, blob: annotated, record });
+        continue;
+      }
+      seen.add(lineSha256);
+      misplaced.delete(lineSha256);
+      yield judgeRecord(line, lineSha256, annotated, record, judge);
+    }
+  }
+  for (const [lineSha256, { line, blob, record }] of misplaced) {
+    const trust = judgeRecord(line, lineSha256, blob, record, judge);
+    yield { ...trust, valid: false, reason: MISPLACED_REASON };
+  }
+}
+
+function judgeRecord(
+  line: string,
+  lineSha256: string,
+  blob: string,
+  record: LedgerRecord,
+  judge: LedgerJudge,
+): JudgedLine {
+  const trust = verifyRecord(record, judge.trustRoot, judge.repositoryId, judge.backend);
+  return {
+    line,
+    lineSha256,
+    blob,
+    record,
+    valid: trust.ok,
+    signer: trust.signer?.name ?? null,
+    reason: trust.ok ? VERIFIED_REASON : trust.reason,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Informative fields, read tolerantly.
+
+export interface WorkerInfo {
+  model: string | null;
+  endpointHost: string | null;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  durationMs: number | null;
+}
+
+/** A count read from a record: a finite non-negative number, else null (absent, or written oddly by some tool). */
+function count(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null;
+}
+
+function text(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value : null;
+}
+
+function field(value: unknown, key: string): unknown {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)[key]
+    : undefined;
+}
+
+export function workerOf(predicate: Record<string, unknown>): WorkerInfo {
+  const worker = predicate.worker;
+  return {
+    model: text(field(worker, 'model')),
+    endpointHost: text(field(worker, 'endpointHost')),
+    promptTokens: count(field(worker, 'promptTokens')),
+    completionTokens: count(field(worker, 'completionTokens')),
+    durationMs: count(field(worker, 'durationMs')),
+  };
+}
+
+export function unitNameOf(predicate: Record<string, unknown>): string | null {
+  return text(field(predicate.unit, 'name'));
+}
+
+/** Flaky: the verdict says so, or the verification runs disagreed (a record whose verdict outranked UNIT_FLAKY). */
+export function isFlaky(record: LedgerRecord): boolean {
+  if (record.kind !== 'verdict') return false;
+  return record.verdict === 'UNIT_FLAKY' || field(record.predicate.verification, 'flaky') === true;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The accounting.
+
+export type VerdictCounts = Record<VerdictName, number>;
+
+/** Used as the model name of delegations whose record does not say which model worked. */
+export const UNKNOWN_MODEL = '(unknown)';
+
+export interface TokenTotals {
+  prompt: number;
+  completion: number;
+  total: number;
+  /** Time the workers took, summed (ms). */
+  workerMs: number;
+  /** Delegations whose record reports token usage. */
+  delegationsWithUsage: number;
+}
+
+export interface ModelStats {
+  model: string;
+  delegations: number;
+  passed: number;
+  flaky: number;
+  passRate: number | null;
+  byVerdict: VerdictCounts;
+  tokens: TokenTotals;
+}
+
+export interface SignerStats {
+  signer: string;
+  delegations: number;
+  passed: number;
+  byVerdict: VerdictCounts;
+  approvals: number;
+  rejections: number;
+}
+
+export interface DayStats {
+  /** UTC day, YYYY-MM-DD. */
+  day: string;
+  delegations: number;
+  passed: number;
+  failed: number;
+  flaky: number;
+  reviews: number;
+  /** passed / delegations; null on a day with reviews only. */
+  passRate: number | null;
+  /** flaky / delegations. */
+  flakyRate: number | null;
+  promptTokens: number;
+  completionTokens: number;
+  tokens: number;
+}
+
+export interface PromotionCounts {
+  /** Distinct file versions (path, sha256) some valid record promotes or rejects. */
+  total: number;
+  /** Promoted by a UNIT_PASSED verdict and by no approval. */
+  byVerdict: number;
+  /** Promoted by an approval and by no passing verdict. */
+  byReview: number;
+  byBoth: number;
+  /** A valid rejection names them: they are not promoted, whatever else covers them. */
+  rejected: number;
+}
+
+export interface LedgerStats {
+  /** Distinct envelope lines in the ledger. */
+  lines: number;
+  /** Lines that are valid records under the trust root in force. */
+  valid: number;
+  invalid: { total: number; reasons: Record<string, number> };
+  /** createdAt of the oldest and newest valid record (RFC 3339, as recorded). */
+  first: string | null;
+  last: string | null;
+  delegations: {
+    total: number;
+    passed: number;
+    flaky: number;
+    passRate: number | null;
+    flakyRate: number | null;
+  };
+  byVerdict: VerdictCounts;
+  reviews: { approve: number; reject: number };
+  /** Most delegations first. */
+  byModel: ModelStats[];
+  /** Most records first. */
+  bySigner: SignerStats[];
+  /** Oldest day first; only days with records. */
+  byDay: DayStats[];
+  tokens: TokenTotals;
+  promotions: PromotionCounts;
+}
+
+function zeroVerdicts(): VerdictCounts {
+  return Object.fromEntries(VERDICTS.map((v) => [v, 0])) as VerdictCounts;
+}
+
+function zeroTokens(): TokenTotals {
+  return { prompt: 0, completion: 0, total: 0, workerMs: 0, delegationsWithUsage: 0 };
+}
+
+function ratio(part: number, whole: number): number | null {
+  return whole === 0 ? null : part / whole;
+}
+
+const FAILED_VERDICTS: ReadonlySet<VerdictName> = new Set(['UNIT_FAILED', 'INCOHERENT', 'CONTRACT_MODIFIED']);
+const PROMOTED_BY_VERDICT = 1;
+const PROMOTED_BY_REVIEW = 2;
+const REJECTED = 4;
+
+/** Folds judged lines into LedgerStats. Pure: feed it lines in any order, read result() at any point. */
+export class LedgerStatsAccumulator {
+  private lines = 0;
+  private valid = 0;
+  private readonly invalidReasons = new Map<string, number>();
+  private first: { at: number; text: string } | null = null;
+  private last: { at: number; text: string } | null = null;
+  private readonly byVerdict = zeroVerdicts();
+  private readonly reviews = { approve: 0, reject: 0 };
+  private flaky = 0;
+  private readonly models = new Map<string, ModelStats>();
+  private readonly signers = new Map<string, SignerStats>();
+  private readonly days = new Map<string, DayStats>();
+  private readonly tokens = zeroTokens();
+  /** `path\0sha256` → PROMOTED_BY_VERDICT | PROMOTED_BY_REVIEW | REJECTED bits. */
+  private readonly fileVersions = new Map<string, number>();
+
+  add(judged: JudgedLine): void {
+    this.lines++;
+    const record = judged.record;
+    if (!judged.valid || record === null) {
+      this.invalidReasons.set(judged.reason, (this.invalidReasons.get(judged.reason) ?? 0) + 1);
+      return;
+    }
+    this.valid++;
+    if (this.first === null || record.createdAt < this.first.at)
+      this.first = { at: record.createdAt, text: record.createdAtText };
+    if (this.last === null || record.createdAt > this.last.at)
+      this.last = { at: record.createdAt, text: record.createdAtText };
+    const signer = this.signer(judged.signer ?? '(unknown key)');
+    const day = this.day(new Date(record.createdAt).toISOString().slice(0, 10));
+    if (record.kind === 'review') {
+      this.reviews[record.decision]++;
+      day.reviews++;
+      if (record.decision === 'approve') signer.approvals++;
+      else signer.rejections++;
+      this.mark(record, record.decision === 'approve' ? PROMOTED_BY_REVIEW : REJECTED);
+      return;
+    }
+    const { verdict } = record;
+    const passed = verdict === 'UNIT_PASSED' ? 1 : 0;
+    const flaky = isFlaky(record) ? 1 : 0;
+    const worker = workerOf(record.predicate);
+    const model = this.model(worker.model ?? UNKNOWN_MODEL);
+    this.byVerdict[verdict]++;
+    this.flaky += flaky;
+    for (const s of [model, signer]) {
+      s.delegations++;
+      s.passed += passed;
+      s.byVerdict[verdict]++;
+    }
+    model.flaky += flaky;
+    day.delegations++;
+    day.passed += passed;
+    day.flaky += flaky;
+    if (FAILED_VERDICTS.has(verdict)) day.failed++;
+    const prompt = worker.promptTokens ?? 0;
+    const completion = worker.completionTokens ?? 0;
+    const hasUsage = worker.promptTokens !== null || worker.completionTokens !== null ? 1 : 0;
+    for (const t of [this.tokens, model.tokens]) {
+      t.prompt += prompt;
+      t.completion += completion;
+      t.total += prompt + completion;
+      t.workerMs += worker.durationMs ?? 0;
+      t.delegationsWithUsage += hasUsage;
+    }
+    day.promptTokens += prompt;
+    day.completionTokens += completion;
+    day.tokens += prompt + completion;
+    if (passed) this.mark(record, PROMOTED_BY_VERDICT);
+  }
+
+  result(): LedgerStats {
+    const delegations = VERDICTS.reduce((sum, v) => sum + this.byVerdict[v], 0);
+    const passed = this.byVerdict.UNIT_PASSED;
+    const promotions: PromotionCounts = { total: 0, byVerdict: 0, byReview: 0, byBoth: 0, rejected: 0 };
+    for (const bits of this.fileVersions.values()) {
+      promotions.total++;
+      if (bits & REJECTED) promotions.rejected++;
+      else if (bits === (PROMOTED_BY_VERDICT | PROMOTED_BY_REVIEW)) promotions.byBoth++;
+      else if (bits === PROMOTED_BY_VERDICT) promotions.byVerdict++;
+      else promotions.byReview++;
+    }
+    const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    return {
+      lines: this.lines,
+      valid: this.valid,
+      invalid: {
+        total: this.lines - this.valid,
+        reasons: Object.fromEntries([...this.invalidReasons].sort(([a], [b]) => byName(a, b))),
+      },
+      first: this.first?.text ?? null,
+      last: this.last?.text ?? null,
+      delegations: {
+        total: delegations,
+        passed,
+        flaky: this.flaky,
+        passRate: ratio(passed, delegations),
+        flakyRate: ratio(this.flaky, delegations),
+      },
+      byVerdict: { ...this.byVerdict },
+      reviews: { ...this.reviews },
+      byModel: [...this.models.values()]
+        .map((m) => ({
+          ...m,
+          passRate: ratio(m.passed, m.delegations),
+          byVerdict: { ...m.byVerdict },
+          tokens: { ...m.tokens },
+        }))
+        .sort((a, b) => b.delegations - a.delegations || byName(a.model, b.model)),
+      bySigner: [...this.signers.values()]
+        .map((s) => ({ ...s, byVerdict: { ...s.byVerdict } }))
+        .sort(
+          (a, b) =>
+            b.delegations + b.approvals + b.rejections - (a.delegations + a.approvals + a.rejections) ||
+            byName(a.signer, b.signer),
+        ),
+      byDay: [...this.days.values()]
+        .map((d) => ({
+          ...d,
+          passRate: ratio(d.passed, d.delegations),
+          flakyRate: ratio(d.flaky, d.delegations),
+        }))
+        .sort((a, b) => byName(a.day, b.day)),
+      tokens: { ...this.tokens },
+      promotions,
+    };
+  }
+
+  private mark(record: LedgerRecord, bit: number): void {
+    for (const s of record.subjects) {
+      const key = `${s.path}\0${s.sha256}`;
+      this.fileVersions.set(key, (this.fileVersions.get(key) ?? 0) | bit);
+    }
+  }
+
+  private model(name: string): ModelStats {
+    let m = this.models.get(name);
+    if (!m) {
+      m = {
+        model: name,
+        delegations: 0,
+        passed: 0,
+        flaky: 0,
+        passRate: null,
+        byVerdict: zeroVerdicts(),
+        tokens: zeroTokens(),
+      };
+      this.models.set(name, m);
+    }
+    return m;
+  }
+
+  private signer(name: string): SignerStats {
+    let s = this.signers.get(name);
+    if (!s) {
+      s = { signer: name, delegations: 0, passed: 0, byVerdict: zeroVerdicts(), approvals: 0, rejections: 0 };
+      this.signers.set(name, s);
+    }
+    return s;
+  }
+
+  private day(day: string): DayStats {
+    let d = this.days.get(day);
+    if (!d) {
+      d = {
+        day,
+        delegations: 0,
+        passed: 0,
+        failed: 0,
+        flaky: 0,
+        reviews: 0,
+        passRate: null,
+        flakyRate: null,
+        promptTokens: 0,
+        completionTokens: 0,
+        tokens: 0,
+      };
+      this.days.set(day, d);
+    }
+    return d;
+  }
+}
+
+/** The accounting of a whole ledger, streamed from `NotesLedger.entries()` (memory follows distinct lines' hashes). */
+export async function collectLedgerStats(
+  entries: AsyncIterable<{ annotated: string; lines: readonly string[] }>,
+  judge: LedgerJudge,
+): Promise<LedgerStats> {
+  const accumulator = new LedgerStatsAccumulator();
+  for await (const judged of judgeDistinctLines(entries, judge)) accumulator.add(judged);
+  return accumulator.result();
+}
