@@ -13,7 +13,8 @@ export interface Governance {
   source: string;
 }
 
-export async function loadGovernance(snapshot: Snapshot): Promise<Governance> {
+/** The policy alone: enough to tell what is governed, which is all a commit touching nothing governed needs. */
+export async function loadPolicy(snapshot: Snapshot): Promise<Policy> {
   const text = await snapshot.readFile(POLICY_PATH);
   if (text === null) {
     throw new DelegateGitError(
@@ -22,7 +23,11 @@ export async function loadGovernance(snapshot: Snapshot): Promise<Governance> {
         'Run `delegate-git init` in this repository (and commit the policy and keys it writes).',
     );
   }
-  const policy = parsePolicy(text.toString('utf8'), `${POLICY_PATH} (${snapshot.label})`);
+  return parsePolicy(text.toString('utf8'), `${POLICY_PATH} (${snapshot.label})`);
+}
+
+export async function loadGovernance(snapshot: Snapshot, knownPolicy?: Policy): Promise<Governance> {
+  const policy = knownPolicy ?? (await loadPolicy(snapshot));
   const keyPaths = (await snapshot.listFiles(policy.keysDir)).filter((p) => p.endsWith('.json'));
   const files = await Promise.all(
     keyPaths.map(async (p) => ({ path: p, text: ((await snapshot.readFile(p)) ?? Buffer.alloc(0)).toString('utf8') })),
