@@ -22,6 +22,19 @@ const result = await build({
   banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
 });
 
+// One self-contained file for servers (no chunks to keep together); see docs/server.md.
+await build({
+  entryPoints: [new URL('../packages/cli/src/standalone.ts', import.meta.url).pathname],
+  outfile: `${outdir}delegate-git-standalone.mjs`,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  legalComments: 'none',
+  logLevel: 'warning',
+  banner: { js: "#!/usr/bin/env node\nimport { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+});
+
 // The hook scripts travel inside the package: `init` installs them from here.
 cpSync(new URL('../hooks/', import.meta.url).pathname, `${outdir}hooks`, { recursive: true });
 if (result.metafile) {

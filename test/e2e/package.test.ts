@@ -1,0 +1,81 @@
+/**
+ * `npx delegate-git init` for real: the packed CLI, alone in a fresh repository with no workspace around it, sets
+ * up and gates commits.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot } from '../support/paths.js';
+
+const PNPM = ['--yes', 'pnpm@10.34.8'];
+
+describe('the packed CLI in a fresh repository', () => {
+  let tmp: string;
+  let repo: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(() => {
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'dg-pack-'));
+    execFileSync('npx', [...PNPM, 'pack', '--pack-destination', tmp], {
+      cwd: path.join(repoRoot, 'packages', 'cli'),
+      stdio: 'pipe',
+    });
+    repo = path.join(tmp, 'fresh');
+    mkdirSync(repo);
+    const tarball = readdirSync(tmp).find((f) => f.endsWith('.tgz'))!;
+    copyFileSync(path.join(tmp, tarball), path.join(repo, '..', 'delegate-git.tgz'));
+    env = {
+      ...process.env,
+      XDG_CONFIG_HOME: path.join(tmp, 'config'),
+      npm_config_cache: path.join(tmp, 'npm-cache'),
+      GIT_CONFIG_GLOBAL: path.join(tmp, 'gitconfig'),
+      GIT_CONFIG_NOSYSTEM: '1',
+      DELEGATE_GIT_SIGNING_KEY: '',
+    };
+    writeFileSync(env.GIT_CONFIG_GLOBAL!, '[user]\n\tname = Fresh\n\temail = fresh@example.com\n[init]\n\tdefaultBranch = main\n');
+    execFileSync('git', ['init', '-q'], { cwd: repo, env });
+  }, 120_000);
+
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('has no workspace: leftovers and bundles everything it needs', () => {
+    const tarball = path.join(tmp, 'delegate-git.tgz');
+    const manifest = execFileSync('tar', ['-xOzf', tarball, 'package/package.json'], { encoding: 'utf8' });
+    expect(manifest).not.toContain('workspace:');
+    expect(JSON.parse(manifest).dependencies ?? {}).toEqual({});
+    const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' });
+    expect(listing).toContain('package/bin/delegate-git.js');
+    expect(listing).toContain('package/dist/hooks/pre-commit');
+  });
+
+  it('`npx <tarball> init` sets up the repository and the hook then gates commits', () => {
+    const init = spawnSync('npx', ['--yes', '../delegate-git.tgz', 'init', '--protect', 'src/**', '--key', 'fresh'], {
+      cwd: repo,
+      env,
+      encoding: 'utf8',
+    });
+    expect(init.stderr).toBe('');
+    expect(init.status).toBe(0);
+    expect(init.stdout).toContain('installed the pre-commit hook');
+    expect(readFileSync(path.join(repo, '.git', 'hooks', 'pre-commit'), 'utf8')).toContain('delegate-git hook');
+
+    const git = (...args: string[]) => spawnSync('git', args, { cwd: repo, env, encoding: 'utf8' });
+    expect(git('add', '.').status).toBe(0);
+    expect(git('commit', '-qm', 'Adopt delegate-git').status).toBe(0); // control: the approved anchor commits
+
+    mkdirSync(path.join(repo, 'src'));
+    writeFileSync(path.join(repo, 'src', 'a.js'), 'export const a = 1;\n');
+    git('add', 'src/a.js');
+    const refused = git('commit', '-qm', 'hand-written, unpromoted');
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('src/a.js');
+    expect(refused.stderr).toContain('no verdict');
+
+    writeFileSync(path.join(repo, 'README.md'), '# not governed\n');
+    git('reset', '-q', 'src/a.js');
+    git('add', 'README.md');
+    expect(git('commit', '-qm', 'docs').status).toBe(0); // control: nothing governed staged
+  });
+});
