@@ -8,21 +8,10 @@
  * command was declared", while here one was declared and deliberately not run). It never promotes: only
  * UNIT_PASSED does. Its files are still recorded, because the ledger is an audit trail of what was written.
  */
+import type { VerdictName } from '@delegate-git/core';
 
-export const VERDICTS = [
-  'UNIT_PASSED',
-  'UNIT_FAILED',
-  'UNIT_FLAKY',
-  'UNIT_UNVERIFIED',
-  'INCOHERENT',
-  'CONTRACT_MODIFIED',
-  'VERIFICATION_NOT_APPROVED',
-  'CONTEXT_REFUSED',
-  'WORKER_ERROR',
-  'NO_CHANGES',
-] as const;
-
-export type Verdict = (typeof VERDICTS)[number];
+/** The verdict names are the ledger's (core's statement.ts): one list for the writer and every reader. */
+export type Verdict = VerdictName;
 
 export interface VerdictInputs {
   contractViolations: string[];

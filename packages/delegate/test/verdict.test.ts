@@ -1,8 +1,8 @@
+import { VERDICTS } from '@delegate-git/core';
 import { describe, expect, it } from 'vitest';
 import {
   isPromotingVerdict,
   resolveVerdict,
-  VERDICTS,
   type Verdict,
   type VerdictInputs,
   verdictExitCode,
