@@ -11,6 +11,8 @@ const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
   keys: () => import('./commands/keys.js'),
   check: () => import('./commands/check.js'),
   show: () => import('./commands/show.js'),
+  log: () => import('./commands/log.js'),
+  report: () => import('./commands/report.js'),
   attest: () => import('./commands/attest.js'),
   hook: () => import('./commands/hook.js'),
   sync: () => import('./commands/sync.js'),

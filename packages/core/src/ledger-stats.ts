@@ -441,7 +441,10 @@ export class LedgerStatsAccumulator {
   }
 }
 
-/** The accounting of a whole ledger, streamed from `NotesLedger.entries()` (memory follows distinct lines' hashes). */
+/**
+ * The accounting of a whole ledger, streamed from `NotesLedger.entries()`: memory follows the number of distinct
+ * lines (one hash each) and of file versions judged, not the size of the records.
+ */
 export async function collectLedgerStats(
   entries: AsyncIterable<{ annotated: string; lines: readonly string[] }>,
   judge: LedgerJudge,

@@ -1,0 +1,203 @@
+import path from 'node:path';
+import { collectLedgerStats, type LedgerStats, Repository, VERDICTS } from '@delegate-git/core';
+import { type CommandModule, type Io, json, parseCommandArgs } from '../command.js';
+import { writeFileAtomic } from '../fs.js';
+import { VERSION } from '../main.js';
+import { renderReportHtml } from '../report-html.js';
+import { governanceInForce } from './log.js';
+
+const help = `
+Usage: delegate-git report [--json] [--html <file>]
+
+The ledger as an accounting: delegations by verdict, per model and per signer; pass and flaky rates per day;
+tokens spent on local workers; file versions promoted by a passing verdict versus by a review. Every record line
+is counted once and only if it verifies against the trust root in the work tree (HEAD's in a bare repository);
+the others are counted apart, with their reasons.
+  --json          the aggregation, for machines
+  --html <file>   also write a self-contained HTML report with charts (no network needed to view it)
+
+Example:
+  delegate-git report
+  delegate-git report --html ledger-report.html
+`;
+
+export default {
+  summary: 'the ledger as an accounting (text, JSON, or an HTML page with charts)',
+  help,
+  async run(argv: string[], io: Io): Promise<number> {
+    const { values } = parseCommandArgs(
+      'report',
+      argv,
+      { json: { type: 'boolean' }, html: { type: 'string' } },
+      false,
+    );
+    const repo = await Repository.open(io.cwd, io.env);
+    let stats: LedgerStats;
+    let ledgerTip: string | null;
+    let judgedBy: string;
+    let repository: string;
+    try {
+      const governance = await governanceInForce(repo);
+      judgedBy = governance.source;
+      ledgerTip = await repo.ledger.tip();
+      repository = path.basename(repo.layout.topLevel ?? repo.layout.gitDir);
+      // Read at the tip just resolved, so the numbers and the tip they are reported with agree.
+      stats = await collectLedgerStats(ledgerTip ? repo.ledger.entries(ledgerTip) : noEntries(), {
+        trustRoot: governance.trustRoot,
+        repositoryId: governance.policy.repositoryId,
+      });
+    } finally {
+      await repo.close();
+    }
+    if (values.html) {
+      const file = path.resolve(io.cwd, values.html);
+      const html = renderReportHtml(stats, {
+        repository,
+        ledgerTip,
+        judgedBy,
+        generatedAt: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        toolVersion: VERSION,
+      });
+      await writeFileAtomic(file, html);
+      if (!values.json) io.err(`Wrote the HTML report to ${file}.\n`);
+    }
+    if (values.json) io.out(json({ ledgerTip, judgedBy, ...stats }));
+    else io.out(renderReportText(stats, { repository, ledgerTip, judgedBy }));
+    return 0;
+  },
+} satisfies CommandModule;
+
+async function* noEntries(): AsyncIterable<{ annotated: string; lines: string[] }> {}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Text.
+
+const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+const num = (n: number) => integer.format(n);
+const pct = (rate: number | null) => (rate === null ? '-' : `${(rate * 100).toFixed(1)}%`);
+
+function seconds(ms: number): string {
+  const s = ms / 1000;
+  return s < 60 ? `${s.toFixed(1)} s` : `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+}
+
+/** Columns padded to their widest cell; the first column left-aligned, the others right-aligned. */
+export function textTable(headers: string[], rows: string[][], indent = '  '): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    indent +
+    cells
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join('\n');
+}
+
+function bar(value: number, max: number, width = 24): string {
+  if (value <= 0 || max <= 0) return '';
+  return '█'.repeat(Math.max(1, Math.round((value / max) * width)));
+}
+
+export function renderReportText(
+  stats: LedgerStats,
+  ctx: { repository: string; ledgerTip: string | null; judgedBy: string },
+): string {
+  const d = stats.delegations;
+  const out: string[] = [
+    `delegate-git report: ${ctx.repository}, ledger ${ctx.ledgerTip ? ctx.ledgerTip.slice(0, 12) : '(none)'}`,
+    `${num(stats.lines)} distinct record line(s): ${num(stats.valid)} valid, ${num(stats.invalid.total)} invalid` +
+      (stats.first && stats.last ? `; ${stats.first.slice(0, 10)} to ${stats.last.slice(0, 10)}` : '') +
+      ` (judged by the trust root in ${ctx.judgedBy})`,
+    '',
+    `Delegations: ${num(d.total)}   passed ${num(d.passed)} (${pct(d.passRate)})   flaky ${num(d.flaky)} (${pct(d.flakyRate)})`,
+  ];
+  const maxVerdict = Math.max(0, ...VERDICTS.map((v) => stats.byVerdict[v]));
+  const verdictRows = VERDICTS.filter((v) => stats.byVerdict[v] > 0).map((v) => [v, num(stats.byVerdict[v])]);
+  if (verdictRows.length > 0) {
+    const table = textTable(['verdict', 'count'], verdictRows).split('\n');
+    out.push(
+      table[0]!,
+      ...table
+        .slice(1)
+        .map(
+          (row, i) =>
+            `${row}  ${bar(stats.byVerdict[verdictRows[i]![0] as (typeof VERDICTS)[number]], maxVerdict)}`,
+        ),
+    );
+  }
+  out.push(`Reviews: ${num(stats.reviews.approve)} approve, ${num(stats.reviews.reject)} reject`);
+  if (stats.byModel.length > 0) {
+    out.push(
+      '',
+      'Per model',
+      textTable(
+        ['model', 'delegations', 'passed', 'pass rate', 'flaky', 'tokens', 'worker time'],
+        stats.byModel.map((m) => [
+          m.model,
+          num(m.delegations),
+          num(m.passed),
+          pct(m.passRate),
+          num(m.flaky),
+          num(m.tokens.total),
+          seconds(m.tokens.workerMs),
+        ]),
+      ),
+    );
+  }
+  if (stats.bySigner.length > 0) {
+    out.push(
+      '',
+      'Per signer',
+      textTable(
+        ['signer', 'delegations', 'passed', 'approvals', 'rejections'],
+        stats.bySigner.map((s) => [
+          s.signer,
+          num(s.delegations),
+          num(s.passed),
+          num(s.approvals),
+          num(s.rejections),
+        ]),
+      ),
+    );
+  }
+  if (stats.byDay.length > 0) {
+    out.push(
+      '',
+      'Per day (UTC)',
+      textTable(
+        ['day', 'delegations', 'passed', 'flaky', 'pass rate', 'flaky rate', 'reviews', 'tokens'],
+        stats.byDay.map((x) => [
+          x.day,
+          num(x.delegations),
+          num(x.passed),
+          num(x.flaky),
+          pct(x.passRate),
+          pct(x.flakyRate),
+          num(x.reviews),
+          num(x.tokens),
+        ]),
+      ),
+    );
+  }
+  const t = stats.tokens;
+  const p = stats.promotions;
+  out.push(
+    '',
+    `Tokens spent locally: ${num(t.total)} (${num(t.prompt)} prompt + ${num(t.completion)} completion) over ` +
+      `${num(t.delegationsWithUsage)} delegation(s) reporting usage; worker time ${seconds(t.workerMs)}`,
+    `File versions promoted: ${num(p.byVerdict)} by verdict, ${num(p.byReview)} by review, ${num(p.byBoth)} by both; ` +
+      `${num(p.rejected)} rejected`,
+  );
+  const reasons = Object.entries(stats.invalid.reasons);
+  if (reasons.length > 0) {
+    out.push(
+      '',
+      'Invalid lines (counted nowhere else)',
+      textTable(
+        ['reason', 'lines'],
+        reasons.map(([r, n]) => [r, num(n)]),
+      ),
+    );
+  }
+  return `${out.join('\n')}\n`;
+}
