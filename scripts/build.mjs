@@ -7,7 +7,11 @@ import { build } from 'esbuild';
 const outdir = new URL('../packages/cli/dist/', import.meta.url).pathname;
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
-  entryPoints: { 'delegate-git': new URL('../packages/cli/src/main.ts', import.meta.url).pathname },
+  entryPoints: {
+    'delegate-git': new URL('../packages/cli/src/main.ts', import.meta.url).pathname,
+    // verify spreads signature checks over worker threads; the worker script must sit next to the chunks.
+    'verify-worker': new URL('../packages/core/src/verify-worker.ts', import.meta.url).pathname,
+  },
   outdir,
   bundle: true,
   splitting: true,

@@ -2,13 +2,18 @@
  * The CI gate (`verify`, DESIGN 4.2): every ledger line verifies, every governed file at a revision is promoted, and
  * the ledger only ever grew. Lines are streamed, so memory follows the number of problems, not the ledger's size.
  */
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { checkRevision, type CheckResult } from './checks.js';
 import { DelegateGitError } from './errors.js';
 import { gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
-import { decodeRecord, verifyRecord } from './record.js';
+import { checkLedgerLine, type LineOutcome } from './line-check.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot } from './snapshot.js';
+import type { VerifyBatch, VerifyWorkerData } from './verify-worker.js';
 
 export interface LineProblem {
   blob: string;
@@ -70,33 +75,107 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
   return result;
 }
 
+type Note = { annotated: string; lines: string[] };
+
+/** Lines per batch handed to a worker thread; below one batch in all, checking in-process is faster. */
+const BATCH_LINES = 1000;
+
 async function verifyLines(repo: Repository, governance: Governance, tip: string, out: LedgerVerification) {
   const { trustRoot, policy } = governance;
-  for await (const { annotated, lines } of repo.ledger.entries(tip)) {
+  const tally = (note: Note, outcomes: LineOutcome[]) => {
     out.notes++;
-    lines.forEach((line, i) => {
+    outcomes.forEach((o, i) => {
       out.records++;
-      const problem = (reason: string) => ({ blob: annotated, line: i + 1, reason });
-      const decoded = decodeRecord(line);
-      if (!decoded.ok) {
-        out.invalid.push(problem(`not a valid record: ${decoded.reason}`));
-        return;
-      }
-      const r = decoded.record;
-      if (!r.subjects.some((s) => s.gitBlob === annotated)) {
-        out.invalid.push(problem('the record does not name the blob it is attached to'));
-        return;
-      }
-      const trust = verifyRecord(r, trustRoot, policy.repositoryId);
-      if (!trust.ok) {
-        if (trust.signer?.revoked !== undefined && trust.reason.endsWith('was revoked')) out.revoked.push(problem(trust.reason));
-        else out.invalid.push(problem(trust.reason));
-        return;
-      }
-      const outcome = r.kind === 'verdict' ? r.verdict : `review:${r.decision}`;
-      out.byVerdict[outcome] = (out.byVerdict[outcome] ?? 0) + 1;
-      out.bySigner[trust.signer.name] = (out.bySigner[trust.signer.name] ?? 0) + 1;
+      if (o.status === 'valid') {
+        out.byVerdict[o.outcome] = (out.byVerdict[o.outcome] ?? 0) + 1;
+        out.bySigner[o.signer] = (out.bySigner[o.signer] ?? 0) + 1;
+      } else (o.status === 'revoked' ? out.revoked : out.invalid).push({ blob: note.annotated, line: i + 1, reason: o.reason });
     });
+  };
+  const inProcess = (notes: Note[]) => {
+    for (const note of notes) tally(note, note.lines.map((l) => checkLedgerLine(l, note.annotated, trustRoot, policy.repositoryId)));
+  };
+
+  let batch: Note[] = [];
+  let batchLines = 0;
+  let pool: LinePool | null = null;
+  const inFlight = new Set<Promise<void>>();
+  const flush = async () => {
+    pool ??= LinePool.start(governance);
+    if (!pool) return inProcess(batch.splice(0));
+    const notes = batch.splice(0);
+    const done = pool.check(notes).then((outcomes) => notes.forEach((n, i) => tally(n, outcomes[i]!)));
+    inFlight.add(done);
+    void done.finally(() => inFlight.delete(done));
+    // Bounded read-ahead keeps memory flat however large the ledger is.
+    if (inFlight.size >= pool.size * 2) await Promise.race(inFlight);
+  };
+  try {
+    for await (const note of repo.ledger.entries(tip)) {
+      batch.push(note);
+      batchLines += note.lines.length;
+      if (batchLines >= BATCH_LINES) {
+        batchLines = 0;
+        await flush();
+      }
+    }
+    if (pool === null) inProcess(batch);
+    else if (batch.length > 0) await flush();
+    await Promise.all(inFlight);
+  } finally {
+    await (pool as LinePool | null)?.close();
+  }
+  const order = (a: LineProblem, b: LineProblem) => (a.blob === b.blob ? a.line - b.line : a.blob < b.blob ? -1 : 1);
+  out.invalid.sort(order);
+  out.revoked.sort(order);
+}
+
+/** Worker threads running `checkLedgerLine`, when the worker script was built next to this module (the CLI bundle). */
+class LinePool {
+  private next = 0;
+  private seq = 0;
+  private readonly waiting = new Map<number, { resolve: (o: LineOutcome[][]) => void; reject: (e: Error) => void }>();
+
+  private constructor(private readonly workers: Worker[]) {
+    for (const worker of workers) {
+      worker.on('message', (m: { id: number; outcomes: LineOutcome[][] }) => {
+        this.waiting.get(m.id)?.resolve(m.outcomes);
+        this.waiting.delete(m.id);
+      });
+      // A crashed worker fails the whole run (exit 2): a ledger only partly checked must never pass.
+      worker.on('error', (error) => {
+        for (const { reject } of this.waiting.values()) reject(error);
+        this.waiting.clear();
+      });
+    }
+  }
+
+  static start(governance: Governance): LinePool | null {
+    const script = new URL('./verify-worker.js', import.meta.url);
+    if (script.protocol !== 'file:' || !existsSync(fileURLToPath(script))) return null;
+    const threads = Math.max(1, Math.min(availableParallelism(), 4));
+    const workerData: VerifyWorkerData = {
+      keyFiles: [...governance.trustRoot.sources],
+      repositoryId: governance.policy.repositoryId,
+    };
+    return new LinePool(Array.from({ length: threads }, () => new Worker(script, { workerData })));
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  check(notes: Note[]): Promise<LineOutcome[][]> {
+    const id = this.seq++;
+    const worker = this.workers[this.next++ % this.workers.length]!;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      worker.postMessage({ id, notes } satisfies VerifyBatch);
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.terminate()));
   }
 }
 

@@ -59,6 +59,8 @@ export class TrustRoot {
     readonly keys: readonly TrustedKey[],
     /** SHA-256 over the key files, for caches keyed by the trust root in force. */
     readonly digest: string,
+    /** The key files it was built from, so another thread can rebuild the same trust root. */
+    readonly sources: ReadonlyArray<{ path: string; text: string }> = [],
   ) {
     for (const key of keys) this.byId.set(key.keyid, key);
   }
@@ -118,7 +120,7 @@ export function parseTrustRoot(files: ReadonlyArray<{ path: string; text: string
     keys.push(key);
     hash.update(`${path}\0${text}\0`);
   }
-  return new TrustRoot(keys, hash.digest('hex'));
+  return new TrustRoot(keys, hash.digest('hex'), sorted);
 }
 
 export function keyFileText(key: KeyFile): string {
