@@ -49,9 +49,12 @@ export function parseCommandArgs<O extends Options>(
   try {
     return parseArgs({ args: argv, options, strict: true, allowPositionals });
   } catch (error) {
+    // Node appends advice about passing a positional that starts with "-" after "--"; for a mistyped flag, which is
+    // what nearly every such error is, it only hides the one sentence that matters.
+    const message = (error as Error).message.replace(/ To specify a positional argument starting with a '-'.*$/s, '');
     throw new DelegateGitError(
       'USAGE',
-      `${(error as Error).message.replace(/\.$/, '')}. Run \`delegate-git ${command} --help\` for the options.`,
+      `${message.replace(/\.$/, '')}. Run \`delegate-git ${command} --help\` for the options.`,
     );
   }
 }

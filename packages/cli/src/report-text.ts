@@ -6,11 +6,14 @@ export function renderReport(report: CheckReport): string {
   const governed = report.results.filter((r) => r.governed);
   for (const r of report.results) {
     if (!r.governed) out.push(`not governed  ${r.path}`);
-    else if (r.promoted) out.push(`PROMOTED      ${r.path}\n    ${r.reason}${r.by.length ? ` (${r.by.join(', ')})` : ''}`);
+    else if (r.promoted)
+      out.push(`PROMOTED      ${r.path}\n    ${r.reason}${r.by.length ? ` (${r.by.join(', ')})` : ''}`);
     else out.push(`NOT PROMOTED  ${r.path}\n    ${r.reason}`);
   }
   for (const d of report.deletions) {
-    out.push(`${d.blocks ? 'DELETION REFUSED' : 'deleted (governed)'}  ${d.path}${d.blocks ? '\n    the policy protects deletions of this path (protectDeletes)' : ''}`);
+    out.push(
+      `${d.blocks ? 'DELETION REFUSED' : 'deleted (governed)'}  ${d.path}${d.blocks ? '\n    the policy protects deletions of this path (protectDeletes)' : ''}`,
+    );
   }
   const refused = governed.filter((r) => !r.promoted);
   out.push(

@@ -1,4 +1,11 @@
-import { type CheckReport, checkRevision, checkStaged, checkWorktreePaths, Repository, reportExitCode } from '@delegate-git/core';
+import {
+  type CheckReport,
+  checkRevision,
+  checkStaged,
+  checkWorktreePaths,
+  Repository,
+  reportExitCode,
+} from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { renderReport } from '../report-text.js';
 

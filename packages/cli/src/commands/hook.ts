@@ -1,4 +1,4 @@
-import { judgePush, parseRefUpdates, Repository, checkStaged, reportExitCode } from '@delegate-git/core';
+import { checkStaged, judgePush, parseRefUpdates, Repository, reportExitCode } from '@delegate-git/core';
 import { type CommandModule, type Io, parseCommandArgs, usageError } from '../command.js';
 import { renderReport } from '../report-text.js';
 
@@ -41,7 +41,9 @@ async function preCommit(io: Io): Promise<number> {
     }
     io.err(prefixLines(renderReport(report)));
     if (report.mode === 'warn') {
-      io.err('delegate-git: policy mode is "warn": the commit goes through; these files would be refused under "enforce".\n');
+      io.err(
+        'delegate-git: policy mode is "warn": the commit goes through; these files would be refused under "enforce".\n',
+      );
       return 0;
     }
     io.err('delegate-git: commit refused.\n');
@@ -58,7 +60,10 @@ async function preReceive(io: Io): Promise<number> {
   const repo = await Repository.open(io.cwd, io.env);
   try {
     const result = await judgePush(repo, updates);
-    if (result.bootstrap) io.err('delegate-git: no policy was in force yet; this push was judged by its own policy (first push).\n');
+    if (result.bootstrap)
+      io.err(
+        'delegate-git: no policy was in force yet; this push was judged by its own policy (first push).\n',
+      );
     for (const r of result.refusals) {
       const where = [r.ref, r.commit?.slice(0, 12), r.path].filter(Boolean).join(' ');
       io.err(`delegate-git: refused ${where}: ${r.reason}\n`);

@@ -26,7 +26,11 @@ export default {
     const repo = await Repository.open(io.cwd, io.env);
     try {
       // A notes merge makes a commit; give it an identity where the user has none configured (CI).
-      const env = { GIT_COMMITTER_NAME: 'delegate-git', GIT_COMMITTER_EMAIL: 'delegate-git@localhost', ...repo.env };
+      const env = {
+        GIT_COMMITTER_NAME: 'delegate-git',
+        GIT_COMMITTER_EMAIL: 'delegate-git@localhost',
+        ...repo.env,
+      };
       const opts = { cwd: repo.cwd, env };
       await gitText(['remote', 'get-url', remote], opts).catch(() => {
         throw usageError('sync', `There is no remote named "${remote}".`);
@@ -41,15 +45,27 @@ export default {
         const local = await repo.ledger.tip();
         if (remoteHas) {
           if (local === null) await gitText(['update-ref', LEDGER_REF, tracking, ''], opts);
-          else await gitText(['notes', `--ref=${LEDGER_REF}`, 'merge', '-q', '-s', 'cat_sort_uniq', tracking], opts);
+          else
+            await gitText(
+              ['notes', `--ref=${LEDGER_REF}`, 'merge', '-q', '-s', 'cat_sort_uniq', tracking],
+              opts,
+            );
         }
         if ((await repo.ledger.tip()) === null) {
-          io.out(values.json ? json({ remote, pushed: false, attempts: attempt }) : 'Nothing to sync: neither side has a ledger.\n');
+          io.out(
+            values.json
+              ? json({ remote, pushed: false, attempts: attempt })
+              : 'Nothing to sync: neither side has a ledger.\n',
+          );
           return 0;
         }
         const pushed = await gitTry(['push', '--quiet', remote, `${LEDGER_REF}:${LEDGER_REF}`], opts);
         if (pushed.code === 0) {
-          io.out(values.json ? json({ remote, pushed: true, attempts: attempt, tip: await repo.ledger.tip() }) : `Ledger synced with ${remote}.\n`);
+          io.out(
+            values.json
+              ? json({ remote, pushed: true, attempts: attempt, tip: await repo.ledger.tip() })
+              : `Ledger synced with ${remote}.\n`,
+          );
           return 0;
         }
         // Only a lost race is worth another round; "[remote rejected]" (a server hook said no) is final.
@@ -58,7 +74,9 @@ export default {
           return 1;
         }
       }
-      io.err(`delegate-git sync: ${remote} kept moving; gave up after ${ATTEMPTS} attempts. Run sync again.\n`);
+      io.err(
+        `delegate-git sync: ${remote} kept moving; gave up after ${ATTEMPTS} attempts. Run sync again.\n`,
+      );
       return 1;
     } finally {
       await repo.close();

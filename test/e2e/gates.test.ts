@@ -1,0 +1,381 @@
+/**
+ * The pre-commit gate end to end: `delegate-git init` installs the hook, `git commit` runs it, and the exit code and
+ * the reason the user reads are asserted. Each refusal is paired with a control that passes.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adopt,
+  cli,
+  cliOk,
+  commit,
+  copyWorkTree,
+  gitOk,
+  gitRun,
+  makeStory,
+  makeWorkTree,
+  OPERATOR,
+  operatorEnv,
+  recordVerdict,
+  refTip,
+  resetWorkTree,
+  type Story,
+  writeFiles,
+} from '../support/cli-story.js';
+
+const POLICY = '.delegate-git/policy.json';
+
+let story: Story;
+/** An adopted repository (protect src/**, init's policy and key committed): each describe works on a copy. */
+let template: string;
+
+beforeAll(() => {
+  story = makeStory();
+  template = makeWorkTree(story, 'template');
+  adopt(story, template, ['src/**']);
+});
+
+afterAll(() => story.cleanup());
+
+function stage(dir: string, files: Record<string, string>): void {
+  writeFiles(dir, files);
+  gitOk(story, dir, ['add', '--', ...Object.keys(files)]);
+}
+
+function editPolicy(dir: string, edit: (policy: Record<string, unknown>) => void): void {
+  const file = path.join(dir, POLICY);
+  const policy = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+  edit(policy);
+  fs.writeFileSync(file, `${JSON.stringify(policy, null, 2)}\n`);
+}
+
+describe('pre-commit: the adopting commit', () => {
+  it('passes because init approved its own policy and key file; without that approval it is refused', () => {
+    const dir = makeWorkTree(story, 'adopting');
+    cliOk(story, dir, ['init', '--protect', 'src/**']);
+    gitOk(story, dir, ['add', '.delegate-git']);
+
+    // Control first: the trust anchor's approval is what lets it through, so take the ledger away and see it fail.
+    const ledger = refTip(story, dir, 'refs/notes/delegations');
+    expect(ledger).not.toBeNull();
+    gitOk(story, dir, ['update-ref', '-d', 'refs/notes/delegations']);
+    const refused = commit(story, dir, 'Adopt delegate-git');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(POLICY);
+    expect(refused.stderr).toContain(`.delegate-git/keys/${OPERATOR}.json`);
+    expect(refused.stderr).toContain('commit refused');
+
+    gitOk(story, dir, ['update-ref', 'refs/notes/delegations', ledger!]);
+    const adopted = commit(story, dir, 'Adopt delegate-git');
+    expect(adopted.code, adopted.stderr).toBe(0);
+    expect(gitOk(story, dir, ['ls-tree', '-r', '--name-only', 'HEAD'])).toContain(POLICY);
+  });
+});
+
+describe('pre-commit: governed content', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'content');
+  });
+  afterEach(() => resetWorkTree(story, dir));
+
+  it('refuses an unpromoted governed file, naming it, the reason and what to do; a UNIT_PASSED verdict lets it through', async () => {
+    stage(dir, { 'src/new.ts': 'export const a = 1;\n' });
+    const refused = commit(story, dir, 'unpromoted');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/new.ts');
+    expect(refused.stderr).toContain('no verdict: no delegated unit is recorded as writing it');
+    expect(refused.stderr).toContain('delegate-git attest --approve <path>');
+    expect(refused.stderr).toContain('commit refused');
+    const head = refTip(story, dir, 'HEAD');
+
+    await recordVerdict(story, dir, 'src/new.ts');
+    const passed = commit(story, dir, 'promoted');
+    expect(passed.code, passed.stderr).toBe(0);
+    expect(refTip(story, dir, 'HEAD')).not.toBe(head);
+  });
+
+  it('refuses content whose verdict was UNIT_FAILED; the passing redo commits', async () => {
+    stage(dir, { 'src/failed.ts': 'export const broken = ;\n' });
+    await recordVerdict(story, dir, 'src/failed.ts', { verdict: 'UNIT_FAILED' });
+    const refused = commit(story, dir, 'failed');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('src/failed.ts');
+    expect(refused.stderr).toContain('verdict was UNIT_FAILED');
+
+    stage(dir, { 'src/failed.ts': 'export const fixed = 1;\n' });
+    await recordVerdict(story, dir, 'src/failed.ts');
+    expect(commit(story, dir, 'fixed').code).toBe(0);
+  });
+
+  it('judges the staged blob: promoted content staged with an edited work tree passes; the reverse is refused', async () => {
+    const promoted = 'export const staged = 1;\n';
+    const edited = 'export const staged = 2; // not verified\n';
+    writeFiles(dir, { 'src/partial.ts': promoted });
+    await recordVerdict(story, dir, 'src/partial.ts');
+
+    // Edited content staged, promoted content back in the work tree: the index is what would be committed.
+    stage(dir, { 'src/partial.ts': edited });
+    writeFiles(dir, { 'src/partial.ts': promoted });
+    const refused = commit(story, dir, 'edited content staged');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('src/partial.ts');
+    expect(refused.stderr).toContain('its content changed after the verdict');
+
+    // Promoted content staged, the work tree edited afterwards without re-staging.
+    stage(dir, { 'src/partial.ts': promoted });
+    writeFiles(dir, { 'src/partial.ts': edited });
+    const passed = commit(story, dir, 'promoted content staged');
+    expect(passed.code, passed.stderr).toBe(0);
+    expect(gitOk(story, dir, ['show', 'HEAD:src/partial.ts'])).toBe(promoted.trim());
+    expect(fs.readFileSync(path.join(dir, 'src/partial.ts'), 'utf8')).toBe(edited);
+  });
+
+  it('refuses an edit made after the verdict; the verified version commits', async () => {
+    stage(dir, { 'src/edited.ts': 'export const v = 1;\n' });
+    await recordVerdict(story, dir, 'src/edited.ts');
+    expect(commit(story, dir, 'verified version').code).toBe(0);
+
+    stage(dir, { 'src/edited.ts': 'export const v = 2;\n' });
+    const refused = commit(story, dir, 'edit after the verdict');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/edited.ts');
+    expect(refused.stderr).toContain('its content changed after the verdict');
+  });
+
+  it('lets a file outside protect that was never recorded commit freely; once recorded, the path is governed', async () => {
+    stage(dir, { 'docs/notes.md': '# notes\n' });
+    const free = commit(story, dir, 'docs');
+    expect(free.code, free.stderr).toBe(0);
+    expect(free.stderr).toBe('');
+
+    // A verdict ever recorded for a path governs it from then on, protect glob or not.
+    stage(dir, { 'lib/util.ts': 'export const u = 1;\n' });
+    await recordVerdict(story, dir, 'lib/util.ts');
+    expect(commit(story, dir, 'recorded lib file').code).toBe(0);
+    stage(dir, { 'lib/util.ts': 'export const u = 2;\n' });
+    const refused = commit(story, dir, 'unverified lib edit');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('lib/util.ts');
+    expect(refused.stderr).toContain('its content changed after the verdict');
+  });
+
+  it('judges a renamed or copied file at its new path (DESIGN 4.1: the record names the path); approval of the new path lets it through', async () => {
+    stage(dir, { 'src/moved.ts': 'export const moved = 1;\n' });
+    await recordVerdict(story, dir, 'src/moved.ts');
+    expect(commit(story, dir, 'promoted').code).toBe(0);
+
+    gitOk(story, dir, ['mv', 'src/moved.ts', 'src/renamed.ts']);
+    const renamed = commit(story, dir, 'rename');
+    expect(renamed.code).not.toBe(0);
+    expect(renamed.stderr).toContain('NOT PROMOTED  src/renamed.ts');
+    expect(renamed.stderr).toContain('the same content is recorded as src/moved.ts');
+
+    resetWorkTree(story, dir);
+    fs.copyFileSync(path.join(dir, 'src/moved.ts'), path.join(dir, 'src/copied.ts'));
+    gitOk(story, dir, ['add', 'src/copied.ts']);
+    const copied = commit(story, dir, 'copy');
+    expect(copied.code).not.toBe(0);
+    expect(copied.stderr).toContain('NOT PROMOTED  src/copied.ts');
+    expect(copied.stderr).toContain('the same content is recorded as src/moved.ts');
+
+    // A reviewer approves the same blob at its new path: its records now cover both paths.
+    resetWorkTree(story, dir);
+    gitOk(story, dir, ['mv', 'src/moved.ts', 'src/renamed.ts']);
+    cliOk(story, dir, ['attest', '--approve', 'src/renamed.ts', '--yes']);
+    const approved = commit(story, dir, 'rename, approved');
+    expect(approved.code, approved.stderr).toBe(0);
+    // The rename left the old path: git saw a rename of one unchanged blob.
+    expect(gitOk(story, dir, ['show', '--format=', '-M', '--name-status', 'HEAD'])).toMatch(
+      /^R100\tsrc\/moved\.ts\tsrc\/renamed\.ts$/m,
+    );
+  });
+});
+
+describe('pre-commit: deleting governed paths', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = copyWorkTree(story, template, 'deletions');
+    stage(dir, { 'src/keep.ts': 'export const keep = 1;\n', 'src/drop.ts': 'export const drop = 1;\n' });
+    await recordVerdict(story, dir, 'src/keep.ts');
+    await recordVerdict(story, dir, 'src/drop.ts');
+    expect(commit(story, dir, 'two promoted files').code).toBe(0);
+  });
+
+  it('reports a deleted protected path and lets it through by default; blocks it with protectDeletes', () => {
+    gitOk(story, dir, ['rm', '-q', 'src/drop.ts']);
+    const reported = commit(story, dir, 'delete, default policy');
+    expect(reported.code, reported.stderr).toBe(0);
+    expect(reported.stderr).toContain('deleted (governed) src/drop.ts');
+
+    // Governance files need a reviewer's approval: edit the policy, approve it, commit it.
+    editPolicy(dir, (p) => {
+      p.protectDeletes = true;
+    });
+    cliOk(story, dir, ['attest', '--approve', POLICY, '--yes']);
+    gitOk(story, dir, ['add', POLICY]);
+    const policy = commit(story, dir, 'protect deletions');
+    expect(policy.code, policy.stderr).toBe(0);
+
+    gitOk(story, dir, ['rm', '-q', 'src/keep.ts']);
+    const blocked = commit(story, dir, 'delete, protectDeletes');
+    expect(blocked.code).not.toBe(0);
+    expect(blocked.stderr).toContain('DELETION REFUSED  src/keep.ts');
+    expect(blocked.stderr).toContain('protectDeletes');
+    expect(blocked.stderr).toContain('git restore --staged --worktree <path>');
+    expect(blocked.stderr).not.toContain('To promote a refused file');
+
+    // Control: a path outside protect is still deleted freely.
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+    stage(dir, { 'notes.txt': 'scratch\n' });
+    expect(commit(story, dir, 'scratch').code).toBe(0);
+    gitOk(story, dir, ['rm', '-q', 'notes.txt']);
+    const free = commit(story, dir, 'delete unprotected');
+    expect(free.code, free.stderr).toBe(0);
+  });
+});
+
+describe('pre-commit: policy mode "warn"', () => {
+  it('an unapproved switch to warn is itself refused; approved, warn prints refusals and lets commits through', () => {
+    const dir = copyWorkTree(story, template, 'warn');
+    editPolicy(dir, (p) => {
+      p.mode = 'warn';
+    });
+    gitOk(story, dir, ['add', POLICY]);
+    const unapproved = commit(story, dir, 'warn, unapproved');
+    expect(unapproved.code).not.toBe(0);
+    expect(unapproved.stderr).toContain(`NOT PROMOTED  ${POLICY}`);
+    expect(unapproved.stderr).toContain('commit refused');
+    expect(unapproved.stderr).not.toContain('the commit goes through');
+
+    cliOk(story, dir, ['attest', '--approve', POLICY, '--yes']);
+    expect(commit(story, dir, 'warn, approved').code).toBe(0);
+
+    stage(dir, { 'src/unverified.ts': 'export const x = 1;\n' });
+    const warned = commit(story, dir, 'unpromoted under warn');
+    expect(warned.code, warned.stderr).toBe(0);
+    expect(warned.stderr).toContain('NOT PROMOTED  src/unverified.ts');
+    expect(warned.stderr).toContain('policy mode is "warn": the commit goes through');
+    expect(gitOk(story, dir, ['ls-tree', '--name-only', '-r', 'HEAD'])).toContain('src/unverified.ts');
+  });
+});
+
+describe('pre-commit: governance changes', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'governance');
+  });
+  afterEach(() => resetWorkTree(story, dir));
+
+  it('refuses an unapproved policy edit (a protect glob removed); the existing reviewer approving it lets it through', () => {
+    editPolicy(dir, (p) => {
+      p.protect = [];
+    });
+    gitOk(story, dir, ['add', POLICY]);
+    const refused = commit(story, dir, 'drop protection');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`NOT PROMOTED  ${POLICY}`);
+    expect(refused.stderr).toContain(`approved by ${OPERATOR} for an earlier version`);
+
+    cliOk(story, dir, ['attest', '--approve', POLICY, '--yes']);
+    const approved = commit(story, dir, 'drop protection, approved');
+    expect(approved.code, approved.stderr).toBe(0);
+  });
+
+  it('refuses when it cannot answer (a corrupt staged policy: exit 2 inside the hook), never passing silently', () => {
+    writeFiles(dir, { [POLICY]: '{ "version": 1, ' });
+    gitOk(story, dir, ['add', POLICY]);
+    const refused = commit(story, dir, 'corrupt policy');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('delegate-git hook:');
+    expect(refused.stderr).toContain(POLICY);
+    expect(cli(story, dir, ['check', '--staged']).code).toBe(2);
+
+    // Control: the committed policy staged again checks cleanly.
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+    const check = cli(story, dir, ['check', '--staged']);
+    expect(check.code, check.stdout + check.stderr).toBe(0);
+  });
+
+  it('refuses a key added and self-approved by the new key; approved by the existing reviewer, it commits', () => {
+    const bobEnv = operatorEnv(story, 'bob');
+    const keygen = cliOk(story, dir, ['keygen', 'bob', '--json'], bobEnv);
+    const publicKey = (JSON.parse(keygen.stdout) as { publicKey: string }).publicKey;
+    cliOk(story, dir, [
+      'keys',
+      'add',
+      'bob',
+      '--public-key',
+      publicKey,
+      '--roles',
+      'reviewer',
+      '--email',
+      'bob@example.com',
+    ]);
+
+    // Bob's approval counts in the work tree's trust root (which lists him), so attest signs; HEAD's does not.
+    const self = cli(
+      story,
+      dir,
+      ['attest', '--approve', '.delegate-git/keys/bob.json', '--key', 'bob', '--yes'],
+      bobEnv,
+    );
+    expect(self.code, self.stderr).toBe(0);
+    gitOk(story, dir, ['add', '.delegate-git/keys/bob.json']);
+    const refused = commit(story, dir, 'add bob, self-approved');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  .delegate-git/keys/bob.json');
+    expect(refused.stderr).toContain('not in the trust root');
+
+    cliOk(story, dir, ['attest', '--approve', '.delegate-git/keys/bob.json', '--key', OPERATOR, '--yes']);
+    const approved = commit(story, dir, 'add bob, approved by alice');
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(gitOk(story, dir, ['ls-tree', '--name-only', '-r', 'HEAD'])).toContain(
+      '.delegate-git/keys/bob.json',
+    );
+  });
+});
+
+describe('pre-commit: the CLI cannot be found', () => {
+  it('refuses the commit with "cannot find delegate-git" instead of passing silently', () => {
+    const dir = copyWorkTree(story, template, 'missing-cli');
+    const hook = path.join(dir, '.git', 'hooks', 'pre-commit');
+    const installed = fs.readFileSync(hook, 'utf8');
+    expect(installed).toMatch(/^DELEGATE_GIT_CLI='[^']+'$/m);
+
+    // git and the shell stay reachable; delegate-git is neither where init recorded it nor on PATH.
+    const gitDir = path.dirname(whichGit(story.env.PATH ?? ''));
+    const env = { ...story.env, PATH: [...new Set([gitDir, '/usr/bin', '/bin'])].join(':') };
+    expect(
+      env.PATH.split(':').some((d) => fs.existsSync(path.join(d, 'delegate-git'))),
+      'delegate-git must not be on the test PATH',
+    ).toBe(false);
+    fs.writeFileSync(
+      hook,
+      installed.replace(
+        /^DELEGATE_GIT_CLI='[^']+'$/m,
+        `DELEGATE_GIT_CLI='${path.join(story.root, 'gone', 'delegate-git.js')}'`,
+      ),
+    );
+
+    stage(dir, { 'README.md': 'not even governed\n' });
+    const refused = gitRun(story, dir, ['commit', '-q', '-m', 'no cli'], env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('cannot find delegate-git');
+    expect(refused.stderr).toContain('Commit refused');
+
+    // Control: the hook as init wrote it runs the CLI, and the same commit passes.
+    fs.writeFileSync(hook, installed);
+    const passed = gitRun(story, dir, ['commit', '-q', '-m', 'cli back'], env);
+    expect(passed.code, passed.stderr).toBe(0);
+  });
+});
+
+function whichGit(pathVar: string): string {
+  for (const dir of pathVar.split(':')) {
+    const candidate = path.join(dir, 'git');
+    if (dir && fs.existsSync(candidate)) return candidate;
+  }
+  throw new Error('git is not on PATH');
+}

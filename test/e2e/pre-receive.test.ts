@@ -1,0 +1,262 @@
+/**
+ * The server gate end to end: a bare remote set up with `delegate-git init --server`, a clone set up with
+ * `delegate-git init`, and real `git push` (atomic where the ledger travels with the branch). Every refusal is
+ * asserted on git's exit code and on the `refused <ref> <commit> <path>: <reason>` line the pusher reads, and is
+ * paired with a push that is accepted.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adopt,
+  cli,
+  cliOk,
+  cloneInto,
+  commit,
+  gitOk,
+  gitRun,
+  makeServer,
+  makeStory,
+  noteLines,
+  refTip,
+  resetWorkTree,
+  type Story,
+  writeFiles,
+} from '../support/cli-story.js';
+
+const LEDGER = 'refs/notes/delegations';
+const POLICY = '.delegate-git/policy.json';
+const ATOMIC = ['push', '--atomic', 'origin', 'main', LEDGER];
+
+let story: Story;
+beforeAll(() => {
+  story = makeStory();
+});
+afterAll(() => story.cleanup());
+
+/** A server with the hook, and a clone that adopted delegate-git and pushed its adopting commit with the ledger. */
+function adoptedPair(name: string): { server: string; work: string } {
+  const server = makeServer(story, `${name}.git`);
+  const work = cloneInto(story, server, name);
+  adopt(story, work, ['src/**']);
+  const first = gitRun(story, work, ATOMIC);
+  if (first.code !== 0) throw new Error(`the first push was refused:\n${first.stderr}`);
+  expect(first.stderr).toContain('this push was judged by its own policy (first push)');
+  return { server, work };
+}
+
+function stageFile(work: string, file: string, content: string): string {
+  writeFiles(work, { [file]: content });
+  gitOk(story, work, ['add', '--', file]);
+  return gitOk(story, work, ['rev-parse', `:${file}`]);
+}
+
+/** The clone back in step with the server: branch and ledger as the server has them, work tree clean. */
+function realign(work: string): void {
+  gitOk(story, work, ['fetch', '-q', 'origin', `+main:refs/remotes/origin/main`, `+${LEDGER}:${LEDGER}`]);
+  gitOk(story, work, ['checkout', '-q', 'main']);
+  gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+  resetWorkTree(story, work);
+}
+
+function refusedLine(ref: string, file: string, reason: string): RegExp {
+  const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  return new RegExp(`refused ${literal(ref)} [0-9a-f]{12} ${literal(file)}: ${literal(reason)}`);
+}
+
+describe('pre-receive: content and the ledger', () => {
+  let server: string;
+  let work: string;
+  beforeAll(() => {
+    ({ server, work } = adoptedPair('ledger'));
+  });
+  afterEach(() => realign(work));
+
+  it('refuses a --no-verify commit of an unpromoted file; attested and pushed atomically with the ledger, it is accepted', () => {
+    stageFile(work, 'src/skipped.ts', 'export const skipped = 1;\n');
+    expect(commit(story, work, 'skip the hook', ['--no-verify']).code).toBe(0);
+    const before = refTip(story, server, 'main');
+
+    const refused = gitRun(story, work, ['push', 'origin', 'main']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/main', 'src/skipped.ts', 'no verdict'));
+    expect(refused.stderr).toContain('main -> main (pre-receive hook declined)');
+    expect(refTip(story, server, 'main')).toBe(before);
+
+    cliOk(story, work, ['attest', '--approve', 'src/skipped.ts', '--yes']);
+    const accepted = gitRun(story, work, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(refTip(story, server, 'main')).toBe(refTip(story, work, 'HEAD'));
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
+  });
+
+  it('refuses the branch pushed without the notes that promote it; the same branch with its notes is accepted', () => {
+    stageFile(work, 'src/late.ts', 'export const late = 1;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/late.ts', '--yes']);
+    expect(commit(story, work, 'promoted locally').code).toBe(0);
+
+    const refused = gitRun(story, work, ['push', 'origin', 'main']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/main', 'src/late.ts', 'no verdict'));
+    expect(refused.stderr).toContain('git push --atomic <remote> <branch> refs/notes/delegations');
+
+    const accepted = gitRun(story, work, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(refTip(story, server, 'main')).toBe(refTip(story, work, 'HEAD'));
+  });
+
+  it('refuses deleting the ledger; an append to it is accepted', () => {
+    const tip = refTip(story, server, LEDGER);
+    const refused = gitRun(story, work, ['push', 'origin', `:${LEDGER}`]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(
+      'refused refs/notes/delegations: the ledger cannot be deleted (it is append-only)',
+    );
+    expect(refTip(story, server, LEDGER)).toBe(tip);
+
+    writeFiles(work, { 'src/appended.ts': 'export const appended = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/appended.ts', '--yes']);
+    const accepted = gitRun(story, work, ['push', 'origin', LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
+  });
+
+  it('refuses a force-pushed rewrite of the ledger (git itself would allow it); sync merges and pushes instead', () => {
+    // A bare repository does not set receive.denyNonFastForwards: only the hook stands in the way.
+    expect(gitRun(story, server, ['config', '--get', 'receive.denyNonFastForwards']).code).toBe(1);
+    const serverTip = refTip(story, server, LEDGER)!;
+    // Rewritten from scratch: a ledger holding only the new record, none of the server's history.
+    gitOk(story, work, ['update-ref', '-d', LEDGER]);
+    writeFiles(work, { 'src/rewrite.ts': 'export const rewrite = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/rewrite.ts', '--yes']);
+    expect(gitRun(story, work, ['merge-base', '--is-ancestor', serverTip, LEDGER]).code).toBe(1);
+
+    const refused = gitRun(story, work, ['push', '--force', 'origin', LEDGER]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('refused refs/notes/delegations: non-fast-forward update of the ledger');
+    expect(refused.stderr).toContain('delegate-git sync');
+    expect(refTip(story, server, LEDGER)).toBe(serverTip);
+
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    const merged = refTip(story, server, LEDGER)!;
+    expect(gitRun(story, server, ['merge-base', '--is-ancestor', serverTip, merged]).code).toBe(0);
+    const blob = gitOk(story, work, ['hash-object', 'src/rewrite.ts']);
+    expect(noteLines(story, server, blob)).toHaveLength(1);
+  });
+
+  it('refuses a note line with one payload byte changed, naming its blob; the same push without it is accepted', () => {
+    const blob = stageFile(work, 'src/forged.ts', 'export const forged = 1;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/forged.ts', '--yes']);
+    const honest = refTip(story, work, LEDGER)!;
+    const [line] = noteLines(story, work, blob);
+    gitOk(story, work, [
+      'notes',
+      '--ref=delegations',
+      'append',
+      '-m',
+      withOnePayloadByteChanged(line!),
+      blob,
+    ]);
+    expect(noteLines(story, work, blob)).toHaveLength(2);
+    expect(commit(story, work, 'forged record beside the real one').code).toBe(0);
+
+    const refused = gitRun(story, work, ATOMIC);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`refused refs/notes/delegations: note on blob ${blob.slice(0, 12)}:`);
+    expect(refused.stderr).toContain('main -> main (pre-receive hook declined)');
+
+    gitOk(story, work, ['update-ref', LEDGER, honest]);
+    const accepted = gitRun(story, work, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+
+  it('refuses a fast-forward ledger update that drops a line; the ledger on the server keeps it', () => {
+    const blob = stageFile(work, 'src/dropped.ts', 'export const dropped = 1;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/dropped.ts', '--yes']);
+    expect(commit(story, work, 'promoted').code).toBe(0);
+    expect(gitRun(story, work, ATOMIC).code).toBe(0);
+    const serverTip = refTip(story, server, LEDGER)!;
+
+    gitOk(story, work, ['notes', '--ref=delegations', 'remove', blob]);
+    expect(gitRun(story, work, ['merge-base', '--is-ancestor', serverTip, LEDGER]).code).toBe(0);
+    const refused = gitRun(story, work, ['push', 'origin', LEDGER]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`drops 1 record line(s) on blob(s) ${blob.slice(0, 12)}`);
+    expect(refTip(story, server, LEDGER)).toBe(serverTip);
+    expect(noteLines(story, server, blob)).toHaveLength(1);
+  });
+});
+
+describe('pre-receive: the policy in force judges', () => {
+  let server: string;
+  let work: string;
+  beforeAll(() => {
+    ({ server, work } = adoptedPair('policy'));
+  });
+  afterEach(() => realign(work));
+
+  function weakenPolicyWithUnpromotedFile(file: string): void {
+    const policyFile = path.join(work, POLICY);
+    const policy = JSON.parse(fs.readFileSync(policyFile, 'utf8')) as { protect: string[] };
+    policy.protect = [];
+    fs.writeFileSync(policyFile, `${JSON.stringify(policy, null, 2)}\n`);
+    stageFile(work, file, 'export const unverified = 1;\n');
+    gitOk(story, work, ['add', POLICY]);
+    expect(commit(story, work, 'stop protecting src, add a file', ['--no-verify']).code).toBe(0);
+  }
+
+  it('judges a new branch by the default branch policy; a promoted new branch is accepted', () => {
+    gitOk(story, work, ['checkout', '-q', '-b', 'feature']);
+    weakenPolicyWithUnpromotedFile('src/feature.ts');
+    const refused = gitRun(story, work, ['push', '--atomic', 'origin', 'feature', LEDGER]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/feature', POLICY, ''));
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/feature', 'src/feature.ts', 'no verdict'));
+    expect(gitRun(story, server, ['rev-parse', '--verify', '-q', 'refs/heads/feature']).code).not.toBe(0);
+
+    gitOk(story, work, ['checkout', '-q', '-B', 'feature-ok', 'origin/main']);
+    stageFile(work, 'src/ok.ts', 'export const ok = 1;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/ok.ts', '--yes']);
+    expect(commit(story, work, 'promoted').code).toBe(0);
+    const accepted = gitRun(story, work, ['push', '--atomic', 'origin', 'feature-ok', LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(refTip(story, server, 'refs/heads/feature-ok')).toBe(refTip(story, work, 'HEAD'));
+  });
+
+  it('judges a push that weakens the policy by the old policy: the policy edit and the unpromoted file are both refused', () => {
+    weakenPolicyWithUnpromotedFile('src/sneaky.ts');
+    const refused = gitRun(story, work, ATOMIC);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(
+      refusedLine('refs/heads/main', POLICY, 'approved by alice for an earlier version'),
+    );
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/main', 'src/sneaky.ts', 'no verdict'));
+
+    // Control: the same weakening approved by the reviewer in force, without the unpromoted file, is accepted.
+    realign(work);
+    const policyFile = path.join(work, POLICY);
+    const policy = JSON.parse(fs.readFileSync(policyFile, 'utf8')) as { protect: string[] };
+    policy.protect = [];
+    fs.writeFileSync(policyFile, `${JSON.stringify(policy, null, 2)}\n`);
+    cliOk(story, work, ['attest', '--approve', POLICY, '--yes']);
+    gitOk(story, work, ['add', POLICY]);
+    expect(commit(story, work, 'stop protecting src, approved').code).toBe(0);
+    const accepted = gitRun(story, work, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+});
+
+/** A valid note line with one byte of its signed payload changed (the signature no longer matches). */
+function withOnePayloadByteChanged(line: string): string {
+  const envelope = JSON.parse(line) as { payload: string; payloadType: string; signatures: unknown[] };
+  const payload = Buffer.from(envelope.payload, 'base64');
+  const at = payload.indexOf('"createdAt":"2') + '"createdAt":"'.length;
+  expect(at).toBeGreaterThan('"createdAt":"'.length);
+  payload[at] = '3'.charCodeAt(0);
+  return JSON.stringify({
+    payload: payload.toString('base64'),
+    payloadType: envelope.payloadType,
+    signatures: envelope.signatures,
+  });
+}

@@ -1,0 +1,128 @@
+/**
+ * `delegate-git sync` end to end: two clones record concurrently and both end with the union of the records; a
+ * remote without a ledger receives ours; a push the server refuses is reported as refused (not retried as a race).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adopt,
+  cli,
+  cliOk,
+  cloneInto,
+  gitOk,
+  gitRun,
+  makeServer,
+  makeStory,
+  noteLines,
+  refTip,
+  type Story,
+  statementOf,
+  writeFiles,
+} from '../support/cli-story.js';
+
+const LEDGER = 'refs/notes/delegations';
+const TRACKING = 'refs/notes/remotes/origin/delegations';
+
+let story: Story;
+beforeAll(() => {
+  story = makeStory();
+});
+afterAll(() => story.cleanup());
+
+function comments(lines: string[]): string[] {
+  return lines.map((l) => String(statementOf(l).predicate.comment ?? '')).sort();
+}
+
+describe('sync between two clones', () => {
+  it('merges concurrent approvals of the same blob: both clones and the remote end with the union', () => {
+    const server = makeServer(story, 'shared.git');
+    const first = cloneInto(story, server, 'first');
+    adopt(story, first, ['src/**']);
+    expect(gitRun(story, first, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+
+    const second = cloneInto(story, server, 'second');
+    expect(cliOk(story, second, ['init']).stdout).toContain('kept the existing .delegate-git/policy.json');
+    expect(gitOk(story, second, ['config', '--get-all', 'remote.origin.fetch'])).toContain(
+      `+${LEDGER}:${TRACKING}`,
+    );
+
+    // The same content in both clones, approved in each before either has seen the other's record.
+    const content = 'export const shared = 1;\n';
+    for (const [dir, comment] of [
+      [first, 'from the first clone'],
+      [second, 'from the second clone'],
+    ] as const) {
+      writeFiles(dir, { 'src/shared.ts': content });
+      cliOk(story, dir, ['attest', '--approve', 'src/shared.ts', '-m', comment, '--yes']);
+    }
+    const blob = gitOk(story, first, ['hash-object', 'src/shared.ts']);
+    expect(comments(noteLines(story, first, blob))).toEqual(['from the first clone']);
+    expect(comments(noteLines(story, second, blob))).toEqual(['from the second clone']);
+
+    for (const dir of [first, second, first]) {
+      const synced = cli(story, dir, ['sync']);
+      expect(synced.code, synced.stderr).toBe(0);
+      expect(synced.stdout).toContain('Ledger synced with origin.');
+    }
+
+    const union = ['from the first clone', 'from the second clone'];
+    for (const dir of [first, second, server]) expect(comments(noteLines(story, dir, blob))).toEqual(union);
+    const serverTip = refTip(story, server, LEDGER);
+    for (const dir of [first, second]) {
+      expect(refTip(story, dir, LEDGER)).toBe(serverTip);
+      expect(refTip(story, dir, TRACKING)).toBe(serverTip);
+    }
+    // Nothing was lost on the way: the trust anchor's approval from init is still there too.
+    const policyBlob = gitOk(story, first, ['rev-parse', 'HEAD:.delegate-git/policy.json']);
+    expect(noteLines(story, server, policyBlob)).toHaveLength(1);
+  });
+});
+
+describe('sync with a remote that has no ledger yet', () => {
+  it('pushes ours and records the remote-tracking ref; a second sync has nothing to add', () => {
+    const server = makeServer(story, 'plain.git', { hook: false });
+    const work = cloneInto(story, server, 'plain');
+    adopt(story, work, ['src/**']);
+    expect(gitRun(story, work, ['push', '-q', 'origin', 'main']).code).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBeNull();
+
+    const synced = cli(story, work, ['sync', '--json']);
+    expect(synced.code, synced.stderr).toBe(0);
+    const result = JSON.parse(synced.stdout) as { pushed: boolean; tip: string };
+    expect(result.pushed).toBe(true);
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
+    expect(result.tip).toBe(refTip(story, work, LEDGER));
+
+    const tip = refTip(story, work, LEDGER);
+    const again = cli(story, work, ['sync']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(refTip(story, work, LEDGER)).toBe(tip);
+    expect(refTip(story, work, TRACKING)).toBe(tip);
+    expect(refTip(story, server, LEDGER)).toBe(tip);
+  });
+});
+
+describe('sync refused by the server', () => {
+  it('reports the refusal once instead of retrying it as a lost race; an honest ledger syncs', () => {
+    const server = makeServer(story, 'strict.git');
+    const work = cloneInto(story, server, 'strict');
+    adopt(story, work, ['src/**']);
+    expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+
+    writeFiles(work, { 'src/a.ts': 'export const a = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes']);
+    const honest = refTip(story, work, LEDGER)!;
+    const blob = gitOk(story, work, ['hash-object', 'src/a.ts']);
+    gitOk(story, work, ['notes', '--ref=delegations', 'append', '-m', '{"not":"a record"}', blob]);
+
+    const refused = cli(story, work, ['sync']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('the push to origin was refused');
+    expect(refused.stderr).toContain(`note on blob ${blob.slice(0, 12)}`);
+    expect(refused.stderr).not.toContain('kept moving');
+
+    gitOk(story, work, ['update-ref', LEDGER, honest]);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(honest);
+  });
+});

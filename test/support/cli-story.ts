@@ -1,0 +1,247 @@
+/**
+ * End-to-end stories with the BUILT `delegate-git` command, as a user runs it: real git, real hooks installed by
+ * `init`, a bare remote with the pre-receive hook installed by `init --server`.
+ *
+ * Every story has its own temporary root holding its repositories, its own XDG_CONFIG_HOME (so the operator's
+ * signing keys live there and a real user's keys are never read or written), its own HOME and its own global git
+ * config (identity, default branch), so nothing of the machine running the tests changes what a test sees.
+ *
+ * Typical use:
+ *   const story = makeStory();
+ *   const remote = makeServer(story);                 // bare, pre-receive installed
+ *   const work = cloneInto(story, remote, 'alice');   // a clone
+ *   adopt(story, work, ['src/**']);                  // init --protect, commit the policy and key
+ *   writeFiles(work, { 'src/a.ts': 'export {}\n' });
+ *   await recordVerdict(story, work, 'src/a.ts');    // UNIT_PASSED for the work-tree content, operator's key
+ *   gitOk(story, work, ['add', '-A']);
+ *   expect(commit(story, work, 'add a').code).toBe(0);
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  loadSigningKey,
+  POLICY_PATH,
+  parsePolicy,
+  Repository,
+  recordStatement,
+  rfc3339,
+  type VerdictName,
+  verdictStatement,
+} from '../../packages/core/src/index.js';
+import { cleanGitEnv, makeTempDir, removeDir } from './git-repo.js';
+import { cliBin } from './paths.js';
+
+/**
+ * The CLI the stories run: the built one (cliBin), or another build of it named by DELEGATE_GIT_E2E_CLI (for
+ * example a packed and installed copy, or a private build while the workspace's dist is being rebuilt).
+ */
+export const storyCli = process.env.DELEGATE_GIT_E2E_CLI ?? cliBin;
+
+/** The operator every story signs as, unless told otherwise (init names the key after $USER). */
+export const OPERATOR = 'alice';
+
+export interface Story {
+  /** Temporary directory holding everything of this story. */
+  root: string;
+  /** The environment every command of the story runs with (the operator's XDG_CONFIG_HOME, clean git). */
+  env: NodeJS.ProcessEnv;
+  cleanup(): void;
+}
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A fresh story root with its own XDG_CONFIG_HOME, HOME and global git config. */
+export function makeStory(prefix = 'delegate-git-e2e-'): Story {
+  const root = makeTempDir(prefix);
+  const home = path.join(root, 'home');
+  fs.mkdirSync(home);
+  const gitConfig = path.join(root, 'gitconfig');
+  fs.writeFileSync(
+    gitConfig,
+    [
+      '[user]',
+      `\tname = ${OPERATOR}`,
+      `\temail = ${OPERATOR}@example.com`,
+      '[init]',
+      '\tdefaultBranch = main',
+      '[advice]',
+      '\tdetachedHead = false',
+      '',
+    ].join('\n'),
+  );
+  const env = cleanGitEnv({
+    HOME: home,
+    XDG_CONFIG_HOME: path.join(root, 'xdg'),
+    USER: OPERATOR,
+    LOGNAME: OPERATOR,
+    GIT_CONFIG_GLOBAL: gitConfig,
+    GIT_TERMINAL_PROMPT: '0',
+  });
+  delete env.DELEGATE_GIT_SIGNING_KEY;
+  return { root, env, cleanup: () => removeDir(root) };
+}
+
+/** The same story's environment as another operator: their own XDG_CONFIG_HOME (and so their own keys). */
+export function operatorEnv(story: Story, name: string): NodeJS.ProcessEnv {
+  return { ...story.env, XDG_CONFIG_HOME: path.join(story.root, `xdg-${name}`), USER: name, LOGNAME: name };
+}
+
+function spawn(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, input?: string): Run {
+  const result = spawnSync(command, args, { cwd, env, input, maxBuffer: 1 << 28 });
+  if (result.error) throw result.error;
+  return {
+    code: result.status ?? 128,
+    stdout: result.stdout.toString('utf8'),
+    stderr: result.stderr.toString('utf8'),
+  };
+}
+
+/** Runs the built CLI in `cwd` (never throws: the exit code and output are what tests assert). */
+export function cli(story: Story, cwd: string, args: string[], env: NodeJS.ProcessEnv = story.env): Run {
+  return spawn(process.execPath, [storyCli, ...args], cwd, env);
+}
+
+/** Like cli, but a non-zero exit fails the test with the command's output. */
+export function cliOk(story: Story, cwd: string, args: string[], env: NodeJS.ProcessEnv = story.env): Run {
+  const run = cli(story, cwd, args, env);
+  if (run.code !== 0)
+    throw new Error(`delegate-git ${args.join(' ')} exited ${run.code}:\n${run.stdout}${run.stderr}`);
+  return run;
+}
+
+/** Runs git in `cwd` (never throws). */
+export function gitRun(story: Story, cwd: string, args: string[], env: NodeJS.ProcessEnv = story.env): Run {
+  return spawn('git', args, cwd, env);
+}
+
+/** Runs git in `cwd` and returns its trimmed stdout; a non-zero exit fails the test with git's stderr. */
+export function gitOk(story: Story, cwd: string, args: string[], env: NodeJS.ProcessEnv = story.env): string {
+  const run = gitRun(story, cwd, args, env);
+  if (run.code !== 0) throw new Error(`git ${args.join(' ')} exited ${run.code}:\n${run.stderr}`);
+  return run.stdout.trim();
+}
+
+/** `git commit` with the hooks git would run (no --no-verify unless passed in `extra`). */
+export function commit(story: Story, cwd: string, message: string, extra: string[] = []): Run {
+  return gitRun(story, cwd, ['commit', '-q', '-m', message, ...extra]);
+}
+
+/** Writes files (repository-relative POSIX paths) into a work tree; nothing is staged. */
+export function writeFiles(dir: string, files: Record<string, string | Buffer>): void {
+  for (const [file, content] of Object.entries(files)) {
+    const target = path.join(dir, file);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, content);
+  }
+}
+
+/** A bare repository (default branch main) with the pre-receive hook installed by `delegate-git init --server`. */
+export function makeServer(story: Story, name = 'remote.git', opts: { hook?: boolean } = {}): string {
+  const dir = path.join(story.root, name);
+  gitOk(story, story.root, ['init', '-q', '--bare', '-b', 'main', dir]);
+  if (opts.hook !== false) cliOk(story, dir, ['init', '--server']);
+  return dir;
+}
+
+/** `git clone` of `remote` into `<root>/<name>`. */
+export function cloneInto(story: Story, remote: string, name: string): string {
+  const dir = path.join(story.root, name);
+  gitOk(story, story.root, ['clone', '-q', remote, dir]);
+  return dir;
+}
+
+/** `git init` of a new work tree at `<root>/<name>`. */
+export function makeWorkTree(story: Story, name: string): string {
+  const dir = path.join(story.root, name);
+  gitOk(story, story.root, ['init', '-q', '-b', 'main', dir]);
+  return dir;
+}
+
+/**
+ * `delegate-git init --protect <glob>...` and the adopting commit of its policy and key file, through the hook.
+ * Returns init's output.
+ */
+export function adopt(story: Story, dir: string, protect: string[], initArgs: string[] = []): Run {
+  const init = cliOk(story, dir, ['init', ...protect.flatMap((g) => ['--protect', g]), ...initArgs]);
+  gitOk(story, dir, ['add', '.delegate-git']);
+  const adopted = commit(story, dir, 'Adopt delegate-git');
+  if (adopted.code !== 0) throw new Error(`the adopting commit was refused:\n${adopted.stderr}`);
+  return init;
+}
+
+/** A copy of a prepared work tree (git and all), so describe blocks start from the same state without re-running init. */
+export function copyWorkTree(story: Story, from: string, name: string): string {
+  const dir = path.join(story.root, name);
+  fs.cpSync(from, dir, { recursive: true, verbatimSymlinks: true });
+  return dir;
+}
+
+export interface VerdictOptions {
+  verdict?: VerdictName;
+  /** The content judged; default: the file's current work-tree content. */
+  content?: string | Buffer;
+  /** The operator key that signs (from the story's XDG_CONFIG_HOME); default OPERATOR. */
+  key?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Signs a verdict (default UNIT_PASSED) on one file's content with the operator's key, as `delegate` would, and
+ * records it in the work tree's ledger (its blob written first). Returns the blob id judged.
+ */
+export async function recordVerdict(
+  story: Story,
+  dir: string,
+  file: string,
+  opts: VerdictOptions = {},
+): Promise<string> {
+  const env = opts.env ?? story.env;
+  const content = opts.content ?? fs.readFileSync(path.join(dir, file));
+  const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+  const blob = spawnSync('git', ['hash-object', '-w', '--stdin'], { cwd: dir, env, input: bytes })
+    .stdout.toString('utf8')
+    .trim();
+  const policy = parsePolicy(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8'));
+  const { key } = loadSigningKey(opts.key ?? OPERATOR, env);
+  const statement = verdictStatement(
+    [{ path: file, sha256: createHash('sha256').update(bytes).digest('hex'), gitBlob: blob }],
+    { verdict: opts.verdict ?? 'UNIT_PASSED', repository: { id: policy.repositoryId }, createdAt: rfc3339() },
+  );
+  const repo = await Repository.open(dir, env);
+  try {
+    await recordStatement(repo.ledger, statement, key, `test: ${opts.verdict ?? 'UNIT_PASSED'} ${file}`);
+  } finally {
+    await repo.close();
+  }
+  return blob;
+}
+
+/** The record lines of the note on `blob` in `dir`'s ledger ([] when none). */
+export function noteLines(story: Story, dir: string, blob: string): string[] {
+  const run = gitRun(story, dir, ['notes', '--ref=delegations', 'show', blob]);
+  return run.code === 0 ? run.stdout.split('\n').filter(Boolean) : [];
+}
+
+/** The statement a note line carries (its DSSE payload, decoded). */
+export function statementOf(line: string): { predicate: Record<string, unknown>; subject: unknown[] } {
+  const envelope = JSON.parse(line) as { payload: string };
+  return JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8'));
+}
+
+/** The commit a ref points at in `dir`, or null. */
+export function refTip(story: Story, dir: string, ref: string): string | null {
+  const run = gitRun(story, dir, ['rev-parse', '--verify', '-q', ref]);
+  return run.code === 0 ? run.stdout.trim() : null;
+}
+
+/** Back to HEAD: index and work tree reset, untracked files removed (records and commits stay). */
+export function resetWorkTree(story: Story, dir: string): void {
+  gitOk(story, dir, ['reset', '-q', '--hard']);
+  gitOk(story, dir, ['clean', '-q', '-fd']);
+}
