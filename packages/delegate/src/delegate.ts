@@ -8,8 +8,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   DelegateGitError,
-  git,
   type Governance,
+  git,
   isRepositoryPath,
   type Repository,
   recordStatement,
@@ -27,7 +27,7 @@ import { type RedactedFailure, redactFailures } from './redaction.js';
 import { rememberRetryLocations, retryWindows, takeRetryLocations } from './retry-context.js';
 import { parseTestOutput } from './test-output.js';
 import type { Unit } from './unit.js';
-import { type Verdict, resolveVerdict } from './verdict.js';
+import { resolveVerdict, type Verdict } from './verdict.js';
 import { evaluateVerificationPolicy, resolveVerificationRepeats } from './verification-policy.js';
 import { runCommand, runPassed, runVerification } from './verification-runner.js';
 import { callWorker, WorkerError, type WorkerProgress } from './worker-client.js';
@@ -73,7 +73,10 @@ export interface DelegationReceipt {
     rawLog: string | null;
   };
   coherence: { command: string; exitCode: number; passed: number; failed: number } | null;
-  contract: { files: Array<{ path: string; sha256: string | null; unchanged: boolean }>; violations: string[] };
+  contract: {
+    files: Array<{ path: string; sha256: string | null; unchanged: boolean }>;
+    violations: string[];
+  };
   tokens: { prompt: number; completion: number; counted: boolean };
   worker: { host: string; model: string; durationMs: number; truncated: boolean } | null;
   envelope: string | null;
@@ -96,7 +99,12 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
 
   const contract = await pinContract(ws, unit.contractFiles ?? []);
   const context = await gatherContext(unit, ws, contract.canonical, settings, repo, receipt);
-  if (!context.ok) return refuse('CONTEXT_REFUSED', 'The declared context was refused; the worker was not called.', context.errors);
+  if (!context.ok)
+    return refuse(
+      'CONTEXT_REFUSED',
+      'The declared context was refused; the worker was not called.',
+      context.errors,
+    );
 
   let reply: Awaited<ReturnType<typeof callWorker>>;
   try {
@@ -110,11 +118,20 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
       onProgress: opts.onProgress,
     });
   } catch (error) {
-    if (error instanceof WorkerError) return refuse('WORKER_ERROR', `The worker failed (${error.kind}): ${error.message}. Nothing was written.`);
+    if (error instanceof WorkerError)
+      return refuse(
+        'WORKER_ERROR',
+        `The worker failed (${error.kind}): ${error.message}. Nothing was written.`,
+      );
     throw error;
   }
   receipt.tokens = reply.usage;
-  receipt.worker = { host: reply.endpointHost, model: reply.model, durationMs: reply.durationMs, truncated: reply.truncated };
+  receipt.worker = {
+    host: reply.endpointHost,
+    model: reply.model,
+    durationMs: reply.durationMs,
+    truncated: reply.truncated,
+  };
   if (reply.truncated) {
     return refuse(
       'WORKER_ERROR',
@@ -144,11 +161,16 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
   if (command && wroteCleanly) {
     const policy = evaluateVerificationPolicy(command, settings.verification);
     const approved =
-      policy.decision === 'allow' || (policy.decision === 'ask' && opts.approve !== undefined && (await opts.approve(command)));
+      policy.decision === 'allow' ||
+      (policy.decision === 'ask' && opts.approve !== undefined && (await opts.approve(command)));
     if (!approved) {
       notApproved = true;
       receipt.verification.skipped =
-        policy.decision === 'deny' ? policy.reason : opts.approve ? 'the operator declined to run it' : `${policy.reason}; no terminal to ask on, so it was refused`;
+        policy.decision === 'deny'
+          ? policy.reason
+          : opts.approve
+            ? 'the operator declined to run it'
+            : `${policy.reason}; no terminal to ask on, so it was refused`;
     } else {
       ran = true;
       const rawLog = path.join(repo.stateDir, 'last-verification.log');
@@ -162,24 +184,42 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
       flaky = result.flaky;
       receipt.verification.rawLog = rawLog;
       receipt.verification.flaky = flaky;
-      receipt.verification.runs = result.runs.map(({ exitCode, passed, failed, durationMs, timedOut }) => ({ exitCode, passed, failed, durationMs, timedOut }));
+      receipt.verification.runs = result.runs.map(({ exitCode, passed, failed, durationMs, timedOut }) => ({
+        exitCode,
+        passed,
+        failed,
+        durationMs,
+        timedOut,
+      }));
       const failing = result.runs.find((r) => !runPassed(r));
       unitFailed = result.runs.reduce((n, r) => n + (runPassed(r) ? 0 : Math.max(1, r.failed)), 0);
       if (failing) {
-        const redacted = await redactFailures(parseTestOutput(failing.output, failing.exitCode), { workspace: ws });
+        const redacted = await redactFailures(parseTestOutput(failing.output, failing.exitCode), {
+          workspace: ws,
+        });
         receipt.verification.failures = redacted.failures;
         receipt.verification.omittedFailures = redacted.omittedFailures;
       }
     }
   } else if (command) {
-    receipt.verification.skipped = plan.files.length === 0 ? 'nothing was written' : 'the emission had refused files';
+    receipt.verification.skipped =
+      plan.files.length === 0 ? 'nothing was written' : 'the emission had refused files';
   }
 
   let coherenceFailed = false;
   if (settings.coherence && wroteCleanly && settings.verification.approval !== 'deny') {
-    const run = await runCommand(settings.coherence, { cwd: top, timeoutMs: settings.verification.timeoutMs, env: commandEnvironment(opts.env) });
+    const run = await runCommand(settings.coherence, {
+      cwd: top,
+      timeoutMs: settings.verification.timeoutMs,
+      env: commandEnvironment(opts.env),
+    });
     coherenceFailed = !runPassed(run);
-    receipt.coherence = { command: settings.coherence, exitCode: run.exitCode, passed: run.passed, failed: run.failed };
+    receipt.coherence = {
+      command: settings.coherence,
+      exitCode: run.exitCode,
+      passed: run.passed,
+      failed: run.failed,
+    };
   }
 
   receipt.contract = await recheckContract(contract);
@@ -194,7 +234,10 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
     emissionErrors: errors.length,
   });
   if (settings.retryContext === 'auto') {
-    const locations = receipt.verdict === 'UNIT_PASSED' ? [] : receipt.verification.failures.flatMap((f) => (f.location ? [f.location] : []));
+    const locations =
+      receipt.verdict === 'UNIT_PASSED'
+        ? []
+        : receipt.verification.failures.flatMap((f) => (f.location ? [f.location] : []));
     await rememberRetryLocations(retryStore(repo), ws, locations);
   }
   if (plan.files.length === 0) return receipt;
@@ -207,7 +250,12 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
       recordable.map((f) => ({ path: f.path, sha256: f.sha256, gitBlob: f.gitBlob })),
       verdictPredicate(unit, receipt, opts.governance, await headCommit(repo)),
     );
-    const { line } = await recordStatement(repo.ledger, statement, opts.signingKey, `delegate-git delegate: ${receipt.verdict} ${unit.taskName}`);
+    const { line } = await recordStatement(
+      repo.ledger,
+      statement,
+      opts.signingKey,
+      `delegate-git delegate: ${receipt.verdict} ${unit.taskName}`,
+    );
     receipt.envelope = line;
   }
   return receipt;
@@ -234,7 +282,15 @@ function emptyReceipt(unit: Unit): DelegationReceipt {
     errors: [],
     context: [],
     contextWidened: [],
-    verification: { command: null, skipped: null, runs: [], flaky: false, failures: [], omittedFailures: 0, rawLog: null },
+    verification: {
+      command: null,
+      skipped: null,
+      runs: [],
+      flaky: false,
+      failures: [],
+      omittedFailures: 0,
+      rawLog: null,
+    },
     coherence: null,
     contract: { files: [], violations: [] },
     tokens: { prompt: 0, completion: 0, counted: false },
@@ -283,7 +339,9 @@ async function gatherContext(
   receipt.context = declared.context.map(({ text: _text, ...meta }) => meta);
   if (settings.retryContext !== 'auto') return { ...declared, retry: undefined };
   const locations = await takeRetryLocations(retryStore(repo), ws);
-  const declaredPaths = new Set((unit.contextFiles ?? []).map((c) => canonicalisePath(path.resolve(ws, c.path))));
+  const declaredPaths = new Set(
+    (unit.contextFiles ?? []).map((c) => canonicalisePath(path.resolve(ws, c.path))),
+  );
   const windows = retryWindows(locations, (rel) => {
     const abs = canonicalisePath(path.resolve(ws, rel));
     return declaredPaths.has(abs) || contractFiles.includes(abs);
@@ -294,17 +352,32 @@ async function gatherContext(
   if (!widened.ok) return { ...declared, retry: undefined };
   const extra = widened.context.slice(declared.context.length);
   receipt.contextWidened = extra.map((c) => c.path);
-  return { ...declared, retry: { note: 'The previous attempt at this unit failed at the locations shown below.', context: extra } };
+  return {
+    ...declared,
+    retry: { note: 'The previous attempt at this unit failed at the locations shown below.', context: extra },
+  };
 }
 
 function retryStore(repo: Repository): string {
   return path.join(repo.stateDir, 'retry-context.json');
 }
 
-async function hashWritten(repo: Repository, files: Array<{ path: string; absolute: string; mode: 'created' | 'patched'; hunks: number; lines: number; bytes: number }>): Promise<ReceiptFile[]> {
+async function hashWritten(
+  repo: Repository,
+  files: Array<{
+    path: string;
+    absolute: string;
+    mode: 'created' | 'patched';
+    hunks: number;
+    lines: number;
+    bytes: number;
+  }>,
+): Promise<ReceiptFile[]> {
   const top = repo.layout.topLevel!;
   const rels = files.map((f) => path.relative(top, f.absolute).split(path.sep).join('/'));
-  const ids = (await git(['hash-object', '-w', '--', ...files.map((f) => f.absolute)], { cwd: top, env: repo.env }))
+  const ids = (
+    await git(['hash-object', '-w', '--', ...files.map((f) => f.absolute)], { cwd: top, env: repo.env })
+  )
     .toString('utf8')
     .split('\n');
   return Promise.all(
@@ -317,7 +390,9 @@ async function hashWritten(repo: Repository, files: Array<{ path: string; absolu
         hunks: f.hunks,
         lines: f.lines,
         bytes: content.length,
-        sha256: createHash('sha256').update(await stagedContent(repo, content, gitBlob)).digest('hex'),
+        sha256: createHash('sha256')
+          .update(await stagedContent(repo, content, gitBlob))
+          .digest('hex'),
         gitBlob,
       };
     }),
@@ -335,13 +410,16 @@ async function stagedContent(repo: Repository, onDisk: Buffer, gitBlob: string):
   const rawId = createHash(algorithm).update(`blob ${onDisk.length}\0`).update(onDisk).digest('hex');
   if (rawId === gitBlob) return onDisk;
   const blob = await repo.objects.read(gitBlob);
-  if (!blob) throw new DelegateGitError('GIT', `git hash-object -w wrote ${gitBlob}, but it cannot be read back.`);
+  if (!blob)
+    throw new DelegateGitError('GIT', `git hash-object -w wrote ${gitBlob}, but it cannot be read back.`);
   return blob.content;
 }
 
 async function sha256OfFile(file: string): Promise<string | null> {
   try {
-    return createHash('sha256').update(await readFile(file)).digest('hex');
+    return createHash('sha256')
+      .update(await readFile(file))
+      .digest('hex');
   } catch {
     return null;
   }
@@ -349,13 +427,20 @@ async function sha256OfFile(file: string): Promise<string | null> {
 
 async function headCommit(repo: Repository): Promise<string | null> {
   try {
-    return (await git(['rev-parse', '--verify', '-q', 'HEAD'], { cwd: repo.cwd, env: repo.env })).toString().trim();
+    return (await git(['rev-parse', '--verify', '-q', 'HEAD'], { cwd: repo.cwd, env: repo.env }))
+      .toString()
+      .trim();
   } catch {
     return null;
   }
 }
 
-function verdictPredicate(unit: Unit, r: DelegationReceipt, governance: Governance, baseCommit: string | null) {
+function verdictPredicate(
+  unit: Unit,
+  r: DelegationReceipt,
+  governance: Governance,
+  baseCommit: string | null,
+) {
   const sha = (text: string) => createHash('sha256').update(text).digest('hex');
   return {
     verdict: r.verdict,
@@ -376,8 +461,20 @@ function verdictPredicate(unit: Unit, r: DelegationReceipt, governance: Governan
     },
     coherence: r.coherence,
     contract: r.contract.violations.length ? { violations: r.contract.violations } : { unchanged: true },
-    files: r.files.map((f) => ({ path: f.path, mode: f.mode, hunks: f.hunks, lines: f.lines, bytes: f.bytes })),
-    worker: r.worker && { endpointHost: r.worker.host, model: r.worker.model, promptTokens: r.tokens.prompt, completionTokens: r.tokens.completion, durationMs: r.worker.durationMs },
+    files: r.files.map((f) => ({
+      path: f.path,
+      mode: f.mode,
+      hunks: f.hunks,
+      lines: f.lines,
+      bytes: f.bytes,
+    })),
+    worker: r.worker && {
+      endpointHost: r.worker.host,
+      model: r.worker.model,
+      promptTokens: r.tokens.prompt,
+      completionTokens: r.tokens.completion,
+      durationMs: r.worker.durationMs,
+    },
     repository: { id: governance.policy.repositoryId, ...(baseCommit ? { baseCommit } : {}) },
     createdAt: rfc3339(),
     tool: { name: 'delegate-git', version: '0.1.0' },

@@ -1,0 +1,244 @@
+// `delegate-git delegate` end to end, the guards in front of the worker: a credential in the declared context, a
+// unit that tries to carry operator settings or is not valid JSON, an unreachable worker, a signing key outside
+// the trust root; and `delegate-git config` itself. Built CLI, a temp repository, a real HTTP worker on 127.0.0.1.
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type DelegateRepo, fileBlock, makeDelegateRepo, userPrompt } from '../support/delegate-repo.js';
+import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
+
+// Built at runtime so this file never holds a credential-shaped literal.
+const AWS_KEY_ID = ['AKIA', 'Z7Q2', 'X9RT', 'M4KD', 'P3WB'].join('');
+
+let worker: FakeWorker;
+let repo: DelegateRepo;
+let closedUrl: string;
+
+beforeAll(async () => {
+  worker = await startFakeWorker();
+  closedUrl = await closedPortUrl();
+  repo = await makeDelegateRepo({
+    workerUrl: worker.url,
+    files: {
+      'config/settings.js': `export const region = 'eu-west-1';\nexport const accessKeyId = '${AWS_KEY_ID}';\n`,
+      'config/clean.js': "export const region = 'eu-west-1';\n",
+    },
+  });
+});
+
+afterAll(async () => {
+  await worker?.close();
+  repo?.cleanup();
+});
+
+/** A URL on 127.0.0.1 where nothing listens: a port that was just bound and released. */
+async function closedPortUrl(): Promise<string> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}/v1`;
+}
+
+const creating = (file: string) => ({
+  taskName: file,
+  instruction: `Create ${file}.`,
+  targetFiles: [file],
+  runVerification: 'true',
+});
+
+describe('credential scan of the declared context', () => {
+  test('an AWS access key id in a context file is CONTEXT_REFUSED and the worker is never called', async () => {
+    // A worker of its own, so "never called" is its request counter staying at 0.
+    const untouched = await startFakeWorker([{ content: fileBlock('src/uses-settings.js', 'export {};') }]);
+    const ledgerBefore = repo.ledgerCommits();
+    const { code, stdout, receipt } = await repo.delegate(
+      { ...creating('src/uses-settings.js'), contextFiles: [{ path: 'config/settings.js' }] },
+      { env: { DELEGATE_GIT_WORKER_ENDPOINT: untouched.url } },
+    );
+    await untouched.close();
+    expect(untouched.requestCount()).toBe(0);
+
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('CONTEXT_REFUSED');
+    expect(receipt?.message).toContain('the worker was not called');
+    expect(receipt?.errors).toEqual([expect.stringMatching(/^credential in config\/settings\.js:2 \(aws/)]);
+    expect(stdout).not.toContain(AWS_KEY_ID);
+    expect(repo.exists('src/uses-settings.js')).toBe(false);
+    expect(repo.ledgerCommits()).toBe(ledgerBefore);
+  });
+
+  test('control: a clean context file is sent, and the receipt lists its slice', async () => {
+    const before = worker.requestCount();
+    worker.enqueue({
+      content: fileBlock('src/uses-clean.js', "export { region } from '../config/clean.js';"),
+    });
+    const { code, receipt } = await repo.delegate({
+      ...creating('src/uses-clean.js'),
+      contextFiles: [{ path: 'config/clean.js', startLine: 1, endLine: 99 }],
+    });
+
+    expect(code).toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(worker.requestCount()).toBe(before + 1);
+    expect(receipt?.context).toEqual([
+      {
+        path: 'config/clean.js',
+        lineRange: [1, 1],
+        lines: 1,
+        bytes: 35,
+        sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      },
+    ]);
+    const user = userPrompt(worker.requests.at(-1));
+    expect(user).toContain(
+      "Declared Context:\n--- config/clean.js (lines 1-1) ---\nexport const region = 'eu-west-1';\n",
+    );
+  });
+});
+
+describe('the unit file', () => {
+  test('a unit carrying an operator setting (`endpoint`) is refused with exit 2, naming the field and its setting', async () => {
+    const before = worker.requestCount();
+    const { code, stdout, stderr } = await repo.delegate({
+      ...creating('src/redirected.js'),
+      endpoint: closedUrl,
+    });
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toContain('endpoint: `endpoint` is an operator setting; a unit cannot set it');
+    expect(stderr).toContain('delegate-git config set worker.endpoint');
+    expect(worker.requestCount()).toBe(before);
+    expect(repo.exists('src/redirected.js')).toBe(false);
+  });
+
+  test('a unit that is not valid JSON is refused with exit 2', async () => {
+    const before = worker.requestCount();
+    const { code, stderr } = await repo.delegate('{"taskName": "broken", "instruction": ');
+    expect(code).toBe(2);
+    expect(stderr).toContain('not valid JSON');
+    expect(worker.requestCount()).toBe(before);
+  });
+
+  test('a unit without an instruction is refused with exit 2 naming the field', async () => {
+    const { code, stderr } = await repo.delegate({ taskName: 'no instruction' });
+    expect(code).toBe(2);
+    expect(stderr).toContain('instruction: is required');
+  });
+});
+
+describe('the worker endpoint', () => {
+  test('DELEGATE_GIT_WORKER_ENDPOINT overrides the setting: a closed port gives WORKER_ERROR, exit 1, nothing written', async () => {
+    const before = worker.requestCount();
+    const ledgerBefore = repo.ledgerCommits();
+    const env = { DELEGATE_GIT_WORKER_ENDPOINT: closedUrl };
+    const { code, receipt } = await repo.delegate(creating('src/unreached.js'), { env });
+
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('WORKER_ERROR');
+    expect(receipt?.message).toContain('Could not reach the worker at 127.0.0.1:');
+    expect(receipt?.message).toContain('Nothing was written.');
+    expect(receipt?.files).toEqual([]);
+    expect(repo.exists('src/unreached.js')).toBe(false);
+    expect(worker.requestCount()).toBe(before);
+    expect(repo.ledgerCommits()).toBe(ledgerBefore);
+
+    const shown = await repo.cli(['config', 'get', 'worker.endpoint'], { env });
+    expect(JSON.parse(shown.stdout)).toBe(closedUrl);
+  });
+
+  test('control: without the override the configured worker is called and the unit passes', async () => {
+    const before = worker.requestCount();
+    worker.enqueue({ content: fileBlock('src/reached.js', 'export const reached = 1;') });
+    const { code, receipt } = await repo.delegate(creating('src/reached.js'));
+    expect(code).toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(worker.requestCount()).toBe(before + 1);
+  });
+});
+
+describe('the signing key', () => {
+  test('a key outside the trust root is refused with exit 2 before the worker is called', async () => {
+    const keygen = await repo.cli(['keygen', 'stranger']);
+    expect(keygen.code).toBe(0);
+    const before = worker.requestCount();
+    const ledgerBefore = repo.ledgerCommits();
+    const { code, stdout, stderr } = await repo.delegate(creating('src/unsigned.js'), {
+      args: ['--key', 'stranger'],
+    });
+
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toContain('is not in the trust root');
+    expect(worker.requestCount()).toBe(before);
+    expect(repo.exists('src/unsigned.js')).toBe(false);
+    expect(repo.ledgerCommits()).toBe(ledgerBefore);
+  });
+
+  test('control: the registered key, named explicitly, signs', async () => {
+    worker.enqueue({ content: fileBlock('src/signed.js', 'export const signed = 1;') });
+    const { code, receipt } = await repo.delegate(creating('src/signed.js'), { args: ['--key', 'operator'] });
+    expect(code).toBe(0);
+    expect(receipt?.envelope).toBeTruthy();
+    expect(repo.noteLines(receipt!.files[0]!.gitBlob)).toEqual([receipt?.envelope]);
+  });
+});
+
+describe('delegate-git config', () => {
+  test('set then get round-trips strings and JSON values, and the setting reaches the worker request', async () => {
+    const set = await repo.cli(['config', 'set', 'worker.model', 'qwen2.5-coder:14b']);
+    expect(set.code).toBe(0);
+    expect(set.stdout).toBe('worker.model = "qwen2.5-coder:14b"\n');
+    expect(JSON.parse((await repo.cli(['config', 'get', 'worker.model'])).stdout)).toBe('qwen2.5-coder:14b');
+
+    expect((await repo.cli(['config', 'set', 'verification.allowlist', '["node","npm"]'])).code).toBe(0);
+    expect(JSON.parse((await repo.cli(['config', 'get', 'verification.allowlist'])).stdout)).toEqual([
+      'node',
+      'npm',
+    ]);
+    const all = JSON.parse((await repo.cli(['config', 'get'])).stdout);
+    expect(all.worker).toMatchObject({ endpoint: worker.url, model: 'qwen2.5-coder:14b' });
+    expect(all.verification).toMatchObject({ approval: 'allow', repeats: 3 });
+
+    // Local operator state: never in the work tree.
+    expect(repo.gitText(['status', '--porcelain', '--untracked-files=all'])).not.toContain('config.json');
+
+    // Two personal keys exist since the `stranger` test; the signingKey setting says which one delegations use.
+    expect((await repo.cli(['config', 'set', 'signingKey', 'operator'])).code).toBe(0);
+    worker.enqueue({ content: fileBlock('src/modelled.js', 'export const modelled = 1;') });
+    const { code, stderr } = await repo.delegate(creating('src/modelled.js'));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(worker.requests.at(-1)!.body.model).toBe('qwen2.5-coder:14b');
+  });
+
+  test.each([
+    ['verification.approval', 'sometimes', 'verification.approval'],
+    ['verification.repeats', '0', 'verification.repeats'],
+    ['worker.timeoutMs', '"soon"', 'worker.timeoutMs'],
+    ['worker.colour', 'blue', 'has unknown field(s) "colour"'],
+  ])(
+    'a bad value is refused with exit 2 and nothing changes: config set %s %s',
+    async (key, value, named) => {
+      const file = path.join(repo.stateDir, 'config.json');
+      const before = fs.readFileSync(file, 'utf8');
+      const { code, stdout, stderr } = await repo.cli(['config', 'set', key, value]);
+      expect(code).toBe(2);
+      expect(stdout).toBe('');
+      expect(stderr).toContain(named);
+      expect(fs.readFileSync(file, 'utf8')).toBe(before);
+    },
+  );
+
+  test('control: a good value for the same key is written', async () => {
+    expect((await repo.cli(['config', 'set', 'verification.repeats', '5'])).code).toBe(0);
+    expect(
+      JSON.parse(fs.readFileSync(path.join(repo.stateDir, 'config.json'), 'utf8')).verification,
+    ).toMatchObject({
+      approval: 'allow',
+      allowlist: ['node', 'npm'],
+      repeats: 5,
+    });
+  });
+});

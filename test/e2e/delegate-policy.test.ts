@@ -1,0 +1,162 @@
+// `delegate-git delegate` end to end, the operator's policy around the unit: whether its command may run
+// (approval, allowlist), the project-wide coherence command, and the retry context a failure leaves for the next
+// attempt. Built CLI, temp repositories, a real HTTP worker on 127.0.0.1.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type DelegateRepo, fileBlock, makeDelegateRepo, userPrompt } from '../support/delegate-repo.js';
+import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
+
+let worker: FakeWorker;
+
+beforeAll(async () => {
+  worker = await startFakeWorker();
+});
+
+afterAll(async () => {
+  await worker?.close();
+});
+
+async function delegateCreating(repo: DelegateRepo, file: string, unit: Record<string, unknown>) {
+  worker.enqueue({ content: fileBlock(file, `export const value = ${JSON.stringify(file)};`) });
+  const result = await repo.delegate({
+    taskName: file,
+    instruction: `Create ${file}.`,
+    targetFiles: [file],
+    ...unit,
+  });
+  const blob = result.receipt?.files[0]?.gitBlob;
+  const verdicts = blob ? repo.ledger(blob).map((s) => s.predicate.verdict as string) : [];
+  return { ...result, blob, verdicts };
+}
+
+describe('verification approval', () => {
+  let repo: DelegateRepo;
+  // The command leaves a mark when it runs, so "not run" is observed, not inferred from the receipt.
+  let marker: string;
+  const markCommand = () => `touch '${marker}'`;
+
+  beforeAll(async () => {
+    // approval: null keeps the default, `ask`.
+    repo = await makeDelegateRepo({ workerUrl: worker.url, approval: null });
+    marker = path.join(repo.root, 'command-ran');
+  });
+  afterAll(() => repo?.cleanup());
+
+  test('`ask` with no terminal refuses: VERIFICATION_NOT_APPROVED, the command never ran, the file is recorded unpromoted', async () => {
+    const { code, receipt, verdicts } = await delegateCreating(repo, 'src/asked.js', {
+      runVerification: markCommand(),
+    });
+
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('VERIFICATION_NOT_APPROVED');
+    expect(fs.existsSync(marker)).toBe(false);
+    expect(receipt?.verification.runs).toEqual([]);
+    expect(receipt?.verification.skipped).toContain('`touch` is not on the verification allowlist');
+    expect(receipt?.verification.skipped).toContain('no terminal to ask on');
+    expect(repo.exists('src/asked.js')).toBe(true);
+    expect(verdicts).toEqual(['VERIFICATION_NOT_APPROVED']);
+    const check = await repo.check(['src/asked.js']);
+    expect(check.code).toBe(1);
+    expect(check.report?.results[0]?.reason).toContain('verdict was VERIFICATION_NOT_APPROVED');
+  });
+
+  test('control: with the program on the allowlist the same command runs and the unit passes', async () => {
+    await repo.configSet('verification.allowlist', '["touch"]');
+    const { code, receipt, verdicts } = await delegateCreating(repo, 'src/allowlisted.js', {
+      runVerification: markCommand(),
+    });
+    expect(code).toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(fs.existsSync(marker)).toBe(true);
+    expect(verdicts).toEqual(['UNIT_PASSED']);
+  });
+
+  test('`deny` refuses even an allowlisted program', async () => {
+    fs.rmSync(marker, { force: true });
+    await repo.configSet('verification.approval', 'deny');
+    const { code, receipt, verdicts } = await delegateCreating(repo, 'src/denied.js', {
+      runVerification: markCommand(),
+    });
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('VERIFICATION_NOT_APPROVED');
+    expect(receipt?.verification.skipped).toContain('"deny"');
+    expect(fs.existsSync(marker)).toBe(false);
+    expect(verdicts).toEqual(['VERIFICATION_NOT_APPROVED']);
+  });
+});
+
+describe('coherence', () => {
+  let repo: DelegateRepo;
+
+  beforeAll(async () => {
+    repo = await makeDelegateRepo({ workerUrl: worker.url });
+  });
+  afterAll(() => repo?.cleanup());
+
+  test('a passing unit with a failing coherence command is INCOHERENT, recorded, and not promoted', async () => {
+    await repo.configSet('coherence', 'exit 1');
+    const { code, receipt, verdicts } = await delegateCreating(repo, 'src/incoherent.js', {
+      runVerification: 'true',
+    });
+
+    expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([0, 0, 0]);
+    expect(receipt?.coherence).toEqual({ command: 'exit 1', exitCode: 1, passed: 0, failed: 1 });
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('INCOHERENT');
+    expect(verdicts).toEqual(['INCOHERENT']);
+    const check = await repo.check(['src/incoherent.js']);
+    expect(check.code).toBe(1);
+    expect(check.report?.results[0]?.reason).toContain('verdict was INCOHERENT');
+  });
+
+  test('control: a passing coherence command leaves the unit UNIT_PASSED and promoted', async () => {
+    await repo.configSet('coherence', 'exit 0');
+    const { code, receipt } = await delegateCreating(repo, 'src/coherent.js', { runVerification: 'true' });
+    expect(code).toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(receipt?.coherence).toMatchObject({ command: 'exit 0', exitCode: 0 });
+    expect((await repo.check(['src/coherent.js'])).code).toBe(0);
+  });
+});
+
+describe('retry context', () => {
+  let repo: DelegateRepo;
+  const xLines = Array.from({ length: 30 }, (_, i) => `export const line${i + 1} = ${i + 1};`);
+
+  beforeAll(async () => {
+    repo = await makeDelegateRepo({ workerUrl: worker.url, files: { 'src/x.js': `${xLines.join('\n')}\n` } });
+  });
+  afterAll(() => repo?.cleanup());
+
+  const lastPrompt = () => userPrompt(worker.requests.at(-1));
+
+  test('a failure at src/x.js:5:1 widens the next delegation with src/x.js lines 1-15, once', async () => {
+    const tap = path.join(repo.root, 'x-failure.tap');
+    fs.writeFileSync(
+      tap,
+      "TAP version 13\nnot ok 1 - x handles zero\n  ---\n  location: 'src/x.js:5:1'\n  ...\n1..1\n",
+    );
+    const failed = await delegateCreating(repo, 'src/y.js', { runVerification: `cat '${tap}'; exit 1` });
+    expect(failed.receipt?.verdict).toBe('UNIT_FAILED');
+    expect(failed.receipt?.verification.failures).toEqual([
+      { name: 'x handles zero', location: 'src/x.js:5:1' },
+    ]);
+    expect(failed.receipt?.contextWidened).toEqual([]);
+
+    const retried = await delegateCreating(repo, 'src/z.js', { runVerification: 'true' });
+    expect(retried.code).toBe(0);
+    expect(retried.receipt?.contextWidened).toEqual(['src/x.js']);
+    const prompt = lastPrompt();
+    expect(prompt).toContain('Context Around the Previous Failure:');
+    expect(prompt).toContain(`--- src/x.js (lines 1-15) ---\n${xLines.slice(0, 15).join('\n')}\n`);
+    expect(prompt).not.toContain(xLines[15]);
+    // Widened context is reported apart from the architect's declared context, which stays empty here.
+    expect(retried.receipt?.context).toEqual([]);
+
+    // Consumed once: the attempt after does not see it again.
+    const next = await delegateCreating(repo, 'src/w.js', { runVerification: 'true' });
+    expect(next.receipt?.contextWidened).toEqual([]);
+    expect(lastPrompt()).not.toContain('Context Around the Previous Failure');
+  });
+});

@@ -1,0 +1,244 @@
+// `delegate-git delegate` end to end, the verification side: the command decides the verdict (repeats, flakiness,
+// timeouts), the contract is re-hashed after it ran, and what a failure says is redacted before it leaves the
+// machine while the raw log stays local. Built CLI, temp repositories, a real HTTP worker on 127.0.0.1.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type DelegateRepo, fileBlock, makeDelegateRepo } from '../support/delegate-repo.js';
+import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
+
+let worker: FakeWorker;
+let repo: DelegateRepo;
+
+beforeAll(async () => {
+  worker = await startFakeWorker();
+  repo = await makeDelegateRepo({
+    workerUrl: worker.url,
+    files: {
+      'test/spec-tampered.txt': 'the contract\n',
+      'test/spec-control.txt': 'the contract\n',
+    },
+  });
+});
+
+afterAll(async () => {
+  await worker?.close();
+  repo?.cleanup();
+});
+
+/** Delegates a unit whose worker reply creates `file`, and returns the result with the written blob's verdicts. */
+async function delegateCreating(file: string, unit: Record<string, unknown>) {
+  worker.enqueue({ content: fileBlock(file, `export const value = ${JSON.stringify(file)};`) });
+  const result = await repo.delegate({
+    taskName: file,
+    instruction: `Create ${file}.`,
+    targetFiles: [file],
+    ...unit,
+  });
+  const blob = result.receipt?.files[0]?.gitBlob;
+  const verdicts = blob ? repo.ledger(blob).map((s) => s.predicate.verdict as string) : [];
+  return { ...result, blob, verdicts };
+}
+
+describe('contract re-hash after verification', () => {
+  test('a command that changes a contract file gives CONTRACT_MODIFIED, outranking its own passing runs', async () => {
+    const { code, receipt, verdicts } = await delegateCreating('src/tampered.js', {
+      contractFiles: ['test/spec-tampered.txt'],
+      runVerification: 'echo tampered >> test/spec-tampered.txt',
+    });
+
+    expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([0, 0, 0]);
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('CONTRACT_MODIFIED');
+    expect(receipt?.contract.violations).toEqual(['test/spec-tampered.txt was modified while the unit ran']);
+    expect(receipt?.contract.files[0]).toMatchObject({ path: 'test/spec-tampered.txt', unchanged: false });
+    expect(verdicts).toEqual(['CONTRACT_MODIFIED']);
+    const check = await repo.check(['src/tampered.js']);
+    expect(check.code).toBe(1);
+    expect(check.report?.results[0]?.reason).toContain('verdict was CONTRACT_MODIFIED');
+  });
+
+  test('control: a command that only reads the contract passes, and the contract is reported unchanged', async () => {
+    const { code, receipt, verdicts } = await delegateCreating('src/untampered.js', {
+      contractFiles: ['test/spec-control.txt'],
+      runVerification: 'cat test/spec-control.txt',
+    });
+    expect(code).toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(receipt?.contract).toEqual({
+      files: [
+        { path: 'test/spec-control.txt', sha256: expect.stringMatching(/^[0-9a-f]{64}$/), unchanged: true },
+      ],
+      violations: [],
+    });
+    expect(verdicts).toEqual(['UNIT_PASSED']);
+  });
+
+  test('a declared contract file that does not exist fails closed (a typo is a violation)', async () => {
+    const { code, receipt } = await delegateCreating('src/typo.js', {
+      contractFiles: ['test/spec-typo.txt'],
+      runVerification: 'true',
+    });
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('CONTRACT_MODIFIED');
+    expect(receipt?.contract.violations).toEqual([
+      'test/spec-typo.txt was declared as a contract file but does not exist',
+    ]);
+  });
+});
+
+describe('repeats', () => {
+  test('a command that passes then fails is UNIT_FLAKY after 2 runs, recorded, not promoted', async () => {
+    const counter = path.join(repo.root, 'flaky-counter');
+    const { code, receipt, verdicts } = await delegateCreating('src/flaky.js', {
+      runVerification: `n=$(cat '${counter}' 2>/dev/null || echo 0); echo $((n+1)) > '${counter}'; test "$n" = 0`,
+    });
+
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('UNIT_FLAKY');
+    expect(receipt?.verification.flaky).toBe(true);
+    expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([0, 1]);
+    expect(fs.readFileSync(counter, 'utf8').trim()).toBe('2');
+    expect(verdicts).toEqual(['UNIT_FLAKY']);
+    const check = await repo.check(['src/flaky.js']);
+    expect(check.code).toBe(1);
+    expect(check.report?.results[0]?.reason).toContain('verdict was UNIT_FLAKY');
+  });
+
+  test('a command that always fails runs all 3 times: UNIT_FAILED in the ledger and `check` refuses', async () => {
+    const { code, receipt, verdicts } = await delegateCreating('src/failing.js', {
+      runVerification: 'echo "the sum is wrong" >&2; exit 3',
+    });
+
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('UNIT_FAILED');
+    expect(receipt?.verification.flaky).toBe(false);
+    expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([3, 3, 3]);
+    expect(repo.read('src/failing.js')).toContain('export const value');
+    expect(verdicts).toEqual(['UNIT_FAILED']);
+    const check = await repo.check(['src/failing.js']);
+    expect(check.code).toBe(1);
+    expect(check.report?.results[0]).toMatchObject({ path: 'src/failing.js', promoted: false });
+    expect(check.report?.results[0]?.reason).toContain('verdict was UNIT_FAILED');
+  });
+
+  test('control: a command that always passes runs 3 times and promotes', async () => {
+    const { code, receipt } = await delegateCreating('src/stable.js', { runVerification: 'exit 0' });
+    expect(code).toBe(0);
+    expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([0, 0, 0]);
+    expect((await repo.check(['src/stable.js'])).code).toBe(0);
+  });
+});
+
+describe('the environment of the verification command', () => {
+  test("the operator's signing key from DELEGATE_GIT_SIGNING_KEY is not passed to the (model-chosen) command", async () => {
+    const pem = fs.readFileSync(
+      path.join(repo.root, 'config', 'delegate-git', 'keys', 'operator.key'),
+      'utf8',
+    );
+    worker.enqueue({ content: fileBlock('src/env.js', 'export const env = 1;') });
+    const { code, receipt, stderr } = await repo.delegate(
+      {
+        taskName: 'env',
+        instruction: 'Create env.js.',
+        targetFiles: ['src/env.js'],
+        runVerification: 'test -z "$DELEGATE_GIT_SIGNING_KEY" && test -n "$EXPECTED_VARIABLE"',
+      },
+      { env: { DELEGATE_GIT_SIGNING_KEY: pem, EXPECTED_VARIABLE: 'kept' } },
+    );
+    expect(stderr).toBe('');
+    // The key from the environment still signed the record; only the command did not see it.
+    expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([0, 0, 0]);
+    expect(code).toBe(0);
+    expect(receipt?.envelope).toBeTruthy();
+  });
+});
+
+describe('redaction of failures', () => {
+  // Built at runtime so this file never holds a credential-shaped literal.
+  const token = `ghp_${Array.from({ length: 36 }, (_, i) => 'aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY'[(i * 7) % 32]).join('')}`;
+
+  test('a credential in a failing test name is redacted in the receipt and ledger, intact in the local raw log', async () => {
+    const tap = path.join(repo.root, 'failing.tap');
+    fs.writeFileSync(
+      tap,
+      `TAP version 13\nok 1 - adds numbers\nnot ok 2 - logs in with ${token}\nnot ok 3 - keeps an innocent name\n1..3\n`,
+    );
+    const { code, stdout, receipt, blob } = await delegateCreating('src/redacted.js', {
+      runVerification: `cat '${tap}'; exit 1`,
+    });
+
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('UNIT_FAILED');
+    expect(stdout).not.toContain(token);
+    expect(stdout).not.toContain(token.slice(4));
+    expect(receipt?.verification.failures).toEqual([
+      { name: '[REDACTED:github]' },
+      { name: 'keeps an innocent name' },
+    ]);
+    const rawLog = path.join(repo.stateDir, 'last-verification.log');
+    expect(receipt?.verification.rawLog).toBe(rawLog);
+    expect(fs.readFileSync(rawLog, 'utf8')).toContain(`not ok 2 - logs in with ${token}`);
+
+    const [statement] = repo.ledger(blob!);
+    expect(JSON.stringify(statement)).not.toContain(token.slice(4));
+    expect(statement?.predicate.verification.failures).toEqual(receipt?.verification.failures);
+  });
+});
+
+describe('verification timeout', () => {
+  let timed: DelegateRepo;
+
+  beforeAll(async () => {
+    timed = await makeDelegateRepo({ workerUrl: worker.url, config: { 'verification.timeoutMs': '1000' } });
+  });
+  afterAll(() => timed?.cleanup());
+
+  test('a command outliving verification.timeoutMs fails, and its whole process group is killed', async () => {
+    const pidFile = path.join(timed.root, 'background.pid');
+    worker.enqueue({ content: fileBlock('src/slow.js', 'export const slow = 1;') });
+    const started = performance.now();
+    const { code, receipt } = await timed.delegate({
+      taskName: 'slow',
+      instruction: 'Create slow.js.',
+      targetFiles: ['src/slow.js'],
+      runVerification: `sleep 30 & echo $! > '${pidFile}'; sleep 30`,
+      verificationRepeats: 1,
+    });
+
+    expect(performance.now() - started).toBeLessThan(15_000);
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('UNIT_FAILED');
+    expect(receipt?.verification.runs).toEqual([expect.objectContaining({ timedOut: true, exitCode: 124 })]);
+    // The background `sleep` shares the command's process group; it must be gone (or a zombie nobody reaps).
+    const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+    expect(pid).toBeGreaterThan(0);
+    expect(processIsRunning(pid)).toBe(false);
+    const blob = receipt!.files[0]!.gitBlob;
+    expect(timed.ledger(blob).map((s) => s.predicate.verdict)).toEqual(['UNIT_FAILED']);
+  });
+
+  test('control: a command inside the bound passes', async () => {
+    worker.enqueue({ content: fileBlock('src/quick.js', 'export const quick = 1;') });
+    const { code, receipt } = await timed.delegate({
+      taskName: 'quick',
+      instruction: 'Create quick.js.',
+      targetFiles: ['src/quick.js'],
+      runVerification: 'sleep 0.05',
+      verificationRepeats: 1,
+    });
+    expect(code).toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(receipt?.verification.runs).toEqual([expect.objectContaining({ timedOut: false, exitCode: 0 })]);
+  });
+});
+
+function processIsRunning(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
