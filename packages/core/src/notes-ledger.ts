@@ -572,6 +572,38 @@ export class NotesLedger {
    * when its lines are all still there.
    */
   async droppedLines(older: string, newer: string): Promise<Array<{ annotated: string; line: string }>> {
+    // A path only added cannot lose a line; an id whose note was modified, deleted or moved (deleted here, added
+    // elsewhere) is compared in full.
+    const { ids, before, after } = await this.changedNotes(older, newer, (status) => status !== 'A');
+    return ids.flatMap((annotated) => {
+      const kept = new Set(after.get(annotated));
+      return (before.get(annotated) ?? [])
+        .filter((line) => !kept.has(line))
+        .map((line) => ({ annotated, line }));
+    });
+  }
+
+  /** Lines present at `newer` but not at `older`, per annotated object (what a push or a new tip adds). */
+  async addedLines(
+    older: string | null,
+    newer: string,
+  ): Promise<Array<{ annotated: string; lines: string[] }>> {
+    if (older === null) {
+      const all: Array<{ annotated: string; lines: string[] }> = [];
+      for await (const entry of this.entries(newer)) all.push(entry);
+      return all;
+    }
+    const { ids, before, after } = await this.changedNotes(older, newer, (status) => status !== 'D');
+    return ids
+      .map((annotated) => {
+        const had = new Set(before.get(annotated));
+        return { annotated, lines: (after.get(annotated) ?? []).filter((line) => !had.has(line)) };
+      })
+      .filter((n) => n.lines.length > 0);
+  }
+
+  /** The notes `git diff-tree -r` reports between two notes commits (statuses chosen by `include`), read at both. */
+  private async changedNotes(older: string, newer: string, include: (status: string) => boolean) {
     assertRevision(older, 'notes commit');
     assertRevision(newer, 'notes commit');
     const touched = new Set<string>();
@@ -581,35 +613,31 @@ export class NotesLedger {
       this.options(),
       '\0',
     )) {
-      // -z output alternates ":<modes> <ids> <status>" and the path. A path only added cannot lose a line; an id
-      // whose note was modified, deleted or moved (deleted here, added elsewhere) is compared in full.
+      // -z output alternates ":<modes> <ids> <status>" and the path.
       if (status === null) {
         status = field.startsWith(':') ? (field.split(' ')[4] ?? '') : null;
         continue;
       }
       const annotated = annotatedIdOfPath(field);
-      if (annotated && status !== 'A') touched.add(annotated);
+      if (annotated && include(status)) touched.add(annotated);
       status = null;
     }
-    if (touched.size === 0) return [];
     const ids = [...touched].sort();
+    if (ids.length === 0)
+      return { ids, before: new Map<string, string[]>(), after: new Map<string, string[]>() };
     const batch = new CatFileBatch(this.options());
-    let before: Map<string, string[]>;
-    let after: Map<string, string[]>;
     try {
       const [olderTree, newerTree] = await Promise.all([
         NotesTreeReader.open(batch, older),
         NotesTreeReader.open(batch, newer),
       ]);
-      [before, after] = await Promise.all([this.readNotes(olderTree, ids), this.readNotes(newerTree, ids)]);
+      const [before, after] = await Promise.all([
+        this.readNotes(olderTree, ids),
+        this.readNotes(newerTree, ids),
+      ]);
+      return { ids, before, after };
     } finally {
       await batch.close();
     }
-    const dropped: Array<{ annotated: string; line: string }> = [];
-    for (const annotated of ids) {
-      const kept = new Set(after.get(annotated));
-      for (const line of before.get(annotated) ?? []) if (!kept.has(line)) dropped.push({ annotated, line });
-    }
-    return dropped;
   }
 }

@@ -3,7 +3,7 @@
  * (DESIGN 4.1). Built from the decoded records (signatures are not needed to govern: a forged line can only add
  * restrictions), and cached per notes commit in the git dir, because the gate runs on every commit.
  */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { NotesLedger } from './notes-ledger.js';
 import type { EarlierRecord } from './promotion.js';
@@ -17,6 +17,11 @@ const CACHE_VERSION = 1;
 
 export class PathIndex {
   constructor(private readonly byPath: Map<string, IndexEntry[]>) {}
+
+  /** The map itself, for extending an index with newly added lines. */
+  get entries(): Map<string, IndexEntry[]> {
+    return this.byPath;
+  }
 
   static empty(): PathIndex {
     return new PathIndex(new Map());
@@ -48,7 +53,10 @@ export class PathIndex {
 
   /** Blobs other than `blob` that records on this path sit on, most recently indexed first. */
   earlierBlobs(path: string, blob: string): string[] {
-    return (this.byPath.get(path) ?? []).map((e) => e[3]).filter((b) => b !== blob).reverse();
+    return (this.byPath.get(path) ?? [])
+      .map((e) => e[3])
+      .filter((b) => b !== blob)
+      .reverse();
   }
 
   toJSON(): unknown {
@@ -90,28 +98,83 @@ export async function buildPathIndex(ledger: NotesLedger, at: string): Promise<P
 /**
  * The index for the ledger at `tip`, from `<cacheDir>/path-index-<tip>.json` when present. The cache is only an
  * accelerator: it is derived from the notes commit named in its file name, and a missing or corrupt cache is rebuilt.
+ * When the ledger has moved on since the last cached tip (every append moves it), only the notes that changed are
+ * read and added: the ledger only grows, and a line that somehow vanished can only leave a path over-governed.
  */
-export async function loadPathIndex(ledger: NotesLedger, tip: string | null, cacheDir: string | null): Promise<PathIndex> {
+export async function loadPathIndex(
+  ledger: NotesLedger,
+  tip: string | null,
+  cacheDir: string | null,
+): Promise<PathIndex> {
   if (tip === null) return PathIndex.empty();
-  const file = cacheDir ? path.join(cacheDir, `path-index-${tip}.json`) : null;
-  if (file) {
-    try {
-      const cached = PathIndex.fromJSON(JSON.parse(await readFile(file, 'utf8')));
-      if (cached) return cached;
-    } catch {
-      // No cache yet (or unreadable): rebuild below.
-    }
-  }
-  const index = await buildPathIndex(ledger, tip);
-  if (file && cacheDir) {
-    try {
-      await mkdir(cacheDir, { recursive: true });
-      const tmp = `${file}.${process.pid}.tmp`;
-      await writeFile(tmp, JSON.stringify(index));
-      await rename(tmp, file);
-    } catch {
-      // A read-only git dir (a server, a CI cache) still gets a correct answer, only slower.
-    }
-  }
+  if (cacheDir === null) return buildPathIndex(ledger, tip);
+  const exact = await readCache(path.join(cacheDir, cacheName(tip)));
+  if (exact) return exact;
+  const index = (await extendLatestCache(ledger, tip, cacheDir)) ?? (await buildPathIndex(ledger, tip));
+  await writeCache(cacheDir, tip, index);
   return index;
+}
+
+const CACHE_FILE = /^path-index-([0-9a-f]{40,64})\.json$/;
+
+function cacheName(tip: string): string {
+  return `path-index-${tip}.json`;
+}
+
+async function readCache(file: string): Promise<PathIndex | null> {
+  try {
+    return PathIndex.fromJSON(JSON.parse(await readFile(file, 'utf8')));
+  } catch {
+    return null;
+  }
+}
+
+async function extendLatestCache(
+  ledger: NotesLedger,
+  tip: string,
+  cacheDir: string,
+): Promise<PathIndex | null> {
+  let names: string[];
+  try {
+    names = (await readdir(cacheDir)).filter((n) => CACHE_FILE.test(n));
+  } catch {
+    return null;
+  }
+  const dated = await Promise.all(
+    names.map(async (n) => ({
+      n,
+      at: await stat(path.join(cacheDir, n)).then(
+        (s) => s.mtimeMs,
+        () => 0,
+      ),
+    })),
+  );
+  const latest = dated.sort((a, b) => b.at - a.at)[0];
+  if (!latest) return null;
+  const cached = await readCache(path.join(cacheDir, latest.n));
+  if (!cached) return null;
+  try {
+    const older = CACHE_FILE.exec(latest.n)![1]!;
+    for (const { annotated, lines } of await ledger.addedLines(older, tip))
+      addLines(cached.entries, annotated, lines);
+    return cached;
+  } catch {
+    return null; // the cached tip is gone (gc after a rewrite): rebuild from scratch
+  }
+}
+
+async function writeCache(cacheDir: string, tip: string, index: PathIndex): Promise<void> {
+  try {
+    await mkdir(cacheDir, { recursive: true });
+    const file = path.join(cacheDir, cacheName(tip));
+    const tmp = `${file}.${process.pid}.tmp`;
+    await writeFile(tmp, JSON.stringify(index));
+    await rename(tmp, file);
+    // Keep the newest only: the next tip extends it.
+    for (const n of await readdir(cacheDir)) {
+      if (CACHE_FILE.test(n) && n !== cacheName(tip)) await rm(path.join(cacheDir, n), { force: true });
+    }
+  } catch {
+    // A read-only git dir (a server, a CI cache) still gets a correct answer, only slower.
+  }
 }

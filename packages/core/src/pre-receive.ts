@@ -56,7 +56,8 @@ export async function judgePush(repo: Repository, updates: RefUpdate[]): Promise
   const contentUpdates = updates.filter((u) => !u.ref.startsWith('refs/notes/') && !ZERO.test(u.newId));
   const forNotes = await governanceInForce(repo, null, contentUpdates[0], result);
 
-  const notesAfter = notesUpdate && !ZERO.test(notesUpdate.newId) ? notesUpdate.newId : await repo.ledger.tip();
+  const notesAfter =
+    notesUpdate && !ZERO.test(notesUpdate.newId) ? notesUpdate.newId : await repo.ledger.tip();
   if (notesUpdate) await judgeLedgerUpdate(repo, notesUpdate, forNotes, result);
   for (const update of contentUpdates) await judgeRefUpdate(repo, update, notesAfter, result);
   return result;
@@ -74,7 +75,10 @@ async function governanceInForce(
   const head = await gitTry(['symbolic-ref', '-q', 'HEAD'], { cwd: repo.cwd, env: repo.env });
   if (head.code === 0) candidates.push(head.stdout.toString().trim());
   for (const rev of candidates) {
-    const exists = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], { cwd: repo.cwd, env: repo.env });
+    const exists = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], {
+      cwd: repo.cwd,
+      env: repo.env,
+    });
     if (exists.code !== 0) continue;
     const commit = exists.stdout.toString().trim();
     return loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
@@ -85,22 +89,40 @@ async function governanceInForce(
   return loadGovernance(gitSnapshot(repo.cwd, repo.objects, first.newId, repo.env));
 }
 
-async function judgeLedgerUpdate(repo: Repository, u: RefUpdate, governance: Governance | null, result: PushJudgement) {
+async function judgeLedgerUpdate(
+  repo: Repository,
+  u: RefUpdate,
+  governance: Governance | null,
+  result: PushJudgement,
+) {
   const refuse = (reason: string) => result.refusals.push({ ref: u.ref, reason });
   if (ZERO.test(u.newId)) return refuse('the ledger cannot be deleted (it is append-only)');
   if (!ZERO.test(u.oldId)) {
-    const ff = await gitTry(['merge-base', '--is-ancestor', u.oldId, u.newId], { cwd: repo.cwd, env: repo.env });
+    const ff = await gitTry(['merge-base', '--is-ancestor', u.oldId, u.newId], {
+      cwd: repo.cwd,
+      env: repo.env,
+    });
     if (ff.code !== 0) {
-      return refuse('non-fast-forward update of the ledger (it is append-only): run `delegate-git sync` and push again');
+      return refuse(
+        'non-fast-forward update of the ledger (it is append-only): run `delegate-git sync` and push again',
+      );
     }
     const dropped = await repo.ledger.droppedLines(u.oldId, u.newId);
     if (dropped.length > 0) {
       const blobs = [...new Set(dropped.map((d) => d.annotated.slice(0, 12)))];
-      return refuse(`the update drops ${dropped.length} record line(s) on blob(s) ${blobs.join(', ')} (the ledger is append-only)`);
+      return refuse(
+        `the update drops ${dropped.length} record line(s) on blob(s) ${blobs.join(', ')} (the ledger is append-only)`,
+      );
     }
   }
-  if (!governance) return refuse('no policy is in force on this repository to verify the ledger against; push a branch with the policy first');
-  for (const { annotated, lines } of await addedLines(repo, ZERO.test(u.oldId) ? null : u.oldId, u.newId)) {
+  if (!governance)
+    return refuse(
+      'no policy is in force on this repository to verify the ledger against; push a branch with the policy first',
+    );
+  for (const { annotated, lines } of await repo.ledger.addedLines(
+    ZERO.test(u.oldId) ? null : u.oldId,
+    u.newId,
+  )) {
     result.noteLines += lines.length;
     for (const line of lines) {
       const problem = await lineProblem(repo, governance, annotated, line);
@@ -110,11 +132,17 @@ async function judgeLedgerUpdate(repo: Repository, u: RefUpdate, governance: Gov
 }
 
 /** Why a new note line may not enter the ledger, or null. The content is checked now when the blob is here. */
-async function lineProblem(repo: Repository, governance: Governance, annotated: string, line: string): Promise<string | null> {
+async function lineProblem(
+  repo: Repository,
+  governance: Governance,
+  annotated: string,
+  line: string,
+): Promise<string | null> {
   const decoded = decodeRecord(line);
   if (!decoded.ok) return `not a valid record: ${decoded.reason}`;
   const record = decoded.record;
-  if (!record.subjects.some((s) => s.gitBlob === annotated)) return 'the record does not name the blob it is attached to';
+  if (!record.subjects.some((s) => s.gitBlob === annotated))
+    return 'the record does not name the blob it is attached to';
   const trust = verifyRecord(record, governance.trustRoot, governance.policy.repositoryId);
   if (!trust.ok) return trust.reason;
   const blob = await repo.objects.read(annotated);
@@ -127,31 +155,18 @@ async function lineProblem(repo: Repository, governance: Governance, annotated: 
   return null;
 }
 
-/** Lines present in the notes at `newer` and not at `older`, per annotated object. */
-async function addedLines(repo: Repository, older: string | null, newer: string) {
-  const [before, after] = await Promise.all([
-    older ? repo.ledger.list(older) : Promise.resolve(new Map<string, string>()),
-    repo.ledger.list(newer),
-  ]);
-  const changed = [...after].filter(([annotated, note]) => before.get(annotated) !== note).map(([a]) => a);
-  if (changed.length === 0) return [];
-  const [oldLines, newLines] = await Promise.all([
-    older ? repo.ledger.linesOnMany(changed, older) : Promise.resolve(new Map<string, string[]>()),
-    repo.ledger.linesOnMany(changed, newer),
-  ]);
-  return changed.map((annotated) => {
-    const had = new Set(oldLines.get(annotated) ?? []);
-    return { annotated, lines: (newLines.get(annotated) ?? []).filter((l) => !had.has(l)) };
-  });
-}
-
 interface Introduced {
   path: string;
   blob: string;
   commit: string;
 }
 
-async function judgeRefUpdate(repo: Repository, u: RefUpdate, notesAfter: string | null, result: PushJudgement) {
+async function judgeRefUpdate(
+  repo: Repository,
+  u: RefUpdate,
+  notesAfter: string | null,
+  result: PushJudgement,
+) {
   const governance = await governanceInForce(repo, u, u, result);
   if (!governance) return;
   const { introduced, deleted, commits } = await newChanges(repo, u.newId);
@@ -168,13 +183,19 @@ async function judgeRefUpdate(repo: Repository, u: RefUpdate, notesAfter: string
     batch: repo.objects,
   });
   judged.forEach((j, i) => {
-    if (!j.promoted) result.refusals.push({ ref: u.ref, commit: unique[i]!.commit, path: j.path, reason: j.reason });
+    if (!j.promoted)
+      result.refusals.push({ ref: u.ref, commit: unique[i]!.commit, path: j.path, reason: j.reason });
   });
   if (governance.policy.protectDeletes) {
     const matcher = governedMatcher(governance.policy);
     for (const d of deleted) {
       if (matcher.isProtected(d.path)) {
-        result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason: 'deleting a protected path is refused by the policy (protectDeletes)' });
+        result.refusals.push({
+          ref: u.ref,
+          commit: d.commit,
+          path: d.path,
+          reason: 'deleting a protected path is refused by the policy (protectDeletes)',
+        });
       }
     }
   }
@@ -183,7 +204,19 @@ async function judgeRefUpdate(repo: Repository, u: RefUpdate, notesAfter: string
 /** Every commit reachable from `tip` and from no existing ref, with what each adds or changes against its first parent. */
 async function newChanges(repo: Repository, tip: string) {
   const out = await git(
-    ['log', '--raw', '-z', '--no-abbrev', '-M', '-C', '--diff-merges=first-parent', '--format=%x01%H', tip, '--not', '--all'],
+    [
+      'log',
+      '--raw',
+      '-z',
+      '--no-abbrev',
+      '-M',
+      '-C',
+      '--diff-merges=first-parent',
+      '--format=%x01%H',
+      tip,
+      '--not',
+      '--all',
+    ],
     { cwd: repo.cwd, env: repo.env },
   );
   const introduced: Introduced[] = [];
@@ -192,7 +225,8 @@ async function newChanges(repo: Repository, tip: string) {
   let commit = '';
   let pending: string[] = [];
   const flush = () => {
-    for (const c of parseRawDiff(pending)) (c.status === 'D' ? deleted : introduced).push({ path: c.path, blob: c.blob, commit });
+    for (const c of parseRawDiff(pending))
+      (c.status === 'D' ? deleted : introduced).push({ path: c.path, blob: c.blob, commit });
     pending = [];
   };
   for (const token of out.toString('utf8').split('\0')) {
