@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   DEFAULT_KEYS_DIR,
@@ -80,8 +80,10 @@ export default {
         );
       }
       const done: string[] = [];
-      const created = !existsSync(path.join(top, POLICY_PATH));
-      const policy = await ensurePolicy(top, values, io, done);
+      const { policy, created } = await choosePolicy(top, values, io);
+      // The signing key and the key file come before a new policy is written: a run that fails on them (an unusable
+      // DELEGATE_GIT_SIGNING_KEY, a name taken by another key) leaves no policy behind, so the next run still writes
+      // the policy and approves it as the trust anchor, instead of keeping a policy that nobody approved.
       const keyName = values.key ?? defaultKeyName(io.env);
       const key = await ensureSigningKey(keyName, io, done);
       const email = (await gitTry(['config', 'user.email'], { cwd: top, env: io.env })).stdout.toString().trim();
@@ -92,7 +94,11 @@ export default {
         roles: ['delegator', 'reviewer'],
       });
       done.push(registered.created ? `registered your public key in ${registered.file}` : `your key is already in ${registered.file}`);
-      if (created) await approveAnchor(repo, top, policy, registered.file, keyName, key, email, done);
+      if (created) {
+        await writeFileAtomic(path.join(top, POLICY_PATH), policyText(policy));
+        done.unshift(`wrote ${POLICY_PATH} (protect: ${policy.protect.length ? policy.protect.join(', ') : 'nothing yet'})`);
+        await approveAnchor(repo, top, policy, registered.file, keyName, key, email, done);
+      } else done.unshift(`kept the existing ${POLICY_PATH}`);
       await configureNotes(repo, done);
       if (!values['no-hook']) done.push(`installed the pre-commit hook: ${await installPreCommit(repo)}`);
       if (values.json) io.out(`${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, done }, null, 2)}\n`);
@@ -107,18 +113,14 @@ export default {
   },
 } satisfies CommandModule;
 
-async function ensurePolicy(
+/** The existing policy (kept as it is), or the one a new adoption will write (not written yet). */
+async function choosePolicy(
   top: string,
   values: { protect?: string[]; 'keys-dir'?: string },
   io: Io,
-  done: string[],
-): Promise<Policy> {
+): Promise<{ policy: Policy; created: boolean }> {
   const file = path.join(top, POLICY_PATH);
-  if (existsSync(file)) {
-    const policy = parsePolicy(await readFile(file, 'utf8'));
-    done.push(`kept the existing ${POLICY_PATH}`);
-    return policy;
-  }
+  if (existsSync(file)) return { policy: parsePolicy(await readFile(file, 'utf8')), created: false };
   let protect = values.protect ?? [];
   if (!values.protect && io.interactive) {
     const answer = await io.prompt('Paths that must always be promoted (globs, comma-separated, empty for none): ');
@@ -138,10 +140,7 @@ async function ensurePolicy(
     }),
     '--keys-dir/--protect',
   );
-  await mkdir(path.join(top, policy.keysDir), { recursive: true });
-  await writeFileAtomic(file, policyText(policy));
-  done.push(`wrote ${POLICY_PATH} (protect: ${protect.length ? protect.join(', ') : 'nothing yet'})`);
-  return policy;
+  return { policy, created: true };
 }
 
 async function ensureSigningKey(name: string, io: Io, done: string[]) {

@@ -7,8 +7,8 @@ import { readKeyFiles, readWorktreePolicy, registerKey } from '../trust-files.js
 const help = `
 Usage: delegate-git keys list [--json]
        delegate-git keys add <name> --public-key <base64> --roles delegator,reviewer [--email <e>]
-                             [--not-before <time>] [--not-after <time>]
-       delegate-git keys revoke <name> [--at <time>]
+                             [--not-before <time>] [--not-after <time>] [--json]
+       delegate-git keys revoke <name> [--at <time>] [--json]
 
 Edits the trust root: one JSON file per key in the repository's keys directory (the policy's keysDir).
 Roles: delegator (signs verdicts), reviewer (signs reviews). Times are RFC 3339 UTC. A revoked key's
@@ -65,6 +65,7 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
     email: { type: 'string' },
     'not-before': { type: 'string' },
     'not-after': { type: 'string' },
+    json: { type: 'boolean' },
   });
   const [name, ...extra] = positionals;
   if (!name || extra.length > 0) throw usageError('keys', 'keys add takes exactly one key name.');
@@ -81,12 +82,13 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
     notBefore: values['not-before'],
     notAfter: values['not-after'],
   });
-  io.out(result.created ? `Added ${result.file}. Commit it with a reviewer's approval.\n` : `That key is already registered in ${result.file}.\n`);
+  if (values.json) io.out(json({ name, ...result }));
+  else io.out(result.created ? `Added ${result.file}. Commit it with a reviewer's approval.\n` : `That key is already registered in ${result.file}.\n`);
   return 0;
 }
 
 async function revoke(argv: string[], io: Io, top: string, keysDir: string): Promise<number> {
-  const { values, positionals } = parseCommandArgs('keys', argv, { at: { type: 'string' } });
+  const { values, positionals } = parseCommandArgs('keys', argv, { at: { type: 'string' }, json: { type: 'boolean' } });
   const [name, ...extra] = positionals;
   if (!name || extra.length > 0) throw usageError('keys', 'keys revoke takes exactly one key name.');
   const key = (await readKeyFiles(top, keysDir)).find((k) => k.name === name);
@@ -95,6 +97,7 @@ async function revoke(argv: string[], io: Io, top: string, keysDir: string): Pro
   const updated = { ...key.raw, revoked: key.raw.revoked ?? at };
   parseKeyFile(keyFileText(updated), key.file);
   await writeFileAtomic(path.join(top, key.file), keyFileText(updated));
-  io.out(`Revoked ${name} (${updated.revoked}) in ${key.file}. Its records no longer count; content it promoted must be promoted again.\n`);
+  if (values.json) io.out(json({ name, file: key.file, keyid: key.keyid, revoked: updated.revoked }));
+  else io.out(`Revoked ${name} (${updated.revoked}) in ${key.file}. Its records no longer count; content it promoted must be promoted again.\n`);
   return 0;
 }

@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { appendFile } from 'node:fs/promises';
-import { type LedgerVerification, Repository, verificationExitCode, verifyLedger } from '@delegate-git/core';
+import { decodeRecord, type LedgerVerification, Repository, verificationExitCode, verifyLedger } from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs } from '../command.js';
 
 const help = `
@@ -40,7 +41,11 @@ export default {
     const markdown = renderMarkdown(result, exitCode);
     if (io.env.GITHUB_STEP_SUMMARY) await appendFile(io.env.GITHUB_STEP_SUMMARY, markdown);
     if (io.env.GITHUB_ACTIONS === 'true') {
-      for (const f of result.files.filter((x) => !x.promoted)) io.out(`::error file=${f.path}::${escapeAnnotation(f.reason)}\n`);
+      // The runner reads workflow commands from both streams; with --json they go to stderr so stdout stays JSON.
+      const annotate = values.json ? io.err : io.out;
+      for (const f of result.files.filter((x) => !x.promoted)) {
+        annotate(`::error file=${escapeProperty(f.path)}::${escapeAnnotation(`${f.path} is not promoted: ${f.reason}`)}\n`);
+      }
     }
     if (values.json) io.out(json({ ...result, exitCode }));
     else if (values.markdown) io.out(markdown);
@@ -60,7 +65,7 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
   for (const p of v.invalid) out.push(`INVALID LINE  blob ${p.blob} line ${p.line}: ${p.reason}`);
   for (const f of refused) out.push(`NOT PROMOTED  ${f.path}: ${f.reason}`);
   if (v.appendOnly.problem) out.push(`LEDGER REWRITTEN  ${v.appendOnly.problem}`);
-  for (const r of v.appendOnly.removed) out.push(`LINE REMOVED  in notes commit ${r.commit.slice(0, 12)} from blob ${r.blob}: ${r.line.slice(0, 60)}...`);
+  for (const r of v.appendOnly.removed) out.push(`LINE REMOVED  in notes commit ${r.commit.slice(0, 12)} from blob ${r.blob}: ${describeLine(r.line)}`);
   for (const p of v.revoked) out.push(`revoked       blob ${p.blob} line ${p.line}: ${p.reason} (no longer counts)`);
   out.push(
     `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} record line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${v.revoked.length} by revoked keys`,
@@ -79,7 +84,11 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     for (const p of v.invalid) md.push(`- invalid record on blob \`${p.blob.slice(0, 12)}\` line ${p.line}: ${p.reason}`);
     for (const f of refused) md.push(`- \`${f.path}\` is not promoted: ${f.reason}`);
     if (v.appendOnly.problem) md.push(`- ledger rewritten: ${v.appendOnly.problem}`);
-    if (v.appendOnly.removed.length) md.push(`- ${v.appendOnly.removed.length} record line(s) removed from the ledger`);
+    if (v.appendOnly.removed.length) md.push(`- ${v.appendOnly.removed.length} record line(s) removed from the ledger:`);
+    for (const r of v.appendOnly.removed.slice(0, MAX_LISTED)) {
+      md.push(`  - from blob \`${r.blob.slice(0, 12)}\` in notes commit \`${r.commit.slice(0, 12)}\`: ${describeLine(r.line)}`);
+    }
+    if (v.appendOnly.removed.length > MAX_LISTED) md.push(`  - … and ${v.appendOnly.removed.length - MAX_LISTED} more (see \`--json\`)`);
     md.push('');
   }
   md.push(
@@ -107,6 +116,28 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
   return `${md.join('\n')}\n`;
 }
 
+/** Removed lines listed one by one in the job summary; the rest are counted (all of them are in --json). */
+const MAX_LISTED = 50;
+
+/**
+ * A removed line in words, so a reviewer can tell which record went: every record line starts with the same
+ * characters (the envelope's base64 payload of a Statement), so a prefix of the line would not say.
+ */
+export function describeLine(line: string): string {
+  const digest = createHash('sha256').update(line).digest('hex').slice(0, 16);
+  const decoded = decodeRecord(line);
+  if (!decoded.ok) return `a line that is no record (line sha256 ${digest})`;
+  const r = decoded.record;
+  const what = r.kind === 'verdict' ? `verdict ${r.verdict}` : `review ${r.decision}`;
+  const keys = r.envelope.signatures.map((s) => s.keyid.slice(0, 12)).join(', ');
+  return `${what} of ${r.subjects.map((s) => s.path).join(', ')} made ${r.createdAtText}, signed by key ${keys} (line sha256 ${digest})`;
+}
+
 function escapeAnnotation(text: string): string {
   return text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+}
+
+/** Workflow command properties (file=...) also end at ":" and ",". */
+function escapeProperty(text: string): string {
+  return escapeAnnotation(text).replace(/:/g, '%3A').replace(/,/g, '%2C');
 }

@@ -1,0 +1,655 @@
+/**
+ * The first commands end to end with the built CLI (init, keygen, keys, check, show), and what every command owes its
+ * user: `--help` with an example, a usage error that names the unknown flag and the help, and exit 2 with a clear
+ * message when the question cannot be answered (no repository, no git, an unusable signing key, a corrupt policy).
+ * Every refusal is paired with a control that passes.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { POLICY_PATH } from '../../packages/core/src/index.js';
+import {
+  adopt,
+  cli,
+  cliOk,
+  commit,
+  copyWorkTree,
+  gitOk,
+  makeStory,
+  makeWorkTree,
+  noteLines,
+  OPERATOR,
+  operatorEnv,
+  type Run,
+  recordVerdict,
+  refTip,
+  type Story,
+  storyCli,
+  writeFiles,
+} from '../support/cli-story.js';
+import { repoRoot } from '../support/paths.js';
+import { subjectOf, testKey, verdictLine } from '../support/records.js';
+
+const LEDGER = 'refs/notes/delegations';
+const KEY_FILE = `.delegate-git/keys/${OPERATOR}.json`;
+
+let story: Story;
+/** Adopted (protect src/**) with src/a.ts promoted by a verdict and committed; describes work on copies. */
+let base: string;
+let blobA: string;
+
+beforeAll(async () => {
+  story = makeStory('delegate-git-basics-');
+  delete story.env.GITHUB_ACTIONS;
+  delete story.env.GITHUB_STEP_SUMMARY;
+  base = makeWorkTree(story, 'base');
+  adopt(story, base, ['src/**']);
+  writeFiles(base, { 'src/a.ts': 'export const a = 1;\n' });
+  blobA = await recordVerdict(story, base, 'src/a.ts');
+  gitOk(story, base, ['add', '-A']);
+  const run = commit(story, base, 'add a');
+  if (run.code !== 0) throw new Error(run.stderr);
+});
+
+afterAll(() => story.cleanup());
+
+function json<T>(run: Run): T {
+  try {
+    return JSON.parse(run.stdout) as T;
+  } catch {
+    throw new Error(`not JSON (exit ${run.code}):\n${run.stdout}\n${run.stderr}`);
+  }
+}
+
+function keyDir(env: NodeJS.ProcessEnv = story.env): string {
+  return path.join(env.XDG_CONFIG_HOME!, 'delegate-git', 'keys');
+}
+
+/** Runs the built CLI without blocking, so a matrix of invocations shares the wait. */
+function cliAsync(cwd: string, args: string[], env: NodeJS.ProcessEnv = story.env): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [storyCli, ...args], {
+      cwd,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      resolve({
+        code: code ?? 128,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      }),
+    );
+  });
+}
+
+/** Each invocation's result, in order, at most `limit` at a time. */
+async function runAll(
+  items: Array<{ cwd: string; args: string[]; env?: NodeJS.ProcessEnv }>,
+  limit = 4,
+): Promise<Run[]> {
+  const results: Run[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < items.length; i = next++) {
+      const item = items[i]!;
+      results[i] = await cliAsync(item.cwd, item.args, item.env);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
+}
+
+/** Everything init writes or configures: the repository's files and config, the hooks, and the operator's keys. */
+function initState(dir: string): Record<string, string> {
+  const state: Record<string, string> = {};
+  const walk = (root: string, label: string) => {
+    if (!fs.existsSync(root)) return;
+    for (const entry of fs.readdirSync(root, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      const abs = path.join(entry.parentPath, entry.name);
+      const mode = (fs.statSync(abs).mode & 0o777).toString(8);
+      state[`${label}/${path.relative(root, abs)}`] =
+        `${mode} ${createHash('sha256').update(fs.readFileSync(abs)).digest('hex')}`;
+    }
+  };
+  walk(path.join(dir, '.delegate-git'), 'policy');
+  walk(path.join(dir, '.git', 'hooks'), 'hooks');
+  walk(keyDir(), 'xdg');
+  state.config = fs.readFileSync(path.join(dir, '.git', 'config'), 'utf8');
+  state.ledger = refTip(story, dir, LEDGER) ?? '(none)';
+  return state;
+}
+
+describe('init', () => {
+  it('writes the policy with every --protect, registers and approves the key, configures notes; --json says so', () => {
+    const dir = makeWorkTree(story, 'init-fresh');
+    gitOk(story, dir, ['remote', 'add', 'origin', path.join(story.root, 'nowhere.git')]);
+    const run = cliOk(story, dir, ['init', '--protect', 'src/**', '--protect', 'lib/*.ts', '--json']);
+    const out = json<{ policy: string; keysDir: string; key: string; keyid: string; done: string[] }>(run);
+    expect(out).toMatchObject({ policy: POLICY_PATH, keysDir: '.delegate-git/keys', key: OPERATOR });
+    expect(out.keyid).toMatch(/^[0-9a-f]{64}$/);
+    expect(out.done[0]).toBe(`wrote ${POLICY_PATH} (protect: src/**, lib/*.ts)`);
+    expect(out.done).toContain(`approved the new policy and your key file as the trust anchor (${OPERATOR})`);
+
+    const policy = JSON.parse(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8'));
+    expect(policy.protect).toEqual(['src/**', 'lib/*.ts']);
+    expect(policy.repositoryId).toMatch(/^[0-9a-f-]{36}$/);
+    const keyFile = JSON.parse(fs.readFileSync(path.join(dir, KEY_FILE), 'utf8'));
+    expect(keyFile).toMatchObject({ name: OPERATOR, email: `${OPERATOR}@example.com`, keyid: out.keyid });
+    expect(keyFile.roles).toEqual(['delegator', 'reviewer']);
+    expect(gitOk(story, dir, ['config', 'notes.delegations.mergeStrategy'])).toBe('cat_sort_uniq');
+    expect(gitOk(story, dir, ['config', '--get-all', 'remote.origin.fetch']).split('\n')).toContain(
+      '+refs/notes/delegations:refs/notes/remotes/origin/delegations',
+    );
+    expect(fs.readFileSync(path.join(dir, '.git', 'hooks', 'pre-commit'), 'utf8')).toContain(
+      '# delegate-git hook',
+    );
+    // The anchor approval covers the policy and the key file: the adopting commit passes its own hook.
+    gitOk(story, dir, ['add', '.delegate-git']);
+    expect(commit(story, dir, 'Adopt').code).toBe(0);
+  });
+
+  it('is idempotent: a second run changes no file, no config, no record, and keeps the existing policy', () => {
+    const dir = makeWorkTree(story, 'init-twice');
+    gitOk(story, dir, ['remote', 'add', 'origin', path.join(story.root, 'nowhere.git')]);
+    const empty = initState(dir);
+    cliOk(story, dir, ['init', '--protect', 'src/**']);
+    const first = initState(dir);
+    // Control: the snapshot does see what init does.
+    expect(first).not.toEqual(empty);
+
+    const again = json<{ done: string[] }>(cliOk(story, dir, ['init', '--protect', 'other/**', '--json']));
+    expect(initState(dir)).toEqual(first);
+    expect(again.done[0]).toBe(`kept the existing ${POLICY_PATH}`);
+    expect(again.done).toContain(`your key is already in ${KEY_FILE}`);
+    expect(JSON.parse(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8')).protect).toEqual(['src/**']);
+    expect(gitOk(story, dir, ['config', '--get-all', 'remote.origin.fetch']).split('\n')).toHaveLength(2);
+  });
+});
+
+describe('keygen', () => {
+  // Its own XDG_CONFIG_HOME: the operator's key directory keeps exactly one key, so no command has to pick one.
+  let env: NodeJS.ProcessEnv;
+  beforeAll(() => {
+    env = operatorEnv(story, 'keygen');
+  });
+
+  it('saves a 0600 PKCS#8 key under XDG_CONFIG_HOME (outside any repository) and prints its public half', () => {
+    const run = cliOk(story, story.root, ['keygen', 'laptop', '--json'], env);
+    const out = json<{ name: string; file: string; publicKey: string; keyid: string }>(run);
+    expect(out.name).toBe('laptop');
+    expect(out.file).toBe(path.join(env.XDG_CONFIG_HOME!, 'delegate-git', 'keys', 'laptop.key'));
+    expect(fs.statSync(out.file).mode & 0o777).toBe(0o600);
+    expect(fs.readFileSync(out.file, 'utf8')).toMatch(/^-----BEGIN PRIVATE KEY-----\n/);
+    expect(out.keyid).toBe(createHash('sha256').update(Buffer.from(out.publicKey, 'base64')).digest('hex'));
+
+    const text = cliOk(story, story.root, ['keygen', 'desktop'], env);
+    expect(text.stdout).toContain(`Saved ${path.join(keyDir(env), 'desktop.key')} (mode 0600`);
+    expect(text.stdout).toContain('Register it: delegate-git keys add desktop --public-key ');
+  });
+
+  it('refuses to overwrite an existing key (exit 2, the key unchanged) and refuses a bad name', () => {
+    const first = json<{ file: string }>(cliOk(story, story.root, ['keygen', 'precious', '--json'], env));
+    const pem = fs.readFileSync(first.file, 'utf8');
+    const again = cli(story, story.root, ['keygen', 'precious'], env);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('a signing key named "precious" already exists');
+    expect(again.stderr).toContain('never overwrites a private key');
+    expect(fs.readFileSync(first.file, 'utf8')).toBe(pem);
+
+    const badName = cli(story, story.root, ['keygen', '../escape'], env);
+    expect(badName.code).toBe(2);
+    expect(badName.stderr).toContain('is not a valid key name');
+    expect(fs.existsSync(path.join(keyDir(env), '..', 'escape.key'))).toBe(false);
+    // Control: another name is fine.
+    expect(cli(story, story.root, ['keygen', 'escape'], env).code).toBe(0);
+  });
+});
+
+describe('keys', () => {
+  let dir: string;
+  let bob: { publicKey: string; keyid: string };
+  beforeAll(() => {
+    dir = copyWorkTree(story, base, 'keys');
+    bob = json(cliOk(story, dir, ['keygen', 'bob', '--json'], operatorEnv(story, 'bob')));
+  });
+
+  interface Listed {
+    keys: Array<{
+      name: string;
+      file: string;
+      keyid: string;
+      roles: string[];
+      email: string;
+      revoked?: string;
+    }>;
+  }
+
+  it('list --json shows the trust root; add registers a key (--json), once', () => {
+    const before = json<Listed>(cliOk(story, dir, ['keys', 'list', '--json']));
+    expect(before.keys.map((k) => [k.name, k.file, k.roles])).toEqual([
+      [OPERATOR, KEY_FILE, ['delegator', 'reviewer']],
+    ]);
+
+    const args = [
+      'keys',
+      'add',
+      'bob',
+      '--public-key',
+      bob.publicKey,
+      '--roles',
+      'reviewer',
+      '--email',
+      'bob@example.com',
+    ];
+    const added = json<{ name: string; file: string; created: boolean }>(
+      cliOk(story, dir, [...args, '--json']),
+    );
+    expect(added).toEqual({ name: 'bob', file: '.delegate-git/keys/bob.json', created: true });
+    const again = json<{ created: boolean }>(cliOk(story, dir, [...args, '--json']));
+    expect(again.created).toBe(false);
+
+    const after = json<Listed>(cliOk(story, dir, ['keys', 'list', '--json']));
+    expect(after.keys.find((k) => k.name === 'bob')).toMatchObject({
+      keyid: bob.keyid,
+      roles: ['reviewer'],
+      email: 'bob@example.com',
+    });
+    expect(cliOk(story, dir, ['keys', 'list']).stdout).toMatch(
+      /^bob +[0-9a-f]{16} +reviewer +active +<bob@example\.com>$/m,
+    );
+  });
+
+  it('add refuses a key that is not one, a small-order key and an unknown role, writing nothing', () => {
+    const attempts: Array<[string, string, string]> = [
+      ['mallory', 'not-a-key', 'the public key is not standard base64'],
+      ['mallory', Buffer.alloc(32).toString('base64'), 'the public key is small order'],
+    ];
+    for (const [name, key, message] of attempts) {
+      const run = cli(story, dir, ['keys', 'add', name, '--public-key', key, '--roles', 'reviewer']);
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toContain(message);
+    }
+    const role = cli(story, dir, [
+      'keys',
+      'add',
+      'mallory',
+      '--public-key',
+      bob.publicKey,
+      '--roles',
+      'admin',
+    ]);
+    expect(role.code).toBe(2);
+    expect(role.stderr).toContain('--roles must list delegator and/or reviewer (got "admin")');
+    expect(fs.existsSync(path.join(dir, '.delegate-git/keys/mallory.json'))).toBe(false);
+  });
+
+  it('revoke sets revoked (--json, --at) and list shows it; an unknown name is refused', () => {
+    const revoked = json<{ name: string; revoked: string; file: string }>(
+      cliOk(story, dir, ['keys', 'revoke', 'bob', '--at', '2026-01-02T03:04:05Z', '--json']),
+    );
+    expect(revoked).toMatchObject({
+      name: 'bob',
+      file: '.delegate-git/keys/bob.json',
+      revoked: '2026-01-02T03:04:05Z',
+    });
+    expect(JSON.parse(fs.readFileSync(path.join(dir, '.delegate-git/keys/bob.json'), 'utf8')).revoked).toBe(
+      '2026-01-02T03:04:05Z',
+    );
+    const listed = json<Listed>(cliOk(story, dir, ['keys', 'list', '--json']));
+    expect(listed.keys.find((k) => k.name === 'bob')?.revoked).toBe('2026-01-02T03:04:05Z');
+    expect(listed.keys.find((k) => k.name === OPERATOR)?.revoked).toBeUndefined();
+    expect(cliOk(story, dir, ['keys', 'list']).stdout).toContain('REVOKED 2026-01-02T03:04:05Z');
+
+    const unknown = cli(story, dir, ['keys', 'revoke', 'nobody']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('No key named "nobody"');
+  });
+});
+
+interface CheckJson {
+  results: Array<{
+    path: string;
+    promoted: boolean;
+    reason: string;
+    by: string[];
+    governed: boolean;
+    sha256: string;
+    gitBlob: string;
+  }>;
+  deletions: unknown[];
+  mode: string;
+  exitCode: number;
+}
+
+describe('check --json', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, base, 'check');
+    writeFiles(dir, { 'src/b.ts': 'export const b = 2;\n', 'README.md': 'hello\n' });
+  });
+
+  it('--path: one result per path with path, promoted, reason, by, governed; exitCode matches the exit', () => {
+    const run = cli(story, dir, ['check', '--path', 'src/a.ts', '--path', 'src/b.ts', 'README.md', '--json']);
+    expect(run.code).toBe(1);
+    const out = json<CheckJson>(run);
+    expect(out.exitCode).toBe(1);
+    expect(Object.keys(out).sort()).toEqual(['deletions', 'exitCode', 'mode', 'results']);
+    const byPath = Object.fromEntries(out.results.map((r) => [r.path, r]));
+    expect(Object.keys(byPath['src/a.ts']!).sort()).toEqual(
+      ['by', 'gitBlob', 'governed', 'path', 'promoted', 'reason', 'sha256'].sort(),
+    );
+    expect(byPath['src/a.ts']).toMatchObject({
+      promoted: true,
+      governed: true,
+      by: [OPERATOR],
+      gitBlob: blobA,
+    });
+    expect(byPath['src/a.ts']!.sha256).toBe(subjectOf('src/a.ts', 'export const a = 1;\n').sha256);
+    expect(byPath['src/b.ts']).toMatchObject({ promoted: false, governed: true, by: [] });
+    expect(byPath['src/b.ts']!.reason).toMatch(/^no verdict/);
+    expect(byPath['README.md']).toMatchObject({ promoted: false, governed: false });
+
+    // Control: the promoted file alone passes.
+    const alone = cli(story, dir, ['check', '--path', 'src/a.ts', '--json']);
+    expect(alone.code).toBe(0);
+    expect(json<CheckJson>(alone).exitCode).toBe(0);
+  });
+
+  it('--rev: every governed file in the tree; refused once an unpromoted file is committed', () => {
+    const clean = cli(story, dir, ['check', '--rev', 'HEAD', '--json']);
+    expect(clean.code).toBe(0);
+    expect(
+      json<CheckJson>(clean)
+        .results.map((r) => r.path)
+        .sort(),
+    ).toEqual([KEY_FILE, POLICY_PATH, 'src/a.ts']);
+
+    gitOk(story, dir, ['add', 'src/b.ts']);
+    gitOk(story, dir, ['commit', '-q', '--no-verify', '-m', 'b past the hook']);
+    const refused = cli(story, dir, ['check', '--rev', 'HEAD', '--json']);
+    expect(refused.code).toBe(1);
+    const out = json<CheckJson>(refused);
+    expect(out.exitCode).toBe(1);
+    expect(out.results.filter((r) => !r.promoted).map((r) => r.path)).toEqual(['src/b.ts']);
+    expect(cli(story, dir, ['check', '--rev', 'HEAD~1', '--json']).code).toBe(0);
+  });
+});
+
+interface ShowJson {
+  target: string;
+  blob: string;
+  records: Array<{
+    valid: boolean;
+    reason: string;
+    signer: string | null;
+    kind: string;
+    outcome: string;
+    createdAt: string;
+  }>;
+}
+
+describe('show', () => {
+  it('decodes and verifies each record on a path or a blob; a stranger-signed line shows as invalid', () => {
+    const dir = copyWorkTree(story, base, 'show');
+    const byPath = json<ShowJson>(cliOk(story, dir, ['show', 'src/a.ts', '--json']));
+    expect(byPath).toMatchObject({ target: 'src/a.ts', blob: blobA });
+    expect(byPath.records).toEqual([
+      expect.objectContaining({
+        valid: true,
+        reason: 'signature verified',
+        signer: OPERATOR,
+        kind: 'verdict',
+        outcome: 'UNIT_PASSED',
+      }),
+    ]);
+    const byBlob = json<ShowJson>(cliOk(story, dir, ['show', blobA, '--json']));
+    expect(byBlob).toEqual({ ...byPath, target: blobA });
+
+    const policyId = JSON.parse(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8')).repositoryId as string;
+    const stranger = testKey({ name: 'mallory', roles: ['delegator'] });
+    const line = verdictLine(stranger, [subjectOf('src/a.ts', 'export const a = 1;\n')], {
+      repositoryId: policyId,
+    });
+    gitOk(story, dir, ['notes', '--ref=delegations', 'append', '-m', line, blobA]);
+    expect(noteLines(story, dir, blobA)).toHaveLength(2);
+
+    const after = json<ShowJson>(cliOk(story, dir, ['show', 'src/a.ts', '--json']));
+    expect(after.records).toHaveLength(2);
+    expect(after.records).toContainEqual(
+      expect.objectContaining({
+        valid: false,
+        signer: null,
+        reason: expect.stringMatching(/^signed by a key that is not in the trust root/),
+      }),
+    );
+    const text = cliOk(story, dir, ['show', 'src/a.ts']).stdout;
+    expect(text).toContain(`src/a.ts (blob ${blobA}): 2 record(s)`);
+    expect(text).toMatch(/^ {2}valid {4}verdict UNIT_PASSED {2}by alice {2}at /m);
+    expect(text).toMatch(/^ {2}INVALID {2}verdict UNIT_PASSED {2}by unknown key {2}at /m);
+
+    // A file with no record: nothing to show, and that is not an error.
+    writeFiles(dir, { 'src/new.ts': 'new\n' });
+    expect(json<ShowJson>(cliOk(story, dir, ['show', 'src/new.ts', '--json'])).records).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// What every command owes its user.
+
+interface CommandCase {
+  /** An invocation that reaches the command's work. */
+  args: string[];
+  /** Needs a git repository (so: git, and exit 2 outside one). */
+  repository: boolean;
+  /** Reads the policy (a corrupt one is exit 2). */
+  policy: boolean;
+  /** Loads the operator's signing key. */
+  signs: boolean;
+}
+
+const UNIT = 'unit.json';
+const RECORDING = 'recording.json';
+
+/** Every command in main.ts; a new command fails the test below until it is described here. */
+const CASES: Record<string, CommandCase> = {
+  init: { args: ['init', '--protect', 'src/**'], repository: true, policy: true, signs: true },
+  keygen: { args: ['keygen', 'matrix-key'], repository: false, policy: false, signs: false },
+  keys: { args: ['keys', 'list'], repository: true, policy: true, signs: false },
+  check: { args: ['check', '--rev', 'HEAD'], repository: true, policy: true, signs: false },
+  show: { args: ['show', 'src/a.ts'], repository: true, policy: true, signs: false },
+  log: { args: ['log'], repository: true, policy: true, signs: false },
+  report: { args: ['report'], repository: true, policy: true, signs: false },
+  attest: {
+    args: ['attest', '--approve', 'src/a.ts', '--key', OPERATOR, '--yes'],
+    repository: true,
+    policy: true,
+    signs: true,
+  },
+  hook: { args: ['hook', 'pre-commit'], repository: true, policy: true, signs: false },
+  sync: { args: ['sync'], repository: true, policy: false, signs: false },
+  verify: { args: ['verify'], repository: true, policy: true, signs: false },
+  delegate: { args: ['delegate', UNIT, '--key', OPERATOR], repository: true, policy: true, signs: true },
+  config: { args: ['config', 'get'], repository: true, policy: false, signs: false },
+  worker: { args: ['worker', 'replay', RECORDING], repository: false, policy: false, signs: false },
+};
+
+/** The commands main.ts dispatches to, read from its source. */
+function dispatchedCommands(): string[] {
+  const source = fs.readFileSync(path.join(repoRoot, 'packages', 'cli', 'src', 'main.ts'), 'utf8');
+  return [...source.matchAll(/^\s+([a-z-]+): \(\) => import\('\.\/commands\//gm)].map((m) => m[1]!);
+}
+
+/** Arguments resolved against a directory holding the unit and the recording. */
+function argsIn(dir: string, args: string[]): string[] {
+  return args.map((a) => (a === UNIT || a === RECORDING ? path.join(dir, a) : a));
+}
+
+const names = Object.keys(CASES);
+const repoCommands = names.filter((n) => CASES[n]!.repository);
+
+describe('every command', () => {
+  let outside: string;
+  let inside: string;
+  beforeAll(() => {
+    outside = path.join(story.root, 'not-a-repository');
+    fs.mkdirSync(outside);
+    inside = copyWorkTree(story, base, 'matrix');
+    for (const dir of [outside, inside]) {
+      writeFiles(dir, {
+        [UNIT]: JSON.stringify({ taskName: 't', instruction: 'write b', targetFiles: ['src/b.ts'] }),
+        [RECORDING]: JSON.stringify({ replies: [{ content: 'nothing' }] }),
+      });
+    }
+  });
+
+  it('is described here (the list is read from main.ts)', () => {
+    expect(dispatchedCommands().sort()).toEqual([...names].sort());
+  });
+
+  it('--help exits 0 with usage and an example', async () => {
+    const runs = await runAll(names.map((n) => ({ cwd: outside, args: [n, '--help'] })));
+    runs.forEach((run, i) => {
+      expect(run.code, names[i]).toBe(0);
+      expect(run.stdout, names[i]).toContain(`Usage: delegate-git ${names[i]}`);
+      expect(run.stdout, names[i]).toContain('Example');
+    });
+  });
+
+  it('an unknown flag exits 2 naming the flag and the command help', async () => {
+    const runs = await runAll(
+      names.map((n) => ({ cwd: inside, args: [...argsIn(inside, CASES[n]!.args), '--no-such-flag'] })),
+    );
+    runs.forEach((run, i) => {
+      expect(run.code, `${names[i]}: ${run.stderr}`).toBe(2);
+      expect(run.stderr, names[i]).toContain("Unknown option '--no-such-flag'");
+      expect(run.stderr, names[i]).toContain(`Run \`delegate-git ${names[i]} --help\``);
+      expect(run.stderr, names[i]).not.toContain('To specify a positional argument');
+    });
+  });
+
+  it('outside a git repository exits 2 saying so; keygen needs no repository', async () => {
+    // The search for a repository stops at the story's root, wherever the temporary directory is.
+    const env = { ...story.env, GIT_CEILING_DIRECTORIES: story.root };
+    const runs = await runAll(
+      repoCommands.map((n) => ({ cwd: outside, args: argsIn(outside, CASES[n]!.args), env })),
+    );
+    runs.forEach((run, i) => {
+      expect(run.code, `${repoCommands[i]}: ${run.stdout}${run.stderr}`).toBe(2);
+      expect(run.stderr).toBe(
+        `delegate-git ${repoCommands[i]}: ${outside} is not inside a git repository. Run this in a git repository (or \`git init\` first).\n`,
+      );
+    });
+    expect(fs.readdirSync(outside).sort()).toEqual([RECORDING, UNIT]);
+    expect(cli(story, outside, ['keygen', 'outside-key'], operatorEnv(story, 'outside')).code).toBe(0);
+  });
+
+  it('without git on PATH exits 2 with the install hint; control: the same repository with git passes', async () => {
+    // Only a link to node: node's own directory (often /usr/bin) may hold git too.
+    const bin = path.join(story.root, 'node-only-bin');
+    fs.mkdirSync(bin);
+    fs.symlinkSync(process.execPath, path.join(bin, 'node'));
+    const env = { ...story.env, PATH: bin };
+    const runs = await runAll(
+      repoCommands.map((n) => ({ cwd: inside, args: argsIn(inside, CASES[n]!.args), env })),
+    );
+    runs.forEach((run, i) => {
+      expect(run.code, `${repoCommands[i]}: ${run.stdout}${run.stderr}`).toBe(2);
+      expect(run.stderr, repoCommands[i]).toContain('git is not installed or not on PATH');
+      expect(run.stderr, repoCommands[i]).toContain('Install git (https://git-scm.com/downloads)');
+    });
+    expect(cli(story, inside, ['check', '--rev', 'HEAD']).code).toBe(0);
+  });
+
+  it('an unusable DELEGATE_GIT_SIGNING_KEY stops every command that signs (exit 2); commands that do not sign ignore it', async () => {
+    const dir = copyWorkTree(story, base, 'bad-signing-key');
+    const signers = names.filter((n) => CASES[n]!.signs);
+    const garbage = { ...story.env, DELEGATE_GIT_SIGNING_KEY: 'not a key at all' };
+    const runs = await runAll(
+      signers.map((n) => ({ cwd: dir, args: argsIn(inside, CASES[n]!.args), env: garbage })),
+    );
+    runs.forEach((run, i) => {
+      expect(run.code, `${signers[i]}: ${run.stdout}${run.stderr}`).toBe(2);
+      expect(run.stderr, signers[i]).toContain(
+        'the DELEGATE_GIT_SIGNING_KEY environment variable is neither a PKCS#8 PEM private key nor the standard base64 of a 32-byte Ed25519 seed',
+      );
+    });
+    const damagedPem = {
+      ...story.env,
+      DELEGATE_GIT_SIGNING_KEY: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n',
+    };
+    const pem = cli(story, dir, ['attest', '--approve', 'src/a.ts', '--yes'], damagedPem);
+    expect(pem.code).toBe(2);
+    expect(pem.stderr).toContain('could not be read as a PKCS#8 private key');
+    expect(refTip(story, dir, LEDGER)).toBe(refTip(story, base, LEDGER));
+
+    // Controls: gates never sign; and the operator's real key in the variable signs.
+    expect(cli(story, dir, ['check', '--rev', 'HEAD'], garbage).code).toBe(0);
+    expect(cli(story, dir, ['verify'], garbage).code).toBe(0);
+    const realKey = fs.readFileSync(path.join(keyDir(), `${OPERATOR}.key`), 'utf8');
+    const signed = cli(story, dir, ['attest', '--approve', 'src/a.ts', '--yes'], {
+      ...story.env,
+      DELEGATE_GIT_SIGNING_KEY: realKey,
+    });
+    expect(signed.code, signed.stderr).toBe(0);
+    expect(refTip(story, dir, LEDGER)).not.toBe(refTip(story, base, LEDGER));
+  });
+
+  it('init with an unusable signing key leaves nothing behind, so the next run still writes and approves the anchor', () => {
+    const dir = makeWorkTree(story, 'init-bad-key');
+    const failed = cli(story, dir, ['init', '--protect', 'src/**'], {
+      ...story.env,
+      DELEGATE_GIT_SIGNING_KEY: 'garbage',
+    });
+    expect(failed.code).toBe(2);
+    expect(fs.existsSync(path.join(dir, POLICY_PATH))).toBe(false);
+    expect(refTip(story, dir, LEDGER)).toBeNull();
+
+    cliOk(story, dir, ['init', '--protect', 'src/**']);
+    gitOk(story, dir, ['add', '.delegate-git']);
+    const adopted = commit(story, dir, 'Adopt');
+    expect(adopted.code, adopted.stderr).toBe(0);
+  });
+
+  it('a corrupt policy exits 2 naming it for every command that reads it; control: the intact copy does not', async () => {
+    const corrupt = copyWorkTree(story, base, 'corrupt-policy');
+    fs.writeFileSync(path.join(corrupt, POLICY_PATH), '{"version": 1,');
+    gitOk(story, corrupt, ['add', POLICY_PATH]);
+    gitOk(story, corrupt, ['commit', '-q', '--no-verify', '-m', 'break the policy']);
+    const intact = copyWorkTree(story, base, 'intact-policy');
+    const readers = names.filter((n) => CASES[n]!.policy);
+    // check judges the index, the work tree or a commit: each reads the policy from there.
+    const invocations = [
+      ...readers.map((n) => argsIn(inside, CASES[n]!.args)),
+      ['check'],
+      ['check', '--path', 'src/a.ts'],
+    ];
+    // The control's delegate must fail at the worker (a closed port), not at the policy.
+    const env = { ...story.env, DELEGATE_GIT_WORKER_ENDPOINT: 'http://127.0.0.1:9/v1' };
+    const [broken, controls] = await Promise.all([
+      runAll(
+        invocations.map((args) => ({ cwd: corrupt, args, env })),
+        2,
+      ),
+      runAll(
+        invocations.map((args) => ({ cwd: intact, args, env })),
+        2,
+      ),
+    ]);
+    invocations.forEach((args, i) => {
+      const what = args.slice(0, 2).join(' ');
+      expect(broken[i]!.code, `${what}: ${broken[i]!.stdout}${broken[i]!.stderr}`).toBe(2);
+      expect(broken[i]!.stderr, what).toMatch(/\.delegate-git\/policy\.json( \([^)]+\))? is not valid JSON/);
+      expect(controls[i]!.code, `${what} (control): ${controls[i]!.stderr}`).not.toBe(2);
+      expect(controls[i]!.stderr, what).not.toContain('is not valid JSON');
+    });
+  });
+});

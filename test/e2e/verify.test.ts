@@ -1,0 +1,606 @@
+/**
+ * `delegate-git verify`, the CI ledger job, end to end with the built CLI: every note line verifies against the trust
+ * root at the revision, every governed file there is promoted, and the ledger only ever grew. Each refusal is paired
+ * with a control that passes, so what fails is the thing the test names.
+ *
+ * The template repository every describe copies: protect src/**; keys alice (init's operator, delegator and
+ * reviewer) and bob (delegator, approved by alice); src/a.ts promoted by alice's verdict, src/b.ts by bob's verdict
+ * only, src/c.ts by bob's verdict and alice's approval.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSigningKey, POLICY_PATH, parsePolicy, signStatement } from '../../packages/core/src/index.js';
+import {
+  adopt,
+  cli,
+  cliOk,
+  commit,
+  copyWorkTree,
+  gitOk,
+  makeStory,
+  makeWorkTree,
+  noteLines,
+  OPERATOR,
+  type Run,
+  recordVerdict,
+  refTip,
+  type Story,
+  writeFiles,
+} from '../support/cli-story.js';
+import { subjectOf, testKey, testVerdictStatement } from '../support/records.js';
+
+const LEDGER = 'refs/notes/delegations';
+const BOB_KEY_FILE = '.delegate-git/keys/bob.json';
+
+interface FileJson {
+  path: string;
+  promoted: boolean;
+  reason: string;
+  by: string[];
+  governed: boolean;
+  blob: string;
+  sha256: string;
+}
+
+interface LineProblemJson {
+  blob: string;
+  line: number;
+  reason: string;
+}
+
+interface VerifyJson {
+  rev: string;
+  commit: string;
+  ledgerTip: string | null;
+  records: number;
+  notes: number;
+  byVerdict: Record<string, number>;
+  bySigner: Record<string, number>;
+  invalid: LineProblemJson[];
+  revoked: LineProblemJson[];
+  files: FileJson[];
+  appendOnly: {
+    checked: string;
+    removed: Array<{ commit: string; blob: string; line: string }>;
+    problem?: string;
+  };
+  exitCode: number;
+}
+
+let story: Story;
+let template: string;
+/** Blob ids of the template's src files. */
+const blobs: Record<'a' | 'b' | 'c', string> = { a: '', b: '', c: '' };
+
+beforeAll(async () => {
+  story = makeStory('delegate-git-verify-');
+  // A test run inside GitHub Actions must not annotate the real job or append to its summary.
+  delete story.env.GITHUB_ACTIONS;
+  delete story.env.GITHUB_STEP_SUMMARY;
+  template = makeWorkTree(story, 'template');
+  adopt(story, template, ['src/**']);
+
+  const bob = JSON.parse(cliOk(story, template, ['keygen', 'bob', '--json']).stdout) as { publicKey: string };
+  cliOk(story, template, ['keys', 'add', 'bob', '--public-key', bob.publicKey, '--roles', 'delegator']);
+  cliOk(story, template, ['attest', '--approve', BOB_KEY_FILE, '--key', OPERATOR, '--yes']);
+  commitAll(template, 'trust bob');
+
+  writeFiles(template, {
+    'src/a.ts': 'export const a = 1;\n',
+    'src/b.ts': 'export const b = 2;\n',
+    'src/c.ts': 'export const c = 3;\n',
+  });
+  blobs.a = await recordVerdict(story, template, 'src/a.ts');
+  blobs.b = await recordVerdict(story, template, 'src/b.ts', { key: 'bob' });
+  blobs.c = await recordVerdict(story, template, 'src/c.ts', { key: 'bob' });
+  cliOk(story, template, ['attest', '--approve', 'src/c.ts', '--key', OPERATOR, '--yes']);
+  commitAll(template, 'add a, b, c');
+});
+
+afterAll(() => story.cleanup());
+
+function commitAll(dir: string, message: string, extra: string[] = []): void {
+  gitOk(story, dir, ['add', '-A']);
+  const run = commit(story, dir, message, extra);
+  if (run.code !== 0) throw new Error(`commit "${message}" was refused:\n${run.stderr}`);
+}
+
+function verify(dir: string, args: string[] = [], env: NodeJS.ProcessEnv = story.env): Run {
+  return cli(story, dir, ['verify', ...args], env);
+}
+
+function verifyJson(dir: string, args: string[] = []): { code: number; result: VerifyJson } {
+  const run = verify(dir, ['--json', ...args]);
+  if (run.code === 2) throw new Error(`verify could not answer:\n${run.stderr}`);
+  return { code: run.code, result: JSON.parse(run.stdout) as VerifyJson };
+}
+
+function file(result: VerifyJson, p: string): FileJson {
+  const found = result.files.find((f) => f.path === p);
+  if (!found)
+    throw new Error(`${p} is not among the governed files: ${result.files.map((f) => f.path).join(', ')}`);
+  return found;
+}
+
+/** The note on `blob` exactly as `git notes show` prints it, blank lines included. */
+function rawNote(dir: string, blob: string): string[] {
+  return gitOk(story, dir, ['notes', '--ref=delegations', 'show', blob]).split('\n');
+}
+
+/** How the ledger reads a note: non-empty lines, sorted in byte order, unique (what line numbers count). */
+function ledgerLines(dir: string, blob: string): string[] {
+  return [...new Set(noteLines(story, dir, blob))].sort();
+}
+
+function appendNoteLine(dir: string, blob: string, line: string): void {
+  gitOk(story, dir, ['notes', '--ref=delegations', 'append', '-m', line, blob]);
+}
+
+/** The line with one byte of its signed payload changed (a year digit: still canonical JSON, still a date). */
+function forgeOneByte(line: string): string {
+  const envelope = JSON.parse(line) as { payload: string };
+  const payload = Buffer.from(envelope.payload, 'base64');
+  const at = payload.indexOf('"createdAt":"') + '"createdAt":"'.length + 3;
+  payload[at] = payload[at] === 0x30 ? 0x31 : 0x30;
+  // Spread keeps the parsed key order, which is the canonical one: only the signature can fail.
+  return JSON.stringify({ ...envelope, payload: payload.toString('base64') });
+}
+
+function repositoryId(dir: string): string {
+  return parsePolicy(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8')).repositoryId;
+}
+
+describe('a valid ledger', () => {
+  it('verifies: exit 0, every line counted, every governed file promoted, history append-only', () => {
+    const text = verify(template);
+    expect(text.code, text.stdout + text.stderr).toBe(0);
+    expect(text.stdout).toContain('verify: ok');
+    expect(text.stdout).toContain('append-only (whole history): ok');
+
+    const { code, result } = verifyJson(template);
+    expect(code).toBe(0);
+    expect(result.exitCode).toBe(0);
+    expect(result.rev).toBe('HEAD');
+    expect(result.commit).toBe(gitOk(story, template, ['rev-parse', 'HEAD']));
+    expect(result.ledgerTip).toBe(refTip(story, template, LEDGER));
+    expect(result.invalid).toEqual([]);
+    expect(result.revoked).toEqual([]);
+    expect(result.appendOnly).toEqual({ checked: 'whole history', removed: [] });
+
+    // Every line of every note, as git lists the notes.
+    const annotated = gitOk(story, template, ['notes', '--ref=delegations', 'list'])
+      .split('\n')
+      .map((l) => l.split(' ')[1]!);
+    expect(result.notes).toBe(annotated.length);
+    expect(result.records).toBe(annotated.reduce((n, b) => n + ledgerLines(template, b).length, 0));
+    expect(result.byVerdict.UNIT_PASSED).toBe(3);
+    expect(result.bySigner.bob).toBe(2);
+    expect(result.bySigner.alice).toBeGreaterThanOrEqual(2);
+
+    expect(result.files.map((f) => f.path).sort()).toEqual([
+      '.delegate-git/keys/alice.json',
+      BOB_KEY_FILE,
+      POLICY_PATH,
+      'src/a.ts',
+      'src/b.ts',
+      'src/c.ts',
+    ]);
+    expect(result.files.every((f) => f.promoted && f.governed)).toBe(true);
+    expect(file(result, 'src/a.ts').by).toEqual(['alice']);
+    expect(file(result, 'src/b.ts').by).toEqual(['bob']);
+  });
+});
+
+describe('lines that do not verify', () => {
+  let dir: string;
+  let original: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'forged');
+    const lines = ledgerLines(dir, blobs.a);
+    expect(lines).toHaveLength(1);
+    original = lines[0]!;
+  });
+
+  it('a line with one payload byte changed is listed with its blob, line and reason; the blank line git notes append adds is no record', () => {
+    const before = verifyJson(dir);
+    expect(before.code).toBe(0);
+
+    const forged = forgeOneByte(original);
+    appendNoteLine(dir, blobs.a, forged);
+    // git notes append separates paragraphs with a blank line: the note now reads "<original>", "", "<forged>".
+    expect(rawNote(dir, blobs.a)).toEqual([original, '', forged]);
+
+    const { code, result } = verifyJson(dir);
+    expect(code).toBe(1);
+    expect(result.records).toBe(before.result.records + 1);
+    // Line numbers count the note's records as the ledger reads them: sorted, unique, blank separators dropped.
+    const line = ledgerLines(dir, blobs.a).indexOf(forged) + 1;
+    expect(line).toBeGreaterThan(0);
+    expect(result.invalid).toEqual([
+      { blob: blobs.a, line, reason: 'the signature by alice does not verify' },
+    ]);
+    // The file is still promoted by the genuine line: the exit code is the forged line's alone.
+    expect(result.files.every((f) => f.promoted)).toBe(true);
+    expect(result.revoked).toEqual([]);
+
+    const text = verify(dir);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain(
+      `INVALID LINE  blob ${blobs.a} line ${line}: the signature by alice does not verify`,
+    );
+    expect(text.stdout).toContain('verify: FAILED');
+  });
+
+  it('a line signed by a key outside the trust root is invalid; the same statement signed by alice is not', () => {
+    const statement = testVerdictStatement([subjectOf('src/b.ts', 'export const b = 2;\n')], {
+      repositoryId: repositoryId(dir),
+    });
+    const stranger = testKey({ name: 'mallory', roles: ['delegator', 'reviewer'] });
+    const strangerLine = signStatement(statement, stranger.signer).line;
+    const aliceLine = signStatement(statement, loadSigningKey(OPERATOR, story.env).key).line;
+    const before = verifyJson(dir).result;
+
+    appendNoteLine(dir, blobs.b, aliceLine);
+    const control = verifyJson(dir).result;
+    expect(control.invalid).toEqual(before.invalid);
+    expect(control.byVerdict.UNIT_PASSED).toBe(before.byVerdict.UNIT_PASSED! + 1);
+
+    appendNoteLine(dir, blobs.b, strangerLine);
+    const { code, result } = verifyJson(dir);
+    expect(code).toBe(1);
+    const line = ledgerLines(dir, blobs.b).indexOf(strangerLine) + 1;
+    expect(result.invalid).toContainEqual({
+      blob: blobs.b,
+      line,
+      reason: `signed by a key that is not in the trust root (keyid ${stranger.signer.publicKey.keyid.slice(0, 12)})`,
+    });
+    expect(result.invalid).toHaveLength(before.invalid.length + 1);
+  });
+
+  it('a genuine line moved onto a blob it does not name is invalid there', () => {
+    const before = verifyJson(dir).result;
+    appendNoteLine(dir, blobs.c, original);
+    const { result } = verifyJson(dir);
+    expect(result.invalid).toContainEqual({
+      blob: blobs.c,
+      line: ledgerLines(dir, blobs.c).indexOf(original) + 1,
+      reason: 'the record does not name the blob it is attached to',
+    });
+    expect(result.invalid).toHaveLength(before.invalid.length + 1);
+    // Control: on its own blob the very same line still verifies.
+    const ownLine = ledgerLines(dir, blobs.a).indexOf(original) + 1;
+    expect(result.invalid.some((p) => p.blob === blobs.a && p.line === ownLine)).toBe(false);
+  });
+});
+
+describe('a revoked key', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'revoked');
+    cliOk(story, dir, ['keys', 'revoke', 'bob']);
+    cliOk(story, dir, ['attest', '--approve', BOB_KEY_FILE, '--key', OPERATOR, '--yes']);
+    commitAll(dir, 'revoke bob');
+  });
+
+  it('its lines are reported as revoked, not invalid; the file only it promoted is refused (exit 1 for the file)', () => {
+    const { code, result } = verifyJson(dir);
+    expect(code).toBe(1);
+    expect(result.invalid).toEqual([]);
+    const reason = "signer bob's key was revoked";
+    expect(result.revoked).toEqual(
+      [
+        { blob: blobs.b, line: 1, reason },
+        {
+          blob: blobs.c,
+          line: ledgerLines(dir, blobs.c).findIndex((l) => lineSigner(l) === 'bob') + 1,
+          reason,
+        },
+      ].sort((x, y) => (x.blob < y.blob ? -1 : 1)),
+    );
+    expect(result.bySigner.bob).toBeUndefined();
+    const b = file(result, 'src/b.ts');
+    expect(b.promoted).toBe(false);
+    expect(b.reason).toMatch(/revoked/);
+    // src/c.ts keeps alice's approval.
+    expect(file(result, 'src/c.ts')).toMatchObject({ promoted: true, by: ['alice'] });
+
+    const text = verify(dir);
+    expect(text.stdout).toContain(`revoked       blob ${blobs.b} line 1: ${reason} (no longer counts)`);
+    expect(text.stdout).toContain('NOT PROMOTED  src/b.ts');
+  });
+
+  it('control: the revision before the revocation is judged by the trust root in force there, and passes', () => {
+    const { code, result } = verifyJson(dir, ['--rev', 'HEAD~1']);
+    expect(code).toBe(0);
+    expect(result.revoked).toEqual([]);
+    expect(result.bySigner.bob).toBe(2);
+  });
+
+  it('once a reviewer promotes the file again, verify passes while still listing the revoked lines', () => {
+    cliOk(story, dir, ['attest', '--approve', 'src/b.ts', '--key', OPERATOR, '--yes']);
+    const { code, result } = verifyJson(dir);
+    expect(code).toBe(0);
+    expect(result.revoked).toHaveLength(2);
+    expect(result.files.every((f) => f.promoted)).toBe(true);
+  });
+});
+
+/** The name in the key file of whoever signed a line, by keyid (the template's two keys). */
+function lineSigner(line: string): string {
+  const keyid = (JSON.parse(line) as { signatures: Array<{ keyid: string }> }).signatures[0]!.keyid;
+  for (const name of ['alice', 'bob']) {
+    const keyFile = JSON.parse(
+      fs.readFileSync(path.join(template, `.delegate-git/keys/${name}.json`), 'utf8'),
+    );
+    if (keyFile.keyid === keyid) return name;
+  }
+  return 'unknown';
+}
+
+describe('an unpromoted governed file at the revision', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'unpromoted');
+    writeFiles(dir, { 'src/d, e.ts': 'export const d = 4;\n' });
+    commitAll(dir, 'sneak d past the hook', ['--no-verify']);
+  });
+
+  it('is refused with its reason (exit 1); the revision before it passes', () => {
+    const { code, result } = verifyJson(dir);
+    expect(code).toBe(1);
+    expect(result.invalid).toEqual([]);
+    expect(file(result, 'src/d, e.ts')).toMatchObject({ promoted: false, governed: true });
+    expect(file(result, 'src/d, e.ts').reason).toMatch(/^no verdict/);
+    expect(result.files.filter((f) => !f.promoted).map((f) => f.path)).toEqual(['src/d, e.ts']);
+
+    expect(verifyJson(dir, ['--rev', 'HEAD~1']).code).toBe(0);
+  });
+
+  it('under GitHub Actions each refused file is an ::error annotation (stderr with --json, so stdout stays JSON)', () => {
+    const actions = { ...story.env, GITHUB_ACTIONS: 'true' };
+    const text = verify(dir, [], actions);
+    expect(text.code).toBe(1);
+    const annotations = text.stdout.split('\n').filter((l) => l.startsWith('::'));
+    // Workflow command properties end at "," and ":", so the path escapes them.
+    expect(annotations).toEqual([
+      expect.stringMatching(/^::error file=src\/d%2C e\.ts::src\/d, e\.ts is not promoted: no verdict/),
+    ]);
+
+    const asJson = verify(dir, ['--json'], actions);
+    expect(JSON.parse(asJson.stdout).exitCode).toBe(1);
+    expect(asJson.stderr).toMatch(/^::error file=src\/d%2C e\.ts::/m);
+
+    // Control: without GITHUB_ACTIONS there is no workflow command.
+    expect(verify(dir).stdout).not.toContain('::error');
+  });
+
+  it('--markdown: problems first, then the counts and the tables by verdict and by signer', () => {
+    const run = verify(dir, ['--markdown']);
+    expect(run.code).toBe(1);
+    const md = run.stdout;
+    expect(md.split('\n')[0]).toBe('## delegate-git ledger: ❌ problems found');
+    const order = [
+      '### Problems',
+      '- `src/d, e.ts` is not promoted: no verdict',
+      '| revision |',
+      '| governed files | 7: 6 promoted, 1 refused |',
+      '### Records by verdict',
+      '| verdict | records |',
+      '| UNIT_PASSED | 3 |',
+      '### Records by signer',
+      '| signer | records |',
+      '| bob | 2 |',
+    ].map((needle) => {
+      const at = md.indexOf(needle);
+      expect(at, `${needle} in:\n${md}`).toBeGreaterThanOrEqual(0);
+      return at;
+    });
+    expect(order).toEqual([...order].sort((x, y) => x - y));
+    expect(md).toMatch(/^\| append-only \| ok \(whole history\) \|$/m);
+  });
+
+  it('GITHUB_STEP_SUMMARY gets the Markdown appended whatever stdout shows; a passing run has no Problems section', () => {
+    const summary = path.join(story.root, 'step-summary.md');
+    fs.writeFileSync(summary, '# an earlier step\n');
+    const env = { ...story.env, GITHUB_STEP_SUMMARY: summary };
+    const failing = verify(dir, ['--json'], env);
+    expect(failing.code).toBe(1);
+    expect(JSON.parse(failing.stdout).exitCode).toBe(1);
+    const passing = verify(dir, ['--rev', 'HEAD~1'], env);
+    expect(passing.code).toBe(0);
+    expect(passing.stdout).toContain('verify: ok');
+
+    const written = fs.readFileSync(summary, 'utf8');
+    expect(written.startsWith('# an earlier step\n## delegate-git ledger: ❌ problems found')).toBe(true);
+    const second = written.indexOf('## delegate-git ledger: ✅ verified');
+    expect(second).toBeGreaterThan(0);
+    expect(written.slice(second)).not.toContain('### Problems');
+    expect(written.slice(second)).toContain('| governed files | 6: 6 promoted, 0 refused |');
+  });
+});
+
+describe('a ledger rewritten since the baseline', () => {
+  let dir: string;
+  let baseline: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'rewritten');
+    baseline = refTip(story, dir, LEDGER)!;
+  });
+
+  it('control: a ledger that only grew since the baseline passes', async () => {
+    expect(verifyJson(dir, ['--baseline', baseline]).result.appendOnly).toEqual({
+      checked: `since baseline ${baseline}`,
+      removed: [],
+    });
+    writeFiles(dir, { 'src/e.ts': 'export const e = 5;\n' });
+    await recordVerdict(story, dir, 'src/e.ts');
+    expect(refTip(story, dir, LEDGER)).not.toBe(baseline);
+    const { code, result } = verifyJson(dir, ['--baseline', baseline]);
+    expect(code).toBe(0);
+    expect(result.appendOnly.removed).toEqual([]);
+  });
+
+  it('a line removed with git notes add -f is named, with and without the baseline', () => {
+    const lines = ledgerLines(dir, blobs.c);
+    expect(lines).toHaveLength(2);
+    const [kept, removed] = lines as [string, string];
+    gitOk(story, dir, ['notes', '--ref=delegations', 'add', '-f', '-m', kept, blobs.c]);
+    const tip = refTip(story, dir, LEDGER)!;
+
+    const since = verifyJson(dir, ['--baseline', baseline]);
+    expect(since.code).toBe(1);
+    expect(since.result.appendOnly).toEqual({
+      checked: `since baseline ${baseline}`,
+      removed: [{ commit: tip, blob: blobs.c, line: removed }],
+    });
+    // src/c.ts is still promoted by the kept line: the exit code is the removal's alone.
+    expect(since.result.files.every((f) => f.promoted)).toBe(true);
+    expect(since.result.invalid).toEqual([]);
+
+    const whole = verifyJson(dir);
+    expect(whole.code).toBe(1);
+    expect(whole.result.appendOnly).toEqual({
+      checked: 'whole history',
+      removed: [{ commit: tip, blob: blobs.c, line: removed }],
+    });
+
+    // The text says which record went, not just that one did (every line starts with the same characters).
+    const text = verify(dir, ['--baseline', baseline]);
+    const what =
+      lineSigner(removed) === 'bob' ? 'verdict UNIT_PASSED of src/c.ts' : 'review approve of src/c.ts';
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `LINE REMOVED  in notes commit ${tip.slice(0, 12)} from blob ${blobs.c}: ${what} made \\S+, signed by key [0-9a-f]{12} \\(line sha256 [0-9a-f]{16}\\)`,
+      ),
+    );
+    expect(text.stdout).toContain('append-only (since baseline');
+    expect(text.stdout).toContain('VIOLATED');
+    const md = verify(dir, ['--markdown', '--baseline', baseline]).stdout;
+    expect(md).toContain('- 1 record line(s) removed from the ledger:');
+    expect(md).toContain(
+      `  - from blob \`${blobs.c.slice(0, 12)}\` in notes commit \`${tip.slice(0, 12)}\`: ${what}`,
+    );
+  });
+
+  it('a replaced history is refused against the baseline; the whole-history walk cannot see it, which is why CI keeps one', () => {
+    // Same notes, new history: a root commit of the current tree.
+    const tree = gitOk(story, dir, ['rev-parse', `${LEDGER}^{tree}`]);
+    const replaced = gitOk(story, dir, ['commit-tree', tree, '-m', 'history rewritten']);
+    gitOk(story, dir, ['update-ref', LEDGER, replaced]);
+
+    const { code, result } = verifyJson(dir, ['--baseline', baseline]);
+    expect(code).toBe(1);
+    expect(result.appendOnly.problem).toBe(
+      `the baseline ${baseline.slice(0, 12)} is not an ancestor of the ledger tip: its history was rewritten`,
+    );
+    expect(verify(dir, ['--baseline', baseline]).stdout).toContain('LEDGER REWRITTEN  the baseline');
+
+    expect(verifyJson(dir).code).toBe(0);
+  });
+
+  it('a baseline that is not in the repository at all is a problem too', () => {
+    const missing = 'f'.repeat(40);
+    const { code, result } = verifyJson(dir, ['--baseline', missing]);
+    expect(code).toBe(1);
+    expect(result.appendOnly.problem).toContain(`the baseline ${missing} is not in this repository`);
+  });
+});
+
+describe('an empty ledger', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'empty');
+  });
+
+  it('with governed files at the revision: each is refused (exit 1), nothing else is wrong; control: with the ledger, 0', () => {
+    expect(verifyJson(dir).code).toBe(0);
+    gitOk(story, dir, ['update-ref', '-d', LEDGER]);
+    expect(refTip(story, dir, LEDGER)).toBeNull();
+
+    const { code, result } = verifyJson(dir);
+    expect(code).toBe(1);
+    expect(result).toMatchObject({
+      ledgerTip: null,
+      records: 0,
+      notes: 0,
+      byVerdict: {},
+      bySigner: {},
+      invalid: [],
+      revoked: [],
+      appendOnly: { checked: 'no ledger', removed: [] },
+    });
+    expect(result.files.map((f) => f.path)).toEqual(
+      expect.arrayContaining(['src/a.ts', 'src/b.ts', 'src/c.ts', POLICY_PATH]),
+    );
+    expect(result.files.every((f) => !f.promoted)).toBe(true);
+    for (const src of ['src/a.ts', 'src/b.ts', 'src/c.ts'])
+      expect(file(result, src).reason).toMatch(/^no verdict/);
+    expect(verify(dir).stdout).toContain('ledger (none): 0 record line(s) on 0 blob(s)');
+  });
+
+  it('with nothing governed (a revision before delegate-git was adopted) the question has no answer: exit 2', () => {
+    const bare = makeWorkTree(story, 'never-adopted');
+    writeFiles(bare, { 'README.md': 'hello\n' });
+    gitOk(story, bare, ['add', '-A']);
+    gitOk(story, bare, ['commit', '-q', '-m', 'first']);
+    const run = verify(bare);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`There is no ${POLICY_PATH}`);
+    expect(run.stderr).toContain('delegate-git init');
+    expect(run.stdout).toBe('');
+  });
+});
+
+describe('a corrupt policy at the revision', () => {
+  it('exits 2 naming the policy file; control: the revision before it verifies', () => {
+    const dir = copyWorkTree(story, template, 'corrupt');
+    fs.writeFileSync(path.join(dir, POLICY_PATH), '{"version": 1, "repositoryId": ');
+    commitAll(dir, 'break the policy', ['--no-verify']);
+
+    const run = verify(dir, ['--json']);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(
+      /^delegate-git verify: \.delegate-git\/policy\.json \([0-9a-f]{40}\) is not valid JSON/,
+    );
+
+    expect(verify(dir, ['--rev', 'HEAD~1']).code).toBe(0);
+  });
+
+  it('a --rev that is no commit exits 2 too', () => {
+    const run = verify(template, ['--rev', 'no-such-branch']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('"no-such-branch" is not a commit in this repository');
+  });
+});
+
+describe('the JSON shape', () => {
+  it('has the documented keys (more may be added; none of these may go)', () => {
+    const { result } = verifyJson(template);
+    expect(Object.keys(result)).toEqual(
+      expect.arrayContaining([
+        'rev',
+        'commit',
+        'ledgerTip',
+        'records',
+        'notes',
+        'byVerdict',
+        'bySigner',
+        'invalid',
+        'revoked',
+        'files',
+        'appendOnly',
+        'exitCode',
+      ]),
+    );
+    for (const f of result.files) {
+      expect(Object.keys(f)).toEqual(
+        expect.arrayContaining(['path', 'promoted', 'reason', 'by', 'governed', 'blob', 'sha256']),
+      );
+      expect(f.blob).toMatch(/^[0-9a-f]{40}$/);
+      expect(f.sha256).toMatch(/^[0-9a-f]{64}$/);
+    }
+    expect(Object.keys(result.appendOnly).sort()).toEqual(['checked', 'removed']);
+  });
+});
