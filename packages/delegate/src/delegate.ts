@@ -121,7 +121,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
     if (error instanceof WorkerError)
       return refuse(
         'WORKER_ERROR',
-        `The worker failed (${error.kind}): ${error.message}. Nothing was written.`,
+        `The worker failed (${error.kind}): ${error.message.replace(/\.$/, '')}. Nothing was written.`,
       );
     throw error;
   }
