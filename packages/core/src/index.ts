@@ -21,3 +21,4 @@ export * from "./pre-receive.js";
 export * from "./ledger-verify.js";
 export * from './ledger-stats.js';
 export { describeIssue } from './schema.js';
+export * from './governance-history.js';

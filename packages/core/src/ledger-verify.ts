@@ -10,6 +10,7 @@ import { checkRevision, type CheckResult } from './checks.js';
 import { DelegateGitError } from './errors.js';
 import { gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
+import { type GovernanceChangeProblem, unapprovedGovernanceChanges } from './governance-history.js';
 import { checkLedgerLine, type LineOutcome } from './line-check.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot } from './snapshot.js';
@@ -35,6 +36,11 @@ export interface LedgerVerification {
   /** Records of revoked keys: valid once, they no longer count; content they promoted needs promoting again. */
   revoked: LineProblem[];
   files: CheckResult[];
+  /**
+   * Changes to the policy file or the keys directory, anywhere in the revision's history, that were not approved under
+   * the rules in force before them. Each is also reported in `files` against the path, so every summary shows it.
+   */
+  governanceChanges: GovernanceChangeProblem[];
   appendOnly: { checked: string; removed: Array<{ commit: string; blob: string; line: string }>; problem?: string };
 }
 
@@ -66,11 +72,13 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
     invalid: [],
     revoked: [],
     files: [],
+    governanceChanges: [],
     appendOnly: { checked: 'no ledger', removed: [] },
   };
   if (ledgerTip) await verifyLines(repo, governance, ledgerTip, result);
   const files = await checkRevision(repo, commit);
-  result.files = files.results;
+  result.governanceChanges = await unapprovedGovernanceChanges(repo, commit, ledgerTip);
+  result.files = withGovernanceHistory(files.results, result.governanceChanges);
   if (ledgerTip) result.appendOnly = await checkAppendOnly(repo, ledgerTip, opts.baseline);
   return result;
 }
@@ -79,6 +87,22 @@ type Note = { annotated: string; lines: string[] };
 
 /** Lines per batch handed to a worker thread; below one batch in all, checking in-process is faster. */
 const BATCH_LINES = 1000;
+
+/**
+ * The revision's own policy and trust root judge its files, so a governance file whose history holds an unapproved
+ * change is refused at the revision too (the revision's trust root may well count the very key that approved itself).
+ */
+function withGovernanceHistory(files: CheckResult[], problems: GovernanceChangeProblem[]): CheckResult[] {
+  if (problems.length === 0) return files;
+  const out = files.map((f) => ({ ...f }));
+  for (const p of problems) {
+    const reason = `changed in commit ${p.commit.slice(0, 12)} without the approval the rules in force before it required (${p.reason})`;
+    const file = out.find((f) => f.path === p.path);
+    if (!file) out.push({ path: p.path, blob: p.blob, sha256: p.sha256, promoted: false, governed: true, reason, by: [] });
+    else if (file.promoted) Object.assign(file, { promoted: false, reason, by: [] });
+  }
+  return out;
+}
 
 async function verifyLines(repo: Repository, governance: Governance, tip: string, out: LedgerVerification) {
   const { trustRoot, policy } = governance;

@@ -3,16 +3,17 @@ import {
   assertKeyMaySign,
   checkStaged,
   DelegateGitError,
+  type Governance,
   git,
   gitSnapshot,
   gitTry,
-  type Governance,
   judgeFiles,
+  judgeLines,
   loadGovernance,
   loadPathIndex,
   loadSigningKey,
-  recordStatement,
   Repository,
+  recordStatement,
   reviewStatement,
   rfc3339,
   stagedFiles,
@@ -27,10 +28,14 @@ Usage: delegate-git attest (--approve | --reject) [<path>... | --staged] [-m <co
 Signs a review (urn:delegate-git:review:v1) of the exact content of each path with your reviewer key and
 records it in the ledger on that content's blob. An approval promotes exactly that content; any later change
 makes it stale. A rejection refuses that content whatever else is recorded, until you approve it yourself.
+Before signing it shows each path, its sha256, every record already on that content and the diff since the
+version that was promoted last. Your name and email in the record come from the trust root, not from git.
   --staged       review the staged content of every staged governed file (otherwise the work-tree content)
   -m <comment>   a comment carried in the record
   --key <name>   which of your signing keys to use
   --yes          do not ask for confirmation (it is asked on a terminal only)
+  --json         {"decision","reviewer","files":[{"path","sha256","gitBlob","before","records","lastPromoted"}],
+                  "envelope","notesCommit"}
 
 Example:
   delegate-git attest --approve src/parser.ts -m "read it; tests cover the edge cases"
@@ -55,35 +60,44 @@ export default {
       yes: { type: 'boolean', short: 'y' },
       json: { type: 'boolean' },
     });
-    if (Boolean(values.approve) === Boolean(values.reject)) throw usageError('attest', 'Give exactly one of --approve or --reject.');
-    if (values.staged && positionals.length > 0) throw usageError('attest', 'Give paths or --staged, not both.');
-    if (!values.staged && positionals.length === 0) throw usageError('attest', 'Name the paths to review, or use --staged.');
+    if (Boolean(values.approve) === Boolean(values.reject))
+      throw usageError('attest', 'Give exactly one of --approve or --reject.');
+    if (values.staged && positionals.length > 0)
+      throw usageError('attest', 'Give paths or --staged, not both.');
+    if (!values.staged && positionals.length === 0)
+      throw usageError('attest', 'Name the paths to review, or use --staged.');
     const decision = values.approve ? 'approve' : 'reject';
     const repo = await Repository.open(io.cwd, io.env);
     try {
       const top = repo.layout.topLevel;
-      if (top === null) throw new DelegateGitError('USAGE', 'Run `delegate-git attest` in a clone with a work tree.');
+      if (top === null)
+        throw new DelegateGitError('USAGE', 'Run `delegate-git attest` in a clone with a work tree.');
       const snapshot = values.staged ? gitSnapshot(top, repo.objects, null, repo.env) : worktreeSnapshot(top);
       const governance = await loadGovernance(snapshot);
       const { key } = loadSigningKey(values.key, io.env);
       const reviewer = assertKeyMaySign(governance.trustRoot, key, 'reviewer', governance.policy.keysDir);
       const trusted = governance.trustRoot.byKeyid(key.publicKey.keyid)!;
-      const targets = values.staged ? await stagedTargets(repo) : await worktreeTargets(repo, top, io.cwd, positionals);
+      const targets = values.staged
+        ? await stagedTargets(repo)
+        : await worktreeTargets(repo, top, io.cwd, positionals);
       if (targets.length === 0) {
-        io.out('Nothing to review: no staged governed file.\n');
+        if (values.json) io.out(json({ decision, reviewer, files: [], envelope: null, notesCommit: null }));
+        else io.out('Nothing to review: no staged governed file.\n');
         return 0;
       }
       const shown = await describe(repo, governance, targets);
       if (!values.json) io.out(shown.text);
       if (io.interactive && !values.yes) {
-        const answer = await io.prompt(`Sign this ${decision === 'approve' ? 'APPROVAL' : 'REJECTION'} as ${reviewer}? [y/N] `);
+        const answer = await io.prompt(
+          `Sign this ${decision === 'approve' ? 'APPROVAL' : 'REJECTION'} as ${reviewer}? [y/N] `,
+        );
         if (!/^y(es)?$/i.test(answer.trim())) {
           io.err('Nothing recorded.\n');
           return 1;
         }
       }
       const statement = reviewStatement(
-        shown.files.map((f) => ({ path: f.path, sha256: f.sha256, gitBlob: f.blob })),
+        shown.files.map((f) => ({ path: f.path, sha256: f.sha256, gitBlob: f.gitBlob })),
         {
           decision,
           reviewer: { name: trusted.name, email: trusted.email },
@@ -98,8 +112,12 @@ export default {
         key,
         `delegate-git attest --${decision}: ${shown.files.map((f) => f.path).join(', ')}`,
       );
-      if (values.json) io.out(json({ decision, reviewer, files: shown.files, envelope: line, notesCommit: commit }));
-      else io.out(`Recorded ${decision === 'approve' ? 'approval' : 'rejection'} by ${reviewer} of ${shown.files.length} file(s) in refs/notes/delegations.\n`);
+      if (values.json)
+        io.out(json({ decision, reviewer, files: shown.files, envelope: line, notesCommit: commit }));
+      else
+        io.out(
+          `Recorded ${decision === 'approve' ? 'approval' : 'rejection'} by ${reviewer} of ${shown.files.length} file(s) in refs/notes/delegations.\n`,
+        );
       return 0;
     } finally {
       await repo.close();
@@ -107,14 +125,25 @@ export default {
   },
 } satisfies CommandModule;
 
-async function worktreeTargets(repo: Repository, top: string, cwd: string, paths: string[]): Promise<Target[]> {
+async function worktreeTargets(
+  repo: Repository,
+  top: string,
+  cwd: string,
+  paths: string[],
+): Promise<Target[]> {
   const rel = paths.map((p) => toRepositoryPath(top, cwd, p));
   for (const p of rel) {
     if ((await worktreeSnapshot(top).readFile(p)) === null) {
-      throw new DelegateGitError('USAGE', `${p} does not exist in the work tree; there is no content to review.`);
+      throw new DelegateGitError(
+        'USAGE',
+        `${p} does not exist in the work tree; there is no content to review.`,
+      );
     }
   }
-  const out = await git(['hash-object', '-w', '--', ...rel.map((p) => path.join(top, p))], { cwd: top, env: repo.env });
+  const out = await git(['hash-object', '-w', '--', ...rel.map((p) => path.join(top, p))], {
+    cwd: top,
+    env: repo.env,
+  });
   const ids = out.toString('utf8').split('\n').filter(Boolean);
   return rel.map((p, i) => ({ path: p, blob: ids[i]! }));
 }
@@ -122,26 +151,169 @@ async function worktreeTargets(repo: Repository, top: string, cwd: string, paths
 async function stagedTargets(repo: Repository): Promise<Target[]> {
   const report = await checkStaged(repo);
   const staged = new Map((await stagedFiles(repo.cwd, [], repo.env)).map((f) => [f.path, f.blob]));
-  return report.results.filter((r) => r.governed && staged.has(r.path)).map((r) => ({ path: r.path, blob: r.blob }));
+  return report.results
+    .filter((r) => r.governed && staged.has(r.path))
+    .map((r) => ({ path: r.path, blob: r.blob }));
 }
 
-/** What the reviewer is about to sign: each path, its sha256, records already on it, and the diff since it was last promoted. */
-async function describe(repo: Repository, governance: Governance, targets: Target[]) {
+/** One record already on the content under review, as the reviewer is shown it. */
+interface ShownRecord {
+  /** `invalid`: a line that is not a record at all (damaged or forged); it never counts. */
+  kind: 'verdict' | 'review' | 'invalid';
+  /** The verdict name, or approve / reject. */
+  outcome: string;
+  signer: string | null;
+  createdAt: string;
+  /** Whether the trust root in force counts it. */
+  counts: boolean;
+  /** Why it does not count, when it does not. */
+  reason?: string;
+  comment?: string;
+  /** Set when the record names this content under another path (so it says nothing about this one). */
+  recordedAs?: string;
+}
+
+interface ShownFile {
+  path: string;
+  sha256: string;
+  gitBlob: string;
+  /** The promotion rule's answer before this review is recorded. */
+  before: { promoted: boolean; reason: string };
+  records: ShownRecord[];
+  /** The most recently promoted earlier version of the path, and the diff from it to this content. */
+  lastPromoted: { gitBlob: string; diff: string } | null;
+}
+
+/**
+ * What the reviewer is about to sign: each path, its sha256, every record already on that content (not only the one
+ * that decides), and the diff from the version of the path that was promoted last, when there is one.
+ */
+async function describe(
+  repo: Repository,
+  governance: Governance,
+  targets: Target[],
+): Promise<{ files: ShownFile[]; text: string }> {
   const notesAt = await repo.ledger.tip();
   const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
   const ctx = { governance, ledger: repo.ledger, notesAt, index, batch: repo.objects };
   const now = await judgeFiles(targets, ctx);
-  const parts: string[] = [];
+  const recordsOn = async (blobs: string[]) =>
+    notesAt === null || blobs.length === 0
+      ? new Map<string, string[]>()
+      : repo.ledger.linesOnMany(blobs, notesAt);
+  const current = await recordsOn([...new Set(now.map((j) => j.blob))]);
+  const files: ShownFile[] = [];
   for (const j of now) {
-    parts.push(`${j.path}\n  sha256 ${j.sha256}\n  now: ${j.promoted ? 'promoted' : 'not promoted'} (${j.reason})\n`);
-    const earlier = [...new Set(index.earlierBlobs(j.path, j.blob))];
-    const previous = (await judgeFiles(earlier.map((blob) => ({ path: j.path, blob })), ctx)).find((p) => p.promoted);
+    const records = shownRecords(current.get(j.blob) ?? [], governance, j.path);
+    const previous = await lastPromoted(j.path, j.blob, index.earlierBlobs(j.path, j.blob), ctx, recordsOn);
+    let last: ShownFile['lastPromoted'] = null;
     if (previous) {
-      const diff = await gitTry(['diff', '--no-color', previous.blob, j.blob], { cwd: repo.cwd, env: repo.env });
-      parts.push(`  changes since the last promoted version (${previous.blob.slice(0, 12)}):\n${indent(diff.stdout.toString('utf8'))}`);
+      const diff = await gitTry(['diff', '--no-color', previous, j.blob], { cwd: repo.cwd, env: repo.env });
+      last = { gitBlob: previous, diff: diff.stdout.toString('utf8') };
+    }
+    files.push({
+      path: j.path,
+      sha256: j.sha256,
+      gitBlob: j.blob,
+      before: { promoted: j.promoted, reason: j.reason },
+      records,
+      lastPromoted: last,
+    });
+  }
+  return { files, text: files.map(renderShown).join('') };
+}
+
+function shownRecords(lines: readonly string[], governance: Governance, path: string): ShownRecord[] {
+  const unreadable: string[] = [];
+  const judged = judgeLines(lines, { governance }, unreadable);
+  const shown: ShownRecord[] = judged.map(({ record, trust }) => {
+    const comment = record.predicate.comment;
+    const other = record.subjects.some((s) => s.path === path) ? undefined : record.subjects[0]?.path;
+    return {
+      kind: record.kind,
+      outcome: record.kind === 'verdict' ? record.verdict : record.decision,
+      signer: trust.signer?.name ?? null,
+      createdAt: record.createdAtText,
+      counts: trust.ok,
+      ...(trust.ok ? {} : { reason: trust.reason }),
+      ...(typeof comment === 'string' && comment !== '' ? { comment } : {}),
+      ...(other !== undefined ? { recordedAs: other } : {}),
+    };
+  });
+  shown.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
+  for (const reason of unreadable) {
+    shown.push({
+      kind: 'invalid',
+      outcome: '',
+      signer: null,
+      createdAt: '',
+      counts: false,
+      reason: `not a valid record: ${reason}`,
+    });
+  }
+  return shown;
+}
+
+/**
+ * The earlier blob of `path` that is promoted and whose records about the path are the newest. The path index lists
+ * blobs in notes-tree order (by blob id), which says nothing about time, so order by the records' createdAt.
+ */
+async function lastPromoted(
+  path: string,
+  blob: string,
+  earlier: string[],
+  ctx: Parameters<typeof judgeFiles>[1],
+  recordsOn: (blobs: string[]) => Promise<Map<string, string[]>>,
+): Promise<string | null> {
+  const blobs = [...new Set(earlier)].filter((b) => b !== blob);
+  if (blobs.length === 0) return null;
+  const promoted = (
+    await judgeFiles(
+      blobs.map((b) => ({ path, blob: b })),
+      ctx,
+    )
+  )
+    .filter((j) => j.promoted)
+    .map((j) => j.blob);
+  if (promoted.length === 0) return null;
+  const lines = await recordsOn(promoted);
+  const newest = (b: string) =>
+    Math.max(
+      0,
+      ...judgeLines(lines.get(b) ?? [], ctx)
+        .filter(
+          ({ record, trust }) => trust.ok && record.subjects.some((s) => s.path === path && s.gitBlob === b),
+        )
+        .map(({ record }) => record.createdAt),
+    );
+  return promoted.reduce((best, b) => (newest(b) > newest(best) ? b : best));
+}
+
+function renderShown(f: ShownFile): string {
+  const out = [
+    `${f.path}\n  sha256 ${f.sha256}\n  now: ${f.before.promoted ? 'promoted' : 'not promoted'} (${f.before.reason})\n`,
+  ];
+  if (f.records.length === 0) out.push('  recorded on this content: no records\n');
+  else {
+    out.push('  recorded on this content:\n');
+    for (const r of f.records) {
+      const what = r.kind === 'invalid' ? 'a line that is not a record' : `${r.kind} ${r.outcome}`;
+      const who = r.signer ? ` by ${r.signer}` : '';
+      const when = r.createdAt ? ` at ${r.createdAt}` : '';
+      const notes = [
+        r.recordedAs ? `recorded as ${r.recordedAs}` : '',
+        r.counts ? '' : `does not count: ${r.reason}`,
+        r.comment ? `"${r.comment}"` : '',
+      ].filter(Boolean);
+      out.push(`    ${what}${who}${when}${notes.length ? ` (${notes.join('; ')})` : ''}\n`);
     }
   }
-  return { files: now, text: parts.join('') };
+  if (f.lastPromoted) {
+    out.push(
+      `  changes since the last promoted version (${f.lastPromoted.gitBlob.slice(0, 12)}):\n${indent(f.lastPromoted.diff)}`,
+    );
+  }
+  return out.join('');
 }
 
 function indent(text: string): string {

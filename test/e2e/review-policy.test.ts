@@ -1,0 +1,404 @@
+/**
+ * The review side of the promotion rule end to end, with the built CLI: rejections (and how a reviewer lifts their
+ * own), `requireReview` with `reviewThreshold` 2 counted over distinct reviewer keys, and the trust root protecting
+ * itself: the policy file and the keys directory need reviewer approval under the policy in force, at commit
+ * (pre-commit), at push (pre-receive on a bare remote set up by `init --server`) and in CI (`verify`). Each refusal is
+ * paired with a control that passes.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adopt,
+  cli,
+  cliOk,
+  cloneInto,
+  commit,
+  copyWorkTree,
+  gitOk,
+  gitRun,
+  makeServer,
+  makeStory,
+  makeWorkTree,
+  noteLines,
+  OPERATOR,
+  type Run,
+  recordVerdict,
+  refTip,
+  resetWorkTree,
+  type Story,
+  statementOf,
+  writeFiles,
+} from '../support/cli-story.js';
+import {
+  addKeys,
+  approveBy,
+  attest,
+  attestOk,
+  commitApproved,
+  editPolicy,
+  keyFileOf,
+  LEDGER_REF,
+  ledgerTip,
+  registerKeys,
+} from '../support/reviewers.js';
+
+const POLICY = '.delegate-git/policy.json';
+const ATOMIC = ['push', '--atomic', 'origin', 'main', LEDGER_REF];
+
+let story: Story;
+/** Adopted (protect src/**) by alice, with bob committed as a second reviewer (approved by alice). */
+let template: string;
+
+beforeAll(() => {
+  story = makeStory();
+  template = makeWorkTree(story, 'template');
+  adopt(story, template, ['src/**']);
+  addKeys(story, template, [{ name: 'bob' }]);
+});
+
+afterAll(() => story.cleanup());
+
+interface Verdict {
+  code: number;
+  promoted: boolean;
+  reason: string;
+  by: string[];
+}
+
+/** `check --path <file> --json` for one file: the exit code and the rule's answer. */
+function checkPath(dir: string, file: string): Verdict {
+  const run = cli(story, dir, ['check', '--path', file, '--json']);
+  const out = JSON.parse(run.stdout) as { results: Array<Omit<Verdict, 'code'> & { path: string }> };
+  const result = out.results.find((r) => r.path === file)!;
+  return { code: run.code, promoted: result.promoted, reason: result.reason, by: result.by };
+}
+
+function stageAndCommit(dir: string, file: string, message: string): Run {
+  gitOk(story, dir, ['add', '--', file]);
+  return commit(story, dir, message);
+}
+
+function reviewDecisions(dir: string, file: string): string[] {
+  const blob = gitOk(story, dir, ['hash-object', '--', file]);
+  return noteLines(story, dir, blob)
+    .map((l) => statementOf(l).predicate)
+    .filter((p) => typeof p.decision === 'string')
+    .map((p) => `${(p.reviewer as { name: string }).name}:${p.decision as string}`)
+    .sort();
+}
+
+describe('rejections', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'rejections');
+  });
+  afterEach(() => resetWorkTree(story, dir));
+
+  it('a rejection refuses content even with a UNIT_PASSED verdict on it', async () => {
+    writeFiles(dir, { 'src/passed.ts': 'export const passed = 1;\n' });
+    await recordVerdict(story, dir, 'src/passed.ts');
+    expect(checkPath(dir, 'src/passed.ts')).toMatchObject({
+      code: 0,
+      reason: 'a unit passed it and its content is unchanged',
+    });
+
+    attestOk(story, dir, 'reject', ['src/passed.ts'], { key: 'bob', message: 'the test asserts nothing' });
+    expect(checkPath(dir, 'src/passed.ts')).toMatchObject({
+      code: 1,
+      promoted: false,
+      reason: 'rejected by bob',
+      by: ['bob'],
+    });
+    const refused = stageAndCommit(dir, 'src/passed.ts', 'passed but rejected');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/passed.ts');
+    expect(refused.stderr).toContain('rejected by bob');
+  });
+
+  it('a later approval by the same reviewer of the same content lifts their own rejection', () => {
+    writeFiles(dir, { 'src/lifted.ts': 'export const lifted = 1;\n' });
+    attestOk(story, dir, 'reject', ['src/lifted.ts'], { key: 'bob' });
+    expect(checkPath(dir, 'src/lifted.ts')).toMatchObject({ code: 1, reason: 'rejected by bob' });
+
+    attestOk(story, dir, 'approve', ['src/lifted.ts'], { key: 'bob', message: 'fixed upstream; fine now' });
+    expect(reviewDecisions(dir, 'src/lifted.ts')).toEqual(['bob:approve', 'bob:reject']);
+    expect(checkPath(dir, 'src/lifted.ts')).toMatchObject({
+      code: 0,
+      reason: 'approved by bob and unchanged since',
+    });
+    const committed = stageAndCommit(dir, 'src/lifted.ts', 'rejection lifted');
+    expect(committed.code, committed.stderr).toBe(0);
+
+    // And the other way round: the reviewer's latest decision is the one that counts.
+    writeFiles(dir, { 'src/relapsed.ts': 'export const relapsed = 1;\n' });
+    attestOk(story, dir, 'approve', ['src/relapsed.ts'], { key: 'bob' });
+    expect(checkPath(dir, 'src/relapsed.ts').code).toBe(0);
+    attestOk(story, dir, 'reject', ['src/relapsed.ts'], { key: 'bob' });
+    expect(checkPath(dir, 'src/relapsed.ts')).toMatchObject({ code: 1, reason: 'rejected by bob' });
+  });
+
+  it("another reviewer's approval does not lift a rejection: refused as rejected by bob", () => {
+    writeFiles(dir, { 'src/contested.ts': 'export const contested = 1;\n' });
+    attestOk(story, dir, 'reject', ['src/contested.ts'], { key: 'bob' });
+    attestOk(story, dir, 'approve', ['src/contested.ts'], { key: OPERATOR });
+    expect(reviewDecisions(dir, 'src/contested.ts')).toEqual(['alice:approve', 'bob:reject']);
+    expect(checkPath(dir, 'src/contested.ts')).toMatchObject({
+      code: 1,
+      reason: 'rejected by bob',
+      by: ['bob'],
+    });
+    const refused = stageAndCommit(dir, 'src/contested.ts', 'contested');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('rejected by bob');
+
+    // Control: bob changes his mind; both approvals now stand.
+    attestOk(story, dir, 'approve', ['src/contested.ts'], { key: 'bob' });
+    expect(checkPath(dir, 'src/contested.ts')).toMatchObject({
+      code: 0,
+      reason: 'approved by alice, bob and unchanged since',
+    });
+    const committed = commit(story, dir, 'contested, settled');
+    expect(committed.code, committed.stderr).toBe(0);
+  });
+});
+
+describe('requireReview with reviewThreshold 2', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'threshold');
+    editPolicy(dir, (p) => {
+      p.requireReview = true;
+      p.reviewThreshold = 2;
+    });
+    // Judged by the policy in force (threshold 1), so alice's approval alone adopts it.
+    commitApproved(story, dir, [POLICY], [OPERATOR], 'require two reviewers');
+  });
+  afterEach(() => resetWorkTree(story, dir));
+
+  it('a UNIT_PASSED verdict alone no longer promotes; the reason names the requirement', async () => {
+    writeFiles(dir, { 'src/unit.ts': 'export const unit = 1;\n' });
+    await recordVerdict(story, dir, 'src/unit.ts');
+    const verdict = checkPath(dir, 'src/unit.ts');
+    expect(verdict).toMatchObject({
+      code: 1,
+      promoted: false,
+      reason: 'a unit passed it, but the policy requires 2 reviewer approval(s) and it has none',
+    });
+    const refused = stageAndCommit(dir, 'src/unit.ts', 'verdict only');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('the policy requires 2 reviewer approval(s)');
+  });
+
+  it('the same reviewer approving twice counts once; a second reviewer promotes it', () => {
+    writeFiles(dir, { 'src/two.ts': 'export const two = 1;\n' });
+    approveBy(story, dir, ['src/two.ts'], [OPERATOR, OPERATOR]);
+    expect(reviewDecisions(dir, 'src/two.ts')).toEqual(['alice:approve', 'alice:approve']);
+    expect(checkPath(dir, 'src/two.ts')).toMatchObject({
+      code: 1,
+      reason: 'the policy requires 2 reviewer approval(s) and it has 1 (alice)',
+    });
+    const refused = stageAndCommit(dir, 'src/two.ts', 'one reviewer, twice');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('it has 1 (alice)');
+
+    attestOk(story, dir, 'approve', ['src/two.ts'], { key: 'bob' });
+    expect(checkPath(dir, 'src/two.ts')).toMatchObject({
+      code: 0,
+      promoted: true,
+      reason: 'approved by alice, bob and unchanged since',
+      by: ['alice', 'bob'],
+    });
+    const committed = commit(story, dir, 'two reviewers');
+    expect(committed.code, committed.stderr).toBe(0);
+  });
+
+  it('changing the policy needs the threshold in force: one approval is refused, two are accepted', () => {
+    editPolicy(dir, (p) => {
+      p.reviewThreshold = 1;
+    });
+    attestOk(story, dir, 'approve', [POLICY]);
+    const refused = stageAndCommit(dir, POLICY, 'lower the threshold, one approval');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`NOT PROMOTED  ${POLICY}`);
+    expect(refused.stderr).toContain('the policy requires 2 reviewer approval(s) and it has 1 (alice)');
+
+    attestOk(story, dir, 'approve', [POLICY], { key: 'bob' });
+    const committed = commit(story, dir, 'lower the threshold, two approvals');
+    expect(committed.code, committed.stderr).toBe(0);
+  });
+});
+
+describe('the trust root protects itself: at commit, at push and in CI', () => {
+  let server: string;
+  let work: string;
+
+  beforeAll(() => {
+    server = makeServer(story, 'governed.git');
+    work = cloneInto(story, server, 'governed');
+    adopt(story, work, ['src/**']);
+    const first = gitRun(story, work, ATOMIC);
+    if (first.code !== 0) throw new Error(`the adopting push was refused:\n${first.stderr}`);
+  });
+
+  /** The clone back in step with the server: branch and ledger as the server has them, work tree clean. */
+  afterEach(() => {
+    gitOk(story, work, [
+      'fetch',
+      '-q',
+      'origin',
+      '+main:refs/remotes/origin/main',
+      `+${LEDGER_REF}:${LEDGER_REF}`,
+    ]);
+    gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+    resetWorkTree(story, work);
+  });
+
+  function pushRefused(what: string): Run {
+    const serverMain = refTip(story, server, 'main');
+    const serverLedger = refTip(story, server, LEDGER_REF);
+    const push = gitRun(story, work, ATOMIC);
+    expect(push.code, `${what}: ${push.stderr}`).not.toBe(0);
+    expect(refTip(story, server, 'main')).toBe(serverMain);
+    expect(refTip(story, server, LEDGER_REF)).toBe(serverLedger);
+    return push;
+  }
+
+  function pushAccepted(what: string): void {
+    const push = gitRun(story, work, ATOMIC);
+    expect(push.code, `${what}: ${push.stderr}`).toBe(0);
+    expect(refTip(story, server, 'main')).toBe(gitOk(story, work, ['rev-parse', 'HEAD']));
+    expect(refTip(story, server, LEDGER_REF)).toBe(ledgerTip(story, work));
+  }
+
+  it('a weakened policy (protect glob removed) without approval is refused at commit, push and by verify', () => {
+    editPolicy(work, (p) => {
+      p.protect = [];
+    });
+    const atCommit = stageAndCommit(work, POLICY, 'stop protecting src');
+    expect(atCommit.code).not.toBe(0);
+    expect(atCommit.stderr).toContain(`NOT PROMOTED  ${POLICY}`);
+    expect(atCommit.stderr).toContain(`approved by ${OPERATOR} for an earlier version`);
+
+    // Past the local hook, and with it an unpromoted file the weakened policy no longer protects.
+    expect(commit(story, work, 'stop protecting src', ['--no-verify']).code).toBe(0);
+    const weakened = gitOk(story, work, ['rev-parse', 'HEAD']);
+    writeFiles(work, { 'src/sneaked.ts': 'export const sneaked = 1;\n' });
+    const sneak = stageAndCommit(work, 'src/sneaked.ts', 'unpromoted, under the weakened policy');
+    expect(sneak.code, sneak.stderr).toBe(0);
+
+    const atPush = pushRefused('weakened policy');
+    expect(atPush.stderr).toMatch(
+      new RegExp(`refused refs/heads/main ${weakened.slice(0, 12)} ${POLICY.replace(/\./g, '\\.')}: `),
+    );
+    expect(atPush.stderr).toMatch(/refused refs\/heads\/main [0-9a-f]{12} src\/sneaked\.ts: no verdict/);
+
+    const inCi = cli(story, work, ['verify', '--rev', weakened]);
+    expect(inCi.code).toBe(1);
+    expect(inCi.stdout).toContain(`NOT PROMOTED  ${POLICY}`);
+    expect(inCi.stdout).toContain('verify: FAILED');
+  });
+
+  it('control: the same weakening approved by the existing reviewer is accepted at commit, push and by verify', () => {
+    editPolicy(work, (p) => {
+      p.protect = [];
+    });
+    attestOk(story, work, 'approve', [POLICY]);
+    const atCommit = stageAndCommit(work, POLICY, 'stop protecting src, approved');
+    expect(atCommit.code, atCommit.stderr).toBe(0);
+    pushAccepted('approved weakening');
+    const inCi = cli(story, work, ['verify', '--rev', 'HEAD']);
+    expect(inCi.code, inCi.stdout).toBe(0);
+    expect(inCi.stdout).toContain('verify: ok');
+  });
+
+  it('a key added without approval, or approved only by itself, is refused at commit, push and by verify', () => {
+    const [mallory] = registerKeys(story, work, [{ name: 'mallory' }]);
+    const keyFile = mallory!.keyFile;
+    gitOk(story, work, ['add', keyFile]);
+    const unapproved = commit(story, work, 'trust mallory');
+    expect(unapproved.code).not.toBe(0);
+    expect(unapproved.stderr).toContain(`NOT PROMOTED  ${keyFile}`);
+
+    // The work tree's trust root lists mallory, so attest signs; the trust root in force does not count it.
+    attestOk(story, work, 'approve', [keyFile], { key: 'mallory' });
+    const selfApproved = commit(story, work, 'trust mallory, self-approved');
+    expect(selfApproved.code).not.toBe(0);
+    expect(selfApproved.stderr).toContain(`NOT PROMOTED  ${keyFile}`);
+    expect(selfApproved.stderr).toContain('not in the trust root');
+
+    expect(commit(story, work, 'trust mallory, self-approved', ['--no-verify']).code).toBe(0);
+    const atPush = pushRefused('self-approved key');
+    expect(atPush.stderr).toMatch(
+      new RegExp(
+        `refused refs/heads/main [0-9a-f]{12} ${keyFile.replace(/\./g, '\\.')}: .*not in the trust root`,
+      ),
+    );
+
+    // HEAD's own trust root lists mallory, so her approval would count there: CI judges the key file by the rules
+    // in force before the commit that added it.
+    const inCi = cli(story, work, ['verify', '--rev', 'HEAD']);
+    expect(inCi.code, inCi.stdout).toBe(1);
+    expect(inCi.stdout).toMatch(
+      new RegExp(
+        `NOT PROMOTED  ${keyFile.replace(/\./g, '\\.')}: changed in commit [0-9a-f]{12} without the approval`,
+      ),
+    );
+    expect(inCi.stdout).toContain('verify: FAILED');
+
+    // Control: an existing reviewer approving that key file afterwards settles it for CI.
+    attestOk(story, work, 'approve', [keyFile]);
+    const settled = cli(story, work, ['verify', '--rev', 'HEAD']);
+    expect(settled.code, settled.stdout).toBe(0);
+  });
+
+  it('deleting the policy and adopting afresh under a new key is judged by the rules before the deletion', () => {
+    gitOk(story, work, ['rm', '-q', '-r', '.delegate-git']);
+    expect(commit(story, work, 'drop delegate-git', ['--no-verify']).code).toBe(0);
+    cliOk(story, work, ['init', '--protect', 'src/**', '--key', 'usurper', '--no-hook']);
+    gitOk(story, work, ['add', '.delegate-git']);
+    expect(commit(story, work, 're-adopt under another key', ['--no-verify']).code).toBe(0);
+
+    const atPush = pushRefused('re-adopted policy');
+    expect(atPush.stderr).toMatch(
+      new RegExp(`refused refs/heads/main [0-9a-f]{12} ${POLICY.replace(/\./g, '\\.')}: `),
+    );
+    const inCi = cli(story, work, ['verify', '--rev', 'HEAD']);
+    expect(inCi.code, inCi.stdout).toBe(1);
+    expect(inCi.stdout).toMatch(
+      new RegExp(
+        `NOT PROMOTED  ${POLICY.replace(/\./g, '\\.')}: changed in commit [0-9a-f]{12} without the approval`,
+      ),
+    );
+    expect(inCi.stdout).toContain('NOT PROMOTED  .delegate-git/keys/usurper.json');
+  });
+
+  it('control: a key approved by an existing reviewer is accepted at commit, push and by verify, and then counts', () => {
+    const [oscar] = addKeys(story, work, [{ name: 'oscar' }]);
+    expect(oscar!.keyFile).toBe(keyFileOf('oscar'));
+    pushAccepted('key approved by alice');
+    const inCi = cli(story, work, ['verify', '--rev', 'HEAD']);
+    expect(inCi.code, inCi.stdout).toBe(0);
+
+    // Now in force on the server, oscar's own approvals count there.
+    writeFiles(work, { 'src/by-oscar.ts': 'export const byOscar = 1;\n' });
+    attestOk(story, work, 'approve', ['src/by-oscar.ts'], { key: 'oscar' });
+    const committed = stageAndCommit(work, 'src/by-oscar.ts', 'approved by oscar');
+    expect(committed.code, committed.stderr).toBe(0);
+    pushAccepted('content approved by the new reviewer');
+  });
+
+  it('a key directory change stays governed even when exclude names it (approved exclude, then an unapproved key)', () => {
+    editPolicy(work, (p) => {
+      p.exclude = ['.delegate-git/**'];
+    });
+    commitApproved(story, work, [POLICY], [OPERATOR], 'exclude the governance directory, approved');
+    const [trent] = registerKeys(story, work, [{ name: 'trent' }]);
+    const refused = stageAndCommit(work, trent!.keyFile, 'trust trent, unapproved');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`NOT PROMOTED  ${trent!.keyFile}`);
+
+    const approved = attest(story, work, 'approve', [trent!.keyFile]);
+    expect(approved.code, approved.stderr).toBe(0);
+    const committed = commit(story, work, 'trust trent, approved');
+    expect(committed.code, committed.stderr).toBe(0);
+  });
+});
