@@ -234,6 +234,22 @@ describe('pre-commit: deleting governed paths', () => {
     const free = commit(story, dir, 'delete unprotected');
     expect(free.code, free.stderr).toBe(0);
   });
+
+  it('never lets the policy file or a key file be deleted (a control deletion of a governed file passes)', () => {
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+    gitOk(story, dir, ['rm', '-q', POLICY]);
+    const policy = commit(story, dir, 'delete the policy');
+    expect(policy.code).not.toBe(0);
+    expect(policy.stderr).toContain(`DELETION REFUSED  ${POLICY}`);
+    expect(policy.stderr).toContain('cannot be deleted');
+
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+    gitOk(story, dir, ['rm', '-q', '.delegate-git/keys/alice.json']);
+    const key = commit(story, dir, 'delete a key');
+    expect(key.code).not.toBe(0);
+    expect(key.stderr).toContain('keys revoke');
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+  });
 });
 
 describe('pre-commit: policy mode "warn"', () => {

@@ -12,7 +12,7 @@ export function renderReport(report: CheckReport): string {
   }
   for (const d of report.deletions) {
     out.push(
-      `${d.blocks ? 'DELETION REFUSED' : 'deleted (governed)'}  ${d.path}${d.blocks ? '\n    the policy protects deletions of this path (protectDeletes)' : ''}`,
+      `${d.blocks ? 'DELETION REFUSED' : 'deleted (governed)'}  ${d.path}${d.reason ? `\n    ${d.reason}` : ''}`,
     );
   }
   const refused = governed.filter((r) => !r.promoted);
@@ -28,8 +28,8 @@ export function renderReport(report: CheckReport): string {
   }
   if (report.deletions.some((d) => d.blocks)) {
     out.push(
-      'To keep a protected file: restore it (`git restore --staged --worktree <path>`); to delete it, a reviewer must',
-      'approve a policy change that turns protectDeletes off.',
+      'To keep a file: restore it (`git restore --staged --worktree <path>`). A protected path may be deleted once a',
+      'reviewer approves a policy change that turns protectDeletes off; the policy and key files never.',
     );
   }
   return `${out.join('\n')}\n`;

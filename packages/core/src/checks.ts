@@ -8,7 +8,7 @@ import { git, gitTry } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
 import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
 import { loadPathIndex } from './path-index.js';
-import { governedMatcher, POLICY_PATH, type Policy } from './policy.js';
+import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy } from './policy.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, type Snapshot, splitZ, treeFiles, worktreeSnapshot } from './snapshot.js';
 
@@ -19,7 +19,7 @@ export interface CheckResult extends Judgement {
 export interface CheckReport {
   results: CheckResult[];
   /** Governed paths the change deletes; `blocks` when the policy refuses deleting protected paths. */
-  deletions: Array<{ path: string; blocks: boolean }>;
+  deletions: Array<{ path: string; blocks: boolean; reason: string | null }>;
   policy: Policy;
   /**
    * The gate mode in force. For the index it is HEAD's policy's (when HEAD has one), not the staged one's, so an
@@ -127,30 +127,70 @@ export async function checkRevision(repo: Repository, rev: string): Promise<Chec
 
 /**
  * Judges what the index changes against HEAD: additions, modifications, renames and copies by their staged blob;
- * deletions of governed paths reported (blocking only with `protectDeletes` on a protected path).
+ * deletions of governed paths reported (blocking for the governance files, and with `protectDeletes` on a protected
+ * path).
  */
 export async function checkStaged(repo: Repository): Promise<CheckReport> {
   const top = requireWorkTree(repo);
   const snapshot: Snapshot = gitSnapshot(top, repo.objects, null, repo.env);
   // The common commit touches nothing governed: answer it with the policy and the path index alone, and read the
   // trust root only when something governed is staged (the hook runs on every commit).
-  const [{ base, changes }, policy, notesAt] = await Promise.all([stagedChanges(repo), loadPolicy(snapshot), notesTip(repo)]);
-  const quiet: CheckReport = { results: [], deletions: [], policy, mode: policy.mode, source: snapshot.label };
+  const [{ base, changes }, policy, notesAt] = await Promise.all([
+    stagedChanges(repo),
+    stagedPolicy(repo, snapshot),
+    notesTip(repo),
+  ]);
+  const quiet: CheckReport = {
+    results: [],
+    deletions: [],
+    policy,
+    mode: policy.mode,
+    source: snapshot.label,
+  };
   if (changes.length === 0) return quiet;
   const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
   const matcher = governedMatcher(policy);
   const governed = changes.filter((c) => matcher(c.path, index.has(c.path)));
   if (governed.length === 0) return quiet;
 
-  const [governance, committed] = await Promise.all([loadGovernance(snapshot, policy), committedGovernance(repo, base)]);
-  const files = governed.filter((c) => c.status !== 'D').map((c) => ({ path: c.path, blob: c.blob }));
-  const ctx = { governance, anchor: committed, ledger: repo.ledger, notesAt, index, batch: repo.objects };
-  const results: CheckResult[] = (await judgeFiles(files, ctx)).map((j) => ({ ...j, governed: true }));
   const deletions = governed
     .filter((c) => c.status === 'D')
-    .map((d) => ({ path: d.path, blocks: policy.protectDeletes && matcher.isProtected(d.path) }));
-  const mode = (committed ?? governance).policy.mode;
+    .map((d) => {
+      const reason = deletionRefusal(policy, d.path, matcher);
+      return { path: d.path, blocks: reason !== null, reason };
+    });
+  const files = governed.filter((c) => c.status !== 'D').map((c) => ({ path: c.path, blob: c.blob }));
+  const committed = await committedGovernance(repo, base);
+  // Only content needs the trust root; a change that only deletes is decided by the policy alone.
+  const governance = files.length > 0 ? await loadGovernance(snapshot, policy) : null;
+  const results: CheckResult[] = governance
+    ? (
+        await judgeFiles(files, {
+          governance,
+          anchor: committed,
+          ledger: repo.ledger,
+          notesAt,
+          index,
+          batch: repo.objects,
+        })
+      ).map((j) => ({ ...j, governed: true }))
+    : [];
+  const mode = (committed?.policy ?? policy).mode;
   return { results, deletions, policy, mode, source: snapshot.label };
+}
+
+/**
+ * The staged policy; when the commit deletes it, the committed one, so that the deletion itself is judged (and
+ * refused) rather than the question going unanswered.
+ */
+async function stagedPolicy(repo: Repository, snapshot: Snapshot): Promise<Policy> {
+  if ((await snapshot.readFile(POLICY_PATH)) !== null) return loadPolicy(snapshot);
+  const head = await repo.objects.read('HEAD');
+  if (head?.type === 'commit') {
+    const committed = gitSnapshot(repo.cwd, repo.objects, head.oid, repo.env);
+    if ((await committed.readFile(POLICY_PATH)) !== null) return loadPolicy(committed);
+  }
+  return loadPolicy(snapshot); // neither has one: the usual "run init" answer
 }
 
 /** The ledger's tip through the object reader the check already has open (one spawn fewer than rev-parse). */

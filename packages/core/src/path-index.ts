@@ -10,10 +10,10 @@ import type { EarlierRecord } from './promotion.js';
 import { decodeRecord } from './record.js';
 import type { TrustRoot } from './trust-root.js';
 
-/** One record about a path: kind, verdict or decision, signer keyid, and the blob it sits on. */
-type IndexEntry = [kind: 'v' | 'r', outcome: string, keyid: string, blob: string];
+/** One record about a path: kind, verdict or decision, signer keyid, the blob it judged, and when it was made. */
+type IndexEntry = [kind: 'v' | 'r', outcome: string, keyid: string, blob: string, createdAt: number];
 
-const CACHE_VERSION = 1;
+const CACHE_VERSION = 2;
 
 export class PathIndex {
   constructor(private readonly byPath: Map<string, IndexEntry[]>) {}
@@ -39,24 +39,23 @@ export class PathIndex {
     return [...this.byPath.keys()].sort();
   }
 
-  /** What was recorded on this path for content other than `blob`, newest-insertion first. */
+  /** What was recorded on this path for content other than `blob`, newest first. */
   earlier(path: string, blob: string, trustRoot: TrustRoot): EarlierRecord[] {
-    return (this.byPath.get(path) ?? [])
-      .filter((e) => e[3] !== blob)
-      .map(([kind, outcome, keyid]) => {
-        const signer = trustRoot.byKeyid(keyid)?.name;
-        return kind === 'v'
-          ? { kind: 'verdict', verdict: outcome as EarlierRecord['verdict'], signer }
-          : { kind: 'review', decision: outcome as EarlierRecord['decision'], signer };
-      });
+    return this.others(path, blob).map(([kind, outcome, keyid]) => {
+      const signer = trustRoot.byKeyid(keyid)?.name;
+      return kind === 'v'
+        ? { kind: 'verdict', verdict: outcome as EarlierRecord['verdict'], signer }
+        : { kind: 'review', decision: outcome as EarlierRecord['decision'], signer };
+    });
   }
 
-  /** Blobs other than `blob` that records on this path sit on, most recently indexed first. */
+  /** Other contents this path had records on, newest record first. */
   earlierBlobs(path: string, blob: string): string[] {
-    return (this.byPath.get(path) ?? [])
-      .map((e) => e[3])
-      .filter((b) => b !== blob)
-      .reverse();
+    return [...new Set(this.others(path, blob).map((e) => e[3]))];
+  }
+
+  private others(path: string, blob: string): IndexEntry[] {
+    return (this.byPath.get(path) ?? []).filter((e) => e[3] !== blob).sort((a, b) => b[4] - a[4]);
   }
 
   toJSON(): unknown {
@@ -80,8 +79,11 @@ export function addLines(byPath: Map<string, IndexEntry[]>, blob: string, lines:
       r.kind === 'verdict' ? r.verdict : r.decision,
       r.envelope.signatures[0]?.keyid ?? '',
       blob,
+      r.createdAt,
     ];
+    // A record with several subjects sits on each subject's blob; index each path once, from its own blob.
     for (const s of r.subjects) {
+      if (s.gitBlob !== blob) continue;
       const list = byPath.get(s.path);
       if (list) list.push(entry);
       else byPath.set(s.path, [entry]);

@@ -10,7 +10,7 @@ import { type Governance, loadGovernance } from './governance.js';
 import { governedFiles, judgeFiles } from './judge.js';
 import { LEDGER_REF } from './notes-ledger.js';
 import { loadPathIndex } from './path-index.js';
-import { governedMatcher } from './policy.js';
+import { deletionRefusal, governedMatcher } from './policy.js';
 import { decodeRecord, verifyRecord } from './record.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot } from './snapshot.js';
@@ -186,18 +186,10 @@ async function judgeRefUpdate(
     if (!j.promoted)
       result.refusals.push({ ref: u.ref, commit: unique[i]!.commit, path: j.path, reason: j.reason });
   });
-  if (governance.policy.protectDeletes) {
-    const matcher = governedMatcher(governance.policy);
-    for (const d of deleted) {
-      if (matcher.isProtected(d.path)) {
-        result.refusals.push({
-          ref: u.ref,
-          commit: d.commit,
-          path: d.path,
-          reason: 'deleting a protected path is refused by the policy (protectDeletes)',
-        });
-      }
-    }
+  const matcher = governedMatcher(governance.policy);
+  for (const d of deleted) {
+    const reason = deletionRefusal(governance.policy, d.path, matcher);
+    if (reason) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason });
   }
 }
 

@@ -41,7 +41,7 @@ describe('the path index cache', () => {
     // A marker only the cached file knows: if it survives, the new index was extended, not rebuilt.
     const file = path.join(cache, older!);
     const data = JSON.parse(fs.readFileSync(file, 'utf8'));
-    data.paths['marker/from-cache.ts'] = [['v', 'UNIT_PASSED', 'x', 'y']];
+    data.paths['marker/from-cache.ts'] = [['v', 'UNIT_PASSED', 'x', 'y', 0]];
     fs.writeFileSync(file, JSON.stringify(data));
 
     const tip = await record('src/b.ts', 'b\n');
