@@ -65,7 +65,9 @@ describe('verify on worker threads', () => {
   it('counts every line once and names the one forged line by blob and line', () => {
     const run = cli(story, work, ['verify', '--json']);
     const result = JSON.parse(run.stdout);
-    expect(result.records).toBe(RECORDS + 2); // + init's anchor approval, on the policy and the key file
+    // Lines: every record, + init's anchor approval on the policy and on the key file. Records: distinct valid ones.
+    expect(result.lines).toBe(RECORDS + 2);
+    expect(result.records).toBe(RECORDS - 1 + 1);
     expect(result.byVerdict.UNIT_PASSED).toBe((RECORDS / 3) * 2 - 1);
     expect(result.byVerdict.UNIT_FAILED).toBe(RECORDS / 3);
     expect(result.invalid).toHaveLength(1);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 /**
  * `delegate-git verify`, the CI ledger job, end to end with the built CLI: every note line verifies against the trust
  * root at the revision, every governed file there is promoted, and the ledger only ever grew. Each refusal is paired
@@ -46,6 +47,7 @@ interface FileJson {
 interface LineProblemJson {
   blob: string;
   line: number;
+  sha256: string;
   reason: string;
 }
 
@@ -54,6 +56,7 @@ interface VerifyJson {
   commit: string;
   ledgerTip: string | null;
   records: number;
+  lines: number;
   notes: number;
   byVerdict: Record<string, number>;
   bySigner: Record<string, number>;
@@ -173,7 +176,9 @@ describe('a valid ledger', () => {
       .split('\n')
       .map((l) => l.split(' ')[1]!);
     expect(result.notes).toBe(annotated.length);
-    expect(result.records).toBe(annotated.reduce((n, b) => n + ledgerLines(template, b).length, 0));
+    expect(result.lines).toBe(annotated.reduce((n, b) => n + ledgerLines(template, b).length, 0));
+    // A record about several files (init's anchor approval: the policy and the key file) counts once.
+    expect(result.records).toBeLessThan(result.lines);
     expect(result.byVerdict.UNIT_PASSED).toBe(3);
     expect(result.bySigner.bob).toBe(2);
     expect(result.bySigner.alice).toBeGreaterThanOrEqual(2);
@@ -213,12 +218,18 @@ describe('lines that do not verify', () => {
 
     const { code, result } = verifyJson(dir);
     expect(code).toBe(1);
-    expect(result.records).toBe(before.result.records + 1);
+    expect(result.lines).toBe(before.result.lines + 1);
+    expect(result.records).toBe(before.result.records); // the forged line is no valid record
     // Line numbers count the note's records as the ledger reads them: sorted, unique, blank separators dropped.
     const line = ledgerLines(dir, blobs.a).indexOf(forged) + 1;
     expect(line).toBeGreaterThan(0);
     expect(result.invalid).toEqual([
-      { blob: blobs.a, line, reason: 'the signature by alice does not verify' },
+      {
+        blob: blobs.a,
+        line,
+        sha256: sha256Of(forged),
+        reason: 'the signature by alice does not verify',
+      },
     ]);
     // The file is still promoted by the genuine line: the exit code is the forged line's alone.
     expect(result.files.every((f) => f.promoted)).toBe(true);
@@ -253,6 +264,7 @@ describe('lines that do not verify', () => {
     expect(result.invalid).toContainEqual({
       blob: blobs.b,
       line,
+      sha256: sha256Of(strangerLine),
       reason: `signed by a key that is not in the trust root (keyid ${stranger.signer.publicKey.keyid.slice(0, 12)})`,
     });
     expect(result.invalid).toHaveLength(before.invalid.length + 1);
@@ -265,6 +277,7 @@ describe('lines that do not verify', () => {
     expect(result.invalid).toContainEqual({
       blob: blobs.c,
       line: ledgerLines(dir, blobs.c).indexOf(original) + 1,
+      sha256: sha256Of(original),
       reason: 'the record does not name the blob it is attached to',
     });
     expect(result.invalid).toHaveLength(before.invalid.length + 1);
@@ -288,7 +301,7 @@ describe('a revoked key', () => {
     expect(code).toBe(1);
     expect(result.invalid).toEqual([]);
     const reason = "signer bob's key was revoked";
-    expect(result.revoked).toEqual(
+    expect(result.revoked.map(({ sha256: _sha256, ...rest }) => rest)).toEqual(
       [
         { blob: blobs.b, line: 1, reason },
         {
@@ -523,6 +536,7 @@ describe('an empty ledger', () => {
     expect(result).toMatchObject({
       ledgerTip: null,
       records: 0,
+      lines: 0,
       notes: 0,
       byVerdict: {},
       bySigner: {},
@@ -536,7 +550,7 @@ describe('an empty ledger', () => {
     expect(result.files.every((f) => !f.promoted)).toBe(true);
     for (const src of ['src/a.ts', 'src/b.ts', 'src/c.ts'])
       expect(file(result, src).reason).toMatch(/^no verdict/);
-    expect(verify(dir).stdout).toContain('ledger (none): 0 record line(s) on 0 blob(s)');
+    expect(verify(dir).stdout).toContain('ledger (none): 0 valid record(s) in 0 line(s) on 0 blob(s)');
   });
 
   it('with nothing governed (a revision before delegate-git was adopted) the question has no answer: exit 2', () => {
@@ -604,3 +618,7 @@ describe('the JSON shape', () => {
     expect(Object.keys(result.appendOnly).sort()).toEqual(['checked', 'removed']);
   });
 });
+
+function sha256Of(line: string): string {
+  return createHash('sha256').update(line).digest('hex');
+}

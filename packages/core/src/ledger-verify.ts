@@ -2,11 +2,12 @@
  * The CI gate (`verify`, DESIGN 4.2): every ledger line verifies, every governed file at a revision is promoted, and
  * the ledger only ever grew. Lines are streamed, so memory follows the number of problems, not the ledger's size.
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { checkRevision, type CheckResult } from './checks.js';
+import { type CheckResult, checkRevision } from './checks.js';
 import { DelegateGitError } from './errors.js';
 import { gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
@@ -18,8 +19,10 @@ import type { VerifyBatch, VerifyWorkerData } from './verify-worker.js';
 
 export interface LineProblem {
   blob: string;
-  /** 1-based line number within the note. */
+  /** 1-based position among the note's record lines (sorted, blank lines not counted). */
   line: number;
+  /** SHA-256 of the line, to find it whatever the numbering (`git notes show <blob> | …`). */
+  sha256: string;
   reason: string;
 }
 
@@ -27,7 +30,10 @@ export interface LedgerVerification {
   rev: string;
   commit: string;
   ledgerTip: string | null;
+  /** Distinct records: a record about several files sits on each file's blob but counts once. */
   records: number;
+  /** Record lines over all notes (a record on N blobs is N lines). */
+  lines: number;
   notes: number;
   byVerdict: Record<string, number>;
   bySigner: Record<string, number>;
@@ -41,7 +47,11 @@ export interface LedgerVerification {
    * the rules in force before them. Each is also reported in `files` against the path, so every summary shows it.
    */
   governanceChanges: GovernanceChangeProblem[];
-  appendOnly: { checked: string; removed: Array<{ commit: string; blob: string; line: string }>; problem?: string };
+  appendOnly: {
+    checked: string;
+    removed: Array<{ commit: string; blob: string; line: string }>;
+    problem?: string;
+  };
 }
 
 export interface VerifyOptions {
@@ -50,14 +60,25 @@ export interface VerifyOptions {
 }
 
 export function verificationExitCode(v: LedgerVerification): 0 | 1 {
-  const bad = v.invalid.length > 0 || v.files.some((f) => !f.promoted) || v.appendOnly.removed.length > 0 || v.appendOnly.problem;
+  const bad =
+    v.invalid.length > 0 ||
+    v.files.some((f) => !f.promoted) ||
+    v.appendOnly.removed.length > 0 ||
+    v.appendOnly.problem;
   return bad ? 1 : 0;
 }
 
 export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): Promise<LedgerVerification> {
   const rev = opts.rev ?? 'HEAD';
-  const resolved = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], { cwd: repo.cwd, env: repo.env });
-  if (resolved.code !== 0) throw new DelegateGitError('GIT', `"${rev}" is not a commit in this repository. Name a branch, tag or commit id.`);
+  const resolved = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], {
+    cwd: repo.cwd,
+    env: repo.env,
+  });
+  if (resolved.code !== 0)
+    throw new DelegateGitError(
+      'GIT',
+      `"${rev}" is not a commit in this repository. Name a branch, tag or commit id.`,
+    );
   const commit = resolved.stdout.toString().trim();
   const governance = await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
   const ledgerTip = await repo.ledger.tip();
@@ -66,6 +87,7 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
     commit,
     ledgerTip,
     records: 0,
+    lines: 0,
     notes: 0,
     byVerdict: {},
     bySigner: {},
@@ -98,7 +120,16 @@ function withGovernanceHistory(files: CheckResult[], problems: GovernanceChangeP
   for (const p of problems) {
     const reason = `changed in commit ${p.commit.slice(0, 12)} without the approval the rules in force before it required (${p.reason})`;
     const file = out.find((f) => f.path === p.path);
-    if (!file) out.push({ path: p.path, blob: p.blob, sha256: p.sha256, promoted: false, governed: true, reason, by: [] });
+    if (!file)
+      out.push({
+        path: p.path,
+        blob: p.blob,
+        sha256: p.sha256,
+        promoted: false,
+        governed: true,
+        reason,
+        by: [],
+      });
     else if (file.promoted) Object.assign(file, { promoted: false, reason, by: [] });
   }
   return out;
@@ -106,21 +137,40 @@ function withGovernanceHistory(files: CheckResult[], problems: GovernanceChangeP
 
 async function verifyLines(repo: Repository, governance: Governance, tip: string, out: LedgerVerification) {
   const { trustRoot, policy } = governance;
+  // 16 bytes of each line's SHA-256 are enough to count distinct records in a few MB for 100,000 of them.
+  const seen = new Set<string>();
   const tally = (note: Note, outcomes: LineOutcome[]) => {
     out.notes++;
     outcomes.forEach((o, i) => {
+      out.lines++;
+      const digest = createHash('sha256').update(note.lines[i]!).digest();
+      if (o.status !== 'valid') {
+        const problem = {
+          blob: note.annotated,
+          line: i + 1,
+          sha256: digest.toString('hex'),
+          reason: o.reason,
+        };
+        (o.status === 'revoked' ? out.revoked : out.invalid).push(problem);
+        return;
+      }
+      const key = digest.subarray(0, 16).toString('base64');
+      if (seen.has(key)) return;
+      seen.add(key);
       out.records++;
-      if (o.status === 'valid') {
-        out.byVerdict[o.outcome] = (out.byVerdict[o.outcome] ?? 0) + 1;
-        out.bySigner[o.signer] = (out.bySigner[o.signer] ?? 0) + 1;
-      } else (o.status === 'revoked' ? out.revoked : out.invalid).push({ blob: note.annotated, line: i + 1, reason: o.reason });
+      out.byVerdict[o.outcome] = (out.byVerdict[o.outcome] ?? 0) + 1;
+      out.bySigner[o.signer] = (out.bySigner[o.signer] ?? 0) + 1;
     });
   };
   const inProcess = (notes: Note[]) => {
-    for (const note of notes) tally(note, note.lines.map((l) => checkLedgerLine(l, note.annotated, trustRoot, policy.repositoryId)));
+    for (const note of notes)
+      tally(
+        note,
+        note.lines.map((l) => checkLedgerLine(l, note.annotated, trustRoot, policy.repositoryId)),
+      );
   };
 
-  let batch: Note[] = [];
+  const batch: Note[] = [];
   let batchLines = 0;
   let pool: LinePool | null = null;
   const inFlight = new Set<Promise<void>>();
@@ -128,7 +178,11 @@ async function verifyLines(repo: Repository, governance: Governance, tip: string
     pool ??= LinePool.start(governance);
     if (!pool) return inProcess(batch.splice(0));
     const notes = batch.splice(0);
-    const done = pool.check(notes).then((outcomes) => notes.forEach((n, i) => tally(n, outcomes[i]!)));
+    const done = pool.check(notes).then((outcomes) => {
+      notes.forEach((n, i) => {
+        tally(n, outcomes[i]!);
+      });
+    });
     inFlight.add(done);
     void done.finally(() => inFlight.delete(done));
     // Bounded read-ahead keeps memory flat however large the ledger is.
@@ -149,7 +203,8 @@ async function verifyLines(repo: Repository, governance: Governance, tip: string
   } finally {
     await (pool as LinePool | null)?.close();
   }
-  const order = (a: LineProblem, b: LineProblem) => (a.blob === b.blob ? a.line - b.line : a.blob < b.blob ? -1 : 1);
+  const order = (a: LineProblem, b: LineProblem) =>
+    a.blob === b.blob ? a.line - b.line : a.blob < b.blob ? -1 : 1;
   out.invalid.sort(order);
   out.revoked.sort(order);
 }
@@ -158,7 +213,10 @@ async function verifyLines(repo: Repository, governance: Governance, tip: string
 class LinePool {
   private next = 0;
   private seq = 0;
-  private readonly waiting = new Map<number, { resolve: (o: LineOutcome[][]) => void; reject: (e: Error) => void }>();
+  private readonly waiting = new Map<
+    number,
+    { resolve: (o: LineOutcome[][]) => void; reject: (e: Error) => void }
+  >();
 
   private constructor(private readonly workers: Worker[]) {
     for (const worker of workers) {
@@ -207,24 +265,41 @@ class LinePool {
  * With a baseline: it must be an ancestor of the tip and every line it held must still be there. Without one, every
  * notes commit in the history must hold every line of each of its parents.
  */
-async function checkAppendOnly(repo: Repository, tip: string, baseline: string | undefined): Promise<LedgerVerification['appendOnly']> {
+async function checkAppendOnly(
+  repo: Repository,
+  tip: string,
+  baseline: string | undefined,
+): Promise<LedgerVerification['appendOnly']> {
   const removed: LedgerVerification['appendOnly']['removed'] = [];
   if (baseline) {
-    const exists = await gitTry(['rev-parse', '--verify', '-q', `${baseline}^{commit}`], { cwd: repo.cwd, env: repo.env });
+    const exists = await gitTry(['rev-parse', '--verify', '-q', `${baseline}^{commit}`], {
+      cwd: repo.cwd,
+      env: repo.env,
+    });
     if (exists.code !== 0) {
-      return { checked: `baseline ${baseline}`, removed, problem: `the baseline ${baseline} is not in this repository: the ledger history was replaced or not fetched` };
+      return {
+        checked: `baseline ${baseline}`,
+        removed,
+        problem: `the baseline ${baseline} is not in this repository: the ledger history was replaced or not fetched`,
+      };
     }
     const base = exists.stdout.toString().trim();
     const ff = await gitTry(['merge-base', '--is-ancestor', base, tip], { cwd: repo.cwd, env: repo.env });
     if (ff.code !== 0) {
-      return { checked: `baseline ${base}`, removed, problem: `the baseline ${base.slice(0, 12)} is not an ancestor of the ledger tip: its history was rewritten` };
+      return {
+        checked: `baseline ${base}`,
+        removed,
+        problem: `the baseline ${base.slice(0, 12)} is not an ancestor of the ledger tip: its history was rewritten`,
+      };
     }
-    for (const d of await repo.ledger.droppedLines(base, tip)) removed.push({ commit: tip, blob: d.annotated, line: d.line });
+    for (const d of await repo.ledger.droppedLines(base, tip))
+      removed.push({ commit: tip, blob: d.annotated, line: d.line });
     return { checked: `since baseline ${base}`, removed };
   }
   for await (const { commit, parents } of repo.ledger.history()) {
     for (const parent of parents) {
-      for (const d of await repo.ledger.droppedLines(parent, commit)) removed.push({ commit, blob: d.annotated, line: d.line });
+      for (const d of await repo.ledger.droppedLines(parent, commit))
+        removed.push({ commit, blob: d.annotated, line: d.line });
     }
   }
   return { checked: 'whole history', removed };

@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import { appendFile } from 'node:fs/promises';
-import { decodeRecord, type LedgerVerification, Repository, verificationExitCode, verifyLedger } from '@delegate-git/core';
+import {
+  decodeRecord,
+  type LedgerVerification,
+  Repository,
+  verificationExitCode,
+  verifyLedger,
+} from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs } from '../command.js';
 
 const help = `
@@ -24,12 +30,17 @@ export default {
   summary: 'CI: verify every ledger line, every governed file, and append-only history',
   help,
   async run(argv: string[], io: Io): Promise<number> {
-    const { values } = parseCommandArgs('verify', argv, {
-      rev: { type: 'string' },
-      baseline: { type: 'string' },
-      json: { type: 'boolean' },
-      markdown: { type: 'boolean' },
-    }, false);
+    const { values } = parseCommandArgs(
+      'verify',
+      argv,
+      {
+        rev: { type: 'string' },
+        baseline: { type: 'string' },
+        json: { type: 'boolean' },
+        markdown: { type: 'boolean' },
+      },
+      false,
+    );
     const repo = await Repository.open(io.cwd, io.env);
     let result: LedgerVerification;
     try {
@@ -44,7 +55,9 @@ export default {
       // The runner reads workflow commands from both streams; with --json they go to stderr so stdout stays JSON.
       const annotate = values.json ? io.err : io.out;
       for (const f of result.files.filter((x) => !x.promoted)) {
-        annotate(`::error file=${escapeProperty(f.path)}::${escapeAnnotation(`${f.path} is not promoted: ${f.reason}`)}\n`);
+        annotate(
+          `::error file=${escapeProperty(f.path)}::${escapeAnnotation(`${f.path} is not promoted: ${f.reason}`)}\n`,
+        );
       }
     }
     if (values.json) io.out(json({ ...result, exitCode }));
@@ -65,10 +78,14 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
   for (const p of v.invalid) out.push(`INVALID LINE  blob ${p.blob} line ${p.line}: ${p.reason}`);
   for (const f of refused) out.push(`NOT PROMOTED  ${f.path}: ${f.reason}`);
   if (v.appendOnly.problem) out.push(`LEDGER REWRITTEN  ${v.appendOnly.problem}`);
-  for (const r of v.appendOnly.removed) out.push(`LINE REMOVED  in notes commit ${r.commit.slice(0, 12)} from blob ${r.blob}: ${describeLine(r.line)}`);
-  for (const p of v.revoked) out.push(`revoked       blob ${p.blob} line ${p.line}: ${p.reason} (no longer counts)`);
+  for (const r of v.appendOnly.removed)
+    out.push(
+      `LINE REMOVED  in notes commit ${r.commit.slice(0, 12)} from blob ${r.blob}: ${describeLine(r.line)}`,
+    );
+  for (const p of v.revoked)
+    out.push(`revoked       blob ${p.blob} line ${p.line}: ${p.reason} (no longer counts)`);
   out.push(
-    `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} record line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${v.revoked.length} by revoked keys`,
+    `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} valid record(s) in ${v.lines} line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${v.revoked.length} by revoked keys`,
     `${v.rev} (${v.commit.slice(0, 12)}): ${v.files.length} governed file(s), ${promoted} promoted, ${refused.length} refused`,
     `append-only (${v.appendOnly.checked}): ${v.appendOnly.problem || v.appendOnly.removed.length ? 'VIOLATED' : 'ok'}`,
     exitCode === 0 ? 'verify: ok' : 'verify: FAILED',
@@ -78,17 +95,25 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
 
 export function renderMarkdown(v: LedgerVerification, exitCode: number): string {
   const { refused, promoted } = counts(v);
-  const md: string[] = [`## delegate-git ledger: ${exitCode === 0 ? '✅ verified' : '❌ problems found'}`, ''];
+  const md: string[] = [
+    `## delegate-git ledger: ${exitCode === 0 ? '✅ verified' : '❌ problems found'}`,
+    '',
+  ];
   if (exitCode !== 0) {
     md.push('### Problems', '');
-    for (const p of v.invalid) md.push(`- invalid record on blob \`${p.blob.slice(0, 12)}\` line ${p.line}: ${p.reason}`);
+    for (const p of v.invalid)
+      md.push(`- invalid record on blob \`${p.blob.slice(0, 12)}\` line ${p.line}: ${p.reason}`);
     for (const f of refused) md.push(`- \`${f.path}\` is not promoted: ${f.reason}`);
     if (v.appendOnly.problem) md.push(`- ledger rewritten: ${v.appendOnly.problem}`);
-    if (v.appendOnly.removed.length) md.push(`- ${v.appendOnly.removed.length} record line(s) removed from the ledger:`);
+    if (v.appendOnly.removed.length)
+      md.push(`- ${v.appendOnly.removed.length} record line(s) removed from the ledger:`);
     for (const r of v.appendOnly.removed.slice(0, MAX_LISTED)) {
-      md.push(`  - from blob \`${r.blob.slice(0, 12)}\` in notes commit \`${r.commit.slice(0, 12)}\`: ${describeLine(r.line)}`);
+      md.push(
+        `  - from blob \`${r.blob.slice(0, 12)}\` in notes commit \`${r.commit.slice(0, 12)}\`: ${describeLine(r.line)}`,
+      );
     }
-    if (v.appendOnly.removed.length > MAX_LISTED) md.push(`  - … and ${v.appendOnly.removed.length - MAX_LISTED} more (see \`--json\`)`);
+    if (v.appendOnly.removed.length > MAX_LISTED)
+      md.push(`  - … and ${v.appendOnly.removed.length - MAX_LISTED} more (see \`--json\`)`);
     md.push('');
   }
   md.push(
@@ -96,7 +121,7 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     '|---|---|',
     `| revision | \`${v.rev}\` (${v.commit.slice(0, 12)}) |`,
     `| ledger tip | ${v.ledgerTip ? `\`${v.ledgerTip.slice(0, 12)}\`` : 'none'} |`,
-    `| records | ${v.records} on ${v.notes} blob(s); ${v.invalid.length} invalid; ${v.revoked.length} by revoked keys |`,
+    `| records | ${v.records} valid in ${v.lines} line(s) on ${v.notes} blob(s); ${v.invalid.length} invalid; ${v.revoked.length} by revoked keys |`,
     `| governed files | ${v.files.length}: ${promoted} promoted, ${refused.length} refused |`,
     `| append-only | ${v.appendOnly.problem || v.appendOnly.removed.length ? 'violated' : 'ok'} (${v.appendOnly.checked}) |`,
     '',
@@ -104,13 +129,17 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     '',
     '| verdict | records |',
     '|---|---|',
-    ...Object.entries(v.byVerdict).sort().map(([k, n]) => `| ${k} | ${n} |`),
+    ...Object.entries(v.byVerdict)
+      .sort()
+      .map(([k, n]) => `| ${k} | ${n} |`),
     '',
     '### Records by signer',
     '',
     '| signer | records |',
     '|---|---|',
-    ...Object.entries(v.bySigner).sort().map(([k, n]) => `| ${k} | ${n} |`),
+    ...Object.entries(v.bySigner)
+      .sort()
+      .map(([k, n]) => `| ${k} | ${n} |`),
     '',
   );
   return `${md.join('\n')}\n`;
