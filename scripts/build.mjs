@@ -9,7 +9,14 @@ const source = (p) => new URL(`../${p}`, import.meta.url).pathname;
 const dist = source('packages/cli/dist');
 const next = `${dist}.next-${process.pid}`;
 const banner = "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
-const common = { bundle: true, format: 'esm', platform: 'node', target: 'node20', legalComments: 'none', logLevel: 'warning' };
+const common = {
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  legalComments: 'none',
+  logLevel: 'warning',
+};
 
 try {
   const result = await build({

@@ -3,7 +3,11 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
-if (process.env.CI === 'true' && !existsSync('/usr/bin/chromium') && process.env.DELEGATE_GIT_SKIP_BROWSER !== '1') {
+if (
+  process.env.CI === 'true' &&
+  !existsSync('/usr/bin/chromium') &&
+  process.env.DELEGATE_GIT_SKIP_BROWSER !== '1'
+) {
   const script = new URL('../.ci/ensure-chromium', import.meta.url).pathname;
   const r = spawnSync('bash', [script], { stdio: 'inherit' });
   process.exitCode = r.status ?? 1;

@@ -3,7 +3,15 @@
  * up and gates commits.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +42,10 @@ describe('the packed CLI in a fresh repository', () => {
       GIT_CONFIG_NOSYSTEM: '1',
       DELEGATE_GIT_SIGNING_KEY: '',
     };
-    writeFileSync(env.GIT_CONFIG_GLOBAL!, '[user]\n\tname = Fresh\n\temail = fresh@example.com\n[init]\n\tdefaultBranch = main\n');
+    writeFileSync(
+      env.GIT_CONFIG_GLOBAL!,
+      '[user]\n\tname = Fresh\n\temail = fresh@example.com\n[init]\n\tdefaultBranch = main\n',
+    );
     execFileSync('git', ['init', '-q'], { cwd: repo, env });
   }, 120_000);
 
@@ -51,15 +62,21 @@ describe('the packed CLI in a fresh repository', () => {
   });
 
   it('`npx <tarball> init` sets up the repository and the hook then gates commits', () => {
-    const init = spawnSync('npx', ['--yes', '../delegate-git.tgz', 'init', '--protect', 'src/**', '--key', 'fresh'], {
-      cwd: repo,
-      env,
-      encoding: 'utf8',
-    });
+    const init = spawnSync(
+      'npx',
+      ['--yes', '../delegate-git.tgz', 'init', '--protect', 'src/**', '--key', 'fresh'],
+      {
+        cwd: repo,
+        env,
+        encoding: 'utf8',
+      },
+    );
     expect(init.stderr).toBe('');
     expect(init.status).toBe(0);
     expect(init.stdout).toContain('installed the pre-commit hook');
-    expect(readFileSync(path.join(repo, '.git', 'hooks', 'pre-commit'), 'utf8')).toContain('delegate-git hook');
+    expect(readFileSync(path.join(repo, '.git', 'hooks', 'pre-commit'), 'utf8')).toContain(
+      'delegate-git hook',
+    );
 
     const git = (...args: string[]) => spawnSync('git', args, { cwd: repo, env, encoding: 'utf8' });
     expect(git('add', '.').status).toBe(0);

@@ -32,7 +32,9 @@ const REQUIRE_BROWSER = process.env.CI === 'true' || process.env.DELEGATE_GIT_RE
 const SKIP_BROWSER =
   process.env.DELEGATE_GIT_SKIP_BROWSER === '1' || (!REQUIRE_BROWSER && !fs.existsSync(CHROMIUM));
 if (SKIP_BROWSER) {
-  console.warn(`report.test.ts: the headless-browser check of the HTML report is SKIPPED (${CHROMIUM} is missing).`);
+  console.warn(
+    `report.test.ts: the headless-browser check of the HTML report is SKIPPED (${CHROMIUM} is missing).`,
+  );
 }
 /** A model name that is markup: the report must show it as text, never as HTML. */
 const ODD_MODEL = 'llama "3.1" <b>8b</b>';

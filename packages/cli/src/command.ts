@@ -1,4 +1,4 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { DelegateGitError } from '@delegate-git/core';
 
 export interface Io {
@@ -51,7 +51,10 @@ export function parseCommandArgs<O extends Options>(
   } catch (error) {
     // Node appends advice about passing a positional that starts with "-" after "--"; for a mistyped flag, which is
     // what nearly every such error is, it only hides the one sentence that matters.
-    const message = (error as Error).message.replace(/ To specify a positional argument starting with a '-'.*$/s, '');
+    const message = (error as Error).message.replace(
+      / To specify a positional argument starting with a '-'.*$/s,
+      '',
+    );
     throw new DelegateGitError(
       'USAGE',
       `${message.replace(/\.$/, '')}. Run \`delegate-git ${command} --help\` for the options.`,

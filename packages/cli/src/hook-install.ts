@@ -19,7 +19,9 @@ function cliEntry(): string {
 
 async function hookTemplate(name: 'pre-commit' | 'pre-receive'): Promise<string> {
   const text = await readFile(new URL(`./hooks/${name}`, import.meta.url), 'utf8');
-  return text.replaceAll('@DELEGATE_GIT_CLI@', cliEntry()).replaceAll('@DELEGATE_GIT_NODE@', process.execPath);
+  return text
+    .replaceAll('@DELEGATE_GIT_CLI@', cliEntry())
+    .replaceAll('@DELEGATE_GIT_NODE@', process.execPath);
 }
 
 /** Writes `<dir>/<name>`, moving a foreign hook aside to `<name>.chained` (which ours runs first). */
@@ -53,7 +55,9 @@ export async function installPreCommit(repo: Repository): Promise<string> {
   const top = repo.layout.topLevel!;
   const opts = { cwd: top, env: repo.env };
   const hooksPath = (await gitTry(['config', 'core.hooksPath'], opts)).stdout.toString().trim();
-  const husky = existsSync(path.join(top, '.husky')) && (hooksPath === '.husky/_' || hooksPath === '.husky' || hooksPath.endsWith('/.husky/_'));
+  const husky =
+    existsSync(path.join(top, '.husky')) &&
+    (hooksPath === '.husky/_' || hooksPath === '.husky' || hooksPath.endsWith('/.husky/_'));
   if (husky) {
     // The committed husky line runs this clone's installed hook (which knows where its delegate-git is), and falls
     // back to the project's own dependency in clones that have not run init yet.
@@ -63,7 +67,11 @@ export async function installPreCommit(repo: Repository): Promise<string> {
       'h="$(git rev-parse --git-common-dir)/delegate-git/hooks/pre-commit"; if [ -x "$h" ]; then "$h"; else npx --no-install delegate-git hook pre-commit; fi';
     const current = existsSync(file) ? await readFile(file, 'utf8') : '';
     if (!current.includes('delegate-git hook pre-commit')) {
-      await writeFileAtomic(file, `${current}${current && !current.endsWith('\n') ? '\n' : ''}${line}\n`, 0o755);
+      await writeFileAtomic(
+        file,
+        `${current}${current && !current.endsWith('\n') ? '\n' : ''}${line}\n`,
+        0o755,
+      );
     }
     const absolute = path.resolve(top, hooksPath);
     if (absolute !== hooksPath) await gitText(['config', 'core.hooksPath', absolute], opts);

@@ -36,7 +36,9 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
   }
   const load = COMMANDS[name];
   if (!load) {
-    io.err(`delegate-git: unknown command "${name}". Run \`delegate-git --help\` for the list of commands.\n`);
+    io.err(
+      `delegate-git: unknown command "${name}". Run \`delegate-git --help\` for the list of commands.\n`,
+    );
     return 2;
   }
   const command = (await load()).default;
@@ -58,7 +60,9 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
 
 async function overview(): Promise<string> {
   const lines = await Promise.all(
-    Object.entries(COMMANDS).map(async ([name, load]) => `  ${name.padEnd(10)} ${(await load()).default.summary}`),
+    Object.entries(COMMANDS).map(
+      async ([name, load]) => `  ${name.padEnd(10)} ${(await load()).default.summary}`,
+    ),
   );
   return [
     'delegate-git: signed delegation verdicts in git notes, and gates that refuse unpromoted edits.',

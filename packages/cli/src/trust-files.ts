@@ -2,7 +2,7 @@
  * Editing the trust root's key files in the work tree (init, keys add, keys revoke).
  */
 import { existsSync } from 'node:fs';
-import { readFile, readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   DelegateGitError,
@@ -29,9 +29,16 @@ export interface NewKey {
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** Adds `<keysDir>/<name>.json` unless the same key is already registered. Another key under the name is refused. */
-export async function registerKey(top: string, keysDir: string, key: NewKey): Promise<{ file: string; created: boolean }> {
+export async function registerKey(
+  top: string,
+  keysDir: string,
+  key: NewKey,
+): Promise<{ file: string; created: boolean }> {
   if (!NAME.test(key.name)) {
-    throw new DelegateGitError('USAGE', `"${key.name}" is not a valid key name: use 1-64 letters, digits, dots, dashes or underscores.`);
+    throw new DelegateGitError(
+      'USAGE',
+      `"${key.name}" is not a valid key name: use 1-64 letters, digits, dots, dashes or underscores.`,
+    );
   }
   const publicKey = PublicKey.fromBase64(key.publicKey);
   for (const existing of await readKeyFiles(top, keysDir)) {

@@ -27,7 +27,10 @@ export function pae(payloadType: string, body: Uint8Array): Buffer {
 }
 
 /** Signs a statement and returns the envelope with its note line. */
-export function signStatement(statement: Statement<object>, key: SigningKey): { envelope: Envelope; line: string } {
+export function signStatement(
+  statement: Statement<object>,
+  key: SigningKey,
+): { envelope: Envelope; line: string } {
   const body = Buffer.from(canonicalize(statement), 'utf8');
   const sig = key.sign(pae(IN_TOTO_PAYLOAD_TYPE, body));
   const envelope: Envelope = {
@@ -63,7 +66,9 @@ export function decodeEnvelopeLine(line: string): DecodedLine {
     return { ok: false, reason: `not strict JSON (${(error as Error).message})` };
   }
   if (!isObject(value)) return { ok: false, reason: 'not a DSSE envelope (expected a JSON object)' };
-  const extra = Object.keys(value).filter((k) => k !== 'payloadType' && k !== 'payload' && k !== 'signatures');
+  const extra = Object.keys(value).filter(
+    (k) => k !== 'payloadType' && k !== 'payload' && k !== 'signatures',
+  );
   if (extra.length > 0) return { ok: false, reason: `unknown envelope field ${JSON.stringify(extra[0])}` };
   const { payloadType, payload, signatures } = value;
   if (payloadType !== IN_TOTO_PAYLOAD_TYPE) {
@@ -72,11 +77,17 @@ export function decodeEnvelopeLine(line: string): DecodedLine {
   if (typeof payload !== 'string') return { ok: false, reason: 'payload is not a string' };
   if (!Array.isArray(signatures) || signatures.length === 0) return { ok: false, reason: 'no signatures' };
   for (const s of signatures) {
-    if (!isObject(s) || typeof s.keyid !== 'string' || typeof s.sig !== 'string' || Object.keys(s).length !== 2) {
+    if (
+      !isObject(s) ||
+      typeof s.keyid !== 'string' ||
+      typeof s.sig !== 'string' ||
+      Object.keys(s).length !== 2
+    ) {
       return { ok: false, reason: 'malformed signature entry (expected {keyid, sig})' };
     }
   }
-  if (canonicalize(value) !== line) return { ok: false, reason: 'the envelope line is not canonical JSON (RFC 8785)' };
+  if (canonicalize(value) !== line)
+    return { ok: false, reason: 'the envelope line is not canonical JSON (RFC 8785)' };
   const body = decodeBase64Strict(payload);
   if (!body) return { ok: false, reason: 'payload is not standard base64' };
   const text = body.toString('utf8');
@@ -87,7 +98,8 @@ export function decodeEnvelopeLine(line: string): DecodedLine {
   } catch (error) {
     return { ok: false, reason: `payload is not strict JSON (${(error as Error).message})` };
   }
-  if (canonicalize(statement) !== text) return { ok: false, reason: 'payload is not canonical JSON (RFC 8785)' };
+  if (canonicalize(statement) !== text)
+    return { ok: false, reason: 'payload is not canonical JSON (RFC 8785)' };
   return { ok: true, envelope: value as unknown as Envelope, body, statement };
 }
 

@@ -30,7 +30,10 @@ export async function loadGovernance(snapshot: Snapshot, knownPolicy?: Policy): 
   const policy = knownPolicy ?? (await loadPolicy(snapshot));
   const keyPaths = (await snapshot.listFiles(policy.keysDir)).filter((p) => p.endsWith('.json'));
   const files = await Promise.all(
-    keyPaths.map(async (p) => ({ path: p, text: ((await snapshot.readFile(p)) ?? Buffer.alloc(0)).toString('utf8') })),
+    keyPaths.map(async (p) => ({
+      path: p,
+      text: ((await snapshot.readFile(p)) ?? Buffer.alloc(0)).toString('utf8'),
+    })),
   );
   const trustRoot = parseTrustRoot(files);
   if (trustRoot.keys.length === 0) {

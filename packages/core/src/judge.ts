@@ -37,7 +37,11 @@ export interface Judgement extends Promotion {
   sha256: string;
 }
 
-export function governedFiles<T extends { path: string }>(files: readonly T[], governance: Governance, index: PathIndex): T[] {
+export function governedFiles<T extends { path: string }>(
+  files: readonly T[],
+  governance: Governance,
+  index: PathIndex,
+): T[] {
   const governed = governedMatcher(governance.policy);
   return files.filter((f) => governed(f.path, index.has(f.path)));
 }
@@ -47,7 +51,9 @@ export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContex
   const blobs = [...new Set(files.map((f) => f.blob))];
   const [contents, notes] = await Promise.all([
     ctx.batch.readMany(blobs),
-    ctx.notesAt === null ? Promise.resolve(new Map<string, string[]>()) : ctx.ledger.linesOnMany(blobs, ctx.notesAt),
+    ctx.notesAt === null
+      ? Promise.resolve(new Map<string, string[]>())
+      : ctx.ledger.linesOnMany(blobs, ctx.notesAt),
   ]);
   const sha256 = new Map<string, string>();
   blobs.forEach((blob, i) => {
@@ -66,23 +72,38 @@ export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContex
   const anchored = new Map<string, JudgedRecord[]>();
   const recordsFor = (blob: string, governanceFile: boolean) => {
     if (!governanceFile || anchor === ctx.governance) return judged.get(blob) ?? [];
-    if (!anchored.has(blob)) anchored.set(blob, judgeLines(notes.get(blob) ?? [], { governance: anchor, backend: ctx.backend }));
+    if (!anchored.has(blob))
+      anchored.set(blob, judgeLines(notes.get(blob) ?? [], { governance: anchor, backend: ctx.backend }));
     return anchored.get(blob)!;
   };
   return files.map((f) => {
     const digest = sha256.get(f.blob);
     if (digest === undefined) {
-      return { path: f.path, blob: f.blob, sha256: '', promoted: false, reason: 'its content could not be read', by: [] };
+      return {
+        path: f.path,
+        blob: f.blob,
+        sha256: '',
+        promoted: false,
+        reason: 'its content could not be read',
+        by: [],
+      };
     }
     // The policy and the trust root always need reviewer approval, under the rules already in force.
-    const governanceFile = isGovernanceFile(ctx.governance.policy, f.path) || isGovernanceFile(anchor.policy, f.path);
+    const governanceFile =
+      isGovernanceFile(ctx.governance.policy, f.path) || isGovernanceFile(anchor.policy, f.path);
     const rules = governanceFile
       ? { requireReview: true, reviewThreshold: anchor.policy.reviewThreshold }
       : ctx.governance.policy;
     const trustRoot = governanceFile ? anchor.trustRoot : ctx.governance.trustRoot;
     const earlier = ctx.index.earlier(f.path, f.blob, trustRoot);
     const candidate = { path: f.path, sha256: digest, gitBlob: f.blob };
-    const promotion = promotionOf(candidate, recordsFor(f.blob, governanceFile), rules, earlier, unreadable.get(f.blob));
+    const promotion = promotionOf(
+      candidate,
+      recordsFor(f.blob, governanceFile),
+      rules,
+      earlier,
+      unreadable.get(f.blob),
+    );
     return { ...promotion, blob: f.blob, sha256: digest };
   });
 }
@@ -103,7 +124,12 @@ export function judgeLines(
       unreadable?.push(decoded.reason);
       continue;
     }
-    const trust = verifyRecord(decoded.record, ctx.governance.trustRoot, ctx.governance.policy.repositoryId, ctx.backend);
+    const trust = verifyRecord(
+      decoded.record,
+      ctx.governance.trustRoot,
+      ctx.governance.policy.repositoryId,
+      ctx.backend,
+    );
     out.push({ record: decoded.record, trust });
   }
   return out;

@@ -11,7 +11,12 @@ export type LineOutcome =
   /** Valid once; a revoked key's records no longer count (not a fault of the ledger). */
   | { status: 'revoked'; reason: string };
 
-export function checkLedgerLine(line: string, annotated: string, trustRoot: TrustRoot, repositoryId: string): LineOutcome {
+export function checkLedgerLine(
+  line: string,
+  annotated: string,
+  trustRoot: TrustRoot,
+  repositoryId: string,
+): LineOutcome {
   const decoded = decodeRecord(line);
   if (!decoded.ok) return { status: 'invalid', reason: `not a valid record: ${decoded.reason}` };
   const r = decoded.record;
@@ -24,5 +29,9 @@ export function checkLedgerLine(line: string, annotated: string, trustRoot: Trus
       ? { status: 'revoked', reason: trust.reason }
       : { status: 'invalid', reason: trust.reason };
   }
-  return { status: 'valid', outcome: r.kind === 'verdict' ? r.verdict : `review:${r.decision}`, signer: trust.signer.name };
+  return {
+    status: 'valid',
+    outcome: r.kind === 'verdict' ? r.verdict : `review:${r.decision}`,
+    signer: trust.signer.name,
+  };
 }

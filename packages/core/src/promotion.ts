@@ -85,20 +85,24 @@ export function promotionOf(
     if (approvers.length > 0 || passers.length > 0) {
       const has = approvers.length > 0 ? `has ${approvers.length} (${names(approvers)})` : 'has none';
       const lead = passers.length > 0 ? 'a unit passed it, but ' : '';
-      return refuse(path, `${lead}the policy requires ${rules.reviewThreshold} reviewer approval(s) and it ${has}`, [
-        ...approvers,
-        ...passers,
-      ]);
+      return refuse(
+        path,
+        `${lead}the policy requires ${rules.reviewThreshold} reviewer approval(s) and it ${has}`,
+        [...approvers, ...passers],
+      );
     }
   } else {
-    if (approvers.length > 0) return promote(path, `approved by ${names(approvers)} and unchanged since`, approvers);
+    if (approvers.length > 0)
+      return promote(path, `approved by ${names(approvers)} and unchanged since`, approvers);
     if (passers.length > 0) return promote(path, REASONS.passed, passers);
   }
 
   const failing = latest(trusted.filter((j) => j.record.kind === 'verdict'));
   if (failing && failing.record.kind === 'verdict') {
     const v = failing.record.verdict;
-    return refuse(path, `verdict was ${v}: ${VERDICT_MEANING[v] ?? 'it does not promote'}`, [signerName(failing)]);
+    return refuse(path, `verdict was ${v}: ${VERDICT_MEANING[v] ?? 'it does not promote'}`, [
+      signerName(failing),
+    ]);
   }
   const untrusted = aboutIt.find((j) => !j.trust.ok);
   if (untrusted && !untrusted.trust.ok) {
@@ -107,9 +111,14 @@ export function promotionOf(
   const misdescribed = onBlob.flatMap((j) => j.record.subjects).find((s) => s.path === path);
   if (misdescribed) {
     const digest = misdescribed.sha256 !== candidate.sha256 ? 'sha256' : 'gitBlob';
-    return refuse(path, `the record on it names this path with another ${digest} digest, ${NOT_THIS_CONTENT}`, []);
+    return refuse(
+      path,
+      `the record on it names this path with another ${digest} digest, ${NOT_THIS_CONTENT}`,
+      [],
+    );
   }
-  if (unreadable.length > 0) return refuse(path, `the line on it is not a valid record: ${unreadable[0]}`, []);
+  if (unreadable.length > 0)
+    return refuse(path, `the line on it is not a valid record: ${unreadable[0]}`, []);
   return refuse(path, reasonFromHistory(earlier, onBlob, candidate), []);
 }
 
@@ -120,15 +129,23 @@ export function promotionsOf(
   rules: PromotionRules,
   earlierByPath: ReadonlyMap<string, readonly EarlierRecord[]> = new Map(),
 ): Promotion[] {
-  return candidates.map((c) => promotionOf(c, recordsByBlob.get(c.gitBlob) ?? [], rules, earlierByPath.get(c.path)));
+  return candidates.map((c) =>
+    promotionOf(c, recordsByBlob.get(c.gitBlob) ?? [], rules, earlierByPath.get(c.path)),
+  );
 }
 
-function reasonFromHistory(earlier: readonly EarlierRecord[], onBlob: readonly JudgedRecord[], c: Candidate): string {
+function reasonFromHistory(
+  earlier: readonly EarlierRecord[],
+  onBlob: readonly JudgedRecord[],
+  c: Candidate,
+): string {
   const approval = earlier.find((e) => e.kind === 'review' && e.decision === 'approve');
   if (approval) return `approved by ${approval.signer ?? 'a reviewer'} for an earlier version`;
-  if (earlier.some((e) => e.kind === 'verdict' && e.verdict === 'UNIT_PASSED')) return REASONS.changedAfterVerdict;
+  if (earlier.some((e) => e.kind === 'verdict' && e.verdict === 'UNIT_PASSED'))
+    return REASONS.changedAfterVerdict;
   const last = earlier.find((e) => e.kind === 'verdict');
-  if (last) return `its content changed after the last verdict (${last.verdict}), and no record covers this version`;
+  if (last)
+    return `its content changed after the last verdict (${last.verdict}), and no record covers this version`;
   const elsewhere = onBlob.flatMap((j) => j.record.subjects).find((s) => s.path !== c.path);
   if (elsewhere) return `no verdict for this path (the same content is recorded as ${elsewhere.path})`;
   return REASONS.noVerdict;
@@ -149,7 +166,8 @@ function reviewOutcome(trusted: readonly JudgedRecord[]): { approvers: string[];
   const approvers: string[] = [];
   const rejectors: string[] = [];
   for (const j of byKey.values()) {
-    if (j.record.kind === 'review') (j.record.decision === 'approve' ? approvers : rejectors).push(signerName(j));
+    if (j.record.kind === 'review')
+      (j.record.decision === 'approve' ? approvers : rejectors).push(signerName(j));
   }
   return { approvers: approvers.sort(), rejectors: rejectors.sort() };
 }

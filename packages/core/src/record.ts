@@ -52,15 +52,19 @@ export function decodeRecord(line: string): DecodedRecord {
   for (const s of st.subject) {
     if (!isObject(s) || typeof s.name !== 'string' || !isObject(s.digest)) return fail('malformed subject');
     const { sha256, gitBlob } = s.digest;
-    if (typeof sha256 !== 'string' || !HEX64.test(sha256)) return fail(`subject ${s.name} has no sha256 digest`);
-    if (typeof gitBlob !== 'string' || !GIT_ID.test(gitBlob)) return fail(`subject ${s.name} has no gitBlob digest`);
-    if (!isRepositoryPath(s.name)) return fail(`subject name ${JSON.stringify(s.name)} is not a repository path`);
+    if (typeof sha256 !== 'string' || !HEX64.test(sha256))
+      return fail(`subject ${s.name} has no sha256 digest`);
+    if (typeof gitBlob !== 'string' || !GIT_ID.test(gitBlob))
+      return fail(`subject ${s.name} has no gitBlob digest`);
+    if (!isRepositoryPath(s.name))
+      return fail(`subject name ${JSON.stringify(s.name)} is not a repository path`);
     subjects.push({ path: s.name, sha256, gitBlob });
   }
   const predicate = st.predicate;
   if (!isObject(predicate)) return fail('the statement has no predicate');
   const repository = predicate.repository;
-  if (!isObject(repository) || typeof repository.id !== 'string') return fail('the predicate has no repository.id');
+  if (!isObject(repository) || typeof repository.id !== 'string')
+    return fail('the predicate has no repository.id');
   const createdAtText = predicate.createdAt;
   const createdAt = typeof createdAtText === 'string' ? parseRfc3339Utc(createdAtText) : null;
   if (typeof createdAtText !== 'string' || createdAt === null) {
@@ -85,13 +89,16 @@ export function decodeRecord(line: string): DecodedRecord {
   }
   if (st.predicateType === REVIEW_PREDICATE) {
     const decision = predicate.decision;
-    if (decision !== 'approve' && decision !== 'reject') return fail(`unknown review decision ${JSON.stringify(decision)}`);
+    if (decision !== 'approve' && decision !== 'reject')
+      return fail(`unknown review decision ${JSON.stringify(decision)}`);
     return { ok: true, record: { ...base, kind: 'review', decision } };
   }
   return fail(`unknown predicateType ${JSON.stringify(st.predicateType)}`);
 }
 
-export type RecordTrust = { ok: true; signer: TrustedKey } | { ok: false; reason: string; signer?: TrustedKey };
+export type RecordTrust =
+  | { ok: true; signer: TrustedKey }
+  | { ok: false; reason: string; signer?: TrustedKey };
 
 export function roleFor(record: LedgerRecord): Role {
   return record.kind === 'verdict' ? 'delegator' : 'reviewer';
@@ -107,13 +114,17 @@ export function verifyRecord(
   repositoryId: string,
   backend: Ed25519Backend = 'node',
 ): RecordTrust {
-  if (record.repositoryId !== repositoryId) return { ok: false, reason: 'the record belongs to another repository' };
+  if (record.repositoryId !== repositoryId)
+    return { ok: false, reason: 'the record belongs to another repository' };
   const message = pae(IN_TOTO_PAYLOAD_TYPE, record.body);
   let refusal: RecordTrust | null = null;
   for (const { keyid, sig } of record.envelope.signatures) {
     const key = trustRoot.byKeyid(keyid);
     if (!key) {
-      refusal ??= { ok: false, reason: `signed by a key that is not in the trust root (keyid ${keyid.slice(0, 12)})` };
+      refusal ??= {
+        ok: false,
+        reason: `signed by a key that is not in the trust root (keyid ${keyid.slice(0, 12)})`,
+      };
       continue;
     }
     const signature = Buffer.from(sig, 'base64');

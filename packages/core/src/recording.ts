@@ -31,12 +31,15 @@ export function assertKeyMaySign(trustRoot: TrustRoot, key: SigningKey, role: Ro
     throw new DelegateGitError(
       'SIGNING_KEY',
       `Your signing key (keyid ${key.publicKey.keyid.slice(0, 16)}) is not in the trust root (${keysDir}), so its records ` +
-        'would not count. Register it with `delegate-git keys add` (and commit that with a reviewer\'s approval), or use --key <name>.',
+        "would not count. Register it with `delegate-git keys add` (and commit that with a reviewer's approval), or use --key <name>.",
     );
   }
   const refusal = keyRefusal(trusted, role, Date.now());
   if (refusal) {
-    throw new DelegateGitError('SIGNING_KEY', `Cannot sign as ${trusted.name}: ${refusal}. Nothing was recorded.`);
+    throw new DelegateGitError(
+      'SIGNING_KEY',
+      `Cannot sign as ${trusted.name}: ${refusal}. Nothing was recorded.`,
+    );
   }
   return trusted.name;
 }

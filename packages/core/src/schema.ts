@@ -7,7 +7,6 @@ import * as z from 'zod/mini';
 import { DelegateGitError, type ErrorCode } from './errors.js';
 import { parseRfc3339Utc } from './statement.js';
 
-
 type Issue = z.core.$ZodIssue;
 
 /** One readable clause for a validation problem: "expected boolean, received string", "has unknown field(s) "x"". */
@@ -16,7 +15,14 @@ export function describeIssue(issue: Issue): string {
   switch (issue.code) {
     case 'invalid_type': {
       const input = (issue as { input?: unknown }).input;
-      const received = input === undefined ? 'nothing' : input === null ? 'null' : Array.isArray(input) ? 'array' : typeof input;
+      const received =
+        input === undefined
+          ? 'nothing'
+          : input === null
+            ? 'null'
+            : Array.isArray(input)
+              ? 'array'
+              : typeof input;
       return `must be ${issue.expected} (got ${received})`;
     }
     case 'unrecognized_keys':
@@ -40,7 +46,10 @@ export function describeIssue(issue: Issue): string {
 
 /** RFC 3339 UTC timestamp, e.g. 2026-01-02T03:04:05Z or with milliseconds. */
 export const rfc3339Utc = z.string().check(
-  z.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$/, 'must be an RFC 3339 UTC time like 2026-01-31T12:00:00Z'),
+  z.regex(
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$/,
+    'must be an RFC 3339 UTC time like 2026-01-31T12:00:00Z',
+  ),
   z.refine((s) => parseRfc3339Utc(s) !== null, 'is not a real date'),
 );
 

@@ -2,7 +2,7 @@
  * The three places a check can read from (DESIGN 4.2): the work tree, the index, or a commit's tree. Policy, trust
  * root and content are always read from the same snapshot they judge, so `init` works before its first commit.
  */
-import { readFile, readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type CatFileBatch, git } from './git.js';
 
@@ -46,7 +46,12 @@ export function worktreeSnapshot(topLevel: string): Snapshot {
 }
 
 /** The index (`:path`) or a tree-ish (`<rev>:path`). */
-export function gitSnapshot(cwd: string, batch: CatFileBatch, rev: string | null, env?: NodeJS.ProcessEnv): Snapshot {
+export function gitSnapshot(
+  cwd: string,
+  batch: CatFileBatch,
+  rev: string | null,
+  env?: NodeJS.ProcessEnv,
+): Snapshot {
   const prefix = rev === null ? ':' : `${rev}:`;
   return {
     label: rev === null ? 'the index' : rev,
@@ -55,21 +60,27 @@ export function gitSnapshot(cwd: string, batch: CatFileBatch, rev: string | null
       return object && object.type === 'blob' ? object.content : null;
     },
     async listFiles(dir) {
-      const files = rev === null ? await stagedFiles(cwd, [`${dir}/`], env) : await treeFiles(cwd, rev, [`${dir}/`], env);
+      const files =
+        rev === null ? await stagedFiles(cwd, [`${dir}/`], env) : await treeFiles(cwd, rev, [`${dir}/`], env);
       return files.map((f) => f.path);
     },
   };
 }
 
 /** Staged entries (stage 0) as `git ls-files -s -z` reports them. */
-export async function stagedFiles(cwd: string, pathspecs: string[] = [], env?: NodeJS.ProcessEnv): Promise<SnapshotFile[]> {
+export async function stagedFiles(
+  cwd: string,
+  pathspecs: string[] = [],
+  env?: NodeJS.ProcessEnv,
+): Promise<SnapshotFile[]> {
   const out = await git(['ls-files', '-s', '-z', '--', ...pathspecs], { cwd, env });
   const files: SnapshotFile[] = [];
   for (const entry of splitZ(out)) {
     // "<mode> <blob> <stage>\t<path>"
     const tab = entry.indexOf('\t');
     const [mode, blob, stage] = entry.slice(0, tab).split(' ');
-    if (stage === '0' && mode && blob && isRegularFile(mode)) files.push({ path: entry.slice(tab + 1), blob, mode });
+    if (stage === '0' && mode && blob && isRegularFile(mode))
+      files.push({ path: entry.slice(tab + 1), blob, mode });
   }
   return files;
 }
@@ -87,7 +98,8 @@ export async function treeFiles(
     // "<mode> <type> <object>\t<path>"
     const tab = entry.indexOf('\t');
     const [mode, type, blob] = entry.slice(0, tab).split(' ');
-    if (type === 'blob' && mode && blob && isRegularFile(mode)) files.push({ path: entry.slice(tab + 1), blob, mode });
+    if (type === 'blob' && mode && blob && isRegularFile(mode))
+      files.push({ path: entry.slice(tab + 1), blob, mode });
   }
   return files;
 }

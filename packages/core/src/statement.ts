@@ -60,11 +60,17 @@ export function subjectsOf(files: SubjectFile[]): Subject[] {
   return files.map((f) => ({ name: f.path, digest: { sha256: f.sha256, gitBlob: f.gitBlob } }));
 }
 
-export function verdictStatement(files: SubjectFile[], predicate: VerdictPredicate): Statement<VerdictPredicate> {
+export function verdictStatement(
+  files: SubjectFile[],
+  predicate: VerdictPredicate,
+): Statement<VerdictPredicate> {
   return { _type: STATEMENT_TYPE, subject: subjectsOf(files), predicateType: VERDICT_PREDICATE, predicate };
 }
 
-export function reviewStatement(files: SubjectFile[], predicate: ReviewPredicate): Statement<ReviewPredicate> {
+export function reviewStatement(
+  files: SubjectFile[],
+  predicate: ReviewPredicate,
+): Statement<ReviewPredicate> {
   return { _type: STATEMENT_TYPE, subject: subjectsOf(files), predicateType: REVIEW_PREDICATE, predicate };
 }
 

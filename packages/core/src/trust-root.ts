@@ -3,9 +3,9 @@
  * the right role, inside its validity window, and never once revoked.
  */
 import { createHash } from 'node:crypto';
+import * as z from 'zod/mini';
 import { PublicKey } from './ed25519.js';
 import { DelegateGitError } from './errors.js';
-import * as z from 'zod/mini';
 import { parseWithSchema, rfc3339Utc } from './schema.js';
 import { parseRfc3339Utc } from './statement.js';
 

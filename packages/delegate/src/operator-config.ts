@@ -35,7 +35,8 @@ const settingsSchema = z.strictObject({
 
 export type OperatorSettings = z.infer<typeof settingsSchema>;
 
-export const CONFIG_HINT = 'Fix it with `delegate-git config set <key> <value>` (see `delegate-git config --help`).';
+export const CONFIG_HINT =
+  'Fix it with `delegate-git config set <key> <value>` (see `delegate-git config --help`).';
 
 export function parseSettings(value: unknown, source: string): OperatorSettings {
   const result = settingsSchema.safeParse(value, { reportInput: true });
@@ -53,7 +54,10 @@ export function readRawSettings(file: string): Record<string, unknown> {
   try {
     value = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new DelegateGitError('CONFIG', `${file} is not valid JSON (${(error as Error).message}). ${CONFIG_HINT}`);
+    throw new DelegateGitError(
+      'CONFIG',
+      `${file} is not valid JSON (${(error as Error).message}). ${CONFIG_HINT}`,
+    );
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new DelegateGitError('CONFIG', `${file} must hold a JSON object. ${CONFIG_HINT}`);

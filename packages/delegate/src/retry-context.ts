@@ -40,7 +40,11 @@ export async function takeRetryLocations(file: string, workspace: string): Promi
 }
 
 /** Remembers a failed unit's locations; an empty list (a pass, or no usable location) clears them. */
-export async function rememberRetryLocations(file: string, workspace: string, locations: string[]): Promise<void> {
+export async function rememberRetryLocations(
+  file: string,
+  workspace: string,
+  locations: string[],
+): Promise<void> {
   const store = read(file);
   if (locations.length === 0) delete store[workspace];
   else store[workspace] = locations;
@@ -51,7 +55,10 @@ export async function rememberRetryLocations(file: string, workspace: string, lo
  * One window per file around the reported lines (`file:line[:col]`, the last numeric segments taken so a drive
  * letter stays in the path), skipping files already declared or under contract.
  */
-export function retryWindows(locations: string[], exclude: (relativePath: string) => boolean): ContextRequest[] {
+export function retryWindows(
+  locations: string[],
+  exclude: (relativePath: string) => boolean,
+): ContextRequest[] {
   const byFile = new Map<string, number[]>();
   for (const location of locations) {
     const match = /^(.*?):(\d+)(?::\d+)?$/.exec(location);

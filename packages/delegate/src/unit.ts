@@ -60,7 +60,8 @@ const contextFile = z
   )
   .check(
     z.refine(
-      (range) => range.startLine === undefined || range.endLine === undefined || range.endLine >= range.startLine,
+      (range) =>
+        range.startLine === undefined || range.endLine === undefined || range.endLine >= range.startLine,
       { error: 'endLine must not be before startLine', path: ['endLine'] },
     ),
   );
@@ -74,13 +75,17 @@ export const unitSchema = z.strictObject(
     taskName: requiredText('a string'),
     instruction: requiredText('a string'),
     targetFiles: z.optional(pathList),
-    contextFiles: z.optional(z.array(contextFile, { error: 'must be an array of {path, startLine?, endLine?}' })),
+    contextFiles: z.optional(
+      z.array(contextFile, { error: 'must be an array of {path, startLine?, endLine?}' }),
+    ),
     contractFiles: z.optional(pathList),
     runVerification: z.optional(
       z
         .string({ error: 'must be a command string' })
         .check(
-          z.refine((value) => value.trim() !== '', { error: 'must not be empty; leave the field out to run no command' }),
+          z.refine((value) => value.trim() !== '', {
+            error: 'must not be empty; leave the field out to run no command',
+          }),
         ),
     ),
     verificationRepeats: z.optional(

@@ -48,7 +48,11 @@ export default {
       io.out(`${key} = ${JSON.stringify(parsed)}\n`);
       return 0;
     }
-    if (sub !== 'get' && sub !== 'set') throw usageError('config', `Unknown subcommand "${sub ?? ''}": use get or set.`);
-    throw new DelegateGitError('USAGE', 'config set takes a key and a value; config get takes at most a key. See `delegate-git config --help`.');
+    if (sub !== 'get' && sub !== 'set')
+      throw usageError('config', `Unknown subcommand "${sub ?? ''}": use get or set.`);
+    throw new DelegateGitError(
+      'USAGE',
+      'config set takes a key and a value; config get takes at most a key. See `delegate-git config --help`.',
+    );
   },
 } satisfies CommandModule;

@@ -44,19 +44,26 @@ export default {
   summary: 'hand a unit to the local worker and record the signed verdict',
   help,
   async run(argv: string[], io: Io): Promise<number> {
-    const { values, positionals } = parseCommandArgs('delegate', argv, { key: { type: 'string' }, json: { type: 'boolean' } });
+    const { values, positionals } = parseCommandArgs('delegate', argv, {
+      key: { type: 'string' },
+      json: { type: 'boolean' },
+    });
     const [unitFile, ...extra] = positionals;
     if (!unitFile || extra.length > 0) throw usageError('delegate', 'Name exactly one unit file.');
     let text: string;
     try {
       text = await readFile(path.resolve(io.cwd, unitFile), 'utf8');
     } catch (error) {
-      throw new DelegateGitError('UNIT', `Cannot read the unit file ${unitFile} (${(error as NodeJS.ErrnoException).code}).`);
+      throw new DelegateGitError(
+        'UNIT',
+        `Cannot read the unit file ${unitFile} (${(error as NodeJS.ErrnoException).code}).`,
+      );
     }
     const unit = parseUnit(text, unitFile);
     const repo = await Repository.open(io.cwd, io.env);
     try {
-      if (repo.layout.topLevel === null) throw new DelegateGitError('USAGE', 'Run `delegate-git delegate` in a clone with a work tree.');
+      if (repo.layout.topLevel === null)
+        throw new DelegateGitError('USAGE', 'Run `delegate-git delegate` in a clone with a work tree.');
       const settings = loadSettings(path.join(repo.stateDir, 'config.json'), io.env);
       const governance = await loadGovernance(worktreeSnapshot(repo.layout.topLevel));
       const { key } = loadSigningKey(values.key ?? settings.signingKey ?? undefined, io.env);
@@ -69,7 +76,10 @@ export default {
         signingKey: key,
         env: io.env,
         approve: io.interactive
-          ? async (command) => /^y(es)?$/i.test((await io.prompt(`Run the verification command \`${command}\`? [y/N] `)).trim())
+          ? async (command) =>
+              /^y(es)?$/i.test(
+                (await io.prompt(`Run the verification command \`${command}\`? [y/N] `)).trim(),
+              )
           : undefined,
         onProgress: progress ? (p) => progress.update(p) : undefined,
       });
@@ -86,7 +96,15 @@ function receiptJson(r: DelegationReceipt) {
   return {
     verdict: r.verdict,
     message: r.message,
-    files: r.files.map(({ path: p, mode, hunks, bytes, lines, sha256, gitBlob }) => ({ path: p, mode, hunks, bytes, lines, sha256, gitBlob })),
+    files: r.files.map(({ path: p, mode, hunks, bytes, lines, sha256, gitBlob }) => ({
+      path: p,
+      mode,
+      hunks,
+      bytes,
+      lines,
+      sha256,
+      gitBlob,
+    })),
     errors: r.errors,
     workspace: r.workspace,
     context: r.context,
@@ -114,22 +132,40 @@ export function renderReceipt(r: DelegationReceipt): string {
   }
   if (r.workspace) out.push(`Workspace: ${r.workspace}`);
   if (r.contextWidened.length) {
-    out.push(`Context widened with the previous failure at ${r.contextWidened.join(', ')}. The worker was shown code the architect did not name.`);
+    out.push(
+      `Context widened with the previous failure at ${r.contextWidened.join(', ')}. The worker was shown code the architect did not name.`,
+    );
   }
   const v = r.verification;
   if (v.skipped) out.push(`Verification was NOT run: ${v.skipped}.`);
   else if (v.runs.length > 0) {
-    const runs = v.runs.map((x) => (x.exitCode === 0 && x.failed === 0 && !x.timedOut ? 'PASS' : x.timedOut ? 'TIMEOUT' : 'FAIL')).join(' ');
+    const runs = v.runs
+      .map((x) =>
+        x.exitCode === 0 && x.failed === 0 && !x.timedOut ? 'PASS' : x.timedOut ? 'TIMEOUT' : 'FAIL',
+      )
+      .join(' ');
     const last = v.runs.at(-1)!;
-    out.push(`Verification (${v.runs.length} run(s): ${runs}): Passed ${last.passed}, Failed ${last.failed}.${v.flaky ? ' The runs disagreed: the contract is flaky.' : ''}`);
-    for (const f of v.failures) out.push(`  failure: ${[f.name, f.location, f.code].filter(Boolean).join(' at ')}`);
+    out.push(
+      `Verification (${v.runs.length} run(s): ${runs}): Passed ${last.passed}, Failed ${last.failed}.${v.flaky ? ' The runs disagreed: the contract is flaky.' : ''}`,
+    );
+    for (const f of v.failures)
+      out.push(`  failure: ${[f.name, f.location, f.code].filter(Boolean).join(' at ')}`);
     if (v.omittedFailures) out.push(`  (${v.omittedFailures} more failure(s) not listed)`);
     if (v.rawLog) out.push(`Raw output (local only): ${v.rawLog}`);
-  } else if (!v.command && r.files.length > 0) out.push('No verification command was supplied; the contract is unchecked.');
-  if (r.coherence) out.push(`Coherence check: exit ${r.coherence.exitCode}, Passed ${r.coherence.passed}, Failed ${r.coherence.failed}.`);
-  if (r.contract.violations.length) out.push(`CONTRACT MODIFIED, verdict void: ${r.contract.violations.join('; ')}.`);
-  else if (r.contract.files.length) out.push(`Contract: ${r.contract.files.length} declared file(s), unchanged.`);
-  if (r.worker) out.push(`Worker: ${r.worker.model} at ${r.worker.host}, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion token(s)${r.tokens.counted ? ' (counted locally)' : ''}, ${r.worker.durationMs} ms.`);
+  } else if (!v.command && r.files.length > 0)
+    out.push('No verification command was supplied; the contract is unchecked.');
+  if (r.coherence)
+    out.push(
+      `Coherence check: exit ${r.coherence.exitCode}, Passed ${r.coherence.passed}, Failed ${r.coherence.failed}.`,
+    );
+  if (r.contract.violations.length)
+    out.push(`CONTRACT MODIFIED, verdict void: ${r.contract.violations.join('; ')}.`);
+  else if (r.contract.files.length)
+    out.push(`Contract: ${r.contract.files.length} declared file(s), unchanged.`);
+  if (r.worker)
+    out.push(
+      `Worker: ${r.worker.model} at ${r.worker.host}, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion token(s)${r.tokens.counted ? ' (counted locally)' : ''}, ${r.worker.durationMs} ms.`,
+    );
   out.push(`Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : ''}`);
   return `${out.join('\n')}\n`;
 }

@@ -22,9 +22,9 @@ import {
   type SigningKey,
   saveSigningKey,
 } from '@delegate-git/core';
-import { installHookFile, installPreCommit } from '../hook-install.js';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
+import { installHookFile, installPreCommit } from '../hook-install.js';
 import { registerKey } from '../trust-files.js';
 
 const help = `
@@ -61,14 +61,19 @@ export default {
   summary: 'set up delegate-git in this repository (policy, keys, notes config)',
   help,
   async run(argv: string[], io: Io): Promise<number> {
-    const { values } = parseCommandArgs('init', argv, {
-      protect: { type: 'string', multiple: true },
-      key: { type: 'string' },
-      'keys-dir': { type: 'string' },
-      'no-hook': { type: 'boolean' },
-      server: { type: 'boolean' },
-      json: { type: 'boolean' },
-    }, false);
+    const { values } = parseCommandArgs(
+      'init',
+      argv,
+      {
+        protect: { type: 'string', multiple: true },
+        key: { type: 'string' },
+        'keys-dir': { type: 'string' },
+        'no-hook': { type: 'boolean' },
+        server: { type: 'boolean' },
+        json: { type: 'boolean' },
+      },
+      false,
+    );
     const repo = await Repository.open(io.cwd, io.env);
     try {
       const top = repo.layout.topLevel;
@@ -86,25 +91,38 @@ export default {
       // the policy and approves it as the trust anchor, instead of keeping a policy that nobody approved.
       const keyName = values.key ?? defaultKeyName(io.env);
       const key = await ensureSigningKey(keyName, io, done);
-      const email = (await gitTry(['config', 'user.email'], { cwd: top, env: io.env })).stdout.toString().trim();
+      const email = (await gitTry(['config', 'user.email'], { cwd: top, env: io.env })).stdout
+        .toString()
+        .trim();
       const registered = await registerKey(top, policy.keysDir, {
         name: keyName,
         email,
         publicKey: key.publicKey.base64,
         roles: ['delegator', 'reviewer'],
       });
-      done.push(registered.created ? `registered your public key in ${registered.file}` : `your key is already in ${registered.file}`);
+      done.push(
+        registered.created
+          ? `registered your public key in ${registered.file}`
+          : `your key is already in ${registered.file}`,
+      );
       if (created) {
         await writeFileAtomic(path.join(top, POLICY_PATH), policyText(policy));
-        done.unshift(`wrote ${POLICY_PATH} (protect: ${policy.protect.length ? policy.protect.join(', ') : 'nothing yet'})`);
+        done.unshift(
+          `wrote ${POLICY_PATH} (protect: ${policy.protect.length ? policy.protect.join(', ') : 'nothing yet'})`,
+        );
         await approveAnchor(repo, top, policy, registered.file, keyName, key, email, done);
       } else done.unshift(`kept the existing ${POLICY_PATH}`);
       await configureNotes(repo, done);
       if (!values['no-hook']) done.push(`installed the pre-commit hook: ${await installPreCommit(repo)}`);
-      if (values.json) io.out(`${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, done }, null, 2)}\n`);
+      if (values.json)
+        io.out(
+          `${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, done }, null, 2)}\n`,
+        );
       else {
         io.out(done.map((d) => `  ${d}\n`).join(''));
-        io.out(`\nNext: commit ${POLICY_PATH} and ${policy.keysDir}/ (git add .delegate-git && git commit).\n`);
+        io.out(
+          `\nNext: commit ${POLICY_PATH} and ${policy.keysDir}/ (git add .delegate-git && git commit).\n`,
+        );
       }
       return 0;
     } finally {
@@ -123,8 +141,13 @@ async function choosePolicy(
   if (existsSync(file)) return { policy: parsePolicy(await readFile(file, 'utf8')), created: false };
   let protect = values.protect ?? [];
   if (!values.protect && io.interactive) {
-    const answer = await io.prompt('Paths that must always be promoted (globs, comma-separated, empty for none): ');
-    protect = answer.split(',').map((s) => s.trim()).filter(Boolean);
+    const answer = await io.prompt(
+      'Paths that must always be promoted (globs, comma-separated, empty for none): ',
+    );
+    protect = answer
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   }
   const policy = parsePolicy(
     JSON.stringify({
@@ -183,12 +206,16 @@ async function approveAnchor(
   done: string[],
 ): Promise<void> {
   const files = [POLICY_PATH, keyFile];
-  const ids = (await git(['hash-object', '-w', '--', ...files], { cwd: top, env: repo.env })).toString().split('\n');
+  const ids = (await git(['hash-object', '-w', '--', ...files], { cwd: top, env: repo.env }))
+    .toString()
+    .split('\n');
   const subjects = await Promise.all(
     files.map(async (p, i) => ({
       path: p,
       gitBlob: ids[i]!,
-      sha256: createHash('sha256').update(await readFile(path.join(top, p))).digest('hex'),
+      sha256: createHash('sha256')
+        .update(await readFile(path.join(top, p)))
+        .digest('hex'),
     })),
   );
   const statement = reviewStatement(subjects, {
@@ -204,7 +231,10 @@ async function approveAnchor(
 
 async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<number> {
   if (!repo.layout.isBare) {
-    throw new DelegateGitError('USAGE', '--server is for the bare repository that receives pushes; this one has a work tree.');
+    throw new DelegateGitError(
+      'USAGE',
+      '--server is for the bare repository that receives pushes; this one has a work tree.',
+    );
   }
   const file = await installHookFile(path.join(repo.layout.commonDir, 'hooks'), 'pre-receive');
   const opts = { cwd: repo.cwd, env: repo.env };
@@ -212,7 +242,10 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
   await gitText(['config', 'delegate-git.server', 'true'], opts);
   if (asJson) io.out(`${JSON.stringify({ hook: file }, null, 2)}\n`);
-  else io.out(`  installed ${file}\n  pushes are now judged by the policy and trust root in force on this repository\n`);
+  else
+    io.out(
+      `  installed ${file}\n  pushes are now judged by the policy and trust root in force on this repository\n`,
+    );
   return 0;
 }
 

@@ -27,7 +27,9 @@ export default {
     else {
       io.out(`Saved ${file} (mode 0600, in ${signingKeyDir(io.env)}).\n`);
       io.out(`public key: ${result.publicKey}\nkeyid:      ${result.keyid}\n`);
-      io.out(`Register it: delegate-git keys add ${name} --public-key ${result.publicKey} --roles delegator,reviewer\n`);
+      io.out(
+        `Register it: delegate-git keys add ${name} --public-key ${result.publicKey} --roles delegator,reviewer\n`,
+      );
     }
     return 0;
   },

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { DelegateGitError, keyFileText, parseKeyFile, type Role, Repository } from '@delegate-git/core';
+import { DelegateGitError, keyFileText, parseKeyFile, Repository, type Role } from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import { readKeyFiles, readWorktreePolicy, registerKey } from '../trust-files.js';
@@ -30,7 +30,8 @@ export default {
     const repo = await Repository.open(io.cwd, io.env);
     try {
       const top = repo.layout.topLevel;
-      if (top === null) throw new DelegateGitError('USAGE', 'Run `delegate-git keys` in a clone with a work tree.');
+      if (top === null)
+        throw new DelegateGitError('USAGE', 'Run `delegate-git keys` in a clone with a work tree.');
       const policy = await readWorktreePolicy(top);
       if (sub === 'list') return await list(rest, io, top, policy.keysDir);
       if (sub === 'add') return await add(rest, io, top, policy.keysDir);
@@ -52,8 +53,13 @@ async function list(argv: string[], io: Io, top: string, keysDir: string): Promi
   if (keys.length === 0) io.out(`No keys in ${keysDir}.\n`);
   for (const k of keys) {
     const status = k.raw.revoked ? `REVOKED ${k.raw.revoked}` : 'active';
-    const window = [k.raw.notBefore && `from ${k.raw.notBefore}`, k.raw.notAfter && `until ${k.raw.notAfter}`].filter(Boolean);
-    io.out(`${k.name.padEnd(16)} ${k.keyid.slice(0, 16)}  ${[...k.roles].sort().join(',').padEnd(18)} ${status}${window.length ? ` (${window.join(' ')})` : ''}  <${k.email}>\n`);
+    const window = [
+      k.raw.notBefore && `from ${k.raw.notBefore}`,
+      k.raw.notAfter && `until ${k.raw.notAfter}`,
+    ].filter(Boolean);
+    io.out(
+      `${k.name.padEnd(16)} ${k.keyid.slice(0, 16)}  ${[...k.roles].sort().join(',').padEnd(18)} ${status}${window.length ? ` (${window.join(' ')})` : ''}  <${k.email}>\n`,
+    );
   }
   return 0;
 }
@@ -70,7 +76,10 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
   const [name, ...extra] = positionals;
   if (!name || extra.length > 0) throw usageError('keys', 'keys add takes exactly one key name.');
   if (!values['public-key']) throw usageError('keys', 'keys add needs --public-key <base64>.');
-  const roles = (values.roles ?? '').split(',').map((r) => r.trim()).filter(Boolean);
+  const roles = (values.roles ?? '')
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
   if (roles.length === 0 || roles.some((r) => !ROLES.includes(r as Role))) {
     throw usageError('keys', `--roles must list delegator and/or reviewer (got "${values.roles ?? ''}").`);
   }
@@ -83,21 +92,36 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
     notAfter: values['not-after'],
   });
   if (values.json) io.out(json({ name, ...result }));
-  else io.out(result.created ? `Added ${result.file}. Commit it with a reviewer's approval.\n` : `That key is already registered in ${result.file}.\n`);
+  else
+    io.out(
+      result.created
+        ? `Added ${result.file}. Commit it with a reviewer's approval.\n`
+        : `That key is already registered in ${result.file}.\n`,
+    );
   return 0;
 }
 
 async function revoke(argv: string[], io: Io, top: string, keysDir: string): Promise<number> {
-  const { values, positionals } = parseCommandArgs('keys', argv, { at: { type: 'string' }, json: { type: 'boolean' } });
+  const { values, positionals } = parseCommandArgs('keys', argv, {
+    at: { type: 'string' },
+    json: { type: 'boolean' },
+  });
   const [name, ...extra] = positionals;
   if (!name || extra.length > 0) throw usageError('keys', 'keys revoke takes exactly one key name.');
   const key = (await readKeyFiles(top, keysDir)).find((k) => k.name === name);
-  if (!key) throw new DelegateGitError('USAGE', `No key named "${name}" in ${keysDir}. See \`delegate-git keys list\`.`);
+  if (!key)
+    throw new DelegateGitError(
+      'USAGE',
+      `No key named "${name}" in ${keysDir}. See \`delegate-git keys list\`.`,
+    );
   const at = values.at ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   const updated = { ...key.raw, revoked: key.raw.revoked ?? at };
   parseKeyFile(keyFileText(updated), key.file);
   await writeFileAtomic(path.join(top, key.file), keyFileText(updated));
   if (values.json) io.out(json({ name, file: key.file, keyid: key.keyid, revoked: updated.revoked }));
-  else io.out(`Revoked ${name} (${updated.revoked}) in ${key.file}. Its records no longer count; content it promoted must be promoted again.\n`);
+  else
+    io.out(
+      `Revoked ${name} (${updated.revoked}) in ${key.file}. Its records no longer count; content it promoted must be promoted again.\n`,
+    );
   return 0;
 }

@@ -1,14 +1,14 @@
 import path from 'node:path';
 import {
   decodeRecord,
+  gitSnapshot,
   gitText,
   gitTry,
   loadGovernance,
   Repository,
+  toRepositoryPath,
   verifyRecord,
   worktreeSnapshot,
-  gitSnapshot,
-  toRepositoryPath,
 } from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
@@ -36,7 +36,8 @@ export default {
       const opts = { cwd: repo.cwd, env: repo.env };
       let blob: string;
       let label: string;
-      const isId = /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(target) &&
+      const isId =
+        /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(target) &&
         (await gitTry(['cat-file', '-e', `${target}^{blob}`], opts)).code === 0;
       if (isId) {
         blob = target;
@@ -46,7 +47,9 @@ export default {
         label = toRepositoryPath(repo.layout.topLevel, io.cwd, target);
         blob = await gitText(['hash-object', '--', path.join(repo.layout.topLevel, label)], opts);
       }
-      const snapshot = repo.layout.topLevel ? worktreeSnapshot(repo.layout.topLevel) : gitSnapshot(repo.cwd, repo.objects, 'HEAD', repo.env);
+      const snapshot = repo.layout.topLevel
+        ? worktreeSnapshot(repo.layout.topLevel)
+        : gitSnapshot(repo.cwd, repo.objects, 'HEAD', repo.env);
       const governance = await loadGovernance(snapshot);
       const lines = await repo.ledger.linesOn(blob);
       const records = lines.map((line) => {
@@ -73,7 +76,9 @@ export default {
             io.out(`  INVALID  ${r.reason}\n`);
             continue;
           }
-          io.out(`  ${r.valid ? 'valid  ' : 'INVALID'}  ${r.kind} ${r.outcome}  by ${r.signer ?? 'unknown key'}  at ${r.createdAt}\n`);
+          io.out(
+            `  ${r.valid ? 'valid  ' : 'INVALID'}  ${r.kind} ${r.outcome}  by ${r.signer ?? 'unknown key'}  at ${r.createdAt}\n`,
+          );
           io.out(`           ${r.reason}; subjects: ${(r.subjects ?? []).map((s) => s.path).join(', ')}\n`);
         }
       }

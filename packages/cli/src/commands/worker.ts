@@ -34,9 +34,11 @@ export default {
       loop: { type: 'boolean' },
     });
     const [sub, file, ...extra] = positionals;
-    if (sub !== 'replay' || !file || extra.length > 0) throw usageError('worker', 'Use: delegate-git worker replay <recording.json>.');
+    if (sub !== 'replay' || !file || extra.length > 0)
+      throw usageError('worker', 'Use: delegate-git worker replay <recording.json>.');
     const port = values.port === undefined ? 0 : Number(values.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw usageError('worker', `--port must be 0-65535 (got ${values.port}).`);
+    if (!Number.isInteger(port) || port < 0 || port > 65535)
+      throw usageError('worker', `--port must be 0-65535 (got ${values.port}).`);
     const recording = await readRecording(path.resolve(io.cwd, file));
     const server = await startReplayWorker(recording.replies, {
       port,
@@ -44,7 +46,9 @@ export default {
       loop: values.loop,
       model: recording.model,
     });
-    io.out(`replay worker (a RECORDING, not a model: ${recording.recording ?? file}) listening on ${server.url}\n`);
+    io.out(
+      `replay worker (a RECORDING, not a model: ${recording.recording ?? file}) listening on ${server.url}\n`,
+    );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);
@@ -54,7 +58,9 @@ export default {
   },
 } satisfies CommandModule;
 
-async function readRecording(file: string): Promise<{ recording?: string; model?: string; replies: ScriptedReply[] }> {
+async function readRecording(
+  file: string,
+): Promise<{ recording?: string; model?: string; replies: ScriptedReply[] }> {
   let value: unknown;
   try {
     value = JSON.parse(await readFile(file, 'utf8'));
@@ -62,8 +68,16 @@ async function readRecording(file: string): Promise<{ recording?: string; model?
     throw new DelegateGitError('USAGE', `Cannot read the recording ${file}: ${(error as Error).message}.`);
   }
   const r = value as { recording?: unknown; model?: unknown; replies?: unknown };
-  if (typeof r !== 'object' || r === null || !Array.isArray(r.replies) || r.replies.some((x) => typeof x !== 'object' || x === null)) {
-    throw new DelegateGitError('USAGE', `${file} is not a recording: expected {"replies": [{"content": "..."}, ...]}.`);
+  if (
+    typeof r !== 'object' ||
+    r === null ||
+    !Array.isArray(r.replies) ||
+    r.replies.some((x) => typeof x !== 'object' || x === null)
+  ) {
+    throw new DelegateGitError(
+      'USAGE',
+      `${file} is not a recording: expected {"replies": [{"content": "..."}, ...]}.`,
+    );
   }
   return {
     recording: typeof r.recording === 'string' ? r.recording : undefined,
