@@ -80,13 +80,11 @@ export const unitSchema = z.strictObject(
     ),
     contractFiles: z.optional(pathList),
     runVerification: z.optional(
-      z
-        .string({ error: 'must be a command string' })
-        .check(
-          z.refine((value) => value.trim() !== '', {
-            error: 'must not be empty; leave the field out to run no command',
-          }),
-        ),
+      z.string({ error: 'must be a command string' }).check(
+        z.refine((value) => value.trim() !== '', {
+          error: 'must not be empty; leave the field out to run no command',
+        }),
+      ),
     ),
     verificationRepeats: z.optional(
       z
