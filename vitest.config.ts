@@ -8,5 +8,6 @@ export default defineConfig({
     // Real git and child processes: two cores, so keep the pool small and predictable.
     pool: 'forks',
     maxWorkers: 2,
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });
