@@ -121,7 +121,7 @@ export default {
       else {
         io.out(done.map((d) => `  ${d}\n`).join(''));
         io.out(
-          `\nNext: commit ${POLICY_PATH} and ${policy.keysDir}/ (git add .delegate-git && git commit).\n`,
+          `\nNext: commit them: git add ${POLICY_PATH} ${policy.keysDir} && git commit -m "Adopt delegate-git"\n`,
         );
       }
       return 0;
