@@ -1,0 +1,211 @@
+// `delegate-git verify` (the CI gate) against its goal (DESIGN 6): 100,000 records in < 8 s on 2 cores, linear,
+// memory flat. Run by hand:
+//   node bench/verify.mjs [--sizes 10000,50000,100000] [--runs 3] [--budget 60] [--skip-history] [--fresh] [--profile]
+// Each size is a generated repository with a tenth as many files under src/ (10 records per file over 5 versions,
+// as the other benches), so the whole job grows with the size: every ledger line verified, every governed file at
+// HEAD judged, the append-only check over the ledger's history. Wall time by this script's clock; peak RSS and CPU
+// time by /usr/bin/time -v (CPU / wall shows how much of the 2 cores the job used). Every run starts without
+// .git/delegate-git/cache, as a CI job on a fresh checkout does, but with the repository in the page cache. Each size gets up to --runs runs
+// but stops after the first run that ends beyond --budget seconds spent on it.
+// Unless --skip-history: one more ledger of 10,000 records written as 1,000 notes commits (one per delegation, as
+// `delegate` writes them), verified across its whole history and with --baseline at its tip, because the
+// append-only check costs per notes commit, not per record.
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  cliPath,
+  cryptoCalibration,
+  datasetParams,
+  ensureCliBuilt,
+  ensureDataset,
+  fmtInt,
+  fmtMs,
+  loadAverage,
+  loadCore,
+  log,
+  machineLine,
+  markdownTable,
+  median,
+  profileCli,
+  run,
+  timeSync,
+  warmPageCache,
+} from './lib.mjs';
+
+const { values: options } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '10000,50000,100000' },
+    runs: { type: 'string', default: '3' },
+    budget: { type: 'string', default: '60' },
+    'skip-history': { type: 'boolean', default: false },
+    fresh: { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+  },
+});
+const SIZES = options.sizes.split(',').map(Number);
+const RUNS = Number(options.runs);
+const RECORDS_PER_FILE = 10;
+const BUDGET_MS = Number(options.budget) * 1000;
+const TIME = fs.existsSync('/usr/bin/time') ? '/usr/bin/time' : null;
+if (!TIME) log('/usr/bin/time is missing: peak RSS and CPU time are not reported');
+
+ensureCliBuilt();
+const core = await loadCore();
+
+/** One `delegate-git verify` run: wall ms, peak RSS (MB), CPU s, and the record count it reports. */
+function verifyOnce(dataset, extraArgs = []) {
+  const args = [cliPath, 'verify', ...extraArgs];
+  // As on a CI runner's fresh checkout: no cache of an earlier run in .git/delegate-git.
+  fs.rmSync(path.join(dataset.repo, '.git', 'delegate-git', 'cache'), { recursive: true, force: true });
+  const { ms, value } = timeSync(() =>
+    TIME
+      ? run(TIME, ['-v', process.execPath, ...args], {
+          cwd: dataset.repo,
+          env: dataset.env,
+          allowFailure: true,
+        })
+      : run(process.execPath, args, { cwd: dataset.repo, env: dataset.env, allowFailure: true }),
+  );
+  const stdout = value.stdout.toString();
+  const stderr = value.stderr.toString();
+  if (value.status !== 0)
+    throw new Error(`verify exited ${value.status} in ${dataset.repo}:\n${stdout}${stderr}`);
+  const field = (name) => Number(new RegExp(`${name}: ([0-9.]+)`).exec(stderr)?.[1] ?? Number.NaN);
+  // "ledger <tip>: N record line(s) on …" or, since records about several files count once, "… in N line(s) on …".
+  const records = Number(/(\d+) (?:record )?line\(s\) on/.exec(stdout)?.[1] ?? Number.NaN);
+  if (Number.isNaN(records)) throw new Error(`verify printed no line count:\n${stdout}`);
+  return {
+    ms,
+    rssMb: field('Maximum resident set size \\(kbytes\\)') / 1024,
+    cpuS: field('User time \\(seconds\\)') + field('System time \\(seconds\\)'),
+    records,
+  };
+}
+
+/**
+ * Up to `runs` runs, fewer (at least one) once the size has used its time budget: while verify takes far longer
+ * than its goal, more runs of it say nothing new, and the whole script should stay within minutes.
+ */
+function measure(dataset, extraArgs, runs) {
+  // The repository and the CLI in the page cache first, as on a CI runner that has just fetched them.
+  warmPageCache(path.join(dataset.repo, '.git'));
+  warmPageCache(path.dirname(path.dirname(cliPath)));
+  const results = [];
+  let spent = 0;
+  while (results.length < runs && (results.length === 0 || spent < BUDGET_MS)) {
+    const result = verifyOnce(dataset, extraArgs);
+    results.push(result);
+    spent += result.ms;
+    log(`  run ${results.length}: ${fmtMs(result.ms)}, ${result.rssMb.toFixed(0)} MB`);
+  }
+  const pick = (k) => median(results.map((r) => r[k]));
+  return {
+    ms: pick('ms'),
+    min: Math.min(...results.map((r) => r.ms)),
+    max: Math.max(...results.map((r) => r.ms)),
+    runs: results.length,
+    rssMb: Math.max(...results.map((r) => r.rssMb)),
+    cpuS: pick('cpuS'),
+    records: results[0].records,
+  };
+}
+
+const loadBefore = loadAverage();
+const crypto = await cryptoCalibration();
+const rows = [];
+for (const size of SIZES) {
+  const dataset = await ensureDataset(
+    core,
+    datasetParams({
+      files: size / RECORDS_PER_FILE,
+      versions: 5,
+      recordsPerFile: RECORDS_PER_FILE,
+      recordsPerNotesCommit: 10000,
+    }),
+    { fresh: options.fresh },
+  );
+  log(`verify over ${fmtInt(size)} records (${fmtInt(dataset.params.files)} files), ${RUNS} runs`);
+  rows.push({ size, dataset, ...measure(dataset, [], RUNS) });
+}
+
+let history = null;
+if (!options['skip-history']) {
+  const dataset = await ensureDataset(
+    core,
+    datasetParams({ files: 1000, versions: 5, recordsPerFile: RECORDS_PER_FILE, recordsPerNotesCommit: 10 }),
+    { fresh: options.fresh },
+  );
+  log(`verify over ${fmtInt(dataset.records)} records in ${fmtInt(dataset.notesCommits)} notes commits`);
+  const whole = measure(dataset, [], 1);
+  const baseline = measure(dataset, ['--baseline', dataset.ledgerTip], 1);
+  history = { dataset, whole, baseline };
+}
+const loadAfter = loadAverage();
+
+const largest = rows.at(-1);
+const smallest = rows[0];
+const perRecord = (r) => (r.ms / r.records) * 1000;
+console.log(`\n### verify (bench/verify.mjs): ${machineLine()}\n`);
+console.log(
+  `Each repository: records / 10 files under src/, 5 versions each, 10 records per file (3 UNIT_PASSED, 2 UNIT_FAILED, ` +
+    `1 each of UNIT_FLAKY, INCOHERENT, CONTRACT_MODIFIED, approve, reject), in notes commits of 10,000 records. ` +
+    `Medians of up to ${RUNS} runs (within ${options.budget} s per size), the repository and the CLI read into the page cache first. Load average ${loadBefore} before, ${loadAfter} after; node:crypto ` +
+    `Ed25519 here: ${fmtInt(crypto.verify)} verify/s.\n`,
+);
+console.log(
+  markdownTable(
+    [
+      'record lines (files)',
+      'wall (median; min–max, runs)',
+      'records/s',
+      'ms per 1,000 records',
+      'CPU time (cores used)',
+      'peak RSS',
+      'goal',
+      'result',
+    ],
+    rows.map((r) => [
+      `${fmtInt(r.records)} (${fmtInt(r.dataset.params.files)})`,
+      `${fmtMs(r.ms)} (${r.runs > 1 ? `${fmtMs(r.min)}–${fmtMs(r.max)}, ` : ''}n=${r.runs})`,
+      fmtInt(Math.round(r.records / (r.ms / 1000))),
+      perRecord(r).toFixed(0),
+      Number.isNaN(r.cpuS) ? '' : `${r.cpuS.toFixed(1)} s (${(r.cpuS / (r.ms / 1000)).toFixed(2)})`,
+      Number.isNaN(r.rssMb) ? '' : `${r.rssMb.toFixed(0)} MB`,
+      r === largest && r.size >= 100000 ? '< 8 s' : '',
+      r === largest && r.size >= 100000 ? (r.ms < 8000 ? 'PASS' : '**MISS**') : '',
+    ]),
+  ),
+);
+if (rows.length > 1) {
+  console.log(
+    `\nLinearity: ${perRecord(largest).toFixed(0)} ms per 1,000 records at ${fmtInt(largest.records)} against ` +
+      `${perRecord(smallest).toFixed(0)} at ${fmtInt(smallest.records)} (${(perRecord(largest) / perRecord(smallest)).toFixed(2)}x; ` +
+      `1.00x is linear). Peak RSS ${smallest.rssMb.toFixed(0)} MB → ${largest.rssMb.toFixed(0)} MB.`,
+  );
+}
+if (history) {
+  const { dataset, whole, baseline } = history;
+  console.log('');
+  console.log(
+    markdownTable(
+      ['ledger history', 'verify (whole history)', 'verify --baseline <tip>', 'difference per notes commit'],
+      [
+        [
+          `${fmtInt(whole.records)} records in ${fmtInt(dataset.notesCommits)} notes commits`,
+          fmtMs(whole.ms),
+          fmtMs(baseline.ms),
+          `${((whole.ms - baseline.ms) / dataset.notesCommits).toFixed(1)} ms`,
+        ],
+      ],
+    ),
+  );
+}
+
+if (options.profile && largest.ms >= 8000) {
+  fs.rmSync(path.join(largest.dataset.repo, '.git', 'delegate-git', 'cache'), {
+    recursive: true,
+    force: true,
+  });
+  await profileCli('verify', ['verify'], largest.dataset.repo, largest.dataset.env);
+}
