@@ -7,7 +7,7 @@ import { DelegateGitError } from './errors.js';
 import { git, gitTry } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
 import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
-import { loadPathIndex } from './path-index.js';
+import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy } from './policy.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, type Snapshot, splitZ, treeFiles, worktreeSnapshot } from './snapshot.js';
@@ -148,10 +148,11 @@ export async function checkStaged(repo: Repository): Promise<CheckReport> {
     source: snapshot.label,
   };
   if (changes.length === 0) return quiet;
-  const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
+  const recorded = await loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir);
   const matcher = governedMatcher(policy);
-  const governed = changes.filter((c) => matcher(c.path, index.has(c.path)));
+  const governed = changes.filter((c) => matcher(c.path, recorded.has(c.path)));
   if (governed.length === 0) return quiet;
+  const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
 
   const deletions = governed
     .filter((c) => c.status === 'D')

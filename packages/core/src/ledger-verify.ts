@@ -13,6 +13,7 @@ import { gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { type GovernanceChangeProblem, unapprovedGovernanceChanges } from './governance-history.js';
 import { checkLedgerLine, type LineOutcome } from './line-check.js';
+import { addLines, PathIndex, writeCache } from './path-index.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot } from './snapshot.js';
 import type { VerifyBatch, VerifyWorkerData } from './verify-worker.js';
@@ -139,8 +140,11 @@ async function verifyLines(repo: Repository, governance: Governance, tip: string
   const { trustRoot, policy } = governance;
   // 16 bytes of each line's SHA-256 are enough to count distinct records in a few MB for 100,000 of them.
   const seen = new Set<string>();
+  // The governed-paths index comes from the same pass, so judging the revision's files reads the ledger no more.
+  const byPath: Parameters<typeof addLines>[0] = new Map();
   const tally = (note: Note, outcomes: LineOutcome[]) => {
     out.notes++;
+    addLines(byPath, note.annotated, note.lines);
     outcomes.forEach((o, i) => {
       out.lines++;
       const digest = createHash('sha256').update(note.lines[i]!).digest();
@@ -203,6 +207,7 @@ async function verifyLines(repo: Repository, governance: Governance, tip: string
   } finally {
     await (pool as LinePool | null)?.close();
   }
+  await writeCache(repo.cacheDir, tip, new PathIndex(byPath));
   const order = (a: LineProblem, b: LineProblem) =>
     a.blob === b.blob ? a.line - b.line : a.blob < b.blob ? -1 : 1;
   out.invalid.sort(order);

@@ -7,7 +7,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/p
 import path from 'node:path';
 import type { NotesLedger } from './notes-ledger.js';
 import type { EarlierRecord } from './promotion.js';
-import { decodeRecord } from './record.js';
+import { REVIEW_PREDICATE, VERDICT_PREDICATE } from './statement.js';
 import type { TrustRoot } from './trust-root.js';
 
 /** One record about a path: kind, verdict or decision, signer keyid, the blob it judged, and when it was made. */
@@ -71,16 +71,9 @@ export class PathIndex {
 
 export function addLines(byPath: Map<string, IndexEntry[]>, blob: string, lines: readonly string[]): void {
   for (const line of lines) {
-    const decoded = decodeRecord(line);
-    if (!decoded.ok) continue;
-    const r = decoded.record;
-    const entry: IndexEntry = [
-      r.kind === 'verdict' ? 'v' : 'r',
-      r.kind === 'verdict' ? r.verdict : r.decision,
-      r.envelope.signatures[0]?.keyid ?? '',
-      blob,
-      r.createdAt,
-    ];
+    const r = peekRecord(line);
+    if (!r) continue;
+    const entry: IndexEntry = [r.kind, r.outcome, r.keyid, blob, r.createdAt];
     // A record with several subjects sits on each subject's blob; index each path once, from its own blob.
     for (const s of r.subjects) {
       if (s.gitBlob !== blob) continue;
@@ -88,6 +81,53 @@ export function addLines(byPath: Map<string, IndexEntry[]>, blob: string, lines:
       if (list) list.push(entry);
       else byPath.set(s.path, [entry]);
     }
+  }
+}
+
+interface PeekedRecord {
+  kind: 'v' | 'r';
+  outcome: string;
+  keyid: string;
+  createdAt: number;
+  subjects: Array<{ path: string; gitBlob: string }>;
+}
+
+/**
+ * What a line says, read leniently (plain JSON, no canonical or signature checks): enough to know which paths the
+ * ledger has spoken about. Governing needs no trust, since a bogus line can only make a path governed (refused
+ * until promoted), and the strict decode costs as much as a signature check over a large ledger.
+ */
+function peekRecord(line: string): PeekedRecord | null {
+  try {
+    const envelope = JSON.parse(line);
+    const statement = JSON.parse(Buffer.from(String(envelope.payload), 'base64').toString('utf8'));
+    const p = statement.predicate ?? {};
+    const kind =
+      statement.predicateType === VERDICT_PREDICATE
+        ? 'v'
+        : statement.predicateType === REVIEW_PREDICATE
+          ? 'r'
+          : null;
+    if (!kind || !Array.isArray(statement.subject)) return null;
+    const subjects = statement.subject
+      .map((s: { name?: unknown; digest?: { gitBlob?: unknown } }) => ({
+        path: s?.name,
+        gitBlob: s?.digest?.gitBlob,
+      }))
+      .filter(
+        (s: { path: unknown; gitBlob: unknown }) =>
+          typeof s.path === 'string' && typeof s.gitBlob === 'string',
+      );
+    const createdAt = Date.parse(String(p.createdAt));
+    return {
+      kind,
+      outcome: String(kind === 'v' ? p.verdict : p.decision),
+      keyid: String(envelope.signatures?.[0]?.keyid ?? ''),
+      createdAt: Number.isNaN(createdAt) ? 0 : createdAt,
+      subjects,
+    };
+  } catch {
+    return null;
   }
 }
 
@@ -118,6 +158,38 @@ export async function loadPathIndex(
 }
 
 const CACHE_FILE = /^path-index-([0-9a-f]{40,64})\.json$/;
+const PATHS_FILE = /^recorded-paths-([0-9a-f]{40,64})$/;
+
+function pathsName(tip: string): string {
+  return `recorded-paths-${tip}`;
+}
+
+async function writeAtomic(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, text);
+  await rename(tmp, file);
+}
+
+/**
+ * Just the set of paths the ledger ever recorded: all a commit that touches nothing governed needs. Kept in its own
+ * small cache file, because parsing the full index (megabytes on a large ledger) would dominate such a commit.
+ */
+export async function loadRecordedPaths(
+  ledger: NotesLedger,
+  tip: string | null,
+  cacheDir: string | null,
+): Promise<Set<string>> {
+  if (tip === null) return new Set();
+  if (cacheDir !== null) {
+    try {
+      const text = await readFile(path.join(cacheDir, pathsName(tip)), 'utf8');
+      return new Set(text === '' ? [] : text.split('\0'));
+    } catch {
+      // Not cached yet: the full index below writes it.
+    }
+  }
+  return new Set((await loadPathIndex(ledger, tip, cacheDir)).paths());
+}
 
 function cacheName(tip: string): string {
   return `path-index-${tip}.json`;
@@ -165,16 +237,17 @@ async function extendLatestCache(
   }
 }
 
-async function writeCache(cacheDir: string, tip: string, index: PathIndex): Promise<void> {
+/** Saves an index built elsewhere (verify builds one while it reads the whole ledger anyway). */
+export async function writeCache(cacheDir: string, tip: string, index: PathIndex): Promise<void> {
   try {
     await mkdir(cacheDir, { recursive: true });
-    const file = path.join(cacheDir, cacheName(tip));
-    const tmp = `${file}.${process.pid}.tmp`;
-    await writeFile(tmp, JSON.stringify(index));
-    await rename(tmp, file);
+    await writeAtomic(path.join(cacheDir, cacheName(tip)), JSON.stringify(index));
+    await writeAtomic(path.join(cacheDir, pathsName(tip)), index.paths().join('\0'));
     // Keep the newest only: the next tip extends it.
     for (const n of await readdir(cacheDir)) {
-      if (CACHE_FILE.test(n) && n !== cacheName(tip)) await rm(path.join(cacheDir, n), { force: true });
+      const stale =
+        (CACHE_FILE.test(n) && n !== cacheName(tip)) || (PATHS_FILE.test(n) && n !== pathsName(tip));
+      if (stale) await rm(path.join(cacheDir, n), { force: true });
     }
   } catch {
     // A read-only git dir (a server, a CI cache) still gets a correct answer, only slower.

@@ -171,7 +171,11 @@ describe('decodeEnvelopeLine', () => {
 
   it('refuses an envelope that is not strict JSON or not an object', () => {
     expect(reasonOf('[1]')).toBe('not a DSSE envelope (expected a JSON object)');
-    expect(reasonOf('{"payload":"","payload":""}')).toMatch(/^not strict JSON \(.*duplicate key "payload"/);
+    // A duplicated key: JSON.parse keeps the last one, but the line is then not its own canonical form.
+    const duplicated = signed.line.replace('"payloadType":', '"payloadType":"x","payloadType":');
+    expect(JSON.parse(duplicated).payloadType).toBe('application/vnd.in-toto+json');
+    expect(reasonOf(duplicated)).toBe('the envelope line is not canonical JSON (RFC 8785)');
+    expect(decodeEnvelopeLine(signed.line).ok).toBe(true); // control
     expect(reasonOf('{')).toMatch(/^not strict JSON/);
   });
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir, removeDir, runGit } from '../../../test/support/git-repo.js';
 import { subjectOf, testKey, verdictLine } from '../../../test/support/records.js';
 import { NotesLedger } from '../src/notes-ledger.js';
-import { loadPathIndex } from '../src/path-index.js';
+import { loadPathIndex, loadRecordedPaths } from '../src/path-index.js';
 
 const alice = testKey({ name: 'alice', roles: ['delegator'] });
 
@@ -33,11 +33,13 @@ describe('the path index cache', () => {
     const index = await loadPathIndex(ledger, tip, cache);
     expect(index.has('src/a.ts')).toBe(true);
     expect(index.has('src/b.ts')).toBe(false);
-    expect(fs.readdirSync(cache)).toEqual([`path-index-${tip}.json`]);
+    expect(fs.readdirSync(cache).sort()).toEqual([`path-index-${tip}.json`, `recorded-paths-${tip}`]);
+    // The small file a commit touching nothing governed reads instead of the full index.
+    expect([...(await loadRecordedPaths(ledger, tip, cache))]).toEqual(['src/a.ts']);
   });
 
   it('extends the latest cache with only what the ledger added since, and keeps just the newest cache', async () => {
-    const [older] = fs.readdirSync(cache);
+    const older = fs.readdirSync(cache).find((n) => n.startsWith('path-index-'));
     // A marker only the cached file knows: if it survives, the new index was extended, not rebuilt.
     const file = path.join(cache, older!);
     const data = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -49,7 +51,8 @@ describe('the path index cache', () => {
     expect(index.has('src/b.ts')).toBe(true);
     expect(index.has('src/a.ts')).toBe(true);
     expect(index.has('marker/from-cache.ts')).toBe(true);
-    expect(fs.readdirSync(cache)).toEqual([`path-index-${tip}.json`]);
+    expect(fs.readdirSync(cache).sort()).toEqual([`path-index-${tip}.json`, `recorded-paths-${tip}`]);
+    expect([...(await loadRecordedPaths(ledger, tip, cache))].sort()).toContain('src/b.ts');
   });
 
   it('control: without a cache it rebuilds from the ledger alone (no marker)', async () => {
