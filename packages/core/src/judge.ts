@@ -10,7 +10,7 @@ import type { NotesLedger } from './notes-ledger.js';
 import type { PathIndex } from './path-index.js';
 import { governedMatcher, isGovernanceFile } from './policy.js';
 import { type JudgedRecord, type Promotion, promotionOf } from './promotion.js';
-import { decodeRecord, verifyRecord } from './record.js';
+import { judgeLine } from './record.js';
 
 export interface FileToJudge {
   path: string;
@@ -119,18 +119,9 @@ export function judgeLines(
 ): JudgedRecord[] {
   const out: JudgedRecord[] = [];
   for (const line of lines) {
-    const decoded = decodeRecord(line);
-    if (!decoded.ok) {
-      unreadable?.push(decoded.reason);
-      continue;
-    }
-    const trust = verifyRecord(
-      decoded.record,
-      ctx.governance.trustRoot,
-      ctx.governance.policy.repositoryId,
-      ctx.backend,
-    );
-    out.push({ record: decoded.record, trust });
+    const judged = judgeLine(line, ctx.governance.trustRoot, ctx.governance.policy.repositoryId, ctx.backend);
+    if (judged.ok) out.push({ record: judged.record, trust: judged.trust });
+    else unreadable?.push(judged.reason);
   }
   return out;
 }

@@ -11,7 +11,7 @@ import { governedFiles, judgeFiles } from './judge.js';
 import { LEDGER_REF } from './notes-ledger.js';
 import { loadPathIndex } from './path-index.js';
 import { deletionRefusal, governedMatcher } from './policy.js';
-import { decodeRecord, verifyRecord } from './record.js';
+import { judgeLine } from './record.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot } from './snapshot.js';
 
@@ -137,12 +137,11 @@ async function lineProblem(
   annotated: string,
   line: string,
 ): Promise<string | null> {
-  const decoded = decodeRecord(line);
-  if (!decoded.ok) return `not a valid record: ${decoded.reason}`;
-  const record = decoded.record;
+  const judged = judgeLine(line, governance.trustRoot, governance.policy.repositoryId);
+  if (!judged.ok) return `not a valid record: ${judged.reason}`;
+  const { record, trust } = judged;
   if (!record.subjects.some((s) => s.gitBlob === annotated))
     return 'the record does not name the blob it is attached to';
-  const trust = verifyRecord(record, governance.trustRoot, governance.policy.repositoryId);
   if (!trust.ok) return trust.reason;
   const blob = await repo.objects.read(annotated);
   if (blob) {

@@ -155,3 +155,38 @@ export function isRepositoryPath(path: string): boolean {
 function fail(reason: string): { ok: false; reason: string } {
   return { ok: false, reason };
 }
+
+export type LineJudgement =
+  | { ok: true; record: LedgerRecord; trust: RecordTrust }
+  | { ok: false; reason: string };
+
+// Within one run the same line is often judged more than once (the push's ledger check, then the pushed files;
+// a record about several files, once per file). Its answer depends only on its bytes and the trust root.
+const judgedLines = new WeakMap<TrustRoot, Map<string, LineJudgement>>();
+
+/** decodeRecord + verifyRecord, remembered per trust root for the life of the process. */
+export function judgeLine(
+  line: string,
+  trustRoot: TrustRoot,
+  repositoryId: string,
+  backend: Ed25519Backend = 'node',
+): LineJudgement {
+  let memo = judgedLines.get(trustRoot);
+  if (!memo) {
+    memo = new Map();
+    judgedLines.set(trustRoot, memo);
+  }
+  const key = `${repositoryId}\n${backend}\n${line}`;
+  const known = memo.get(key);
+  if (known) return known;
+  const decoded = decodeRecord(line);
+  const judged: LineJudgement = decoded.ok
+    ? {
+        ok: true,
+        record: decoded.record,
+        trust: verifyRecord(decoded.record, trustRoot, repositoryId, backend),
+      }
+    : decoded;
+  memo.set(key, judged);
+  return judged;
+}
