@@ -34,8 +34,10 @@ describe('the packed CLI in a fresh repository', () => {
     mkdirSync(repo);
     const tarball = readdirSync(tmp).find((f) => f.endsWith('.tgz'))!;
     copyFileSync(path.join(tmp, tarball), path.join(repo, '..', 'delegate-git.tgz'));
+    // As in a user's shell: without the npm_config_* variables the test runner (pnpm) exports, which make npx warn.
+    const shellEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
     env = {
-      ...process.env,
+      ...shellEnv,
       XDG_CONFIG_HOME: path.join(tmp, 'config'),
       npm_config_cache: path.join(tmp, 'npm-cache'),
       GIT_CONFIG_GLOBAL: path.join(tmp, 'gitconfig'),
