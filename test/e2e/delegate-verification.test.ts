@@ -152,6 +152,27 @@ describe('the environment of the verification command', () => {
     expect(code).toBe(0);
     expect(receipt?.envelope).toBeTruthy();
   });
+
+  test("the worker's API key goes to the worker only, never to the command", async () => {
+    await repo.configSet('worker.apiKeyEnv', 'WORKER_API_KEY');
+    try {
+      worker.enqueue({ content: fileBlock('src/env2.js', 'export const env2 = 2;') });
+      const { code, receipt } = await repo.delegate(
+        {
+          taskName: 'env2',
+          instruction: 'Create env2.js.',
+          targetFiles: ['src/env2.js'],
+          runVerification: 'test -z "$WORKER_API_KEY" && test -n "$EXPECTED_VARIABLE"',
+        },
+        { env: { WORKER_API_KEY: 'sk-local-test-key', EXPECTED_VARIABLE: 'kept' } },
+      );
+      expect(worker.requests.at(-1)?.headers.authorization).toBe('Bearer sk-local-test-key');
+      expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([0, 0, 0]);
+      expect(code).toBe(0);
+    } finally {
+      await repo.configSet('worker.apiKeyEnv', 'null');
+    }
+  });
 });
 
 describe('redaction of failures', () => {

@@ -179,7 +179,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
         timeoutMs: settings.verification.timeoutMs,
         repeats: resolveVerificationRepeats(unit.verificationRepeats, settings.verification.repeats),
         logPath: rawLog,
-        env: commandEnvironment(opts.env),
+        env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
       });
       flaky = result.flaky;
       receipt.verification.rawLog = rawLog;
@@ -211,7 +211,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
     const run = await runCommand(settings.coherence, {
       cwd: top,
       timeoutMs: settings.verification.timeoutMs,
-      env: commandEnvironment(opts.env),
+      env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
     });
     coherenceFailed = !runPassed(run);
     receipt.coherence = {
@@ -263,12 +263,13 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
 
 /**
  * The environment verification and coherence commands run with. The unit's command is chosen by a model, so the
- * operator's signing key (in CI it lives only in this variable) must not go along: a command that could read it
- * could sign its own UNIT_PASSED.
+ * operator's secrets must not go along: the signing key (in CI it lives only in this variable; a command that
+ * could read it could sign its own UNIT_PASSED) and the worker's API key.
  */
-function commandEnvironment(env: NodeJS.ProcessEnv | undefined): NodeJS.ProcessEnv {
+function commandEnvironment(env: NodeJS.ProcessEnv | undefined, apiKeyEnv: string | null): NodeJS.ProcessEnv {
   const copy = { ...(env ?? process.env) };
   delete copy[SIGNING_KEY_ENV];
+  if (apiKeyEnv) delete copy[apiKeyEnv];
   return copy;
 }
 
