@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LedgerVerification } from '../../packages/core/src/index.js';
 import { loadSigningKey, POLICY_PATH, parsePolicy, signStatement } from '../../packages/core/src/index.js';
 import {
   adopt,
@@ -34,42 +35,9 @@ import { subjectOf, testKey, testVerdictStatement } from '../support/records.js'
 const LEDGER = 'refs/notes/delegations';
 const BOB_KEY_FILE = '.delegate-git/keys/bob.json';
 
-interface FileJson {
-  path: string;
-  promoted: boolean;
-  reason: string;
-  by: string[];
-  governed: boolean;
-  blob: string;
-  sha256: string;
-}
-
-interface LineProblemJson {
-  blob: string;
-  line: number;
-  sha256: string;
-  reason: string;
-}
-
-interface VerifyJson {
-  rev: string;
-  commit: string;
-  ledgerTip: string | null;
-  records: number;
-  lines: number;
-  notes: number;
-  byVerdict: Record<string, number>;
-  bySigner: Record<string, number>;
-  invalid: LineProblemJson[];
-  revoked: LineProblemJson[];
-  files: FileJson[];
-  appendOnly: {
-    checked: string;
-    removed: Array<{ commit: string; blob: string; line: string }>;
-    problem?: string;
-  };
-  exitCode: number;
-}
+/** What `verify --json` prints: the core result, serialized, with the exit code. */
+type VerifyJson = LedgerVerification & { exitCode: number };
+type FileJson = VerifyJson['files'][number];
 
 let story: Story;
 let template: string;
