@@ -354,3 +354,52 @@ export function isCanonicalJson(text: string): boolean {
   // A strictly parsed value is always representable, so the walk in canonicalize() can be skipped.
   return serializeChecked(value) === text;
 }
+
+export type CanonicalParse = { ok: true; value: unknown } | { ok: false; reason: string };
+
+/**
+ * Parses text that must be exactly its own JCS form (a record payload), with the answers of
+ * `parseStrictJson` + `canonicalize` but most of the time at the cost of one JSON.parse and one JSON.stringify:
+ * JCS is JSON.stringify with object keys sorted by UTF-16 code units, so when the parsed value's keys are sorted,
+ * no integer is beyond 2^53-1 and no escaped surrogate appears (all canonical text can hold), stringify
+ * reproducing the text proves it canonical; duplicate keys, whitespace and non-canonical numbers or escapes make
+ * it differ. Anything the fast path cannot prove goes through the strict parser, which decides and names why.
+ */
+export function parseCanonicalJson(text: string): CanonicalParse {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (!ESCAPED_SURROGATE.test(text) && sortedAndSafe(value) && JSON.stringify(value) === text)
+      return { ok: true, value };
+  } catch {
+    // Not JSON at all: the strict parser below says so in its own words.
+  }
+  let value: unknown;
+  try {
+    value = parseStrictJson(text);
+  } catch (error) {
+    if (error instanceof DelegateGitError) return { ok: false, reason: `not strict JSON (${error.message})` };
+    throw error;
+  }
+  return serializeChecked(value) === text
+    ? { ok: true, value }
+    : { ok: false, reason: 'not canonical JSON (RFC 8785)' };
+}
+
+const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
+
+/** Object keys in JCS order at every depth (Object.keys keeps JSON.parse's order) and only I-JSON-safe integers. */
+function sortedAndSafe(value: unknown): boolean {
+  if (typeof value === 'number')
+    return !(Number.isInteger(value) && Math.abs(value) > Number.MAX_SAFE_INTEGER);
+  if (typeof value !== 'object' || value === null) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (!sortedAndSafe(item)) return false;
+    return true;
+  }
+  const keys = Object.keys(value);
+  for (let i = 0; i < keys.length; i++) {
+    if (i > 0 && !(keys[i - 1]! < keys[i]!)) return false;
+    if (!sortedAndSafe((value as Record<string, unknown>)[keys[i]!])) return false;
+  }
+  return true;
+}

@@ -2,7 +2,8 @@
  * DSSE envelopes (DESIGN 3.1). A note line is the JCS serialization of one envelope; the signed bytes are the
  * DSSE pre-authentication encoding of the JCS statement, so any standard DSSE verifier can check a line as is.
  */
-import { canonicalize, parseStrictJson } from './canonical-json.js';
+import { isUtf8 } from 'node:buffer';
+import { canonicalize, parseCanonicalJson } from './canonical-json.js';
 import type { SigningKey } from './signing-key.js';
 import type { Statement } from './statement.js';
 
@@ -91,17 +92,10 @@ export function decodeEnvelopeLine(line: string): DecodedLine {
     return { ok: false, reason: 'the envelope line is not canonical JSON (RFC 8785)' };
   const body = decodeBase64Strict(payload);
   if (!body) return { ok: false, reason: 'payload is not standard base64' };
-  const text = body.toString('utf8');
-  if (!Buffer.from(text, 'utf8').equals(body)) return { ok: false, reason: 'payload is not valid UTF-8' };
-  let statement: unknown;
-  try {
-    statement = parseStrictJson(text);
-  } catch (error) {
-    return { ok: false, reason: `payload is not strict JSON (${(error as Error).message})` };
-  }
-  if (canonicalize(statement) !== text)
-    return { ok: false, reason: 'payload is not canonical JSON (RFC 8785)' };
-  return { ok: true, envelope: value as unknown as Envelope, body, statement };
+  if (!isUtf8(body)) return { ok: false, reason: 'payload is not valid UTF-8' };
+  const statement = parseCanonicalJson(body.toString('utf8'));
+  if (!statement.ok) return { ok: false, reason: `payload is ${statement.reason}` };
+  return { ok: true, envelope: value as unknown as Envelope, body, statement: statement.value };
 }
 
 /** RFC 8785 of an envelope of this exact shape: keys in order, and JCS strings are JSON.stringify's. */

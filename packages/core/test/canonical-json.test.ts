@@ -2,7 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { vectorsDir } from '../../../test/support/paths.js';
-import { canonicalBytes, canonicalize, isCanonicalJson, parseStrictJson } from '../src/canonical-json.js';
+import {
+  canonicalBytes,
+  canonicalize,
+  isCanonicalJson,
+  parseCanonicalJson,
+  parseStrictJson,
+} from '../src/canonical-json.js';
 import { DelegateGitError } from '../src/errors.js';
 
 const jcsDir = path.join(vectorsDir, 'jcs');
@@ -392,5 +398,61 @@ describe('isCanonicalJson', () => {
     expect(isCanonicalJson('9007199254740992')).toBe(false);
     expect(isCanonicalJson('{"a":1,"b":2}')).toBe(true);
     expect(isCanonicalJson('{"b":1,"a":2}')).toBe(false);
+  });
+});
+
+describe('parseCanonicalJson (the fast path the record decoder uses)', () => {
+  /** The slow, obviously right answer: strict parse, then the text must be its own canonical form. */
+  function slowAnswer(text: string): { ok: boolean; value?: unknown } {
+    return isCanonicalJson(text) ? { ok: true, value: JSON.parse(text) } : { ok: false };
+  }
+
+  function expectSameAnswer(text: string): boolean {
+    const fast = parseCanonicalJson(text);
+    const slow = slowAnswer(text);
+    expect(fast.ok, JSON.stringify(text)).toBe(slow.ok);
+    if (fast.ok) expect(fast.value).toStrictEqual(slow.value);
+    return fast.ok;
+  }
+
+  it('agrees with the strict path on every reference input and output', () => {
+    for (const name of vectorNames) {
+      expect(expectSameAnswer(readVector('output', name).toString('utf8'))).toBe(true);
+      expect(expectSameAnswer(readVector('input', name).toString('utf8'))).toBe(false);
+    }
+  });
+
+  it('agrees on generated texts and on their canonical forms', () => {
+    const random = seededRandom(32);
+    let canonicalAccepted = 0;
+    for (let index = 0; index < 2000; index++) {
+      const { text, flaws } = randomRecordText(random);
+      expectSameAnswer(text);
+      if (flaws.length === 0 && expectSameAnswer(canonicalize(JSON.parse(text)))) canonicalAccepted++;
+    }
+    expect(canonicalAccepted).toBeGreaterThan(600);
+  });
+
+  it('accepts canonical text the fast path cannot prove (integer-like keys, big numbers) through the strict path', () => {
+    expect(parseCanonicalJson('{"1":0,"10":0,"2":0}')).toEqual({ ok: true, value: { 1: 0, 10: 0, 2: 0 } });
+    expect(parseCanonicalJson('{"10":0,"9":0}').ok).toBe(true);
+    expect(parseCanonicalJson('1e+21')).toEqual({ ok: true, value: 1e21 });
+    expect(parseCanonicalJson('{"a":[1,"x",null,true,{"b":-0.5}]}').ok).toBe(true);
+  });
+
+  it('refuses what the strict parser refuses, with its reason', () => {
+    const refused = (text: string) => {
+      const r = parseCanonicalJson(text);
+      expect(r.ok, text).toBe(false);
+      return r.ok ? '' : r.reason;
+    };
+    expect(refused('{"a":1,"a":1}')).toMatch(/^not strict JSON \(.*duplicate key "a"/);
+    expect(refused('"\\ud800"')).toMatch(/lone surrogate/);
+    expect(refused('9007199254740992')).toMatch(/beyond/);
+    expect(refused('{"b":1,"a":2}')).toBe('not canonical JSON (RFC 8785)');
+    expect(refused('{"a": 1}')).toBe('not canonical JSON (RFC 8785)');
+    expect(refused('"\\ud83d\\ude00"')).toBe('not canonical JSON (RFC 8785)');
+    expect(refused('1.0')).toBe('not canonical JSON (RFC 8785)');
+    expect(refused('{')).toMatch(/^not strict JSON/);
   });
 });
