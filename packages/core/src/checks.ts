@@ -3,6 +3,7 @@
  * policy, trust root and content from the same snapshot it judges.
  */
 import path from 'node:path';
+import { DecisionCache } from './decision-cache.js';
 import { DelegateGitError } from './errors.js';
 import { git, gitTry } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
@@ -44,10 +45,9 @@ async function judgeIn(
   anchor?: Governance,
 ): Promise<CheckResult[]> {
   const notesAt = await repo.ledger.tip();
-  const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
-  const governed = governedFiles(files, governance, index);
-  const ctx = { governance, anchor, ledger: repo.ledger, notesAt, index, batch: repo.objects };
-  const judged = await judgeFiles(governed, ctx);
+  const recorded = await recordedPathsFor(repo, notesAt, governance.policy, files);
+  const governed = governedFiles(files, governance, recorded);
+  const judged = await judgeWithCache(repo, governed, governance, anchor, notesAt);
   const results: CheckResult[] = judged.map((j) => ({ ...j, governed: true }));
   if (all) {
     const governedSet = new Set(governed.map((f) => f.path));
@@ -148,11 +148,10 @@ export async function checkStaged(repo: Repository): Promise<CheckReport> {
     source: snapshot.label,
   };
   if (changes.length === 0) return quiet;
-  const recorded = await loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir);
+  const recorded = await recordedPathsFor(repo, notesAt, policy, changes);
   const matcher = governedMatcher(policy);
   const governed = changes.filter((c) => matcher(c.path, recorded.has(c.path)));
   if (governed.length === 0) return quiet;
-  const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
 
   const deletions = governed
     .filter((c) => c.status === 'D')
@@ -165,19 +164,55 @@ export async function checkStaged(repo: Repository): Promise<CheckReport> {
   // Only content needs the trust root; a change that only deletes is decided by the policy alone.
   const governance = files.length > 0 ? await loadGovernance(snapshot, policy) : null;
   const results: CheckResult[] = governance
-    ? (
-        await judgeFiles(files, {
-          governance,
-          anchor: committed,
-          ledger: repo.ledger,
-          notesAt,
-          index,
-          batch: repo.objects,
-        })
-      ).map((j) => ({ ...j, governed: true }))
+    ? (await judgeWithCache(repo, files, governance, committed, notesAt)).map((j) => ({
+        ...j,
+        governed: true,
+      }))
     : [];
   const mode = (committed?.policy ?? policy).mode;
   return { results, deletions, policy, mode, source: snapshot.label };
+}
+
+/**
+ * The paths the ledger ever recorded, read only when some path's governance depends on it: a path the policy
+ * protects, excludes, or names as a governance file is decided without it, and the first read of a large ledger
+ * (no cache yet) costs seconds.
+ */
+async function recordedPathsFor(
+  repo: Repository,
+  notesAt: string | null,
+  policy: Policy,
+  files: ReadonlyArray<{ path: string }>,
+): Promise<{ has(path: string): boolean }> {
+  const governed = governedMatcher(policy);
+  const depends = files.some((f) => governed(f.path, true) !== governed(f.path, false));
+  return depends ? loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir) : new Set<string>();
+}
+
+/** judgeFiles with the decisions cached for this ledger tip and governance, and the path index read on demand. */
+async function judgeWithCache(
+  repo: Repository,
+  files: FileToJudge[],
+  governance: Governance,
+  anchor: Governance | undefined,
+  notesAt: string | null,
+): Promise<Judgement[]> {
+  if (files.length === 0) return [];
+  const decisions = await DecisionCache.open(repo.cacheDir, notesAt, governance, anchor, {
+    cwd: repo.cwd,
+    env: repo.env,
+  });
+  const judged = await judgeFiles(files, {
+    governance,
+    anchor,
+    ledger: repo.ledger,
+    notesAt,
+    index: () => loadPathIndex(repo.ledger, notesAt, repo.cacheDir),
+    batch: repo.objects,
+    decisions,
+  });
+  await decisions.save();
+  return judged;
 }
 
 /**

@@ -3,6 +3,7 @@
  * their blobs, verify those records against the trust root in force, and ask promotionOf.
  */
 import { createHash } from 'node:crypto';
+import type { DecisionCache } from './decision-cache.js';
 import type { Ed25519Backend } from './ed25519.js';
 import type { CatFileBatch } from './git.js';
 import type { Governance } from './governance.js';
@@ -22,8 +23,11 @@ export interface JudgeContext {
   ledger: NotesLedger;
   /** Notes commit to read records from (null: no ledger yet). */
   notesAt: string | null;
-  index: PathIndex;
+  /** What the ledger recorded per path; read only to word a refusal, so it may be given as a loader. */
+  index: PathIndex | (() => Promise<PathIndex>);
   batch: CatFileBatch;
+  /** Decisions already taken at this ledger tip under this governance (see decision-cache.ts). */
+  decisions?: DecisionCache;
   backend?: Ed25519Backend;
   /**
    * The governance already in force (e.g. HEAD's for a commit), which judges changes to the policy file and the
@@ -40,13 +44,24 @@ export interface Judgement extends Promotion {
 export function governedFiles<T extends { path: string }>(
   files: readonly T[],
   governance: Governance,
-  index: PathIndex,
+  index: { has(path: string): boolean },
 ): T[] {
   const governed = governedMatcher(governance.policy);
   return files.filter((f) => governed(f.path, index.has(f.path)));
 }
 
 export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContext): Promise<Judgement[]> {
+  const known = files.map((f) => ctx.decisions?.get(f.path, f.blob));
+  const fresh = await judgeUncached(
+    files.filter((_, i) => !known[i]),
+    ctx,
+  );
+  for (const j of fresh) if (j.sha256 !== '') ctx.decisions?.set(j);
+  let next = 0;
+  return known.map((k) => k ?? fresh[next++]!);
+}
+
+async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): Promise<Judgement[]> {
   if (files.length === 0) return [];
   const blobs = [...new Set(files.map((f) => f.blob))];
   const [contents, notes] = await Promise.all([
@@ -76,17 +91,22 @@ export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContex
       anchored.set(blob, judgeLines(notes.get(blob) ?? [], { governance: anchor, backend: ctx.backend }));
     return anchored.get(blob)!;
   };
-  return files.map((f) => {
+  // A promotion never reads the path's earlier records; only a refusal's wording does, so the index (a read of the
+  // whole ledger when not cached) is loaded only when something is refused.
+  let index: PathIndex | undefined;
+  const out: Judgement[] = [];
+  for (const f of files) {
     const digest = sha256.get(f.blob);
     if (digest === undefined) {
-      return {
+      out.push({
         path: f.path,
         blob: f.blob,
         sha256: '',
         promoted: false,
         reason: 'its content could not be read',
         by: [],
-      };
+      });
+      continue;
     }
     // The policy and the trust root always need reviewer approval, under the rules already in force.
     const governanceFile =
@@ -95,17 +115,17 @@ export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContex
       ? { requireReview: true, reviewThreshold: anchor.policy.reviewThreshold }
       : ctx.governance.policy;
     const trustRoot = governanceFile ? anchor.trustRoot : ctx.governance.trustRoot;
-    const earlier = ctx.index.earlier(f.path, f.blob, trustRoot);
     const candidate = { path: f.path, sha256: digest, gitBlob: f.blob };
-    const promotion = promotionOf(
-      candidate,
-      recordsFor(f.blob, governanceFile),
-      rules,
-      earlier,
-      unreadable.get(f.blob),
-    );
-    return { ...promotion, blob: f.blob, sha256: digest };
-  });
+    const records = recordsFor(f.blob, governanceFile);
+    let promotion = promotionOf(candidate, records, rules, [], unreadable.get(f.blob));
+    if (!promotion.promoted) {
+      index ??= typeof ctx.index === 'function' ? await ctx.index() : ctx.index;
+      const earlier = index.earlier(f.path, f.blob, trustRoot);
+      promotion = promotionOf(candidate, records, rules, earlier, unreadable.get(f.blob));
+    }
+    out.push({ ...promotion, blob: f.blob, sha256: digest });
+  }
+  return out;
 }
 
 /**

@@ -1,0 +1,171 @@
+/**
+ * What a gate decided for (path, blob), remembered per ledger tip and governance, so a commit that stages
+ * thousands of governed files does not read, hash and verify again what the previous commit already judged.
+ *
+ * A decision depends on the records on the blob (the note at the ledger tip), the governance that judged them
+ * (policy, trust root, and the anchor governance for the governance files) and, for a refusal's wording only,
+ * the path's history in the ledger. So: the file is named by a digest of the governance and by the ledger tip;
+ * when the tip moves (each delegation appends), a promotion carries over unless the note on its blob changed
+ * (one `git diff-tree` between the two notes commits says which did), and refusals are judged again.
+ *
+ * The sha256 kept with a decision is the one hashed from the blob's content when it was judged: a blob id names
+ * immutable content in this object store, so it stands for that hash here. Anyone who can rewrite this cache
+ * can equally rewrite the hooks that read it; the server and CI judge afresh or with their own cache.
+ * The cache is an accelerator only: unreadable or from another version, it is ignored and rewritten.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { canonicalize } from './canonical-json.js';
+import { type GitOptions, git } from './git.js';
+import type { Governance } from './governance.js';
+
+export interface Decision {
+  path: string;
+  blob: string;
+  sha256: string;
+  promoted: boolean;
+  reason: string;
+  by: string[];
+}
+
+type Entry = [sha256: string, promoted: 0 | 1, reason: string, by: string[]];
+
+const VERSION = 1;
+/** Beyond this many decisions the oldest are forgotten (about 150 bytes each on disk). */
+const MAX_ENTRIES = 200_000;
+const FILE = /^decisions-([0-9a-f]{16})-([0-9a-f]{40,64}|none)\.json$/;
+
+export class DecisionCache {
+  private dirty = false;
+
+  private constructor(
+    private readonly file: string | null,
+    private readonly entries: Map<string, Entry>,
+  ) {}
+
+  /** A cache that remembers nothing (no git dir to keep it in). */
+  static none(): DecisionCache {
+    return new DecisionCache(null, new Map());
+  }
+
+  static async open(
+    cacheDir: string | null,
+    tip: string | null,
+    governance: Governance,
+    anchor: Governance | undefined,
+    gitOptions: GitOptions,
+  ): Promise<DecisionCache> {
+    if (cacheDir === null) return DecisionCache.none();
+    const digest = governanceDigest(governance, anchor);
+    const file = path.join(cacheDir, `decisions-${digest}-${tip ?? 'none'}.json`);
+    const exact = await readEntries(file);
+    if (exact) return new DecisionCache(file, exact);
+    const carried = await carryOver(cacheDir, digest, tip, gitOptions);
+    const cache = new DecisionCache(file, carried);
+    cache.dirty = true;
+    return cache;
+  }
+
+  get(filePath: string, blob: string): Decision | undefined {
+    const e = this.entries.get(key(filePath, blob));
+    return e && { path: filePath, blob, sha256: e[0], promoted: e[1] === 1, reason: e[2], by: e[3] };
+  }
+
+  set(d: Decision): void {
+    const k = key(d.path, d.blob);
+    this.entries.delete(k); // re-inserted last: the newest survive the bound
+    this.entries.set(k, [d.sha256, d.promoted ? 1 : 0, d.reason, d.by]);
+    this.dirty = true;
+  }
+
+  /** Writes the file atomically (temporary file, then rename) and removes the files of older tips. */
+  async save(): Promise<void> {
+    if (this.file === null || !this.dirty) return;
+    const dir = path.dirname(this.file);
+    let list = [...this.entries];
+    if (list.length > MAX_ENTRIES) list = list.slice(list.length - MAX_ENTRIES);
+    try {
+      await mkdir(dir, { recursive: true });
+      const tmp = `${this.file}.${process.pid}.tmp`;
+      await writeFile(tmp, JSON.stringify({ version: VERSION, entries: list }));
+      await rename(tmp, this.file);
+      this.dirty = false;
+      for (const n of await readdir(dir)) {
+        if (FILE.test(n) && n !== path.basename(this.file)) await rm(path.join(dir, n), { force: true });
+      }
+    } catch {
+      // A read-only git dir still gets correct answers, only slower.
+    }
+  }
+}
+
+function key(filePath: string, blob: string): string {
+  return `${blob}\0${filePath}`;
+}
+
+/** Everything a decision depends on besides the ledger: the rules and the keys that judged it. */
+export function governanceDigest(governance: Governance, anchor: Governance | undefined): string {
+  const part = (g: Governance | undefined) =>
+    g ? { policy: g.policy, keys: g.trustRoot.sources.map((s) => [s.path, s.text]) } : null;
+  return createHash('sha256')
+    .update(canonicalize({ governance: part(governance), anchor: part(anchor) }))
+    .digest('hex')
+    .slice(0, 16);
+}
+
+async function readEntries(file: string): Promise<Map<string, Entry> | null> {
+  try {
+    const data = JSON.parse(await readFile(file, 'utf8')) as { version?: number; entries?: unknown };
+    if (data.version !== VERSION || !Array.isArray(data.entries)) return null;
+    return new Map(data.entries as Array<[string, Entry]>);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The promotions of the newest cache file for the same governance whose blobs' notes did not change between its
+ * tip and `tip`. Nothing when there is none, or when the two tips cannot be compared (the old one was gc'd).
+ */
+async function carryOver(
+  cacheDir: string,
+  digest: string,
+  tip: string | null,
+  gitOptions: GitOptions,
+): Promise<Map<string, Entry>> {
+  const carried = new Map<string, Entry>();
+  if (tip === null) return carried;
+  let names: string[];
+  try {
+    names = (await readdir(cacheDir)).filter((n) => FILE.exec(n)?.[1] === digest);
+  } catch {
+    return carried;
+  }
+  const dated = await Promise.all(
+    names.map(async (n) => ({ n, at: (await stat(path.join(cacheDir, n)).catch(() => null))?.mtimeMs ?? 0 })),
+  );
+  const latest = dated.sort((a, b) => b.at - a.at)[0];
+  const older = latest && FILE.exec(latest.n)![2]!;
+  if (!latest || older === 'none') return carried;
+  const previous = await readEntries(path.join(cacheDir, latest.n));
+  if (!previous) return carried;
+  let changed: Set<string>;
+  try {
+    const out = await git(['diff-tree', '-r', '-z', '--no-renames', '--name-only', older!, tip], gitOptions);
+    // A note's path is its blob's id, fanned out into directories (ab/cdef...).
+    changed = new Set(
+      out
+        .toString('utf8')
+        .split('\0')
+        .filter(Boolean)
+        .map((p) => p.replaceAll('/', '')),
+    );
+  } catch {
+    return carried;
+  }
+  for (const [k, e] of previous) {
+    if (e[1] === 1 && !changed.has(k.slice(0, k.indexOf('\0')))) carried.set(k, e);
+  }
+  return carried;
+}
