@@ -1,5 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { DelegateGitError } from '@delegate-git/core';
+import { DelegateGitError } from '@delegate-git/core/errors';
 
 export interface Io {
   out(text: string): void;

@@ -2,7 +2,7 @@
  * Entry point: dispatches to one command per file. Commands are imported on demand, so a hook run loads only the
  * gate's modules.
  */
-import { isDelegateGitError } from '@delegate-git/core';
+import { isDelegateGitError } from '@delegate-git/core/errors';
 import { type CommandModule, type Io, processIo } from './command.js';
 
 const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {

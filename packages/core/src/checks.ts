@@ -10,8 +10,12 @@ import { type Governance, loadGovernance, loadPolicy } from './governance.js';
 import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy } from './policy.js';
+import { rememberValidPolicy } from './quiet-commit.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, type Snapshot, splitZ, treeFiles, worktreeSnapshot } from './snapshot.js';
+import { parseRawDiff, type StagedChange } from './staged-changes.js';
+
+export { parseRawDiff, type StagedChange } from './staged-changes.js';
 
 export interface CheckResult extends Judgement {
   governed: boolean;
@@ -148,9 +152,14 @@ export async function checkStaged(repo: Repository): Promise<CheckReport> {
     source: snapshot.label,
   };
   if (changes.length === 0) return quiet;
-  const recorded = await recordedPathsFor(repo, notesAt, policy, changes);
   const matcher = governedMatcher(policy);
-  const governed = changes.filter((c) => matcher(c.path, recorded.has(c.path)));
+  const classes = changes.map((c) => matcher.classify(c.path));
+  const recorded = classes.includes('if-recorded')
+    ? await loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir)
+    : NOTHING_RECORDED;
+  const governed = changes.filter(
+    (c, i) => classes[i] === 'governed' || (classes[i] === 'if-recorded' && recorded.has(c.path)),
+  );
   if (governed.length === 0) return quiet;
 
   const deletions = governed
@@ -160,9 +169,11 @@ export async function checkStaged(repo: Repository): Promise<CheckReport> {
       return { path: d.path, blocks: reason !== null, reason };
     });
   const files = governed.filter((c) => c.status !== 'D').map((c) => ({ path: c.path, blob: c.blob }));
-  const committed = await committedGovernance(repo, base);
   // Only content needs the trust root; a change that only deletes is decided by the policy alone.
-  const governance = files.length > 0 ? await loadGovernance(snapshot, policy) : null;
+  const [committed, governance] = await Promise.all([
+    committedGovernance(repo, base),
+    files.length > 0 ? loadGovernance(snapshot, policy) : null,
+  ]);
   const results: CheckResult[] = governance
     ? (await judgeWithCache(repo, files, governance, committed, notesAt)).map((j) => ({
         ...j,
@@ -184,10 +195,13 @@ async function recordedPathsFor(
   policy: Policy,
   files: ReadonlyArray<{ path: string }>,
 ): Promise<{ has(path: string): boolean }> {
-  const governed = governedMatcher(policy);
-  const depends = files.some((f) => governed(f.path, true) !== governed(f.path, false));
-  return depends ? loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir) : new Set<string>();
+  const matcher = governedMatcher(policy);
+  return files.some((f) => matcher.classify(f.path) === 'if-recorded')
+    ? loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir)
+    : NOTHING_RECORDED;
 }
+
+const NOTHING_RECORDED: ReadonlySet<string> = new Set();
 
 /** judgeFiles with the decisions cached for this ledger tip and governance, and the path index read on demand. */
 async function judgeWithCache(
@@ -217,10 +231,16 @@ async function judgeWithCache(
 
 /**
  * The staged policy; when the commit deletes it, the committed one, so that the deletion itself is judged (and
- * refused) rather than the question going unanswered.
+ * refused) rather than the question going unanswered. A staged policy that validates is remembered for the hook's
+ * quick path (quiet-commit.ts).
  */
 async function stagedPolicy(repo: Repository, snapshot: Snapshot): Promise<Policy> {
-  if ((await snapshot.readFile(POLICY_PATH)) !== null) return loadPolicy(snapshot);
+  const staged = await repo.objects.read(`:${POLICY_PATH}`);
+  if (staged?.type === 'blob') {
+    const policy = await loadPolicy(snapshot);
+    await rememberValidPolicy(repo.cacheDir, staged.oid, policy);
+    return policy;
+  }
   const head = await repo.objects.read('HEAD');
   if (head?.type === 'commit') {
     const committed = gitSnapshot(repo.cwd, repo.objects, head.oid, repo.env);
@@ -233,13 +253,6 @@ async function stagedPolicy(repo: Repository, snapshot: Snapshot): Promise<Polic
 async function notesTip(repo: Repository): Promise<string | null> {
   const object = await repo.objects.read(repo.ledger.ref);
   return object && object.type === 'commit' ? object.oid : null;
-}
-
-export interface StagedChange {
-  status: 'A' | 'M' | 'R' | 'C' | 'T' | 'D';
-  path: string;
-  blob: string;
-  from?: string;
 }
 
 const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
@@ -263,26 +276,6 @@ async function committedGovernance(repo: Repository, commit: string | null): Pro
   const snapshot = gitSnapshot(repo.cwd, repo.objects, commit, repo.env);
   if ((await snapshot.readFile(POLICY_PATH)) === null) return undefined;
   return loadGovernance(snapshot);
-}
-
-/** Parses `--raw -z` records: ":<mode> <mode> <old> <new> <status>\0<path>[\0<path>]". */
-export function parseRawDiff(fields: string[]): StagedChange[] {
-  const changes: StagedChange[] = [];
-  for (let i = 0; i < fields.length; ) {
-    const meta = fields[i++]!;
-    const [, newMode, , newBlob, statusField] = meta.slice(1).split(' ');
-    const status = (statusField ?? '').charAt(0) as StagedChange['status'];
-    if (status === 'R' || status === 'C') {
-      const from = fields[i++]!;
-      const to = fields[i++]!;
-      changes.push({ status, path: to, blob: newBlob!, from });
-    } else {
-      const p = fields[i++]!;
-      if (newMode === '160000') continue;
-      changes.push({ status, path: p, blob: newBlob! });
-    }
-  }
-  return changes;
 }
 
 async function resolveCommit(repo: Repository, rev: string): Promise<string> {

@@ -29,24 +29,35 @@ export interface Decision {
   by: string[];
 }
 
-type Entry = [sha256: string, promoted: 0 | 1, reason: string, by: string[]];
+/** "<sha256>\t<1|0>\t<reason>\t<signers>", the last two as indexes into the file's table of texts. */
+type Entry = string;
 
-const VERSION = 1;
+const VERSION = 2;
 /** Beyond this many decisions the oldest are forgotten (about 150 bytes each on disk). */
 const MAX_ENTRIES = 200_000;
 const FILE = /^decisions-([0-9a-f]{16})-([0-9a-f]{40,64}|none)\.json$/;
 
+interface Stored {
+  version: number;
+  texts: string[];
+  /** Keyed "<blob>\0<path>"; JSON keeps insertion order, oldest first. */
+  entries: Record<string, Entry>;
+}
+
 export class DecisionCache {
   private dirty = false;
+  private readonly textIndex: Map<string, number>;
 
   private constructor(
     private readonly file: string | null,
-    private readonly entries: Map<string, Entry>,
-  ) {}
+    private readonly stored: Stored,
+  ) {
+    this.textIndex = new Map(stored.texts.map((t, i) => [t, i]));
+  }
 
   /** A cache that remembers nothing (no git dir to keep it in). */
   static none(): DecisionCache {
-    return new DecisionCache(null, new Map());
+    return new DecisionCache(null, emptyStore());
   }
 
   static async open(
@@ -59,36 +70,59 @@ export class DecisionCache {
     if (cacheDir === null) return DecisionCache.none();
     const digest = governanceDigest(governance, anchor);
     const file = path.join(cacheDir, `decisions-${digest}-${tip ?? 'none'}.json`);
-    const exact = await readEntries(file);
+    const exact = await readStore(file);
     if (exact) return new DecisionCache(file, exact);
-    const carried = await carryOver(cacheDir, digest, tip, gitOptions);
-    const cache = new DecisionCache(file, carried);
+    const cache = new DecisionCache(file, await carryOver(cacheDir, digest, tip, gitOptions));
     cache.dirty = true;
     return cache;
   }
 
   get(filePath: string, blob: string): Decision | undefined {
-    const e = this.entries.get(key(filePath, blob));
-    return e && { path: filePath, blob, sha256: e[0], promoted: e[1] === 1, reason: e[2], by: e[3] };
+    const k = key(filePath, blob);
+    if (!Object.hasOwn(this.stored.entries, k)) return undefined;
+    const [sha256, promoted, reason, by] = this.stored.entries[k]!.split('\t');
+    const texts = this.stored.texts;
+    return {
+      path: filePath,
+      blob,
+      sha256: sha256!,
+      promoted: promoted === '1',
+      reason: texts[Number(reason)] ?? '',
+      by: JSON.parse(texts[Number(by)] ?? '[]') as string[],
+    };
   }
 
   set(d: Decision): void {
     const k = key(d.path, d.blob);
-    this.entries.delete(k); // re-inserted last: the newest survive the bound
-    this.entries.set(k, [d.sha256, d.promoted ? 1 : 0, d.reason, d.by]);
+    delete this.stored.entries[k]; // re-inserted last: the newest survive the bound
+    this.stored.entries[k] = [
+      d.sha256,
+      d.promoted ? 1 : 0,
+      this.text(d.reason),
+      this.text(JSON.stringify(d.by)),
+    ].join('\t');
     this.dirty = true;
+  }
+
+  private text(t: string): number {
+    let i = this.textIndex.get(t);
+    if (i === undefined) {
+      i = this.stored.texts.push(t) - 1;
+      this.textIndex.set(t, i);
+    }
+    return i;
   }
 
   /** Writes the file atomically (temporary file, then rename) and removes the files of older tips. */
   async save(): Promise<void> {
     if (this.file === null || !this.dirty) return;
     const dir = path.dirname(this.file);
-    let list = [...this.entries];
-    if (list.length > MAX_ENTRIES) list = list.slice(list.length - MAX_ENTRIES);
+    const keys = Object.keys(this.stored.entries);
+    for (const k of keys.slice(0, Math.max(0, keys.length - MAX_ENTRIES))) delete this.stored.entries[k];
     try {
       await mkdir(dir, { recursive: true });
       const tmp = `${this.file}.${process.pid}.tmp`;
-      await writeFile(tmp, JSON.stringify({ version: VERSION, entries: list }));
+      await writeFile(tmp, JSON.stringify(this.stored));
       await rename(tmp, this.file);
       this.dirty = false;
       for (const n of await readdir(dir)) {
@@ -98,6 +132,10 @@ export class DecisionCache {
       // A read-only git dir still gets correct answers, only slower.
     }
   }
+}
+
+function emptyStore(): Stored {
+  return { version: VERSION, texts: [], entries: {} };
 }
 
 function key(filePath: string, blob: string): string {
@@ -114,11 +152,16 @@ export function governanceDigest(governance: Governance, anchor: Governance | un
     .slice(0, 16);
 }
 
-async function readEntries(file: string): Promise<Map<string, Entry> | null> {
+async function readStore(file: string): Promise<Stored | null> {
   try {
-    const data = JSON.parse(await readFile(file, 'utf8')) as { version?: number; entries?: unknown };
-    if (data.version !== VERSION || !Array.isArray(data.entries)) return null;
-    return new Map(data.entries as Array<[string, Entry]>);
+    const data = JSON.parse(await readFile(file, 'utf8')) as Partial<Stored>;
+    const ok =
+      data.version === VERSION &&
+      Array.isArray(data.texts) &&
+      typeof data.entries === 'object' &&
+      data.entries !== null &&
+      !Array.isArray(data.entries);
+    return ok ? (data as Stored) : null;
   } catch {
     return null;
   }
@@ -133,8 +176,8 @@ async function carryOver(
   digest: string,
   tip: string | null,
   gitOptions: GitOptions,
-): Promise<Map<string, Entry>> {
-  const carried = new Map<string, Entry>();
+): Promise<Stored> {
+  const carried = emptyStore();
   if (tip === null) return carried;
   let names: string[];
   try {
@@ -148,7 +191,7 @@ async function carryOver(
   const latest = dated.sort((a, b) => b.at - a.at)[0];
   const older = latest && FILE.exec(latest.n)![2]!;
   if (!latest || older === 'none') return carried;
-  const previous = await readEntries(path.join(cacheDir, latest.n));
+  const previous = await readStore(path.join(cacheDir, latest.n));
   if (!previous) return carried;
   let changed: Set<string>;
   try {
@@ -164,8 +207,10 @@ async function carryOver(
   } catch {
     return carried;
   }
-  for (const [k, e] of previous) {
-    if (e[1] === 1 && !changed.has(k.slice(0, k.indexOf('\0')))) carried.set(k, e);
+  carried.texts = previous.texts;
+  for (const [k, e] of Object.entries(previous.entries)) {
+    const promoted = e.split('\t', 2)[1] === '1';
+    if (promoted && !changed.has(k.slice(0, k.indexOf('\0')))) carried.entries[k] = e;
   }
   return carried;
 }

@@ -1,12 +1,18 @@
 /**
- * The committed policy (DESIGN 3.5) and the pure question "is this path governed?".
+ * The committed policy (DESIGN 3.5): its schema, and when deleting a governed path is refused.
  */
-import picomatch from 'picomatch';
 import * as z from 'zod/mini';
+import {
+  DEFAULT_KEYS_DIR,
+  type GovernedMatcher,
+  governedMatcher,
+  isGovernanceFile,
+  POLICY_PATH,
+} from './governed-paths.js';
 import { parseWithSchema } from './schema.js';
 
-export const POLICY_PATH = '.delegate-git/policy.json';
-export const DEFAULT_KEYS_DIR = '.delegate-git/keys';
+// The path questions live apart from the schema so the pre-commit hook can ask them without loading zod.
+export * from './governed-paths.js';
 
 const relativeDir = z.string().check(
   z.minLength(1),
@@ -43,30 +49,6 @@ export function parsePolicy(text: string, source = POLICY_PATH): Policy {
 
 export function policyText(policy: Policy): string {
   return `${JSON.stringify(policy, null, 2)}\n`;
-}
-
-/** The policy file and the keys directory: always governed, whatever `exclude` says. */
-export function isGovernanceFile(policy: Policy, path: string): boolean {
-  return path === POLICY_PATH || path.startsWith(`${policy.keysDir}/`);
-}
-
-export interface GovernedMatcher {
-  (path: string, everRecorded: boolean): boolean;
-  isProtected(path: string): boolean;
-}
-
-/**
- * Governed = protect globs + paths the ledger has ever recorded, minus exclude; the governance files always.
- * Built once per run: picomatch compiles the globs to one regular expression each.
- */
-export function governedMatcher(policy: Policy): GovernedMatcher {
-  const opts = { dot: true };
-  const protect = policy.protect.length > 0 ? picomatch(policy.protect, opts) : () => false;
-  const exclude = policy.exclude.length > 0 ? picomatch(policy.exclude, opts) : () => false;
-  const isProtected = (path: string) => isGovernanceFile(policy, path) || (protect(path) && !exclude(path));
-  const governed = (path: string, everRecorded: boolean) =>
-    isGovernanceFile(policy, path) || ((everRecorded || protect(path)) && !exclude(path));
-  return Object.assign(governed, { isProtected });
 }
 
 /**

@@ -50,8 +50,10 @@ describe('the decision cache of the staged check', () => {
     const [name] = cacheFiles();
     const full = path.join(cacheDir, name!);
     const data = JSON.parse(fs.readFileSync(full, 'utf8'));
-    const entry = data.entries.find(([k]: [string]) => k.endsWith(`\0${file}`));
-    entry[1][2] = marker;
+    const key = Object.keys(data.entries).find((k) => k.endsWith(`\0${file}`))!;
+    const fields = data.entries[key].split('\t');
+    fields[2] = String(data.texts.push(marker) - 1);
+    data.entries[key] = fields.join('\t');
     fs.writeFileSync(full, JSON.stringify(data));
   };
 
@@ -105,7 +107,7 @@ describe('the decision cache of the staged check', () => {
 
   it('ignores a corrupt cache file and writes a good one', async () => {
     const [name] = cacheFiles();
-    fs.writeFileSync(path.join(cacheDir, name!), '{"version":1,"entries":[[');
+    fs.writeFileSync(path.join(cacheDir, name!), '{"version":2,"entries":{');
     const answer = await check();
     expect(answer['src/b.ts']).toEqual({
       promoted: true,

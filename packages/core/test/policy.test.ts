@@ -1,3 +1,4 @@
+import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
 import { DelegateGitError } from '../src/errors.js';
 import { governedMatcher, isGovernanceFile, type Policy, parsePolicy, policyText } from '../src/policy.js';
@@ -163,5 +164,49 @@ describe('governedMatcher', () => {
     expect(governed.isProtected('src/gen/a.ts')).toBe(false);
     expect(governed.isProtected('README.md')).toBe(false);
     expect(governed('README.md', true)).toBe(true); // governed by the ledger, but not protected
+  });
+
+  it('classify: the policy alone decides, or says the ledger must be asked', () => {
+    const governed = governedMatcher(policyOf({ protect: ['src/**'], exclude: ['src/gen/**'] }));
+    expect(governed.classify('src/a.ts')).toBe('governed');
+    expect(governed.classify('src/gen/a.ts')).toBe('ungoverned');
+    expect(governed.classify('README.md')).toBe('if-recorded');
+    expect(governed.classify('.delegate-git/policy.json')).toBe('governed');
+  });
+
+  it('matches globs exactly as picomatch does', () => {
+    const globs = [
+      'src/**',
+      '*.md',
+      '**/*.test.ts',
+      'a/{b,c}/*.js',
+      'lib/[xy].ts',
+      '!(docs)/**',
+      'exact[1].txt',
+      'x/?.ts',
+    ];
+    const paths = [
+      'src/a.ts',
+      'src/.env',
+      'README.md',
+      'docs/README.md',
+      'a/b/c.js',
+      'a/d/c.js',
+      'lib/x.ts',
+      'lib/z.ts',
+      'docs/x',
+      'other/x',
+      'exact[1].txt',
+      'exact1.txt',
+      'x/a.ts',
+      'x/ab.ts',
+      't/u/v.test.ts',
+      '.hidden',
+    ];
+    for (const glob of globs) {
+      const reference = picomatch(glob, { dot: true });
+      const governed = governedMatcher(policyOf({ protect: [glob] }));
+      for (const p of paths) expect(governed.isProtected(p), `${glob} on ${p}`).toBe(reference(p));
+    }
   });
 });

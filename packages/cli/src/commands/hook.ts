@@ -1,4 +1,5 @@
-import { checkStaged, judgePush, parseRefUpdates, Repository, reportExitCode } from '@delegate-git/core';
+// Only the quick path is loaded up front: most commits stage nothing governed, and the hook runs on every one.
+import { stagesNothingGoverned } from '@delegate-git/core/quiet-commit';
 import { type CommandModule, type Io, parseCommandArgs, usageError } from '../command.js';
 import { renderReport } from '../report-text.js';
 
@@ -30,6 +31,8 @@ export default {
 } satisfies CommandModule;
 
 async function preCommit(io: Io): Promise<number> {
+  if (await stagesNothingGoverned(io.cwd, io.env)) return 0;
+  const { checkStaged, Repository, reportExitCode } = await import('@delegate-git/core');
   const repo = await Repository.open(io.cwd, io.env);
   try {
     const report = await checkStaged(repo);
@@ -56,6 +59,7 @@ async function preCommit(io: Io): Promise<number> {
 async function preReceive(io: Io): Promise<number> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const { judgePush, parseRefUpdates, Repository } = await import('@delegate-git/core');
   const updates = parseRefUpdates(Buffer.concat(chunks).toString('utf8'));
   const repo = await Repository.open(io.cwd, io.env);
   try {

@@ -1,0 +1,49 @@
+/**
+ * The pure question "is this path governed?" (DESIGN 4.1), apart from the policy schema so the pre-commit hook's
+ * quick path can ask it without loading the schema library.
+ */
+import picomatch from 'picomatch';
+import type { Policy } from './policy.js';
+
+export const POLICY_PATH = '.delegate-git/policy.json';
+export const DEFAULT_KEYS_DIR = '.delegate-git/keys';
+
+/** The policy file and the keys directory: always governed, whatever `exclude` says. */
+export function isGovernanceFile(policy: Policy, path: string): boolean {
+  return path === POLICY_PATH || path.startsWith(`${policy.keysDir}/`);
+}
+
+export type Governedness = 'governed' | 'ungoverned' | 'if-recorded';
+
+export interface GovernedMatcher {
+  (path: string, everRecorded: boolean): boolean;
+  isProtected(path: string): boolean;
+  /** The answer without the ledger, when the policy alone decides; 'if-recorded' when the ledger must be asked. */
+  classify(path: string): Governedness;
+}
+
+/**
+ * Governed = protect globs + paths the ledger has ever recorded, minus exclude; the governance files always.
+ * Built once per run, each glob compiled once to a regular expression (the hook asks about every staged path).
+ */
+export function governedMatcher(policy: Policy): GovernedMatcher {
+  const protect = globsMatcher(policy.protect);
+  const exclude = globsMatcher(policy.exclude);
+  const classify = (path: string): Governedness => {
+    if (isGovernanceFile(policy, path)) return 'governed';
+    if (exclude(path)) return 'ungoverned';
+    return protect(path) ? 'governed' : 'if-recorded';
+  };
+  const isProtected = (path: string) => classify(path) === 'governed';
+  const governed = (path: string, everRecorded: boolean) => {
+    const c = classify(path);
+    return c === 'governed' || (c === 'if-recorded' && everRecorded);
+  };
+  return Object.assign(governed, { isProtected, classify });
+}
+
+/** picomatch's own test, without its per-call overhead: the path equals the glob, or the glob's expression matches. */
+function globsMatcher(globs: readonly string[]): (path: string) => boolean {
+  const compiled = globs.map((glob) => ({ glob, re: picomatch.makeRe(glob, { dot: true }) }));
+  return (path) => compiled.some(({ glob, re }) => path === glob || re.test(path));
+}

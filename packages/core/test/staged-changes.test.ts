@@ -1,0 +1,56 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cleanGitEnv, makeTempDir, removeDir, runGit, runGitText } from '../../../test/support/git-repo.js';
+import { splitZ } from '../src/snapshot.js';
+import { parseRawDiff } from '../src/staged-changes.js';
+
+/** parseRawDiff on what git itself prints, in both object formats. */
+describe('parseRawDiff', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const d of dirs.splice(0)) removeDir(d);
+  });
+
+  for (const format of ['sha1', 'sha256']) {
+    it(`reads additions, modifications, deletions, renames and type changes (${format})`, () => {
+      const dir = makeTempDir();
+      dirs.push(dir);
+      execFileSync('git', ['init', '-q', `--object-format=${format}`, dir], { env: cleanGitEnv() });
+      runGit(dir, ['config', 'user.name', 'T']);
+      runGit(dir, ['config', 'user.email', 't@example.com']);
+      const write = (f: string, text: string) => {
+        fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+        fs.writeFileSync(path.join(dir, f), text);
+      };
+      const long = (seed: string) => Array.from({ length: 40 }, (_, i) => `${seed} line ${i}\n`).join('');
+      write('keep.txt', 'keep\n');
+      write('gone.txt', 'gone\n');
+      write('old name.txt', long('moved'));
+      write('link', 'target\n');
+      runGit(dir, ['add', '.']);
+      runGit(dir, ['commit', '-q', '-m', 'base']);
+      write('keep.txt', 'changed\n');
+      write('new/file.ts', 'new\n');
+      fs.rmSync(path.join(dir, 'gone.txt'));
+      fs.renameSync(path.join(dir, 'old name.txt'), path.join(dir, 'new name.txt'));
+      fs.rmSync(path.join(dir, 'link'));
+      fs.symlinkSync('keep.txt', path.join(dir, 'link'));
+      runGit(dir, ['add', '-A']);
+      const out = execFileSync('git', ['diff-index', '--cached', '--raw', '-z', '-M', '-C', 'HEAD'], {
+        cwd: dir,
+        env: cleanGitEnv(),
+      });
+      const blob = (spec: string) => runGitText(dir, ['rev-parse', `:${spec}`]);
+      const changes = parseRawDiff(splitZ(out)).sort((a, b) => a.path.localeCompare(b.path));
+      expect(changes).toEqual([
+        { status: 'D', path: 'gone.txt', blob: '0'.repeat(format === 'sha1' ? 40 : 64) },
+        { status: 'M', path: 'keep.txt', blob: blob('keep.txt') },
+        { status: 'T', path: 'link', blob: blob('link') },
+        { status: 'R', path: 'new name.txt', blob: blob('new name.txt'), from: 'old name.txt' },
+        { status: 'A', path: 'new/file.ts', blob: blob('new/file.ts') },
+      ]);
+    });
+  }
+});
