@@ -10,7 +10,7 @@ import { type Governance, loadGovernance, loadPolicy } from './governance.js';
 import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy } from './policy.js';
-import { rememberValidPolicy } from './quiet-commit.js';
+import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, type Snapshot, splitZ, treeFiles, worktreeSnapshot } from './snapshot.js';
 import { parseRawDiff, type StagedChange } from './staged-changes.js';
@@ -134,13 +134,14 @@ export async function checkRevision(repo: Repository, rev: string): Promise<Chec
  * deletions of governed paths reported (blocking for the governance files, and with `protectDeletes` on a protected
  * path).
  */
-export async function checkStaged(repo: Repository): Promise<CheckReport> {
+export async function checkStaged(repo: Repository, staged?: StagedDiff | null): Promise<CheckReport> {
   const top = requireWorkTree(repo);
   const snapshot: Snapshot = gitSnapshot(top, repo.objects, null, repo.env);
   // The common commit touches nothing governed: answer it with the policy and the path index alone, and read the
-  // trust root only when something governed is staged (the hook runs on every commit).
+  // trust root only when something governed is staged (the hook runs on every commit). `staged`: the diff the
+  // hook's quick path already read.
   const [{ base, changes }, policy, notesAt] = await Promise.all([
-    stagedChanges(repo),
+    staged ?? stagedChanges(repo),
     stagedPolicy(repo, snapshot),
     notesTip(repo),
   ]);

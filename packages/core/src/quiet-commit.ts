@@ -13,41 +13,55 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { governedMatcher, POLICY_PATH } from './governed-paths.js';
 import type { Policy } from './policy.js';
-import { parseRawDiff } from './staged-changes.js';
+import { parseRawDiff, type StagedChange } from './staged-changes.js';
 
 const LEDGER_REF = 'refs/notes/delegations';
 
-/** True only when it is certain that nothing governed is staged; false means "run the full check". */
-export async function stagesNothingGoverned(cwd: string, env: NodeJS.ProcessEnv): Promise<boolean> {
+/** What the index changes against HEAD, read once and handed to the full check when the quick answer is "no". */
+export interface StagedDiff {
+  base: string;
+  changes: StagedChange[];
+}
+
+export type QuickAnswer = { nothingGoverned: true } | { nothingGoverned: false; staged: StagedDiff | null };
+
+/** Says `nothingGoverned` only when that is certain; otherwise the full check must answer. */
+export async function stagesNothingGoverned(cwd: string, env: NodeJS.ProcessEnv): Promise<QuickAnswer> {
   const [commonDir, ids, diff] = await Promise.all([
     run(['rev-parse', '--path-format=absolute', '--git-common-dir'], cwd, env),
     run(['cat-file', '--batch-check'], cwd, env, `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\n`),
     run(['diff-index', '--cached', '--raw', '-z', '-M', '-C', 'HEAD'], cwd, env),
   ]);
-  if (commonDir === null || ids === null || diff === null) return false;
-  const [head, policyId, ledger] = ids.toString('utf8').split('\n');
-  if (!head?.includes(' commit ') || !policyId?.includes(' blob ')) return false;
+  const [head, policyId, ledger] = (ids?.toString('utf8') ?? '').split('\n');
+  if (diff === null || !head?.includes(' commit ')) return unsure(null);
+  const fields = diff.toString('utf8').split('\0');
+  if (fields.at(-1) === '') fields.pop();
+  const staged = { base: head.split(' ')[0]!, changes: parseRawDiff(fields) };
+  if (commonDir === null || !policyId?.includes(' blob ')) return unsure(staged);
   const cacheDir = cacheDirOf(commonDir.toString('utf8').trim());
   const policy = await readJson<Policy>(path.join(cacheDir, validPolicyName(policyId.split(' ')[0]!)));
   // Even a commit that stages nothing is refused (exit 2) by the full check when the policy does not validate.
-  if (!isPolicyShaped(policy)) return false;
-  if (diff.length === 0) return true;
+  if (!isPolicyShaped(policy)) return unsure(staged);
 
   const matcher = governedMatcher(policy);
-  const fields = diff.toString('utf8').split('\0');
-  if (fields.at(-1) === '') fields.pop();
   const askLedger: string[] = [];
-  for (const change of parseRawDiff(fields)) {
+  for (const change of staged.changes) {
     const c = matcher.classify(change.path);
-    if (c === 'governed') return false;
+    if (c === 'governed') return unsure(staged);
     if (c === 'if-recorded') askLedger.push(change.path);
   }
-  if (askLedger.length === 0) return true;
-  if (!ledger?.includes(' commit ')) return ledger?.endsWith(' missing') === true;
+  if (askLedger.length === 0) return QUIET;
+  if (!ledger?.includes(' commit ')) return ledger?.endsWith(' missing') ? QUIET : unsure(staged);
   const recorded = await readText(path.join(cacheDir, `recorded-paths-${ledger.split(' ')[0]}`));
-  if (recorded === null) return false;
+  if (recorded === null) return unsure(staged);
   const paths = new Set(recorded === '' ? [] : recorded.split('\0'));
-  return askLedger.every((p) => !paths.has(p));
+  return askLedger.every((p) => !paths.has(p)) ? QUIET : unsure(staged);
+}
+
+const QUIET: QuickAnswer = { nothingGoverned: true };
+
+function unsure(staged: StagedDiff | null): QuickAnswer {
+  return { nothingGoverned: false, staged };
 }
 
 /** Called by the full check once it has validated the staged policy stored as blob `id`. */

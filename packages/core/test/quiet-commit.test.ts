@@ -9,7 +9,7 @@ import {
   verdictLine,
   writeGovernance,
 } from '../../../test/support/records.js';
-import { checkStaged } from '../src/checks.js';
+import { checkStaged, stagedChanges } from '../src/checks.js';
 import { stagesNothingGoverned } from '../src/quiet-commit.js';
 import { Repository } from '../src/repository.js';
 
@@ -24,7 +24,7 @@ describe('stagesNothingGoverned', () => {
   let cacheDir: string;
   const env = cleanGitEnv();
 
-  const quick = () => stagesNothingGoverned(repo.dir, env);
+  const quick = async () => (await stagesNothingGoverned(repo.dir, env)).nothingGoverned;
   const fullCheck = async () => {
     const opened = await Repository.open(repo.dir, env);
     try {
@@ -71,7 +71,13 @@ describe('stagesNothingGoverned', () => {
 
   it('never passes a protected path, nor a governance file', async () => {
     stage('src/a.ts', 'export {};\n');
-    expect(await quick()).toBe(false);
+    const answer = await stagesNothingGoverned(repo.dir, env);
+    expect(answer.nothingGoverned).toBe(false);
+    // What it read is what the full check would read itself.
+    const opened = await Repository.open(repo.dir, env);
+    const own = await stagedChanges(opened);
+    await opened.close();
+    expect(answer.nothingGoverned === false && answer.staged).toEqual(own);
     unstageAll();
     stage('.delegate-git/keys/extra.json', '{}\n');
     expect(await quick()).toBe(false);

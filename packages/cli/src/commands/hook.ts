@@ -31,11 +31,12 @@ export default {
 } satisfies CommandModule;
 
 async function preCommit(io: Io): Promise<number> {
-  if (await stagesNothingGoverned(io.cwd, io.env)) return 0;
+  const quick = await stagesNothingGoverned(io.cwd, io.env);
+  if (quick.nothingGoverned) return 0;
   const { checkStaged, Repository, reportExitCode } = await import('@delegate-git/core');
   const repo = await Repository.open(io.cwd, io.env);
   try {
-    const report = await checkStaged(repo);
+    const report = await checkStaged(repo, quick.staged);
     const code = reportExitCode(report);
     if (code === 0) {
       // Deleting a governed path passes unless the policy protects deletions, but it is never silent.
