@@ -47,6 +47,7 @@ interface Stored {
 export class DecisionCache {
   private dirty = false;
   private readonly textIndex: Map<string, number>;
+  private readonly parsedSigners = new Map<number, string[]>();
 
   private constructor(
     private readonly file: string | null,
@@ -88,8 +89,18 @@ export class DecisionCache {
       sha256: sha256!,
       promoted: promoted === '1',
       reason: texts[Number(reason)] ?? '',
-      by: JSON.parse(texts[Number(by)] ?? '[]') as string[],
+      by: this.signers(Number(by)),
     };
+  }
+
+  /** The same few signer lists recur in every entry: parsed once each, copied for the caller. */
+  private signers(index: number): string[] {
+    let list = this.parsedSigners.get(index);
+    if (!list) {
+      list = JSON.parse(this.stored.texts[index] ?? '[]') as string[];
+      this.parsedSigners.set(index, list);
+    }
+    return [...list];
   }
 
   set(d: Decision): void {
