@@ -58,7 +58,7 @@ async function list(argv: string[], io: Io, top: string, keysDir: string): Promi
       k.raw.notAfter && `until ${k.raw.notAfter}`,
     ].filter(Boolean);
     io.out(
-      `${k.name.padEnd(16)} ${k.keyid.slice(0, 16)}  ${[...k.roles].sort().join(',').padEnd(18)} ${status}${window.length ? ` (${window.join(' ')})` : ''}  <${k.email}>\n`,
+      `${k.name.padEnd(16)} ${k.keyid.slice(0, 16)}  ${[...k.roles].sort().join(',').padEnd(18)} ${status}${window.length ? ` (${window.join(' ')})` : ''}${k.email ? `  <${k.email}>` : ''}\n`,
     );
   }
   return 0;
