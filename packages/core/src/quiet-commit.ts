@@ -104,7 +104,11 @@ function run(args: string[], cwd: string, env: NodeJS.ProcessEnv, input?: string
     child.stdout!.on('data', (c: Buffer) => chunks.push(c));
     child.on('error', () => resolve(null));
     child.on('close', (code) => resolve(code === 0 ? Buffer.concat(chunks) : null));
-    if (input !== undefined) child.stdin!.end(input);
+    if (input !== undefined) {
+      // git may exit before reading (outside a repository): its answer is the exit code, not a broken pipe.
+      child.stdin!.on('error', () => {});
+      child.stdin!.end(input);
+    }
   });
 }
 
