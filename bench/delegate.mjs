@@ -1,10 +1,16 @@
 // Measures the delegation overhead: everything `delegate-git delegate` does beyond the model and the verification
 // command (DESIGN 6 goal: < 100 ms). Run by hand, not a test, after `node scripts/build.mjs`:
-//   node bench/delegate.mjs [--runs 20] [--cli <path to another build's bin/delegate-git.js>]
+//   node bench/delegate.mjs [--runs 20] [--cli <bin/delegate-git.js of a build>] [--against <another build's bin>]
+//                           [--profile]
 // The built CLI delegates a one-file unit (`runVerification: "true"`, `verificationRepeats: 1`) to a local
 // replaying worker that answers at once; the median wall time minus the medians of what is not delegate-git's own
 // work (starting Node, the worker's HTTP round trip, the `true` command in a shell) is the overhead.
-// The test worker (test/support/fake-worker.ts) is bundled with esbuild into a temporary module first.
+// The test worker (test/support/fake-worker.ts) is bundled with esbuild into a temporary module first. The
+// measurements are interleaved round by round (a delegation, `node -e 0`, `sh -c true`, a round trip), so a load
+// swing on a shared machine moves them together; --against adds a second build to each round (in alternating
+// order), for a before/after under the same load.
+// --profile then runs one more delegation with GIT_TRACE2_EVENT (every git process, when it started and how long it
+// took) and one under `node --cpu-prof` with an unminified bundle of the same sources (kept in .bench/profiles/).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,9 +19,15 @@ import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
+import { profileSummary } from './lib.mjs';
 
 const { values: options } = parseArgs({
-  options: { runs: { type: 'string', default: '20' }, cli: { type: 'string' } },
+  options: {
+    runs: { type: 'string', default: '20' },
+    cli: { type: 'string' },
+    against: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+  },
 });
 const RUNS = Number(options.runs);
 const GOAL_MS = 100;
@@ -63,10 +75,10 @@ function runSync(command, args, cwd = dir) {
 }
 
 /** Runs a child asynchronously (the worker answers from this process) and resolves with its wall time. */
-function timed(command, args, cwd = dir) {
+function timed(command, args, cwd = dir, childEnv = env) {
   return new Promise((resolve, reject) => {
     const start = performance.now();
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => {
@@ -92,7 +104,7 @@ runSync(process.execPath, [cliBin, 'config', 'set', 'verification.approval', 'al
 
 const reply = (i) => ({ content: `\`\`\`js file="src/bench-${i}.js"\nexport const value = ${i};\n\`\`\`\n` });
 let unitCounter = 0;
-async function delegateOnce() {
+async function delegateOnce({ nodeArgs = [], bin = cliBin, childEnv = env } = {}) {
   const i = unitCounter++;
   const unitFile = path.join(work, `unit-${i}.json`);
   fs.writeFileSync(
@@ -106,7 +118,12 @@ async function delegateOnce() {
     }),
   );
   worker.enqueue(reply(i));
-  const run = await timed(process.execPath, [cliBin, 'delegate', unitFile, '--json']);
+  const run = await timed(
+    process.execPath,
+    [...nodeArgs, bin, 'delegate', unitFile, '--json'],
+    dir,
+    childEnv,
+  );
   if (run.code !== 0) throw new Error(`delegate exited ${run.code}: ${run.stderr}${run.stdout}`);
   const receipt = JSON.parse(run.stdout);
   if (receipt.verdict !== 'UNIT_PASSED') throw new Error(`unexpected verdict ${receipt.verdict}`);
@@ -136,39 +153,110 @@ const median = (values) => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
-async function sample(fn) {
-  const values = [];
-  for (let i = 0; i < RUNS; i++) values.push(await fn());
-  return values;
-}
+const builds = [{ label: 'this build', bin: cliBin, runs: [] }];
+if (options.against) builds.push({ label: 'against', bin: path.resolve(options.against), runs: [] });
 
-// Warm the file system cache, the bundle and git once before measuring.
-await delegateOnce();
+// Warm the file system cache, the bundles and git once before measuring.
+for (const b of builds) await delegateOnce({ bin: b.bin });
 await workerRoundTrip();
 
-const delegations = await sample(delegateOnce);
-const nodeStart = await sample(async () => (await timed(process.execPath, ['-e', '0'])).ms);
-const shellTrue = await sample(async () => (await timed('/bin/sh', ['-c', 'true'])).ms);
-const roundTrips = await sample(workerRoundTrip);
+const nodeStart = [];
+const shellTrue = [];
+const roundTrips = [];
+for (let round = 0; round < RUNS; round++) {
+  nodeStart.push((await timed(process.execPath, ['-e', '0'])).ms);
+  for (const b of round % 2 ? [...builds].reverse() : builds) b.runs.push(await delegateOnce({ bin: b.bin }));
+  shellTrue.push((await timed('/bin/sh', ['-c', 'true'])).ms);
+  roundTrips.push(await workerRoundTrip());
+}
+const profile = options.profile ? await profileOnce() : null;
 await worker.close();
 
-const total = median(delegations.map((d) => d.ms));
 const baseline = { node: median(nodeStart), worker: median(roundTrips), command: median(shellTrue) };
-const overhead = total - baseline.node - baseline.worker - baseline.command;
 const fmt = (ms) => `${ms.toFixed(1).padStart(7)} ms`;
 
 console.log(
   `delegate-git delegate, ${RUNS} runs (medians; ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(2)})`,
 );
-console.log(`  whole command                          ${fmt(total)}`);
 console.log(`  - node -e 0 (starting Node)            ${fmt(baseline.node)}`);
 console.log(`  - worker round trip (warm fetch)       ${fmt(baseline.worker)}`);
 console.log(`  - sh -c true (the command)             ${fmt(baseline.command)}`);
-console.log(
-  `  = delegation overhead                  ${fmt(overhead)}   goal < ${GOAL_MS} ms: ${overhead < GOAL_MS ? 'met' : 'NOT met'}`,
-);
-// On a shared or noisy machine absolute times swing; the ratio to starting Node moves less.
-console.log(`  whole command / node -e 0              ${(total / baseline.node).toFixed(2).padStart(7)} x`);
-console.log(
-  `  as seen inside the CLI: worker ${fmt(median(delegations.map((d) => d.workerMs)))}, command ${fmt(median(delegations.map((d) => d.commandMs)))}`,
-);
+for (const b of builds) {
+  const total = median(b.runs.map((d) => d.ms));
+  const overhead = total - baseline.node - baseline.worker - baseline.command;
+  console.log(`${b.label}: ${b.bin}`);
+  console.log(`  whole command                          ${fmt(total)}`);
+  console.log(
+    `  = delegation overhead                  ${fmt(overhead)}   goal < ${GOAL_MS} ms: ${overhead < GOAL_MS ? 'met' : 'NOT met'}`,
+  );
+  // On a shared or noisy machine absolute times swing; the ratio to starting Node moves less.
+  console.log(`  whole command / node -e 0              ${(total / baseline.node).toFixed(2).padStart(7)} x`);
+  console.log(
+    `  as seen inside the CLI: worker ${fmt(median(b.runs.map((d) => d.workerMs)))}, command ${fmt(median(b.runs.map((d) => d.commandMs)))}`,
+  );
+}
+if (profile) {
+  console.log(
+    `\ngit processes of one delegation (${profile.git.length}; start offset from the first, wall time):`,
+  );
+  for (const g of profile.git)
+    console.log(
+      `  +${g.offset.toFixed(1).padStart(6)} ms ${g.ms.toFixed(1).padStart(6)} ms  git ${g.argv.slice(0, 100)}`,
+    );
+  const { totalMs, top } = profile.cpu;
+  console.log(
+    `\nCPU profile of one delegation (${totalMs.toFixed(0)} ms sampled, ${profile.cpuWallMs.toFixed(0)} ms wall; ${path.relative(repoRoot, profile.kept)}):`,
+  );
+  for (const { name, ms } of top) console.log(`  ${ms.toFixed(1).padStart(7)} ms  ${name}`);
+}
+
+/** One delegation traced (GIT_TRACE2_EVENT), one under --cpu-prof with an unminified bundle. */
+async function profileOnce() {
+  const traceFile = path.join(work, 'trace2.json');
+  await delegateOnce({ childEnv: { ...env, GIT_TRACE2_EVENT: traceFile, GIT_TRACE2_EVENT_NESTING: '1' } });
+  const bySid = new Map();
+  for (const line of fs.readFileSync(traceFile, 'utf8').split('\n')) {
+    if (!line) continue;
+    const event = JSON.parse(line);
+    const entry = bySid.get(event.sid) ?? {};
+    if (event.event === 'start')
+      Object.assign(entry, { argv: event.argv.slice(1).join(' '), start: Date.parse(event.time) });
+    if (event.event === 'exit') entry.ms = event.t_abs * 1000;
+    bySid.set(event.sid, entry);
+  }
+  const git = [...bySid.values()].filter((e) => e.argv !== undefined);
+  const first = Math.min(...git.map((g) => g.start));
+  for (const g of git) g.offset = g.start - first;
+
+  const readable = path.join(work, 'cli-readable');
+  await build({
+    entryPoints: {
+      'delegate-git': path.join(repoRoot, 'packages', 'cli', 'src', 'main.ts'),
+      'verify-worker': path.join(repoRoot, 'packages', 'core', 'src', 'verify-worker.ts'),
+    },
+    outdir: path.join(readable, 'dist'),
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'warning',
+    banner: {
+      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+    },
+  });
+  fs.cpSync(path.join(repoRoot, 'packages', 'cli', 'bin'), path.join(readable, 'bin'), { recursive: true });
+  const profDir = path.join(work, 'prof');
+  const start = performance.now();
+  await delegateOnce({
+    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
+    bin: path.join(readable, 'bin', 'delegate-git.js'),
+  });
+  const cpuWallMs = performance.now() - start;
+  const file = fs.readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+  const kept = path.join(repoRoot, '.bench', 'profiles', 'delegate');
+  fs.rmSync(kept, { recursive: true, force: true });
+  fs.mkdirSync(kept, { recursive: true });
+  fs.copyFileSync(path.join(profDir, file), path.join(kept, file));
+  return { git, cpu: profileSummary(path.join(kept, file), 25), cpuWallMs, kept };
+}

@@ -6,7 +6,8 @@
 // Reading walks the notes tree with one `git cat-file --batch` (or lists it with one `ls-tree -r` when many notes
 // are wanted). Writing builds one notes commit with `git fast-import` (measured fastest, DESIGN 6) as ordinary tree
 // entries at each note's path — fast-import's own `N` command refuses notes on blobs — and publishes it with a
-// compare-and-swap `update-ref`, so concurrent writers never lose each other's lines.
+// compare-and-swap `update-ref`, so concurrent writers never lose each other's lines. An append is three git
+// processes (cat-file, fast-import, update-ref): every delegation pays for each one spawned.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelegateGitError } from './errors.js';
@@ -325,8 +326,13 @@ async function planAppend(
   return plan;
 }
 
-/** The fast-import stream that makes one notes commit with `plan` on top of `parent`, then prints its id. */
-function fastImportStream(tempRef: string, parent: string | null, plan: WritePlan, message: string): Buffer {
+/**
+ * The fast-import stream that makes one notes commit with `plan` on top of `parent` and prints its id. fast-import
+ * needs a branch name to commit on; the `reset` after `get-mark` leaves that branch without a commit, and
+ * fast-import writes no ref for a branch without one, so the only ref that ever moves is the ledger's, by
+ * compare-and-swap.
+ */
+function fastImportStream(branch: string, parent: string | null, plan: WritePlan, message: string): Buffer {
   const parts: Buffer[] = [];
   const push = (text: string) => parts.push(Buffer.from(text, 'utf8'));
   const data = (text: string) => {
@@ -334,7 +340,7 @@ function fastImportStream(tempRef: string, parent: string | null, plan: WritePla
     push(`data ${bytes.length}\n`);
     parts.push(bytes, Buffer.from('\n'));
   };
-  push(`commit ${tempRef}\nmark :1\ncommitter ${NOTES_COMMITTER} ${Math.floor(Date.now() / 1000)} +0000\n`);
+  push(`commit ${branch}\nmark :1\ncommitter ${NOTES_COMMITTER} ${Math.floor(Date.now() / 1000)} +0000\n`);
   data(message);
   if (parent) push(`from ${parent}\n`);
   for (const path of plan.deletes) push(`D ${path}\n`);
@@ -345,11 +351,17 @@ function fastImportStream(tempRef: string, parent: string | null, plan: WritePla
       data(write.content);
     }
   }
-  push('\nget-mark :1\ndone\n');
+  push(`\nget-mark :1\nreset ${branch}\n\ndone\n`);
   return Buffer.concat(parts);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+
+/** The ledger's tip read through a cat-file process (`<ref>^{commit}`): what `tip()` answers, without a rev-parse. */
+async function tipThrough(batch: CatFileBatch, ref: string): Promise<string | null> {
+  const commit = await batch.read(`${ref}^{commit}`);
+  return commit?.oid ?? null;
+}
 
 export class NotesLedger {
   readonly cwd: string;
@@ -493,29 +505,24 @@ export class NotesLedger {
     opts: { message?: string } = {},
   ): Promise<{ commit: string | null; added: number }> {
     const grouped = groupAdditions(additions);
-    const tempRef = `refs/delegate-git/tmp/notes-${process.pid}-${randomBytes(6).toString('hex')}`;
+    const branch = `refs/delegate-git/tmp/notes-${process.pid}-${randomBytes(6).toString('hex')}`;
     const batch = new CatFileBatch(this.options());
-    let tempRefWritten = false;
     try {
       for (let attempt = 1; attempt <= MAX_APPEND_ATTEMPTS; attempt++) {
-        const parent = await this.tip();
+        // First through the cat-file process that reads the notes anyway (one git process fewer); after a lost
+        // race, from a process started after the other writer's update.
+        const parent = attempt === 1 ? await tipThrough(batch, this.ref) : await this.tip();
         const reader = parent ? await NotesTreeReader.open(batch, parent) : null;
         const plan = await planAppend(reader, grouped);
         if (plan.added === 0) return { commit: parent, added: 0 };
         const message =
           opts.message ?? `delegate-git: add ${plan.added} record line(s) to ${plan.notes} note(s)`;
-        const commit = await this.writeCommit(tempRef, parent, plan, message);
-        tempRefWritten = true;
+        const commit = await this.writeCommit(branch, parent, plan, message);
         const published = await gitTry(['update-ref', '--stdin'], {
           ...this.options(),
-          input: parent
-            ? `update ${this.ref} ${commit} ${parent}\ndelete ${tempRef}\n`
-            : `create ${this.ref} ${commit}\ndelete ${tempRef}\n`,
+          input: parent ? `update ${this.ref} ${commit} ${parent}\n` : `create ${this.ref} ${commit}\n`,
         });
-        if (published.code === 0) {
-          tempRefWritten = false;
-          return { commit, added: plan.added };
-        }
+        if (published.code === 0) return { commit, added: plan.added };
         const now = await this.tip();
         // A moved tip, or the ref's lock file held by another writer at that instant.
         const lostRace = now !== parent || /File exists/i.test(published.stderr);
@@ -534,17 +541,17 @@ export class NotesLedger {
       );
     } finally {
       await batch.close();
-      if (tempRefWritten) await gitTry(['update-ref', '-d', tempRef], this.options());
     }
   }
 
-  private async writeCommit(tempRef: string, parent: string | null, plan: WritePlan, message: string) {
-    // --force: an earlier attempt of this append may have left the temporary ref on a commit that is not an
-    // ancestor of this one. --done: a truncated stream fails instead of committing part of the plan.
-    const args = ['fast-import', '--quiet', '--force', '--done'];
+  private async writeCommit(branch: string, parent: string | null, plan: WritePlan, message: string) {
+    // fastimport.unpackLimit=0: keep the few objects as the small pack fast-import wrote instead of running
+    // `unpack-objects` to make them loose (a fourth process, 8 ms of a delegation); `gc --auto` folds small
+    // packs together as it does fetched ones. --done: a truncated stream fails instead of committing part of the plan.
+    const args = ['-c', 'fastimport.unpackLimit=0', 'fast-import', '--quiet', '--done'];
     const result = await gitTry(args, {
       ...this.options(),
-      input: fastImportStream(tempRef, parent, plan, message),
+      input: fastImportStream(branch, parent, plan, message),
     });
     if (result.code !== 0) {
       throw new DelegateGitError(

@@ -194,7 +194,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
       const failing = result.runs.find((r) => !runPassed(r));
       unitFailed = result.runs.reduce((n, r) => n + (runPassed(r) ? 0 : Math.max(1, r.failed)), 0);
       if (failing) {
-        const redacted = await redactFailures(parseTestOutput(failing.output, failing.exitCode), {
+        const redacted = await redactFailures(await parseTestOutput(failing.output, failing.exitCode), {
           workspace: ws,
         });
         receipt.verification.failures = redacted.failures;
@@ -243,12 +243,14 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
   if (plan.files.length === 0) return receipt;
 
   // Hashes are taken after verification, so a formatter run by the command cannot leave the record stale.
-  receipt.files = await hashWritten(repo, plan.files);
+  // Two independent git processes, run side by side.
+  const [files, baseCommit] = await Promise.all([hashWritten(repo, plan.files), headCommit(repo)]);
+  receipt.files = files;
   const recordable = receipt.files.filter((f) => isRepositoryPath(f.path));
   if (recordable.length > 0) {
     const statement = verdictStatement(
       recordable.map((f) => ({ path: f.path, sha256: f.sha256, gitBlob: f.gitBlob })),
-      verdictPredicate(unit, receipt, opts.governance, await headCommit(repo)),
+      verdictPredicate(unit, receipt, opts.governance, baseCommit),
     );
     const { line } = await recordStatement(
       repo.ledger,

@@ -46,8 +46,11 @@ export async function rememberRetryLocations(
   locations: string[],
 ): Promise<void> {
   const store = read(file);
-  if (locations.length === 0) delete store[workspace];
-  else store[workspace] = locations;
+  if (locations.length === 0) {
+    // Nothing pending and nothing to clear (every passing unit): no write.
+    if (!(workspace in store)) return;
+    delete store[workspace];
+  } else store[workspace] = locations;
   await write(file, store);
 }
 

@@ -6,9 +6,12 @@
  *   4. line heuristics (check marks and crosses) when nothing above matched.
  * The exit code is authoritative: a non-zero exit always means at least one failure, whatever the text says.
  * This module only parses; deciding what may leave the machine is redaction.ts's job.
+ *
+ * tap-parser (with the YAML parser it brings) is loaded only when the output looks like TAP: it is half of the
+ * delegate command's code, and a delegation whose command prints no TAP should not pay for loading it.
  */
 import { fileURLToPath } from 'node:url';
-import { Parser, type Result } from 'tap-parser';
+import type { Parser, Result } from 'tap-parser';
 
 export interface TestFailure {
   name?: string;
@@ -26,7 +29,7 @@ export interface ParsedTestOutput {
 
 const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]/g;
 
-export function parseTestOutput(output: string, exitCode: number): ParsedTestOutput {
+export async function parseTestOutput(output: string, exitCode: number): Promise<ParsedTestOutput> {
   const text = output.replace(ANSI, '').replace(/\r\n?/g, '\n');
   if (text.trim() === '') {
     return exitCode !== 0 ? { passed: 0, failed: 1, failures: [] } : { passed: 0, failed: 0, failures: [] };
@@ -34,7 +37,9 @@ export function parseTestOutput(output: string, exitCode: number): ParsedTestOut
 
   const lines = text.split('\n');
   const compile = parseCompilerErrors(lines);
-  const tests = looksLikeTap(text) ? parseTap(text) : parseSummaries(lines);
+  const tests = looksLikeTap(text)
+    ? parseTap(text, (await import('tap-parser')).Parser)
+    : parseSummaries(lines);
 
   let passed = tests?.passed ?? 0;
   let failed = (tests?.failed ?? 0) + compile.length;
@@ -69,10 +74,10 @@ type Counts = ParsedTestOutput;
  * A test point that closes a subtest whose child parser emitted test points is a parent (node:test "group",
  * vitest suite): its result is derived from the children, so only leaves are counted.
  */
-function parseTap(text: string): Counts {
+function parseTap(text: string, TapParser: typeof Parser): Counts {
   const counts: Counts = { passed: 0, failed: 0, failures: [] };
   const yamlFallback = new TapYamlScanner(text.split('\n'));
-  const root = new Parser();
+  const root = new TapParser();
   const childAssertsSince = new Map<Parser, number>();
   const watch = (parser: Parser) => {
     childAssertsSince.set(parser, 0);

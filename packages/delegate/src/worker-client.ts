@@ -3,7 +3,13 @@
  * progress is visible and a stalled generation can be timed out), falls back to a JSON body when the server does
  * not speak SSE, strips reasoning, and never retries: a long generation silently repeated would double the cost
  * and hide the failure.
+ *
+ * The request goes through node:http (node:https only for an https endpoint), not the global fetch: loading
+ * undici costs a delegation about 50 ms, and its pooled connection kept the process alive for up to 150 ms after
+ * the reply (measured by bench/delegate.mjs; DESIGN 6 allows 100 ms of overhead in all).
  */
+import http, { type IncomingMessage } from 'node:http';
+import { pipeline } from 'node:stream';
 
 export interface WorkerMessage {
   role: 'system' | 'user';
@@ -59,7 +65,8 @@ export class WorkerError extends Error {
 export const DEFAULT_WORKER_TEMPERATURE = 0.2;
 export const DEFAULT_WORKER_MAX_TOKENS = 2048;
 
-const MAX_ERROR_BODY_CHARS = 4000;
+/** An error body is read up to this many bytes: enough for any server's message, bounded against a stream. */
+const MAX_ERROR_BODY_BYTES = 16_000;
 
 /** `http://host:port/v1` → `http://host:port/v1/chat/completions`; a full completions URL is kept. */
 export function resolveCompletionsUrl(endpoint: string): URL {
@@ -108,6 +115,8 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'text/event-stream, application/json',
+    // Compression would hold streamed chunks back; a server that compresses anyway is still decoded below.
+    'accept-encoding': 'identity',
   };
   if (req.apiKey) headers.authorization = `Bearer ${req.apiKey}`;
   const body = {
@@ -119,9 +128,9 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
     stream_options: { include_usage: true },
   };
 
-  let response: Response;
+  let response: IncomingMessage;
   try {
-    response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: combined });
+    response = await post(url, headers, Buffer.from(JSON.stringify(body), 'utf8'), combined);
   } catch (error) {
     const translated = translate(error, 'waiting for the response');
     if (translated !== error) throw translated;
@@ -133,23 +142,27 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
     );
   }
 
-  if (!response.ok) {
-    const text = await readTextBounded(response).catch(() => '');
-    const serverMessage = extractServerMessage(text);
+  const status = response.statusCode ?? 0;
+  if (status < 200 || status > 299) {
+    const text = await readText(responseBody(response, combined), MAX_ERROR_BODY_BYTES).catch(() => '');
+    const serverMessage =
+      extractServerMessage(text) ??
+      (response.headers.location ? `redirected to ${oneLine(response.headers.location)}` : null);
     throw new WorkerError(
       'http',
-      `The worker at ${endpointHost} answered HTTP ${response.status}${serverMessage ? `: ${serverMessage}` : ''}. Check the model name and the server's log.`,
-      response.status,
+      `The worker at ${endpointHost} answered HTTP ${status}${serverMessage ? `: ${serverMessage}` : ''}. Check the model name and the server's log.`,
+      status,
     );
   }
 
   const collector = new ReplyCollector(started, req.onProgress);
-  const contentType = response.headers.get('content-type') ?? '';
+  const contentType = response.headers['content-type'] ?? '';
   try {
+    const chunks = responseBody(response, combined);
     if (contentType.includes('text/event-stream')) {
-      await readEventStream(response, (data) => collector.acceptChunk(parseJson(data, endpointHost)));
+      await readEventStream(chunks, (data) => collector.acceptChunk(parseJson(data, endpointHost)));
     } else {
-      collector.acceptCompletion(parseJson(await response.text(), endpointHost));
+      collector.acceptCompletion(parseJson(await readText(chunks), endpointHost));
     }
   } catch (error) {
     const translated = translate(error, 'while the reply was streaming');
@@ -311,9 +324,83 @@ function parseJson(text: string, endpointHost: string): unknown {
   }
 }
 
+/**
+ * One POST; resolves with the response once its headers arrived. A fresh connection (`agent: false`, so
+ * `Connection: close`): nothing pooled outlives the exchange or holds the process open after it.
+ */
+async function post(
+  url: URL,
+  headers: Record<string, string>,
+  body: Buffer,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
+  const transport = url.protocol === 'https:' ? await import('node:https') : http;
+  return new Promise((resolve, reject) => {
+    const request = transport.request(
+      url,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(body.length) },
+        signal,
+        agent: false,
+      },
+      resolve,
+    );
+    // Later socket errors reach the response stream too; this listener only has to exist.
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+/**
+ * The response's body as a stream of bytes, decoded when the server compressed it anyway (as fetch would), and
+ * torn down when `signal` aborts while it is read: a stalled stream must end at the deadline.
+ */
+async function* responseBody(response: IncomingMessage, signal: AbortSignal): AsyncIterable<Buffer> {
+  const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  let source: NodeJS.ReadableStream = response;
+  if (encoding !== 'identity' && encoding !== '') {
+    const zlib = await import('node:zlib');
+    const decoder =
+      encoding === 'gzip' || encoding === 'x-gzip'
+        ? zlib.createGunzip()
+        : encoding === 'deflate'
+          ? zlib.createInflate()
+          : encoding === 'br'
+            ? zlib.createBrotliDecompress()
+            : null;
+    if (!decoder) {
+      response.destroy();
+      throw new WorkerError('protocol', `The worker sent its reply in an unknown encoding "${encoding}".`);
+    }
+    source = pipeline(response, decoder, () => {});
+  }
+  const abort = () => response.destroy(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+  if (signal.aborted) abort();
+  signal.addEventListener('abort', abort, { once: true });
+  try {
+    for await (const chunk of source) yield chunk as Buffer;
+  } finally {
+    signal.removeEventListener('abort', abort);
+    response.destroy();
+  }
+}
+
+/** The whole body as text (UTF-8, a BOM dropped, as fetch's text() does), at most `limit` bytes of it. */
+async function readText(chunks: AsyncIterable<Buffer>, limit = Number.POSITIVE_INFINITY): Promise<string> {
+  const parts: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of chunks) {
+    parts.push(chunk);
+    length += chunk.length;
+    if (length >= limit) break;
+  }
+  const bytes = Buffer.concat(parts);
+  return new TextDecoder().decode(length > limit ? bytes.subarray(0, limit) : bytes);
+}
+
 /** Minimal SSE reader: `data:` lines accumulate, a blank line dispatches the event. */
-async function readEventStream(response: Response, onData: (data: string) => void): Promise<void> {
-  if (!response.body) return;
+async function readEventStream(chunks: AsyncIterable<Buffer>, onData: (data: string) => void): Promise<void> {
   const decoder = new TextDecoder();
   let buffer = '';
   let data: string[] = [];
@@ -336,17 +423,12 @@ async function readEventStream(response: Response, onData: (data: string) => voi
       dispatch();
     }
   };
-  for await (const bytes of response.body) {
-    buffer += decoder.decode(bytes as Uint8Array, { stream: true });
+  for await (const bytes of chunks) {
+    buffer += decoder.decode(bytes, { stream: true });
     consumeLines(false);
   }
   buffer += decoder.decode();
   consumeLines(true);
-}
-
-async function readTextBounded(response: Response): Promise<string> {
-  const text = await response.text();
-  return text.slice(0, MAX_ERROR_BODY_CHARS);
 }
 
 /** The human message an OpenAI-style error body carries (`{error:{message}}`, `{error:"…"}`, `{message}`). */
@@ -371,10 +453,13 @@ function oneLine(text: string): string {
   return collapsed.length > 300 ? `${collapsed.slice(0, 300)}…` : collapsed;
 }
 
+/** `ECONNREFUSED (connect ECONNREFUSED 127.0.0.1:1234)`: the system's code first, from the error or its cause. */
 function describeNetworkError(error: unknown): string {
-  const cause =
-    error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
-  if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
+  const withCode = [error, error instanceof Error ? error.cause : undefined].find(
+    (candidate): candidate is { code: string; message?: string } =>
+      typeof (candidate as { code?: unknown } | undefined)?.code === 'string',
+  );
+  if (withCode) return `${withCode.code}${withCode.message ? ` (${withCode.message})` : ''}`;
   if (error instanceof Error) return error.message;
   return String(error);
 }

@@ -52,7 +52,9 @@ describe('redactFailures on real node:test output', () => {
   });
 
   it('the redacted structure carries counts, names, locations and codes, with the token redacted', async () => {
-    const redacted = await redactFailures(parseTestOutput(run.output, run.exitCode), { workspace: dir });
+    const redacted = await redactFailures(await parseTestOutput(run.output, run.exitCode), {
+      workspace: dir,
+    });
     expect(redacted).toEqual({
       passed: 1,
       failed: 2,
@@ -65,7 +67,7 @@ describe('redactFailures on real node:test output', () => {
   });
 
   it('nothing but the structure survives: no token, no source, no values, no stack frames', async () => {
-    const text = JSON.stringify(await redactFailures(parseTestOutput(run.output, run.exitCode)));
+    const text = JSON.stringify(await redactFailures(await parseTestOutput(run.output, run.exitCode)));
     expect(text).not.toContain(token.slice(4));
     for (const canary of [
       'CANARY_SOURCE',
@@ -79,7 +81,7 @@ describe('redactFailures on real node:test output', () => {
   });
 });
 
-describe('redactFailures: bounds and scanning of every field', () => {
+describe('redactFailures: bounds and scanning of every field', async () => {
   it('bounds names, locations and codes, keeping short ones intact (control)', async () => {
     const redacted = await redactFailures({
       passed: 0,

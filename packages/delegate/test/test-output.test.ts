@@ -36,24 +36,24 @@ describe('parseTestOutput: TAP from node:test (generated for real)', () => {
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('counts leaf tests only (the failing parent "group" is not a test of its own) and ignores skips', () => {
+  it('counts leaf tests only (the failing parent "group" is not a test of its own) and ignores skips', async () => {
     expect(exitCode).toBe(1);
     expect(tap).toMatch(/^not ok \d+ - group/m); // the parent really is reported as a test point
-    const parsed = parseTestOutput(tap, exitCode);
+    const parsed = await parseTestOutput(tap, exitCode);
     expect(parsed.passed).toBe(2);
     expect(parsed.failed).toBe(2);
   });
 
-  it('keeps names, file:line:col locations and error codes of failures', () => {
-    const parsed = parseTestOutput(tap, exitCode);
+  it('keeps names, file:line:col locations and error codes of failures', async () => {
+    const parsed = await parseTestOutput(tap, exitCode);
     expect(parsed.failures).toEqual([
       { name: 'subtracts numbers', location: `${dir}/sample.test.mjs:4:1`, code: 'ERR_ASSERTION' },
       { name: 'group > inner fails', location: `${dir}/sample.test.mjs:7:11`, code: 'ERR_TEST_FAILURE' },
     ]);
   });
 
-  it('an all-passing TAP stream with exit 0 has no failures', () => {
-    const parsed = parseTestOutput('TAP version 13\nok 1 - a\nok 2 - b\n1..2\n', 0);
+  it('an all-passing TAP stream with exit 0 has no failures', async () => {
+    const parsed = await parseTestOutput('TAP version 13\nok 1 - a\nok 2 - b\n1..2\n', 0);
     expect(parsed).toEqual({ passed: 2, failed: 0, failures: [] });
   });
 });
@@ -85,8 +85,8 @@ describe('parseTestOutput: TAP from the vitest reporter (brace subtests, unparse
     '',
   ].join('\n');
 
-  it('counts the two passing and one failing leaf, not the file or suite test points', () => {
-    const parsed = parseTestOutput(vitestTap, 1);
+  it('counts the two passing and one failing leaf, not the file or suite test points', async () => {
+    const parsed = await parseTestOutput(vitestTap, 1);
     expect(parsed.passed).toBe(2);
     expect(parsed.failed).toBe(1);
     expect(parsed.failures).toEqual([
@@ -96,7 +96,7 @@ describe('parseTestOutput: TAP from the vitest reporter (brace subtests, unparse
 });
 
 describe('parseTestOutput: TypeScript compiler errors', () => {
-  it('reads both tsc formats and the location-less form, each a failure, even with no test output', () => {
+  it('reads both tsc formats and the location-less form, each a failure, even with no test output', async () => {
     const output = [
       "src/a.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'.",
       "\u001b[96msrc/b.ts\u001b[0m:\u001b[93m3\u001b[0m:\u001b[93m14\u001b[0m - \u001b[91merror\u001b[0m\u001b[90m TS2304: \u001b[0mCannot find name 'x'.",
@@ -106,7 +106,7 @@ describe('parseTestOutput: TypeScript compiler errors', () => {
       "error TS5058: The specified path does not exist: 'nope.json'.",
       'Found 3 errors.',
     ].join('\n');
-    const parsed = parseTestOutput(output, 2);
+    const parsed = await parseTestOutput(output, 2);
     expect(parsed.failed).toBe(3);
     expect(parsed.passed).toBe(0);
     expect(parsed.failures).toEqual([
@@ -116,49 +116,49 @@ describe('parseTestOutput: TypeScript compiler errors', () => {
     ]);
   });
 
-  it('tsc errors are failures even when the exit code says 0 (control: clean tsc output passes)', () => {
-    expect(parseTestOutput('src/a.ts(1,1): error TS1005: ";" expected.', 0).failed).toBe(1);
-    expect(parseTestOutput('', 0)).toEqual({ passed: 0, failed: 0, failures: [] });
+  it('tsc errors are failures even when the exit code says 0 (control: clean tsc output passes)', async () => {
+    expect((await parseTestOutput('src/a.ts(1,1): error TS1005: ";" expected.', 0)).failed).toBe(1);
+    expect(await parseTestOutput('', 0)).toEqual({ passed: 0, failed: 0, failures: [] });
   });
 });
 
 describe('parseTestOutput: runner summary lines', () => {
-  it('vitest (with colours) and its FAIL headings', () => {
+  it('vitest (with colours) and its FAIL headings', async () => {
     const output = [
       '\u001b[41m\u001b[1m FAIL \u001b[22m\u001b[49m a.test.ts\u001b[2m > \u001b[22msuite\u001b[2m > \u001b[22mfails',
       'AssertionError: expected 1 to be 2',
       '\u001b[2m Test Files \u001b[22m \u001b[1m\u001b[31m1 failed\u001b[39m\u001b[22m\u001b[90m (1)\u001b[39m',
       '\u001b[2m      Tests \u001b[22m \u001b[1m\u001b[31m2 failed\u001b[39m\u001b[22m\u001b[2m | \u001b[22m\u001b[1m\u001b[32m3 passed\u001b[39m\u001b[22m\u001b[90m (5)\u001b[39m',
     ].join('\n');
-    const parsed = parseTestOutput(output, 1);
+    const parsed = await parseTestOutput(output, 1);
     expect(parsed).toMatchObject({ passed: 3, failed: 2 });
     expect(parsed.failures).toEqual([{ name: 'suite > fails' }]);
   });
 
-  it('jest', () => {
+  it('jest', async () => {
     const output =
       '  ● math › adds\n\n    expect(received).toBe(expected)\n\nTests:       1 failed, 4 passed, 5 total';
-    const parsed = parseTestOutput(output, 1);
+    const parsed = await parseTestOutput(output, 1);
     expect(parsed).toMatchObject({ passed: 4, failed: 1 });
     expect(parsed.failures).toEqual([{ name: 'math › adds' }]);
   });
 
-  it('mocha', () => {
-    expect(parseTestOutput('  3 passing (12ms)\n  1 failing\n\n  1) suite\n       test:\n', 1)).toMatchObject(
-      {
-        passed: 3,
-        failed: 1,
-      },
-    );
-    expect(parseTestOutput('  5 passing (3ms)\n', 0)).toEqual({ passed: 5, failed: 0, failures: [] });
+  it('mocha', async () => {
+    expect(
+      await parseTestOutput('  3 passing (12ms)\n  1 failing\n\n  1) suite\n       test:\n', 1),
+    ).toMatchObject({
+      passed: 3,
+      failed: 1,
+    });
+    expect(await parseTestOutput('  5 passing (3ms)\n', 0)).toEqual({ passed: 5, failed: 0, failures: [] });
   });
 
-  it('pytest, errors counting as failures', () => {
+  it('pytest, errors counting as failures', async () => {
     const output = [
       'FAILED tests/test_a.py::test_sum - assert 1 == 2',
       '=========== 1 failed, 2 passed, 1 error, 1 warning in 0.12s ===========',
     ].join('\n');
-    const parsed = parseTestOutput(output, 1);
+    const parsed = await parseTestOutput(output, 1);
     expect(parsed).toMatchObject({ passed: 2, failed: 2 });
     expect(parsed.failures).toEqual([{ name: 'tests/test_a.py::test_sum' }]);
     expect(summaryCounts('2 passed in 0.01s')).toEqual({ passed: 2, failed: 0 });
@@ -171,27 +171,30 @@ describe('parseTestOutput: runner summary lines', () => {
 });
 
 describe('parseTestOutput: heuristics and exit-code authority', () => {
-  it('empty output: a non-zero exit is one failure, exit 0 is nothing', () => {
-    expect(parseTestOutput('', 3)).toEqual({ passed: 0, failed: 1, failures: [] });
-    expect(parseTestOutput('  \n', 0)).toEqual({ passed: 0, failed: 0, failures: [] });
+  it('empty output: a non-zero exit is one failure, exit 0 is nothing', async () => {
+    expect(await parseTestOutput('', 3)).toEqual({ passed: 0, failed: 1, failures: [] });
+    expect(await parseTestOutput('  \n', 0)).toEqual({ passed: 0, failed: 0, failures: [] });
   });
 
-  it('a non-zero exit forces a failure whatever the text claims', () => {
-    expect(parseTestOutput('TAP version 13\nok 1 - fine\n1..1\n', 1)).toMatchObject({ passed: 1, failed: 1 });
-    expect(parseTestOutput('everything is fine', 2)).toMatchObject({ failed: 1 });
+  it('a non-zero exit forces a failure whatever the text claims', async () => {
+    expect(await parseTestOutput('TAP version 13\nok 1 - fine\n1..1\n', 1)).toMatchObject({
+      passed: 1,
+      failed: 1,
+    });
+    expect(await parseTestOutput('everything is fine', 2)).toMatchObject({ failed: 1 });
   });
 
-  it('check marks and crosses are counted when no runner format matched', () => {
+  it('check marks and crosses are counted when no runner format matched', async () => {
     const output = ' ✓ adds\n ✓ subtracts\n ✕ divides\n';
-    expect(parseTestOutput(output, 1)).toMatchObject({ passed: 2, failed: 1 });
+    expect(await parseTestOutput(output, 1)).toMatchObject({ passed: 2, failed: 1 });
   });
 
-  it('exit 0 with unrecognised output: trouble words fail, anything else is one pass', () => {
-    expect(parseTestOutput('Something went wrong: error reading config', 0)).toMatchObject({
+  it('exit 0 with unrecognised output: trouble words fail, anything else is one pass', async () => {
+    expect(await parseTestOutput('Something went wrong: error reading config', 0)).toMatchObject({
       passed: 0,
       failed: 1,
     });
-    expect(parseTestOutput('built in 42ms', 0)).toEqual({ passed: 1, failed: 0, failures: [] });
+    expect(await parseTestOutput('built in 42ms', 0)).toEqual({ passed: 1, failed: 0, failures: [] });
   });
 });
 

@@ -1,5 +1,7 @@
+import http from 'node:http';
 import net from 'node:net';
 import { Writable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeWorker, startFakeWorker } from '../../../test/support/fake-worker.js';
 import type { InjectedContext } from '../src/context.js';
@@ -185,6 +187,119 @@ describe('callWorker: failures (no retries)', () => {
     const error = await expectWorkerError(callWorker(request({ endpoint: 'not a url' })));
     expect(error.kind).toBe('unreachable');
     expect(worker.requestCount()).toBe(0);
+  });
+});
+
+/** A raw HTTP server on 127.0.0.1 for wire behaviours the replaying worker does not script. */
+async function rawServer(handler: http.RequestListener): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+const sse = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
+const delta = (content: string, finish: string | null = null) =>
+  sse({ model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: finish }] });
+
+describe('callWorker: the wire (node:http transport)', () => {
+  it('asks for a connection that closes after the reply and for no compression', async () => {
+    worker.enqueue({ content: 'ok' });
+    await callWorker(request());
+    expect(worker.requests[0]!.headers).toMatchObject({
+      connection: 'close',
+      'accept-encoding': 'identity',
+      'content-type': 'application/json',
+    });
+  });
+
+  it('a stream that stalls after its first chunk is a timeout at the deadline; the same stream finished succeeds (control)', async () => {
+    const server = await rawServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(delta('partial '));
+      if (req.url?.includes('finish')) res.end(`${delta('done', 'stop')}data: [DONE]\n\n`);
+    });
+    try {
+      const started = Date.now();
+      const error = await expectWorkerError(callWorker(request({ endpoint: server.url, timeoutMs: 300 })));
+      expect(error.kind).toBe('timeout');
+      expect(error.message).toContain('while the reply was streaming');
+      expect(Date.now() - started).toBeLessThan(2_000);
+
+      const reply = await callWorker(
+        request({ endpoint: `${server.url}/finish/chat/completions`, timeoutMs: 3_000 }),
+      );
+      expect(reply.content).toBe('partial done');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a connection dropped mid-stream is a protocol error (the reply broke off), not the caller's abort", async () => {
+    const server = await rawServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(delta('half'), () => res.socket?.destroy());
+    });
+    try {
+      const error = await expectWorkerError(callWorker(request({ endpoint: server.url })));
+      expect(error.kind).toBe('protocol');
+      expect(error.message).toMatch(/broke off: ECONNRESET/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('decodes a gzip-compressed JSON completion sent although identity was asked for', async () => {
+    const completion = {
+      model: 'm',
+      choices: [{ index: 0, message: { content: 'compressed answer' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 3, completion_tokens: 2 },
+    };
+    const server = await rawServer((req, res) => {
+      req.resume();
+      const body = gzipSync(JSON.stringify(completion));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      res.end(body);
+    });
+    try {
+      const reply = await callWorker(request({ endpoint: server.url }));
+      expect(reply).toMatchObject({ content: 'compressed answer', usage: { prompt: 3, completion: 2 } });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an error body in plain text is quoted, multi-byte text intact; a redirect names where it points', async () => {
+    const server = await rawServer((req, res) => {
+      req.resume();
+      if (req.url?.includes('moved')) {
+        res.writeHead(308, { location: 'http://127.0.0.1:9/v2/chat/completions' });
+        res.end();
+        return;
+      }
+      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end('modèle occupé — réessayez');
+    });
+    try {
+      const busy = await expectWorkerError(callWorker(request({ endpoint: server.url })));
+      expect(busy).toMatchObject({ kind: 'http', status: 503 });
+      expect(busy.message).toContain('modèle occupé — réessayez');
+
+      const moved = await expectWorkerError(callWorker(request({ endpoint: `${server.url}/moved` })));
+      expect(moved).toMatchObject({ kind: 'http', status: 308 });
+      expect(moved.message).toContain('redirected to http://127.0.0.1:9/v2/chat/completions');
+    } finally {
+      await server.close();
+    }
   });
 });
 
