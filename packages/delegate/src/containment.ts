@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { DelegateGitError } from '@delegate-git/core';
+import { DelegateGitError } from '@delegate-git/core/errors';
 
 /** Symlink hops followed before a path is declared unresolvable (Linux's own limit is 40). */
 const MAX_LINK_HOPS = 40;

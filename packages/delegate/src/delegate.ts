@@ -6,18 +6,14 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  DelegateGitError,
-  type Governance,
-  git,
-  isRepositoryPath,
-  type Repository,
-  recordStatement,
-  rfc3339,
-  SIGNING_KEY_ENV,
-  type SigningKey,
-  verdictStatement,
-} from '@delegate-git/core';
+import { DelegateGitError } from '@delegate-git/core/errors';
+import { git } from '@delegate-git/core/git';
+import type { Governance } from '@delegate-git/core/governance';
+import { isRepositoryPath } from '@delegate-git/core/record';
+import { recordStatement } from '@delegate-git/core/recording';
+import type { Repository } from '@delegate-git/core/repository';
+import { SIGNING_KEY_ENV, type SigningKey } from '@delegate-git/core/signing-key';
+import { rfc3339, verdictStatement } from '@delegate-git/core/statement';
 import { canonicalisePath, resolveWorkspace } from './containment.js';
 import { type InjectedContext, readContext } from './context.js';
 import { parseEmission } from './emission.js';

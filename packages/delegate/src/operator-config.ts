@@ -3,7 +3,8 @@
  * `.git/delegate-git/config.json`; the environment may override the worker endpoint and model.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { DelegateGitError, describeIssue } from '@delegate-git/core';
+import { DelegateGitError } from '@delegate-git/core/errors';
+import { describeIssue } from '@delegate-git/core/schema';
 import * as z from 'zod/mini';
 
 const settingsSchema = z.strictObject({

@@ -5,7 +5,8 @@
  * message that says where they are set instead. An ignored field would let a unit believe it changed something
  * it did not; an honoured one would let a model redirect the worker or widen its own permissions.
  */
-import { DelegateGitError, parseStrictJson } from '@delegate-git/core';
+import { parseStrictJson } from '@delegate-git/core/canonical-json';
+import { DelegateGitError } from '@delegate-git/core/errors';
 import * as z from 'zod/mini';
 
 /** Operator settings a unit might try to carry, and the setting that really controls each. */

@@ -8,7 +8,7 @@
  * command was declared", while here one was declared and deliberately not run). It never promotes: only
  * UNIT_PASSED does. Its files are still recorded, because the ledger is an audit trail of what was written.
  */
-import type { VerdictName } from '@delegate-git/core';
+import type { VerdictName } from '@delegate-git/core/statement';
 
 /** The verdict names are the ledger's (core's statement.ts): one list for the writer and every reader. */
 export type Verdict = VerdictName;

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { DelegateGitError } from '@delegate-git/core';
+import { DelegateGitError } from '@delegate-git/core/errors';
 import { canonicalisePath, checkEmissionPath, isPathWithin } from './containment.js';
 import type { Emission } from './emission.js';
 import {

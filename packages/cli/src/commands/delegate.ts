@@ -1,13 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  assertKeyMaySign,
-  DelegateGitError,
-  loadGovernance,
-  loadSigningKey,
-  Repository,
-  worktreeSnapshot,
-} from '@delegate-git/core';
+import { DelegateGitError } from '@delegate-git/core/errors';
+import { loadGovernance } from '@delegate-git/core/governance';
+import { assertKeyMaySign } from '@delegate-git/core/recording';
+import { Repository } from '@delegate-git/core/repository';
+import { loadSigningKey } from '@delegate-git/core/signing-key';
+import { worktreeSnapshot } from '@delegate-git/core/snapshot';
 import {
   createProgressLine,
   type DelegationReceipt,
