@@ -1,12 +1,15 @@
 // `delegate-git verify` (the CI gate) against its goal (DESIGN 6): 100,000 records in < 8 s on 2 cores, linear,
 // memory flat. Run by hand:
-//   node bench/verify.mjs [--sizes 10000,50000,100000] [--runs 3] [--budget 60] [--skip-history] [--fresh] [--profile]
+//   node bench/verify.mjs [--sizes 10000,50000,100000] [--runs 3] [--warm-runs 3] [--budget 60] [--skip-history]
+//                         [--fresh] [--profile]
 // Each size is a generated repository with a tenth as many files under src/ (10 records per file over 5 versions,
 // as the other benches), so the whole job grows with the size: every ledger line verified, every governed file at
 // HEAD judged, the append-only check over the ledger's history. Wall time by this script's clock; peak RSS and CPU
-// time by /usr/bin/time -v (CPU / wall shows how much of the 2 cores the job used). Every run starts without
+// time by /usr/bin/time -v (CPU / wall shows how much of the 2 cores the job used). Every cold run starts without
 // .git/delegate-git/cache, as a CI job on a fresh checkout does, but with the repository in the page cache. Each size gets up to --runs runs
-// but stops after the first run that ends beyond --budget seconds spent on it.
+// but stops after the first run that ends beyond --budget seconds spent on it. Then each size is verified warm
+// (--warm-runs times): with the cache the previous run left, as on a developer's machine or a CI runner that keeps
+// .git/delegate-git/cache between jobs (DESIGN 6: records already verified under the same trust root).
 // Unless --skip-history: one more ledger of 10,000 records written as 1,000 notes commits (one per delegation, as
 // `delegate` writes them), verified across its whole history and with --baseline at its tip, because the
 // append-only check costs per notes commit, not per record.
@@ -37,6 +40,7 @@ const { values: options } = parseArgs({
   options: {
     sizes: { type: 'string', default: '10000,50000,100000' },
     runs: { type: 'string', default: '3' },
+    'warm-runs': { type: 'string', default: '3' },
     budget: { type: 'string', default: '60' },
     'skip-history': { type: 'boolean', default: false },
     fresh: { type: 'boolean', default: false },
@@ -45,6 +49,7 @@ const { values: options } = parseArgs({
 });
 const SIZES = options.sizes.split(',').map(Number);
 const RUNS = Number(options.runs);
+const WARM_RUNS = Number(options['warm-runs']);
 const RECORDS_PER_FILE = 10;
 const BUDGET_MS = Number(options.budget) * 1000;
 const TIME = fs.existsSync('/usr/bin/time') ? '/usr/bin/time' : null;
@@ -53,11 +58,14 @@ if (!TIME) log('/usr/bin/time is missing: peak RSS and CPU time are not reported
 ensureCliBuilt();
 const core = await loadCore();
 
-/** One `delegate-git verify` run: wall ms, peak RSS (MB), CPU s, and the record count it reports. */
-function verifyOnce(dataset, extraArgs = []) {
+/**
+ * One `delegate-git verify` run: wall ms, peak RSS (MB), CPU s, and the record count it reports. Cold unless `warm`:
+ * as on a CI runner's fresh checkout, no cache of an earlier run in .git/delegate-git.
+ */
+function verifyOnce(dataset, extraArgs = [], warm = false) {
   const args = [cliPath, 'verify', ...extraArgs];
-  // As on a CI runner's fresh checkout: no cache of an earlier run in .git/delegate-git.
-  fs.rmSync(path.join(dataset.repo, '.git', 'delegate-git', 'cache'), { recursive: true, force: true });
+  if (!warm)
+    fs.rmSync(path.join(dataset.repo, '.git', 'delegate-git', 'cache'), { recursive: true, force: true });
   const { ms, value } = timeSync(() =>
     TIME
       ? run(TIME, ['-v', process.execPath, ...args], {
@@ -87,14 +95,16 @@ function verifyOnce(dataset, extraArgs = []) {
  * Up to `runs` runs, fewer (at least one) once the size has used its time budget: while verify takes far longer
  * than its goal, more runs of it say nothing new, and the whole script should stay within minutes.
  */
-function measure(dataset, extraArgs, runs) {
+function measure(dataset, extraArgs, runs, warm = false) {
   // The repository and the CLI in the page cache first, as on a CI runner that has just fetched them.
   warmPageCache(path.join(dataset.repo, '.git'));
   warmPageCache(path.dirname(path.dirname(cliPath)));
+  // A warm run starts from the cache a previous run left (one untimed run makes sure there is one).
+  if (warm) verifyOnce(dataset, extraArgs, true);
   const results = [];
   let spent = 0;
   while (results.length < runs && (results.length === 0 || spent < BUDGET_MS)) {
-    const result = verifyOnce(dataset, extraArgs);
+    const result = verifyOnce(dataset, extraArgs, warm);
     results.push(result);
     spent += result.ms;
     log(`  run ${results.length}: ${fmtMs(result.ms)}, ${result.rssMb.toFixed(0)} MB`);
@@ -126,7 +136,10 @@ for (const size of SIZES) {
     { fresh: options.fresh },
   );
   log(`verify over ${fmtInt(size)} records (${fmtInt(dataset.params.files)} files), ${RUNS} runs`);
-  rows.push({ size, dataset, ...measure(dataset, [], RUNS) });
+  const cold = measure(dataset, [], RUNS);
+  log(`  warm (the cache of the previous run kept), ${WARM_RUNS} runs`);
+  const warm = WARM_RUNS > 0 ? measure(dataset, [], WARM_RUNS, true) : null;
+  rows.push({ size, dataset, ...cold, warm });
 }
 
 let history = null;
@@ -177,6 +190,30 @@ console.log(
     ]),
   ),
 );
+const warmRows = rows.filter((r) => r.warm);
+if (warmRows.length > 0) {
+  console.log(
+    '\nWarm: the same job with .git/delegate-git/cache as the previous run left it (same ledger, same trust root).\n',
+  );
+  console.log(
+    markdownTable(
+      [
+        'record lines (files)',
+        'wall (median; min–max, runs)',
+        'CPU time (cores used)',
+        'peak RSS',
+        'against cold',
+      ],
+      warmRows.map(({ warm: w, ...r }) => [
+        `${fmtInt(r.records)} (${fmtInt(r.dataset.params.files)})`,
+        `${fmtMs(w.ms)} (${w.runs > 1 ? `${fmtMs(w.min)}–${fmtMs(w.max)}, ` : ''}n=${w.runs})`,
+        Number.isNaN(w.cpuS) ? '' : `${w.cpuS.toFixed(1)} s (${(w.cpuS / (w.ms / 1000)).toFixed(2)})`,
+        Number.isNaN(w.rssMb) ? '' : `${w.rssMb.toFixed(0)} MB`,
+        `${((w.ms / r.ms) * 100).toFixed(0)}%`,
+      ]),
+    ),
+  );
+}
 if (rows.length > 1) {
   console.log(
     `\nLinearity: ${perRecord(largest).toFixed(0)} ms per 1,000 records at ${fmtInt(largest.records)} against ` +

@@ -1,6 +1,7 @@
 /**
  * `verify` over a ledger large enough to be checked on worker threads: the answer (counts, and each problem with
- * its blob and line) must be exactly what a line-by-line check gives.
+ * its blob and line, and the files judged) must be exactly what a line-by-line check gives, and what core gives
+ * in-process, with or without the cache of lines verified by an earlier run.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -13,10 +14,25 @@ import {
   Repository,
   signStatement,
   verdictStatement,
+  verificationExitCode,
+  verifyLedger,
 } from '../../packages/core/src/index.js';
-import { adopt, cli, makeStory, makeWorkTree, type Story } from '../support/cli-story.js';
+import {
+  adopt,
+  cli,
+  commit,
+  gitOk,
+  makeStory,
+  makeWorkTree,
+  type Story,
+  writeFiles,
+} from '../support/cli-story.js';
 
 const RECORDS = 2400;
+/** Blobs whose content is a file at HEAD (src/f<b>.ts), so the threads weigh records for real files too. */
+const FILES = 40;
+/** This one's content changed after its records: refused, and worded by the main thread from the ledger's history. */
+const CHANGED = 5;
 
 describe('verify on worker threads', () => {
   let story: Story;
@@ -27,18 +43,29 @@ describe('verify on worker threads', () => {
   beforeAll(async () => {
     story = makeStory();
     work = makeWorkTree(story, 'work');
-    adopt(story, work, []);
+    adopt(story, work, ['src/**']);
     const policy = parsePolicy(fs.readFileSync(path.join(work, POLICY_PATH), 'utf8'));
     const { key } = loadSigningKey('alice', story.env);
     const repo = await Repository.open(work, story.env);
     try {
       // 800 blobs with 3 records each, written in one notes commit (blobs need not exist for verify).
       const additions: Array<{ blob: string; lines: string[] }> = [];
+      const files: Record<string, string> = {};
       for (let b = 0; b < RECORDS / 3; b++) {
-        const blob = createHash('sha1').update(`blob ${b}`).digest('hex');
+        let blob = createHash('sha1').update(`blob ${b}`).digest('hex');
+        let sha256 = (r: number) => createHash('sha256').update(`${b}/${r}`).digest('hex');
+        if (b < FILES) {
+          const content = `export const f${b} = ${b};\n`;
+          // The id git gives this content (SHA-1 repository), as the commit below stores it.
+          blob = createHash('sha1')
+            .update(`blob ${Buffer.byteLength(content)}\0${content}`)
+            .digest('hex');
+          const digest = createHash('sha256').update(content).digest('hex');
+          sha256 = () => digest;
+          files[`src/f${b}.ts`] = b === CHANGED ? `${content}// changed since\n` : content;
+        }
         const lines = [0, 1, 2].map((r) => {
-          const sha256 = createHash('sha256').update(`${b}/${r}`).digest('hex');
-          const statement = verdictStatement([{ path: `src/f${b}.ts`, sha256, gitBlob: blob }], {
+          const statement = verdictStatement([{ path: `src/f${b}.ts`, sha256: sha256(r), gitBlob: blob }], {
             verdict: r === 2 ? 'UNIT_FAILED' : 'UNIT_PASSED',
             repository: { id: policy.repositoryId },
             createdAt: `2026-11-0${1 + r}T00:00:00.000Z`,
@@ -55,6 +82,10 @@ describe('verify on worker threads', () => {
       forgedBlob = target.blob;
       forgedLine = [...target.lines].sort().indexOf(target.lines[1]!) + 1;
       await repo.ledger.append(additions);
+      writeFiles(work, files);
+      gitOk(story, work, ['add', 'src']);
+      const committed = commit(story, work, 'files, one changed after its verdict', ['--no-verify']);
+      if (committed.code !== 0) throw new Error(committed.stderr);
     } finally {
       await repo.close();
     }
@@ -74,5 +105,31 @@ describe('verify on worker threads', () => {
     expect(result.invalid[0]).toMatchObject({ blob: forgedBlob, line: forgedLine });
     expect(result.invalid[0].reason).toMatch(/does not verify|not a valid record/);
     expect(run.code).toBe(1);
+    const files = Object.fromEntries(
+      (result.files as Array<{ path: string; promoted: boolean; reason: string }>).map((f) => [f.path, f]),
+    );
+    expect(Object.keys(files).filter((p) => p.startsWith('src/'))).toHaveLength(FILES);
+    expect(files[`src/f${CHANGED}.ts`]).toMatchObject({
+      promoted: false,
+      reason: 'its content changed after the verdict, so it is not the version anything verified',
+    });
+    expect(files['src/f1.ts']).toMatchObject({ promoted: true });
+  });
+
+  it('threads, the cache and core in-process all give the same answer', async () => {
+    fs.rmSync(path.join(work, '.git', 'delegate-git', 'cache'), { recursive: true, force: true });
+    const cold = cli(story, work, ['verify', '--json']);
+    const cached = fs.readdirSync(path.join(work, '.git', 'delegate-git', 'cache'));
+    expect(cached.some((n) => n.startsWith('verified-'))).toBe(true);
+    const warm = cli(story, work, ['verify', '--json']);
+    expect(warm.stdout).toBe(cold.stdout);
+    const repo = await Repository.open(work, story.env);
+    try {
+      const inProcess = await verifyLedger(repo, { cache: false });
+      const exitCode = verificationExitCode(inProcess);
+      expect(JSON.parse(cold.stdout)).toEqual(JSON.parse(JSON.stringify({ ...inProcess, exitCode })));
+    } finally {
+      await repo.close();
+    }
   });
 });

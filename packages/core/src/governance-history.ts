@@ -11,7 +11,7 @@ import { isDelegateGitError } from './errors.js';
 import { git, gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { judgeFiles } from './judge.js';
-import { loadPathIndex } from './path-index.js';
+import { loadPathIndex, type PathIndex } from './path-index.js';
 import { DEFAULT_KEYS_DIR, isGovernanceFile, POLICY_PATH, parsePolicy } from './policy.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, splitZ } from './snapshot.js';
@@ -25,11 +25,15 @@ export interface GovernanceChangeProblem {
   reason: string;
 }
 
-/** Every change to the policy file or the keys directory in `commit`'s history not promoted under the rules before it. */
+/**
+ * Every change to the policy file or the keys directory in `commit`'s history not promoted under the rules before it.
+ * `index`: the path index of the ledger at `notesAt`, when the caller has it already (verify builds it in its pass).
+ */
 export async function unapprovedGovernanceChanges(
   repo: Repository,
   commit: string,
   notesAt: string | null,
+  index?: PathIndex,
 ): Promise<GovernanceChangeProblem[]> {
   const opts = { cwd: repo.cwd, env: repo.env };
   const pathspecs = await governancePathspecs(repo, commit);
@@ -48,7 +52,11 @@ export async function unapprovedGovernanceChanges(
     ],
     opts,
   );
-  const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
+  let known = index;
+  const pathIndex = async () => {
+    known ??= await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
+    return known;
+  };
   const inForce = new Map<string, Promise<Governance | null>>();
   const rulesBefore = (parent: string) => {
     if (!inForce.has(parent)) inForce.set(parent, governanceInForce(repo, parent, pathspecs));
@@ -74,7 +82,7 @@ export async function unapprovedGovernanceChanges(
       anchor: before,
       ledger: repo.ledger,
       notesAt,
-      index,
+      index: await pathIndex(),
       batch: repo.objects,
     });
     for (const j of judged) {

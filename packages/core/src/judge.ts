@@ -10,8 +10,9 @@ import type { Governance } from './governance.js';
 import type { NotesLedger } from './notes-ledger.js';
 import type { PathIndex } from './path-index.js';
 import { governedMatcher, isGovernanceFile } from './policy.js';
-import { type JudgedRecord, type Promotion, promotionOf } from './promotion.js';
+import { type JudgedRecord, type Promotion, type PromotionRules, promotionOf } from './promotion.js';
 import { judgeLine } from './record.js';
+import type { TrustRoot } from './trust-root.js';
 
 export interface FileToJudge {
   path: string;
@@ -108,13 +109,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
       });
       continue;
     }
-    // The policy and the trust root always need reviewer approval, under the rules already in force.
-    const governanceFile =
-      isGovernanceFile(ctx.governance.policy, f.path) || isGovernanceFile(anchor.policy, f.path);
-    const rules = governanceFile
-      ? { requireReview: true, reviewThreshold: anchor.policy.reviewThreshold }
-      : ctx.governance.policy;
-    const trustRoot = governanceFile ? anchor.trustRoot : ctx.governance.trustRoot;
+    const { governanceFile, rules, trustRoot } = rulesFor(f.path, ctx.governance, anchor);
     const candidate = { path: f.path, sha256: digest, gitBlob: f.blob };
     const records = recordsFor(f.blob, governanceFile);
     let promotion = promotionOf(candidate, records, rules, [], unreadable.get(f.blob));
@@ -126,6 +121,25 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
     out.push({ ...promotion, blob: f.blob, sha256: digest });
   }
   return out;
+}
+
+/**
+ * The rules and trust root a path is judged by. The policy and the trust root themselves always need reviewer
+ * approval, under the governance already in force (`anchor`), so a weakening cannot approve itself.
+ */
+export function rulesFor(
+  path: string,
+  governance: Governance,
+  anchor: Governance = governance,
+): { governanceFile: boolean; rules: PromotionRules; trustRoot: TrustRoot } {
+  const governanceFile = isGovernanceFile(governance.policy, path) || isGovernanceFile(anchor.policy, path);
+  return governanceFile
+    ? {
+        governanceFile,
+        rules: { requireReview: true, reviewThreshold: anchor.policy.reviewThreshold },
+        trustRoot: anchor.trustRoot,
+      }
+    : { governanceFile, rules: governance.policy, trustRoot: governance.trustRoot };
 }
 
 /**

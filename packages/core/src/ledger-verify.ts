@@ -1,22 +1,25 @@
 /**
  * The CI gate (`verify`, DESIGN 4.2): every ledger line verifies, every governed file at a revision is promoted, and
- * the ledger only ever grew. Lines are streamed, so memory follows the number of problems, not the ledger's size.
+ * the ledger only ever grew. One pass over the ledger (ledger-pass.ts) serves all three: each line is decoded and
+ * its signature checked once, on worker threads; the governed-paths index is built from the same pass; the
+ * revision's files are weighed against the records on their blobs as those are checked (revision-judge.ts); the
+ * append-only check runs beside it in git processes of its own. Lines are streamed, so memory follows the number of
+ * problems (and paths recorded), not the size of the records.
  */
-import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
-import { type CheckResult, checkRevision } from './checks.js';
+import { access } from 'node:fs/promises';
+import path from 'node:path';
+import type { CheckResult } from './checks.js';
 import { DelegateGitError } from './errors.js';
 import { gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { type GovernanceChangeProblem, unapprovedGovernanceChanges } from './governance-history.js';
-import { checkLedgerLine, type LineOutcome } from './line-check.js';
-import { addLines, PathIndex, writeCache } from './path-index.js';
+import { type PassStats, passOverLedger } from './ledger-pass.js';
+import { lineOutcome } from './line-check.js';
+import { type addLines, PathIndex, writeCache } from './path-index.js';
+import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
-import { gitSnapshot } from './snapshot.js';
-import type { VerifyBatch, VerifyWorkerData } from './verify-worker.js';
+import { judgeRevision, type NoteAtRevision, planRevision, type RevisionPlan } from './revision-judge.js';
+import { gitSnapshot, treeFiles } from './snapshot.js';
 
 export interface LineProblem {
   blob: string;
@@ -58,6 +61,13 @@ export interface LedgerVerification {
 export interface VerifyOptions {
   rev?: string;
   baseline?: string;
+  /**
+   * Reuse and keep the facts of lines already verified under this trust root (`.git/delegate-git/cache`, DESIGN 6).
+   * Default true; the answer is the same either way.
+   */
+  cache?: boolean;
+  /** Told how the pass over the ledger went (notes read, and how many the cache answered). */
+  onPass?: (stats: PassStats) => void;
 }
 
 export function verificationExitCode(v: LedgerVerification): 0 | 1 {
@@ -98,18 +108,31 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
     governanceChanges: [],
     appendOnly: { checked: 'no ledger', removed: [] },
   };
-  if (ledgerTip) await verifyLines(repo, governance, ledgerTip, result);
-  const files = await checkRevision(repo, commit);
-  result.governanceChanges = await unapprovedGovernanceChanges(repo, commit, ledgerTip);
-  result.files = withGovernanceHistory(files.results, result.governanceChanges);
-  if (ledgerTip) result.appendOnly = await checkAppendOnly(repo, ledgerTip, opts.baseline);
+  // The ledger's history is checked by git processes of its own, beside the pass.
+  const appendOnly = ledgerTip ? checkAppendOnly(repo, ledgerTip, opts.baseline) : null;
+  appendOnly?.catch(() => {}); // awaited below
+  // The revision's files are listed, read and hashed while the notes are listed: the threads weigh their records.
+  const files = treeFiles(repo.cwd, commit, [], repo.env);
+  const plan = files.then((f) => planRevision(f, governance, repo.objects));
+  plan.catch(() => {}); // awaited below
+  const atRevision = new Map<string, NoteAtRevision>();
+  let index = PathIndex.empty();
+  if (ledgerTip) {
+    const pass = await verifyLines(repo, governance, ledgerTip, result, {
+      plan,
+      onRevisionBlob: (blob, note) => atRevision.set(blob, note),
+      cache: opts.cache ?? true,
+    });
+    index = pass.index;
+    opts.onPass?.(pass.stats);
+  }
+  const judged = await judgeRevision(await files, governance, index, await plan, atRevision, repo.objects);
+  atRevision.clear();
+  result.governanceChanges = await unapprovedGovernanceChanges(repo, commit, ledgerTip, index);
+  result.files = withGovernanceHistory(judged, result.governanceChanges);
+  if (appendOnly) result.appendOnly = await appendOnly;
   return result;
 }
-
-type Note = { annotated: string; lines: string[] };
-
-/** Lines per batch handed to a worker thread; below one batch in all, checking in-process is faster. */
-const BATCH_LINES = 1000;
 
 /**
  * The revision's own policy and trust root judge its files, so a governance file whose history holds an unapproved
@@ -136,134 +159,104 @@ function withGovernanceHistory(files: CheckResult[], problems: GovernanceChangeP
   return out;
 }
 
-async function verifyLines(repo: Repository, governance: Governance, tip: string, out: LedgerVerification) {
-  const { trustRoot, policy } = governance;
-  // 16 bytes of each line's SHA-256 are enough to count distinct records in a few MB for 100,000 of them.
-  const seen = new Set<string>();
-  // The governed-paths index comes from the same pass, so judging the revision's files reads the ledger no more.
-  const byPath: Parameters<typeof addLines>[0] = new Map();
-  const tally = (note: Note, outcomes: LineOutcome[]) => {
-    out.notes++;
-    addLines(byPath, note.annotated, note.lines);
-    outcomes.forEach((o, i) => {
-      out.lines++;
-      const digest = createHash('sha256').update(note.lines[i]!).digest();
-      if (o.status !== 'valid') {
-        const problem = {
-          blob: note.annotated,
-          line: i + 1,
-          sha256: digest.toString('hex'),
-          reason: o.reason,
-        };
-        (o.status === 'revoked' ? out.revoked : out.invalid).push(problem);
-        return;
-      }
-      const key = digest.subarray(0, 16).toString('base64');
-      if (seen.has(key)) return;
-      seen.add(key);
-      out.records++;
-      out.byVerdict[o.outcome] = (out.byVerdict[o.outcome] ?? 0) + 1;
-      out.bySigner[o.signer] = (out.bySigner[o.signer] ?? 0) + 1;
-    });
-  };
-  const inProcess = (notes: Note[]) => {
-    for (const note of notes)
-      tally(
-        note,
-        note.lines.map((l) => checkLedgerLine(l, note.annotated, trustRoot, policy.repositoryId)),
-      );
-  };
+type IndexEntries = Parameters<typeof addLines>[0];
+type IndexEntry = IndexEntries extends Map<string, Array<infer E>> ? E : never;
 
-  const batch: Note[] = [];
-  let batchLines = 0;
-  let pool: LinePool | null = null;
-  const inFlight = new Set<Promise<void>>();
-  const flush = async () => {
-    pool ??= LinePool.start(governance);
-    if (!pool) return inProcess(batch.splice(0));
-    const notes = batch.splice(0);
-    const done = pool.check(notes).then((outcomes) => {
-      notes.forEach((n, i) => {
-        tally(n, outcomes[i]!);
-      });
-    });
-    inFlight.add(done);
-    void done.finally(() => inFlight.delete(done));
-    // Bounded read-ahead keeps memory flat however large the ledger is.
-    if (inFlight.size >= pool.size * 2) await Promise.race(inFlight);
+/**
+ * Counts and lists what the pass over the ledger finds, and builds the governed-paths index from the same pass, so
+ * judging the revision's files reads the ledger no more.
+ */
+async function verifyLines(
+  repo: Repository,
+  governance: Governance,
+  tip: string,
+  out: LedgerVerification,
+  opts: {
+    plan: Promise<RevisionPlan>;
+    onRevisionBlob: (blob: string, note: NoteAtRevision) => void;
+    cache: boolean;
+  },
+): Promise<{ index: PathIndex; stats: PassStats }> {
+  const { trustRoot } = governance;
+  // A line counts once however many notes it sits on; only a record naming several blobs can sit on several.
+  // 16 bytes of its SHA-256 are enough to tell them apart.
+  const seen = new Set<string>();
+  // The plan is awaited by the pass once the notes are listed, before the first note is handed on.
+  let plan: RevisionPlan | undefined;
+  const planned = opts.plan.then((p) => {
+    plan = p;
+    return p.candidates;
+  });
+  const byPath: IndexEntries = new Map();
+  // One string per signer key and outcome, however many entries name them.
+  const interned = new Map<string, string>();
+  const intern = (text: string) => {
+    const known = interned.get(text);
+    if (known !== undefined) return known;
+    interned.set(text, text);
+    return text;
   };
-  try {
-    for await (const note of repo.ledger.entries(tip)) {
-      batch.push(note);
-      batchLines += note.lines.length;
-      if (batchLines >= BATCH_LINES) {
-        batchLines = 0;
-        await flush();
+  const stats = await passOverLedger(
+    repo,
+    governance,
+    tip,
+    (note) => {
+      out.notes++;
+      note.facts.forEach((facts, i) => {
+        out.lines++;
+        if (facts.index !== null) {
+          const [kind, outcome, keyid, createdAt, paths] = facts.index;
+          const entry: IndexEntry = [kind, intern(outcome), intern(keyid), note.annotated, createdAt];
+          for (const p of paths) {
+            const list = byPath.get(p);
+            if (list) list.push(entry);
+            else byPath.set(p, [entry]);
+          }
+        }
+        const o = lineOutcome(facts, trustRoot);
+        if (o.status !== 'valid') {
+          const problem = { blob: note.annotated, line: i + 1, sha256: facts.sha256!, reason: o.reason };
+          (o.status === 'revoked' ? out.revoked : out.invalid).push(problem);
+          return;
+        }
+        if (facts.elsewhere) {
+          const key = facts.sha256!.slice(0, 32);
+          if (seen.has(key)) return;
+          seen.add(key);
+        }
+        out.records++;
+        out.byVerdict[o.outcome] = (out.byVerdict[o.outcome] ?? 0) + 1;
+        out.bySigner[o.signer] = (out.bySigner[o.signer] ?? 0) + 1;
+      });
+      const onRevision = plan!.candidates.get(note.annotated);
+      if (onRevision || plan!.ifRecorded.has(note.annotated)) {
+        const promoted = new Map<string, Promotion>();
+        note.promotions?.forEach((p, i) => {
+          if (p) promoted.set(onRevision![i]!.candidate.path, p);
+        });
+        // The facts are kept only for a note the main thread will weigh itself (it has its lines then).
+        const facts = note.lines === null ? [] : note.facts;
+        opts.onRevisionBlob(note.annotated, { facts, lines: note.lines, promoted });
       }
-    }
-    if (pool === null) inProcess(batch);
-    else if (batch.length > 0) await flush();
-    await Promise.all(inFlight);
-  } finally {
-    await (pool as LinePool | null)?.close();
-  }
-  await writeCache(repo.cacheDir, tip, new PathIndex(byPath));
+    },
+    {
+      candidates: planned,
+      wantLines: (annotated) => plan!.ifRecorded.has(annotated),
+      cache: opts.cache,
+    },
+  );
+  const index = new PathIndex(byPath);
+  // The gate's index cache for this tip, unless an earlier run (or a gate) saved it already.
+  const saved = await access(path.join(repo.cacheDir, `path-index-${tip}.json`)).then(
+    () => true,
+    () => false,
+  );
+  if (!saved) await writeCache(repo.cacheDir, tip, index);
   const order = (a: LineProblem, b: LineProblem) =>
     a.blob === b.blob ? a.line - b.line : a.blob < b.blob ? -1 : 1;
   out.invalid.sort(order);
   out.revoked.sort(order);
-}
-
-/** Worker threads running `checkLedgerLine`, when the worker script was built next to this module (the CLI bundle). */
-class LinePool {
-  private next = 0;
-  private seq = 0;
-  private readonly waiting = new Map<
-    number,
-    { resolve: (o: LineOutcome[][]) => void; reject: (e: Error) => void }
-  >();
-
-  private constructor(private readonly workers: Worker[]) {
-    for (const worker of workers) {
-      worker.on('message', (m: { id: number; outcomes: LineOutcome[][] }) => {
-        this.waiting.get(m.id)?.resolve(m.outcomes);
-        this.waiting.delete(m.id);
-      });
-      // A crashed worker fails the whole run (exit 2): a ledger only partly checked must never pass.
-      worker.on('error', (error) => {
-        for (const { reject } of this.waiting.values()) reject(error);
-        this.waiting.clear();
-      });
-    }
-  }
-
-  static start(governance: Governance): LinePool | null {
-    const script = new URL('./verify-worker.js', import.meta.url);
-    if (script.protocol !== 'file:' || !existsSync(fileURLToPath(script))) return null;
-    const threads = Math.max(1, Math.min(availableParallelism(), 4));
-    const workerData: VerifyWorkerData = {
-      keyFiles: [...governance.trustRoot.sources],
-      repositoryId: governance.policy.repositoryId,
-    };
-    return new LinePool(Array.from({ length: threads }, () => new Worker(script, { workerData })));
-  }
-
-  get size(): number {
-    return this.workers.length;
-  }
-
-  check(notes: Note[]): Promise<LineOutcome[][]> {
-    const id = this.seq++;
-    const worker = this.workers[this.next++ % this.workers.length]!;
-    return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      worker.postMessage({ id, notes } satisfies VerifyBatch);
-    });
-  }
-
-  async close(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.terminate()));
-  }
+  return { index, stats };
 }
 
 /**

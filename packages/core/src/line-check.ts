@@ -1,8 +1,11 @@
 /**
  * What `verify` asks of every ledger line, as one function a worker thread can run: does it parse, does it name
- * the blob it sits on, and does it verify under the trust root in force?
+ * the blob it sits on, and does it verify under the trust root in force? The answer is plain data (`LineFacts`),
+ * so it crosses threads and a cache unchanged, and everything verify reports about the line is derived from it.
  */
-import { decodeRecord, verifyRecord } from './record.js';
+import { createHash } from 'node:crypto';
+import { addLines } from './path-index.js';
+import { decodeRecord, type LedgerRecord, type RecordTrust, verifyRecord } from './record.js';
 import type { TrustRoot } from './trust-root.js';
 
 export type LineOutcome =
@@ -11,27 +14,149 @@ export type LineOutcome =
   /** Valid once; a revoked key's records no longer count (not a fault of the ledger). */
   | { status: 'revoked'; reason: string };
 
+/** A path index entry without its blob (the blob is the note's): kind, outcome, signer keyid, createdAt, paths. */
+export type IndexFact = [kind: 'v' | 'r', outcome: string, keyid: string, createdAt: number, paths: string[]];
+
+export interface LineFacts {
+  /** Why the line is no record (strict decoding refused it); null when it decodes. */
+  undecodable: string | null;
+  /** It decodes but none of its subjects is the blob it sits on. */
+  misplaced: boolean;
+  /** It decodes and names another blob too, so the same line may sit on that blob's note as well. */
+  elsewhere: boolean;
+  /** verifyRecord's answer, with the signer by keyid; null when the line does not decode. */
+  trust: { ok: boolean; reason: string; keyid: string | null } | null;
+  /** The verdict, or `review:<decision>`, of a line that decodes. */
+  outcome: string | null;
+  /** What the path index records for this line on this blob (null: nothing, as path-index.ts reads it). */
+  index: IndexFact | null;
+  /**
+   * Hex SHA-256 of the line, when verify needs it: to name a line that does not count, or to count once a line
+   * that may sit on several notes. Null otherwise (a line that counts and names only its own blob).
+   */
+  sha256: string | null;
+}
+
+export const MISPLACED = 'the record does not name the blob it is attached to';
+
+/** A line's facts, with the decoded record and its trust for a caller in the same thread. */
+export interface ExaminedLine {
+  facts: LineFacts;
+  record: LedgerRecord | null;
+  trust: RecordTrust | null;
+}
+
+/** Decodes and verifies one line as it sits on `annotated`. */
+export function examineLine(
+  line: string,
+  annotated: string,
+  trustRoot: TrustRoot,
+  repositoryId: string,
+): ExaminedLine {
+  const decoded = decodeRecord(line);
+  if (!decoded.ok) {
+    const facts: LineFacts = {
+      undecodable: decoded.reason,
+      misplaced: false,
+      elsewhere: false,
+      trust: null,
+      outcome: null,
+      index: leniently(line, annotated),
+      sha256: sha256Hex(line),
+    };
+    return { facts, record: null, trust: null };
+  }
+  const r = decoded.record;
+  const paths: string[] = [];
+  let elsewhere = false;
+  for (const s of r.subjects) {
+    if (s.gitBlob === annotated) paths.push(s.path);
+    else elsewhere = true;
+  }
+  // The entry path-index.ts's lenient read gives a line that decodes strictly (the same fields, the same rules).
+  const createdAt = Date.parse(r.createdAtText);
+  const outcome = r.kind === 'verdict' ? r.verdict : r.decision;
+  const index: IndexFact | null =
+    paths.length === 0
+      ? null
+      : [
+          r.kind === 'verdict' ? 'v' : 'r',
+          outcome,
+          r.envelope.signatures[0]!.keyid,
+          Number.isNaN(createdAt) ? 0 : createdAt,
+          paths,
+        ];
+  // A misplaced line is verified too: judging the files on its blob weighs it (promotion.ts), as any record there.
+  const trust = verifyRecord(r, trustRoot, repositoryId);
+  const facts: LineFacts = {
+    undecodable: null,
+    misplaced: paths.length === 0,
+    elsewhere,
+    trust: trust.ok
+      ? { ok: true, reason: '', keyid: trust.signer.keyid }
+      : { ok: false, reason: trust.reason, keyid: trust.signer?.keyid ?? null },
+    outcome: r.kind === 'verdict' ? outcome : `review:${outcome}`,
+    index,
+    sha256: null,
+  };
+  if (elsewhere || !trust.ok || paths.length === 0) facts.sha256 = sha256Hex(line);
+  return { facts, record: r, trust };
+}
+
+export function lineFacts(
+  line: string,
+  annotated: string,
+  trustRoot: TrustRoot,
+  repositoryId: string,
+): LineFacts {
+  return examineLine(line, annotated, trustRoot, repositoryId).facts;
+}
+
+function sha256Hex(line: string): string {
+  return createHash('sha256').update(line).digest('hex');
+}
+
+/** path-index.ts's own reading of a line that does not decode strictly (it indexes what it can read). */
+function leniently(line: string, annotated: string): IndexFact | null {
+  const byPath: Parameters<typeof addLines>[0] = new Map();
+  addLines(byPath, annotated, [line]);
+  let fact: IndexFact | null = null;
+  for (const [path, entries] of byPath) {
+    const [kind, outcome, keyid, , createdAt] = entries[0]!;
+    fact ??= [kind, outcome, keyid, createdAt, []];
+    for (let i = 0; i < entries.length; i++) fact[4].push(path);
+  }
+  return fact;
+}
+
+/** The trust decision as verifyRecord made it, with the signer looked up in the same trust root. */
+export function recordTrust(facts: LineFacts, trustRoot: TrustRoot): RecordTrust | null {
+  const t = facts.trust;
+  if (t === null) return null;
+  const signer = t.keyid === null ? undefined : trustRoot.byKeyid(t.keyid);
+  if (t.ok) return { ok: true, signer: signer! };
+  return signer === undefined ? { ok: false, reason: t.reason } : { ok: false, reason: t.reason, signer };
+}
+
+/** What verify reports for a line: valid (counts), invalid (a problem) or revoked (no longer counts). */
+export function lineOutcome(facts: LineFacts, trustRoot: TrustRoot): LineOutcome {
+  if (facts.undecodable !== null)
+    return { status: 'invalid', reason: `not a valid record: ${facts.undecodable}` };
+  if (facts.misplaced) return { status: 'invalid', reason: MISPLACED };
+  const trust = recordTrust(facts, trustRoot)!;
+  if (!trust.ok) {
+    return trust.signer?.revoked !== undefined && trust.reason.endsWith('was revoked')
+      ? { status: 'revoked', reason: trust.reason }
+      : { status: 'invalid', reason: trust.reason };
+  }
+  return { status: 'valid', outcome: facts.outcome!, signer: trust.signer.name };
+}
+
 export function checkLedgerLine(
   line: string,
   annotated: string,
   trustRoot: TrustRoot,
   repositoryId: string,
 ): LineOutcome {
-  const decoded = decodeRecord(line);
-  if (!decoded.ok) return { status: 'invalid', reason: `not a valid record: ${decoded.reason}` };
-  const r = decoded.record;
-  if (!r.subjects.some((s) => s.gitBlob === annotated)) {
-    return { status: 'invalid', reason: 'the record does not name the blob it is attached to' };
-  }
-  const trust = verifyRecord(r, trustRoot, repositoryId);
-  if (!trust.ok) {
-    return trust.signer?.revoked !== undefined && trust.reason.endsWith('was revoked')
-      ? { status: 'revoked', reason: trust.reason }
-      : { status: 'invalid', reason: trust.reason };
-  }
-  return {
-    status: 'valid',
-    outcome: r.kind === 'verdict' ? r.verdict : `review:${r.decision}`,
-    signer: trust.signer.name,
-  };
+  return lineOutcome(lineFacts(line, annotated, trustRoot, repositoryId), trustRoot);
 }

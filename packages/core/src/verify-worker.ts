@@ -1,9 +1,9 @@
 /**
- * Worker thread entry for `verify`: checks batches of ledger lines. Signature checks dominate a large ledger, and
- * each line depends only on its bytes and the trust root, so they spread over the cores.
+ * Worker thread entry for `verify`: checks batches of notes. Signature checks dominate a large ledger, and each
+ * line depends only on its bytes, its blob and the trust root, so they spread over the cores.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { checkLedgerLine } from './line-check.js';
+import { checkNoteBatch, type NoteBatch } from './note-batch.js';
 import { parseTrustRoot } from './trust-root.js';
 
 export interface VerifyWorkerData {
@@ -11,16 +11,9 @@ export interface VerifyWorkerData {
   repositoryId: string;
 }
 
-export interface VerifyBatch {
-  id: number;
-  notes: Array<{ annotated: string; lines: string[] }>;
-}
-
 const data = workerData as VerifyWorkerData;
+// One trust root per thread, so each key's KeyObject is built once and reused for every line.
 const trustRoot = parseTrustRoot(data.keyFiles);
-parentPort!.on('message', (batch: VerifyBatch) => {
-  const outcomes = batch.notes.map(({ annotated, lines }) =>
-    lines.map((line) => checkLedgerLine(line, annotated, trustRoot, data.repositoryId)),
-  );
-  parentPort!.postMessage({ id: batch.id, outcomes });
+parentPort!.on('message', (batch: NoteBatch) => {
+  parentPort!.postMessage(checkNoteBatch(batch, trustRoot, data.repositoryId));
 });

@@ -1,0 +1,345 @@
+/**
+ * `verify`'s one pass over the ledger: every note listed once, read through one `git cat-file --batch` stream,
+ * and its lines checked on worker threads in large batches of raw bytes, while the main thread goes on reading.
+ * Notes whose facts the previous run remembered (verified-cache.ts) are neither read nor checked again. Each note's
+ * facts are handed on in the order of annotated ids, so what is built from them does not depend on which thread
+ * finished first. Memory follows the batches in flight, not the ledger.
+ */
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { CatFileBatch, git } from './git.js';
+import type { Governance } from './governance.js';
+import type { LineFacts } from './line-check.js';
+import {
+  type BatchCandidate,
+  type CheckedBatch,
+  checkNoteBatch,
+  type NoteBatch,
+  NoteBatchBuilder,
+} from './note-batch.js';
+import { annotatedIdOfPath, parseNote } from './notes-ledger.js';
+import type { Promotion } from './promotion.js';
+import type { Repository } from './repository.js';
+import {
+  type CachedPromotion,
+  noteKey,
+  rememberedPromotion,
+  VerifiedCacheReader,
+  VerifiedCacheWriter,
+} from './verified-cache.js';
+import type { VerifyWorkerData } from './verify-worker.js';
+
+export interface PassedNote {
+  annotated: string;
+  facts: LineFacts[];
+  /**
+   * For a note with candidates (PassOptions.candidates): per candidate its promotion, or null when the caller
+   * must judge it (refused, or the facts were remembered and its records not decoded this run).
+   */
+  promotions: Array<Promotion | null> | null;
+  /** Its lines, when asked for or some candidate is left to the caller. */
+  lines: string[] | null;
+}
+
+export interface PassOptions {
+  /** Per blob, the revision's files of that content to weigh its records for, once they are decoded anyway. */
+  candidates?: Promise<ReadonlyMap<string, BatchCandidate[]>>;
+  /** Notes whose lines the caller needs besides their facts. */
+  wantLines?: (annotated: string) => boolean;
+  /** Remember the facts for the next run, and reuse the last run's (default true). */
+  cache?: boolean;
+}
+
+export interface PassStats {
+  notes: number;
+  /** Notes whose facts came from the previous run. */
+  reused: number;
+}
+
+/** Bytes of notes per batch handed to a thread (about 500 record lines); less than one batch is checked in-process. */
+const BATCH_BYTES = 1 << 20;
+/** Notes read per cat-file window; the next window is asked for while the current one is handled. */
+const READ_WINDOW = 512;
+/** Notes to check in the first window that are worth starting the threads for before the first batch is full. */
+const EARLY_START = 64;
+const FANNED_OUT_SHA1 = /^[0-9a-f]{2}\/[0-9a-f]{38}$/;
+
+interface Batch {
+  result: Promise<CheckedBatch>;
+  /** Set once the thread has answered. */
+  checked: CheckedBatch | null;
+}
+
+interface Slot {
+  annotated: string;
+  key: string;
+  candidates: BatchCandidate[] | null;
+  /** The previous run's entry, when it answered for this note (kept as is in the next file). */
+  remembered: { raw: string; facts: LineFacts[]; promoted: CachedPromotion[] } | null;
+  /** Set when the facts are known without a thread (remembered); else they come from `batch`. */
+  note: PassedNote | null;
+  batch: Batch | null;
+  /** Position of the note in its batch. */
+  index: number;
+}
+
+/** Streams every note of the ledger at `tip` to `onNote`, with its facts, in annotated-id order. */
+export async function passOverLedger(
+  repo: Repository,
+  governance: Governance,
+  tip: string,
+  onNote: (note: PassedNote) => void,
+  opts: PassOptions = {},
+): Promise<PassStats> {
+  const { trustRoot, policy } = governance;
+  const wantLines = opts.wantLines ?? (() => false);
+  const listing = await listNotes(repo, tip);
+  const candidatesOf = (await opts.candidates) ?? new Map<string, BatchCandidate[]>();
+  const cacheDir = (opts.cache ?? true) ? repo.cacheDir : null;
+  const remembered = VerifiedCacheReader.open(cacheDir, trustRoot, policy.repositoryId);
+  const writer = await VerifiedCacheWriter.create(cacheDir, trustRoot, policy.repositoryId);
+  const reader = new CatFileBatch({ cwd: repo.cwd, env: repo.env });
+  const builder = new NoteBatchBuilder();
+  const slots: Slot[] = [];
+  const stats: PassStats = { notes: listing.length, reused: 0 };
+  let building: Slot[] = [];
+  /** undefined: not started yet; null: no worker script here, so batches are checked in-process. */
+  let pool: NotePool | null | undefined;
+  let inFlight = 0;
+  let seq = 0;
+
+  /** Sends the batch being built to a thread (or checks it here, when there are none and `startThreads` is false). */
+  const dispatch = (startThreads: boolean) => {
+    if (builder.count === 0) return;
+    if (pool === undefined && startThreads) pool = NotePool.start(governance);
+    const batchOf = builder.take(seq++);
+    const batch: Batch = {
+      result: pool
+        ? pool.check(batchOf)
+        : Promise.resolve(checkNoteBatch(batchOf, trustRoot, policy.repositoryId)),
+      checked: null,
+    };
+    inFlight++;
+    batch.result.then(
+      (checked) => {
+        batch.checked = checked;
+        inFlight--;
+      },
+      () => inFlight--,
+    );
+    building.forEach((slot, index) => {
+      slot.batch = batch;
+      slot.index = index;
+    });
+    building = [];
+  };
+
+  const deliver = (slot: Slot, note: PassedNote) => {
+    onNote(note);
+    if (!writer) return;
+    if (slot.remembered) return writer.keep(slot.remembered);
+    const promoted: CachedPromotion[] = [];
+    note.promotions?.forEach((promotion, i) => {
+      const { candidate, rules } = slot.candidates![i]!;
+      if (promotion) promoted.push({ path: candidate.path, sha256: candidate.sha256, rules, promotion });
+    });
+    writer.add(slot.annotated, slot.key, { facts: note.facts, promoted });
+  };
+
+  /** Hands on the slots at the front whose facts are known; with `wait`, first waits for the oldest batch. */
+  const drain = async (wait: boolean) => {
+    while (slots.length > 0) {
+      const slot = slots[0]!;
+      if (slot.note === null) {
+        if (slot.batch === null) return; // still being built
+        if (slot.batch.checked === null) {
+          if (!wait) return;
+          await slot.batch.result;
+          wait = false;
+        }
+        const n = slot.batch.checked!.notes[slot.index]!;
+        slot.note = { annotated: slot.annotated, facts: n.facts, promotions: n.promotions, lines: n.lines };
+      }
+      slots.shift();
+      deliver(slot, slot.note);
+    }
+  };
+
+  const planWindow = async (start: number) => {
+    const window = [];
+    for (const [annotated, oids] of listing.slice(start, start + READ_WINDOW)) {
+      const key = noteKey(oids);
+      const cached = await remembered.find(annotated, key);
+      const candidates = candidatesOf.get(annotated) ?? null;
+      const want = wantLines(annotated);
+      // Remembered promotions spare reading the note; a candidate without one is judged by the caller.
+      const promotions =
+        cached && candidates
+          ? candidates.map((c) => rememberedPromotion(cached, c.candidate, c.rules))
+          : null;
+      const needsLines = want || (promotions?.includes(null) ?? false);
+      const content = cached === null || needsLines ? reader.readMany(oids) : null;
+      content?.catch(() => {}); // awaited below; a failed run must not leave it unhandled
+      window.push({ annotated, key, cached, candidates, promotions, needsLines, content });
+    }
+    return window;
+  };
+
+  try {
+    let next = listing.length > 0 ? planWindow(0) : null;
+    for (let start = 0; next; start += READ_WINDOW) {
+      const window = await next;
+      next = start + READ_WINDOW < listing.length ? planWindow(start + READ_WINDOW) : null;
+      // Threads start while the first notes are read, once there are enough to check (not on a warm run).
+      if (pool === undefined && window.filter((n) => n.cached === null).length >= EARLY_START)
+        pool = NotePool.start(governance);
+      for (const { annotated, key, cached, candidates, promotions, needsLines, content } of window) {
+        const objects = content ? await content : [];
+        const slot: Slot = {
+          annotated,
+          key,
+          candidates,
+          remembered: cached,
+          note: null,
+          batch: null,
+          index: 0,
+        };
+        if (cached !== null) {
+          stats.reused++;
+          const lines = needsLines ? linesOf(objects) : null;
+          slot.note = { annotated, facts: cached.facts, promotions, lines };
+        } else {
+          builder.add(annotated, joined(objects), candidates, wantLines(annotated));
+          building.push(slot);
+        }
+        slots.push(slot);
+        if (builder.bytes >= BATCH_BYTES) {
+          dispatch(true);
+          // Bounded read-ahead: once every thread has two batches, wait for the oldest.
+          await drain(inFlight >= (pool?.size ?? 1) * 2);
+        }
+      }
+      // A few notes to check among many remembered ones: check them now rather than hold the rest back.
+      const front = slots[0];
+      if (front && front.note === null && front.batch === null && slots.length >= 2 * READ_WINDOW)
+        dispatch(false);
+      await drain(false);
+    }
+    // Less than one batch in all is checked in-process: starting threads would cost more.
+    dispatch(false);
+    while (slots.length > 0) await drain(true);
+    await writer?.finish(stats.reused < stats.notes || remembered.skipped > 0);
+  } catch (error) {
+    await writer?.finish(false);
+    throw error;
+  } finally {
+    await remembered.close();
+    await reader.close();
+    await pool?.close();
+  }
+  return stats;
+}
+
+/** A note's bytes: those of its note blob(s), missing ones left out (NotesLedger.entries reads them so). */
+function joined(objects: ReadonlyArray<{ content: Buffer } | null>): Buffer {
+  const present = objects.flatMap((o) => (o ? [o.content] : []));
+  if (present.length === 1) return present[0]!;
+  return Buffer.concat(present.flatMap((c) => [c, Buffer.from('\n')]));
+}
+
+function linesOf(objects: ReadonlyArray<{ content: Buffer } | null>): string[] {
+  return parseNote(joined(objects));
+}
+
+/**
+ * Every note of the notes commit: annotated id and the note blob(s) holding its lines (more than one when a tool
+ * left a flat entry beside a fanned-out one; git shows them concatenated), sorted by annotated id.
+ */
+export async function listNotes(repo: Repository, tip: string): Promise<Array<[string, string[]]>> {
+  const out = await git(['ls-tree', '-r', '-z', '--full-tree', tip], { cwd: repo.cwd, env: repo.env });
+  const notes = new Map<string, string[]>();
+  let at = 0;
+  while (at < out.length) {
+    let end = out.indexOf(0, at);
+    if (end === -1) end = out.length;
+    // "<mode> SP <type> SP <object> TAB <path>"
+    const record = out.toString('utf8', at, end);
+    at = end + 1;
+    const tab = record.indexOf('\t');
+    const [, type, oid] = record.slice(0, tab).split(' ');
+    const notePath = record.slice(tab + 1);
+    // The usual layout (git's fanout of a large ledger) read directly; anything else as notes-ledger.ts reads it.
+    const annotated =
+      type !== 'blob' || !oid
+        ? null
+        : FANNED_OUT_SHA1.test(notePath)
+          ? notePath.slice(0, 2) + notePath.slice(3)
+          : annotatedIdOfPath(notePath);
+    if (!annotated || !oid) continue;
+    const oids = notes.get(annotated);
+    if (oids) oids.push(oid);
+    else notes.set(annotated, [oid]);
+  }
+  return [...notes].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+/** Worker threads running `checkNoteBatch`, when the worker script was built next to this module (the CLI bundle). */
+class NotePool {
+  private readonly load: number[];
+  private readonly waiting = new Map<
+    number,
+    { resolve: (c: CheckedBatch) => void; reject: (e: Error) => void }
+  >();
+
+  private constructor(private readonly workers: Worker[]) {
+    this.load = workers.map(() => 0);
+    workers.forEach((worker, i) => {
+      worker.on('message', (checked: CheckedBatch) => {
+        this.load[i]!--;
+        this.waiting.get(checked.id)?.resolve(checked);
+        this.waiting.delete(checked.id);
+      });
+      // A crashed worker fails the whole run (exit 2): a ledger only partly checked must never pass.
+      const fail = (error: Error) => {
+        for (const { reject } of this.waiting.values()) reject(error);
+        this.waiting.clear();
+      };
+      worker.on('error', fail);
+      worker.on('exit', (code) => {
+        if (this.waiting.size > 0) fail(new Error(`a verify worker thread exited (code ${code})`));
+      });
+    });
+  }
+
+  static start(governance: Governance): NotePool | null {
+    const script = new URL('./verify-worker.js', import.meta.url);
+    if (script.protocol !== 'file:' || !existsSync(fileURLToPath(script))) return null;
+    const threads = Math.max(1, Math.min(availableParallelism(), 4));
+    const workerData: VerifyWorkerData = {
+      keyFiles: [...governance.trustRoot.sources],
+      repositoryId: governance.policy.repositoryId,
+    };
+    return new NotePool(Array.from({ length: threads }, () => new Worker(script, { workerData })));
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  /** To the thread with the least work queued. */
+  check(batch: NoteBatch): Promise<CheckedBatch> {
+    const i = this.load.indexOf(Math.min(...this.load));
+    this.load[i]!++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(batch.id, { resolve, reject });
+      this.workers[i]!.postMessage(batch, [batch.bytes.buffer]);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.waiting.clear();
+    await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+}
