@@ -7,6 +7,8 @@ import type { DecisionCache } from './decision-cache.js';
 import type { Ed25519Backend } from './ed25519.js';
 import type { CatFileBatch } from './git.js';
 import type { Governance } from './governance.js';
+import { NotePool } from './ledger-pass.js';
+import { type BatchCandidate, NoteBatchBuilder } from './note-batch.js';
 import type { NotesLedger } from './notes-ledger.js';
 import type { PathIndex } from './path-index.js';
 import { governedMatcher, isGovernanceFile } from './policy.js';
@@ -76,21 +78,23 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
     const object = contents[i];
     if (object) sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
   });
-  const judged = new Map<string, JudgedRecord[]>();
-  const unreadable = new Map<string, string[]>();
-  for (const blob of blobs) {
-    const reasons: string[] = [];
-    judged.set(blob, judgeLines(notes.get(blob) ?? [], ctx, reasons));
-    unreadable.set(blob, reasons);
-  }
-
   const anchor = ctx.anchor ?? ctx.governance;
-  const anchored = new Map<string, JudgedRecord[]>();
+  const onThreads = await promotedOnThreads(files, notes, sha256, ctx.governance, anchor);
+  // Judged here, on demand: the records of blobs no thread promoted a file of (or of every blob, when few).
+  const judged = new Map<string, { records: JudgedRecord[]; unreadable: string[] }>();
   const recordsFor = (blob: string, governanceFile: boolean) => {
-    if (!governanceFile || anchor === ctx.governance) return judged.get(blob) ?? [];
-    if (!anchored.has(blob))
-      anchored.set(blob, judgeLines(notes.get(blob) ?? [], { governance: anchor, backend: ctx.backend }));
-    return anchored.get(blob)!;
+    const governance = governanceFile ? anchor : ctx.governance;
+    const key = governance === ctx.governance ? blob : `anchor:${blob}`;
+    let j = judged.get(key);
+    if (!j) {
+      const unreadable: string[] = [];
+      j = {
+        records: judgeLines(notes.get(blob) ?? [], { governance, backend: ctx.backend }, unreadable),
+        unreadable,
+      };
+      judged.set(key, j);
+    }
+    return j;
   };
   // A promotion never reads the path's earlier records; only a refusal's wording does, so the index (a read of the
   // whole ledger when not cached) is loaded only when something is refused.
@@ -109,18 +113,81 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
       });
       continue;
     }
+    const threaded = onThreads.get(`${f.blob}\0${f.path}`);
+    if (threaded) {
+      const { promoted, reason, by } = threaded;
+      out.push({ path: f.path, promoted, reason, by, blob: f.blob, sha256: digest });
+      continue;
+    }
     const { governanceFile, rules, trustRoot } = rulesFor(f.path, ctx.governance, anchor);
     const candidate = { path: f.path, sha256: digest, gitBlob: f.blob };
-    const records = recordsFor(f.blob, governanceFile);
-    let promotion = promotionOf(candidate, records, rules, [], unreadable.get(f.blob));
+    const { records, unreadable } = recordsFor(f.blob, governanceFile);
+    let promotion = promotionOf(candidate, records, rules, [], unreadable);
     if (!promotion.promoted) {
       index ??= typeof ctx.index === 'function' ? await ctx.index() : ctx.index;
       const earlier = index.earlier(f.path, f.blob, trustRoot);
-      promotion = promotionOf(candidate, records, rules, earlier, unreadable.get(f.blob));
+      promotion = promotionOf(candidate, records, rules, earlier, unreadable);
     }
     out.push({ ...promotion, blob: f.blob, sha256: digest });
   }
   return out;
+}
+
+/** From this many blobs with records on, their records are checked on worker threads, as `verify` does. */
+const THREADED_BLOBS = 256;
+
+/**
+ * The promotions worker threads find (note-batch.ts), keyed "<blob>\0<path>", for large batches only: a commit
+ * staging thousands of governed files spends nearly all its time on signature checks. Files of the governance
+ * itself are left to the main thread (judged under the anchor), and so is every refusal (its wording needs the
+ * path's history). Empty when there are few, or no worker script beside this module (tests run the sources).
+ */
+async function promotedOnThreads(
+  files: readonly FileToJudge[],
+  notes: ReadonlyMap<string, string[]>,
+  sha256: ReadonlyMap<string, string>,
+  governance: Governance,
+  anchor: Governance,
+): Promise<Map<string, Promotion>> {
+  const promoted = new Map<string, Promotion>();
+  const candidates = new Map<string, BatchCandidate[]>();
+  for (const f of files) {
+    const digest = sha256.get(f.blob);
+    if (digest === undefined || !notes.get(f.blob)?.length) continue;
+    const { governanceFile, rules } = rulesFor(f.path, governance, anchor);
+    if (governanceFile) continue;
+    const list = candidates.get(f.blob) ?? [];
+    list.push({ candidate: { path: f.path, sha256: digest, gitBlob: f.blob }, rules });
+    candidates.set(f.blob, list);
+  }
+  if (candidates.size < THREADED_BLOBS) return promoted;
+  const pool = NotePool.start(governance);
+  if (!pool) return promoted;
+  try {
+    const blobs = [...candidates.keys()];
+    // One batch per thread and a few more, so a slow thread does not hold the rest back.
+    const perBatch = Math.ceil(blobs.length / (pool.size * 4));
+    const checks: Array<Promise<void>> = [];
+    for (let i = 0; i < blobs.length; i += perBatch) {
+      const builder = new NoteBatchBuilder();
+      const part = blobs.slice(i, i + perBatch);
+      for (const blob of part)
+        builder.add(blob, Buffer.from(notes.get(blob)!.join('\n')), candidates.get(blob)!, false);
+      checks.push(
+        pool.check(builder.take(i)).then((checked) => {
+          checked.notes.forEach((note, n) => {
+            note.promotions?.forEach((p, c) => {
+              if (p) promoted.set(`${part[n]}\0${candidates.get(part[n]!)![c]!.candidate.path}`, p);
+            });
+          });
+        }),
+      );
+    }
+    await Promise.all(checks);
+  } finally {
+    await pool.close();
+  }
+  return promoted;
 }
 
 /**

@@ -286,7 +286,7 @@ export async function listNotes(repo: Repository, tip: string): Promise<Array<[s
 }
 
 /** Worker threads running `checkNoteBatch`, when the worker script was built next to this module (the CLI bundle). */
-class NotePool {
+export class NotePool {
   private readonly load: number[];
   private readonly waiting = new Map<
     number,
