@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { DecisionCache } from './decision-cache.js';
 import type { Ed25519Backend } from './ed25519.js';
-import type { CatFileBatch } from './git.js';
+import type { CatFileBatch, GitObject } from './git.js';
 import type { Governance } from './governance.js';
 import { NotePool } from './ledger-pass.js';
 import { type BatchCandidate, NoteBatchBuilder } from './note-batch.js';
@@ -67,19 +67,28 @@ export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContex
 async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): Promise<Judgement[]> {
   if (files.length === 0) return [];
   const blobs = [...new Set(files.map((f) => f.blob))];
-  const [contents, notes] = await Promise.all([
-    ctx.batch.readMany(blobs),
-    ctx.notesAt === null
-      ? Promise.resolve(new Map<string, string[]>())
-      : ctx.ledger.linesOnMany(blobs, ctx.notesAt),
-  ]);
-  const sha256 = new Map<string, string>();
-  blobs.forEach((blob, i) => {
-    const object = contents[i];
-    if (object) sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
-  });
+  // Threads take a while to start: start them while git reads, when the batch is large enough to use them.
+  const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
   const anchor = ctx.anchor ?? ctx.governance;
-  const onThreads = await promotedOnThreads(files, notes, sha256, ctx.governance, anchor);
+  const sha256 = new Map<string, string>();
+  let notes: Map<string, string[]>;
+  let onThreads = new Map<string, Promotion>();
+  try {
+    let contents: Array<GitObject | null>;
+    [contents, notes] = await Promise.all([
+      ctx.batch.readMany(blobs),
+      ctx.notesAt === null
+        ? Promise.resolve(new Map<string, string[]>())
+        : ctx.ledger.linesOnMany(blobs, ctx.notesAt),
+    ]);
+    blobs.forEach((blob, i) => {
+      const object = contents[i];
+      if (object) sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
+    });
+    if (pool) onThreads = await promotedOnThreads(pool, files, notes, sha256, ctx.governance, anchor);
+  } finally {
+    await pool?.close();
+  }
   // Judged here, on demand: the records of blobs no thread promoted a file of (or of every blob, when few).
   const judged = new Map<string, { records: JudgedRecord[]; unreadable: string[] }>();
   const recordsFor = (blob: string, governanceFile: boolean) => {
@@ -137,12 +146,13 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
 const THREADED_BLOBS = 256;
 
 /**
- * The promotions worker threads find (note-batch.ts), keyed "<blob>\0<path>", for large batches only: a commit
- * staging thousands of governed files spends nearly all its time on signature checks. Files of the governance
- * itself are left to the main thread (judged under the anchor), and so is every refusal (its wording needs the
- * path's history). Empty when there are few, or no worker script beside this module (tests run the sources).
+ * The promotions worker threads find (note-batch.ts), keyed "<blob>\0<path>", for large batches: a commit staging
+ * thousands of governed files spends nearly all its time on signature checks. Files of the governance itself are
+ * left to the main thread (judged under the anchor), and so is every refusal (its wording needs the path's
+ * history). There is no pool without a worker script beside this module (tests run the sources).
  */
 async function promotedOnThreads(
+  pool: NotePool,
   files: readonly FileToJudge[],
   notes: ReadonlyMap<string, string[]>,
   sha256: ReadonlyMap<string, string>,
@@ -160,33 +170,26 @@ async function promotedOnThreads(
     list.push({ candidate: { path: f.path, sha256: digest, gitBlob: f.blob }, rules });
     candidates.set(f.blob, list);
   }
-  if (candidates.size < THREADED_BLOBS) return promoted;
-  const pool = NotePool.start(governance);
-  if (!pool) return promoted;
-  try {
-    const blobs = [...candidates.keys()];
-    // One batch per thread and a few more, so a slow thread does not hold the rest back.
-    const perBatch = Math.ceil(blobs.length / (pool.size * 4));
-    const checks: Array<Promise<void>> = [];
-    for (let i = 0; i < blobs.length; i += perBatch) {
-      const builder = new NoteBatchBuilder();
-      const part = blobs.slice(i, i + perBatch);
-      for (const blob of part)
-        builder.add(blob, Buffer.from(notes.get(blob)!.join('\n')), candidates.get(blob)!, false);
-      checks.push(
-        pool.check(builder.take(i)).then((checked) => {
-          checked.notes.forEach((note, n) => {
-            note.promotions?.forEach((p, c) => {
-              if (p) promoted.set(`${part[n]}\0${candidates.get(part[n]!)![c]!.candidate.path}`, p);
-            });
+  const blobs = [...candidates.keys()];
+  // One batch per thread and a few more, so a slow thread does not hold the rest back.
+  const perBatch = Math.ceil(blobs.length / (pool.size * 4));
+  const checks: Array<Promise<void>> = [];
+  for (let i = 0; i < blobs.length; i += perBatch) {
+    const builder = new NoteBatchBuilder();
+    const part = blobs.slice(i, i + perBatch);
+    for (const blob of part)
+      builder.add(blob, Buffer.from(notes.get(blob)!.join('\n')), candidates.get(blob)!, false);
+    checks.push(
+      pool.check(builder.take(i)).then((checked) => {
+        checked.notes.forEach((note, n) => {
+          note.promotions?.forEach((p, c) => {
+            if (p) promoted.set(`${part[n]}\0${candidates.get(part[n]!)![c]!.candidate.path}`, p);
           });
-        }),
-      );
-    }
-    await Promise.all(checks);
-  } finally {
-    await pool.close();
+        });
+      }),
+    );
   }
+  await Promise.all(checks);
   return promoted;
 }
 
