@@ -104,10 +104,25 @@ export function parseKeyFile(text: string, file: string): TrustedKey {
 }
 
 /** Builds the trust root from the key files (path → text) of a keys directory. Duplicate key ids or names are refused. */
+// A run often reads the same keys twice (the staged and the committed trust root of a commit); checking a key's
+// point is the costly part of parsing it, and the answer depends only on the files' bytes.
+const parsedRoots = new Map<string, TrustRoot>();
+
 export function parseTrustRoot(files: ReadonlyArray<{ path: string; text: string }>): TrustRoot {
   const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
-  const keys: TrustedKey[] = [];
   const hash = createHash('sha256');
+  for (const { path, text } of sorted) hash.update(`${path}\0${text}\0`);
+  const digest = hash.digest('hex');
+  let root = parsedRoots.get(digest);
+  if (!root) {
+    root = new TrustRoot(parseKeys(sorted), digest, sorted);
+    parsedRoots.set(digest, root);
+  }
+  return root;
+}
+
+function parseKeys(sorted: ReadonlyArray<{ path: string; text: string }>): TrustedKey[] {
+  const keys: TrustedKey[] = [];
   for (const { path, text } of sorted) {
     const key = parseKeyFile(text, path);
     const twin = keys.find((k) => k.keyid === key.keyid || k.name === key.name);
@@ -118,9 +133,8 @@ export function parseTrustRoot(files: ReadonlyArray<{ path: string; text: string
       );
     }
     keys.push(key);
-    hash.update(`${path}\0${text}\0`);
   }
-  return new TrustRoot(keys, hash.digest('hex'), sorted);
+  return keys;
 }
 
 export function keyFileText(key: KeyFile): string {
