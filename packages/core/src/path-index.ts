@@ -138,6 +138,15 @@ export async function buildPathIndex(ledger: NotesLedger, at: string): Promise<P
 }
 
 /**
+ * What the ledger added from notes commit `since` to the tip being loaded, when the caller has read it already
+ * (the server gate reads it to verify a push): extending a cache made at `since` then reads no notes.
+ */
+export interface KnownAddition {
+  since: string;
+  added: Promise<ReadonlyArray<{ annotated: string; lines: readonly string[] }>>;
+}
+
+/**
  * The index for the ledger at `tip`, from `<cacheDir>/path-index-<tip>.json` when present. The cache is only an
  * accelerator: it is derived from the notes commit named in its file name, and a missing or corrupt cache is rebuilt.
  * When the ledger has moved on since the last cached tip (every append moves it), only the notes that changed are
@@ -147,13 +156,18 @@ export async function loadPathIndex(
   ledger: NotesLedger,
   tip: string | null,
   cacheDir: string | null,
+  known?: KnownAddition,
 ): Promise<PathIndex> {
   if (tip === null) return PathIndex.empty();
   if (cacheDir === null) return buildPathIndex(ledger, tip);
   const exact = await readCache(path.join(cacheDir, cacheName(tip)));
   if (exact) return exact;
-  const index = (await extendLatestCache(ledger, tip, cacheDir)) ?? (await buildPathIndex(ledger, tip));
-  await writeCache(cacheDir, tip, index);
+  const extended = await extendLatestCache(ledger, tip, cacheDir, known);
+  const index = extended?.index ?? (await buildPathIndex(ledger, tip));
+  // Extended for a caller that has not moved the ledger yet (the server gate), the cache extended from is kept
+  // beside the new one: the ledger stays at that tip if the push is refused.
+  const stays = known !== undefined && extended?.from === known.since ? known.since : undefined;
+  await writeCache(cacheDir, tip, index, stays);
   return index;
 }
 
@@ -173,22 +187,63 @@ async function writeAtomic(file: string, text: string): Promise<void> {
 /**
  * Just the set of paths the ledger ever recorded: all a commit that touches nothing governed needs. Kept in its own
  * small cache file, because parsing the full index (megabytes on a large ledger) would dominate such a commit.
+ * With `known` (what the ledger added since an earlier tip) and that tip's file, the set is grown from it and saved
+ * for `tip`, without the full index.
  */
 export async function loadRecordedPaths(
   ledger: NotesLedger,
   tip: string | null,
   cacheDir: string | null,
+  known?: KnownAddition,
 ): Promise<Set<string>> {
   if (tip === null) return new Set();
   if (cacheDir !== null) {
-    try {
-      const text = await readFile(path.join(cacheDir, pathsName(tip)), 'utf8');
-      return new Set(text === '' ? [] : text.split('\0'));
-    } catch {
-      // Not cached yet: the full index below writes it.
-    }
+    const exact = await readRecordedPaths(cacheDir, tip);
+    if (exact) return exact;
+    const grown = known ? await growRecordedPaths(cacheDir, tip, known) : null;
+    if (grown) return grown;
+    // Not cached yet: the full index below writes it.
   }
-  return new Set((await loadPathIndex(ledger, tip, cacheDir)).paths());
+  return new Set((await loadPathIndex(ledger, tip, cacheDir, known)).paths());
+}
+
+async function readRecordedPaths(cacheDir: string, tip: string): Promise<Set<string> | null> {
+  try {
+    const text = await readFile(path.join(cacheDir, pathsName(tip)), 'utf8');
+    return new Set(text === '' ? [] : text.split('\0'));
+  } catch {
+    return null;
+  }
+}
+
+async function growRecordedPaths(
+  cacheDir: string,
+  tip: string,
+  known: KnownAddition,
+): Promise<Set<string> | null> {
+  const before = await readRecordedPaths(cacheDir, known.since);
+  if (!before) return null;
+  let added: Awaited<KnownAddition['added']>;
+  try {
+    added = await known.added;
+  } catch {
+    return null;
+  }
+  // The same paths the full index gains from these lines (addLines decides what a line records).
+  const byPath = new Map<string, IndexEntry[]>();
+  for (const { annotated, lines } of added) addLines(byPath, annotated, lines);
+  for (const p of byPath.keys()) before.add(p);
+  try {
+    await writeAtomic(path.join(cacheDir, pathsName(tip)), [...before].sort().join('\0'));
+    // Kept: this tip's and the one it grew from (the ledger stays there if the push that read it is refused).
+    for (const n of await readdir(cacheDir)) {
+      if (PATHS_FILE.test(n) && n !== pathsName(tip) && n !== pathsName(known.since))
+        await rm(path.join(cacheDir, n), { force: true });
+    }
+  } catch {
+    // A read-only git dir still gets the answer.
+  }
+  return before;
 }
 
 function cacheName(tip: string): string {
@@ -203,51 +258,72 @@ async function readCache(file: string): Promise<PathIndex | null> {
   }
 }
 
+/** An index extended from the cache of an earlier tip, and that tip. */
+interface Extended {
+  index: PathIndex;
+  from: string;
+}
+
+/**
+ * The cache of `known.since` when there is one (the tip the caller read the addition from, e.g. the ledger a server
+ * holds while a push is judged), else the newest cache, extended to `tip`.
+ */
 async function extendLatestCache(
   ledger: NotesLedger,
   tip: string,
   cacheDir: string,
-): Promise<PathIndex | null> {
+  known: KnownAddition | undefined,
+): Promise<Extended | null> {
   let names: string[];
   try {
     names = (await readdir(cacheDir)).filter((n) => CACHE_FILE.test(n));
   } catch {
     return null;
   }
-  const dated = await Promise.all(
-    names.map(async (n) => ({
-      n,
-      at: await stat(path.join(cacheDir, n)).then(
-        (s) => s.mtimeMs,
-        () => 0,
-      ),
-    })),
-  );
-  const latest = dated.sort((a, b) => b.at - a.at)[0];
-  if (!latest) return null;
-  const cached = await readCache(path.join(cacheDir, latest.n));
+  let chosen: string | undefined;
+  if (known && names.includes(cacheName(known.since))) chosen = cacheName(known.since);
+  else {
+    const dated = await Promise.all(
+      names.map(async (n) => ({
+        n,
+        at: await stat(path.join(cacheDir, n)).then(
+          (s) => s.mtimeMs,
+          () => 0,
+        ),
+      })),
+    );
+    chosen = dated.sort((a, b) => b.at - a.at)[0]?.n;
+  }
+  if (!chosen) return null;
+  const cached = await readCache(path.join(cacheDir, chosen));
   if (!cached) return null;
+  const older = CACHE_FILE.exec(chosen)![1]!;
   try {
-    const older = CACHE_FILE.exec(latest.n)![1]!;
-    for (const { annotated, lines } of await ledger.addedLines(older, tip))
-      addLines(cached.entries, annotated, lines);
-    return cached;
+    const added = older === known?.since ? await known.added : await ledger.addedLines(older, tip);
+    for (const { annotated, lines } of added) addLines(cached.entries, annotated, lines);
+    return { index: cached, from: older };
   } catch {
     return null; // the cached tip is gone (gc after a rewrite): rebuild from scratch
   }
 }
 
 /** Saves an index built elsewhere (verify builds one while it reads the whole ledger anyway). */
-export async function writeCache(cacheDir: string, tip: string, index: PathIndex): Promise<void> {
+export async function writeCache(
+  cacheDir: string,
+  tip: string,
+  index: PathIndex,
+  alsoKeep?: string,
+): Promise<void> {
   try {
     await mkdir(cacheDir, { recursive: true });
     await writeAtomic(path.join(cacheDir, cacheName(tip)), JSON.stringify(index));
     await writeAtomic(path.join(cacheDir, pathsName(tip)), index.paths().join('\0'));
-    // Keep the newest only: the next tip extends it.
+    // Keep the newest only (and `alsoKeep`'s): the next tip extends it.
+    const kept = new Set([cacheName(tip), pathsName(tip)]);
+    if (alsoKeep !== undefined) kept.add(cacheName(alsoKeep)).add(pathsName(alsoKeep));
     for (const n of await readdir(cacheDir)) {
-      const stale =
-        (CACHE_FILE.test(n) && n !== cacheName(tip)) || (PATHS_FILE.test(n) && n !== pathsName(tip));
-      if (stale) await rm(path.join(cacheDir, n), { force: true });
+      if ((CACHE_FILE.test(n) || PATHS_FILE.test(n)) && !kept.has(n))
+        await rm(path.join(cacheDir, n), { force: true });
     }
   } catch {
     // A read-only git dir (a server, a CI cache) still gets a correct answer, only slower.

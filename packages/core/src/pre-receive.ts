@@ -3,15 +3,18 @@
  * the target (never the ones being pushed), against the ledger as it will be after the push. Objects are read
  * through the quarantine git provides in the hook's environment; no ref is updated here.
  */
-import { createHash } from 'node:crypto';
 import { parseRawDiff } from './checks.js';
-import { git, gitTry } from './git.js';
+import { DecisionCache } from './decision-cache.js';
+import { CatFileBatch, git, gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { governedFiles, judgeFiles } from './judge.js';
-import { LEDGER_REF } from './notes-ledger.js';
-import { loadPathIndex } from './path-index.js';
-import { deletionRefusal, governedMatcher } from './policy.js';
-import { judgeLine } from './record.js';
+import { KeptObjects } from './kept-objects.js';
+import type { LedgerChange } from './ledger-change.js';
+import { LEDGER_REF, NotesLedger } from './notes-ledger.js';
+import { NotesTree } from './notes-tree.js';
+import { type KnownAddition, loadPathIndex, loadRecordedPaths, type PathIndex } from './path-index.js';
+import { deletionRefusal, type GovernedMatcher, governedMatcher, type Policy } from './policy.js';
+import { type CheckedPromotions, type LedgerCheck, startLedgerCheck } from './push-ledger-check.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot } from './snapshot.js';
 
@@ -52,62 +55,195 @@ export function parseRefUpdates(stdin: string): RefUpdate[] {
 
 export async function judgePush(repo: Repository, updates: RefUpdate[]): Promise<PushJudgement> {
   const result: PushJudgement = { refusals: [], bootstrap: false, commits: 0, files: 0, noteLines: 0 };
+  const reads = new PushReads(repo);
+  try {
+    return await judgeWith(reads, updates, result);
+  } finally {
+    await reads.close();
+  }
+}
+
+async function judgeWith(
+  reads: PushReads,
+  updates: RefUpdate[],
+  result: PushJudgement,
+): Promise<PushJudgement> {
+  const { repo } = reads;
   const notesUpdate = updates.find((u) => u.ref === LEDGER_REF);
   const contentUpdates = updates.filter((u) => !u.ref.startsWith('refs/notes/') && !ZERO.test(u.newId));
-  const forNotes = await governanceInForce(repo, null, contentUpdates[0], result);
+  // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
+  // awaited where it is needed.
+  const changes = contentUpdates.map((u) => early(newChanges(repo, u.newId)));
+  const forNotesRead = early(governanceInForce(reads, null, contentUpdates[0], result));
+  const ledger = notesUpdate
+    ? startLedgerCheck(
+        {
+          cwd: repo.cwd,
+          env: repo.env,
+          objects: repo.objects,
+          blobs: reads.blobs,
+          governance: forNotesRead,
+          pushedFiles: early(pushedFilesJudgedBy(reads, contentUpdates, changes, forNotesRead, result)),
+        },
+        notesUpdate,
+      )
+    : null;
+  const notesAfterRead = early(
+    notesUpdate && !ZERO.test(notesUpdate.newId) ? Promise.resolve(notesUpdate.newId) : repo.ledger.tip(),
+  );
+  for (const u of contentUpdates) reads.prefetch(u);
 
-  const notesAfter =
-    notesUpdate && !ZERO.test(notesUpdate.newId) ? notesUpdate.newId : await repo.ledger.tip();
-  if (notesUpdate) await judgeLedgerUpdate(repo, notesUpdate, forNotes, result);
-  for (const update of contentUpdates) await judgeRefUpdate(repo, update, notesAfter, result);
+  const forNotes = await forNotesRead;
+  const notesAfter = await notesAfterRead;
+  if (notesUpdate && ledger) await judgeLedgerUpdate(repo, notesUpdate, forNotes, ledger, result);
+  if (contentUpdates.length === 0) return result;
+
+  // The ledger after the push, read once for every pushed ref and only as far as needed: the paths it ever
+  // recorded when a path's governance depends on them, the full path index only to word a refusal (both grown
+  // from the cache at the ledger's current tip with the lines this push adds), and the notes tree, which already
+  // holds the notes the ledger check read (the pushed blobs' notes are usually those).
+  const change = notesUpdate !== undefined && notesAfter === notesUpdate.newId ? ledger?.change : null;
+  const known: KnownAddition | undefined =
+    notesUpdate && change
+      ? { since: notesUpdate.oldId, added: early(change.then((c) => c.added)) }
+      : undefined;
+  const after: LedgerAfter = {
+    at: notesAfter,
+    recordedPaths: once(() => loadRecordedPaths(repo.ledger, notesAfter, repo.cacheDir, known)),
+    index: once(() => loadPathIndex(repo.ledger, notesAfter, repo.cacheDir, known)),
+    ledger: early(ledgerReadAt(repo, notesAfter, change ?? null)),
+    promotions: change && ledger ? early(ledger.promotions()) : Promise.resolve(null),
+  };
+  for (const [i, update] of contentUpdates.entries())
+    await judgeRefUpdate(reads, update, changes[i]!, after, result);
   return result;
+}
+
+/** `load` run on the first call only; every call gets its one promise. */
+function once<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | null = null;
+  return () => {
+    loaded ??= load();
+    return loaded;
+  };
+}
+
+/** A promise started before it is awaited: its rejection is handled where it is awaited, not reported as unhandled. */
+function early<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
+}
+
+/** Git reads a push needs more than once (the default branch, a commit's governance), each made once. */
+class PushReads {
+  private head: Promise<string | null> | null = null;
+  private readonly commits = new Map<string, Promise<string | null>>();
+  private readonly governance = new Map<string, Promise<Governance>>();
+  private readonly matchers = new WeakMap<Policy, GovernedMatcher>();
+  /** The pushed blobs the ledger check hashes, kept for judging the pushed files. */
+  readonly blobs: KeptObjects;
+  /**
+   * Policies and keys are read through their own reader: the shared one is busy with the pushed notes and blobs,
+   * and every line waits for the trust root.
+   */
+  private readonly governanceReader: CatFileBatch;
+
+  constructor(readonly repo: Repository) {
+    this.blobs = new KeptObjects(repo.objects, { cwd: repo.cwd, env: repo.env });
+    this.governanceReader = new CatFileBatch({ cwd: repo.cwd, env: repo.env });
+  }
+
+  /** Starts the reads `governanceInForce` will make for this update (a governance not used in the end is dropped). */
+  prefetch(update: RefUpdate | null): void {
+    const load = (commit: Promise<string | null>) =>
+      early(commit.then((c) => (c === null ? null : early(this.governanceAt(c)))));
+    if (update && !ZERO.test(update.oldId)) load(this.commit(update.oldId));
+    load(this.headCommit());
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.blobs.close(), this.governanceReader.close()]);
+  }
+
+  /** The commit `rev` (a full id or a full ref name) names, or null when it names none. */
+  commit(rev: string): Promise<string | null> {
+    let found = this.commits.get(rev);
+    if (!found) {
+      // `rev-parse --verify <rev>^{commit}` without a process of its own: the reader resolves the same way.
+      found = this.governanceReader.read(`${rev}^{commit}`).then((o) => o?.oid ?? null);
+      this.commits.set(rev, found);
+    }
+    return found;
+  }
+
+  /** The policy's matcher, compiled once per policy. */
+  matcher(policy: Policy): GovernedMatcher {
+    let matcher = this.matchers.get(policy);
+    if (!matcher) {
+      matcher = governedMatcher(policy);
+      this.matchers.set(policy, matcher);
+    }
+    return matcher;
+  }
+
+  /** The commit of the branch HEAD names (the default branch), or null when HEAD is detached or unborn. */
+  headCommit(): Promise<string | null> {
+    this.head ??= gitTry(['symbolic-ref', '-q', 'HEAD'], { cwd: this.repo.cwd, env: this.repo.env }).then(
+      (r) => (r.code === 0 ? this.commit(r.stdout.toString().trim()) : null),
+    );
+    return this.head;
+  }
+
+  /**
+   * The policy and trust root of a commit, loaded once: one trust root object per commit also lets every line be
+   * verified once (judgeLine remembers per trust root), for the ledger check and for the pushed files alike.
+   */
+  governanceAt(commit: string): Promise<Governance> {
+    let loaded = this.governance.get(commit);
+    if (!loaded) {
+      loaded = loadGovernance(gitSnapshot(this.repo.cwd, this.governanceReader, commit, this.repo.env));
+      this.governance.set(commit, loaded);
+    }
+    return loaded;
+  }
 }
 
 /** The governance a ref is judged by: the ref's current tip, else the default branch; else the pushed commit (first push). */
 async function governanceInForce(
-  repo: Repository,
+  reads: PushReads,
   update: RefUpdate | null,
   bootstrapFrom: RefUpdate | undefined,
   result: PushJudgement,
 ): Promise<Governance | null> {
-  const candidates: string[] = [];
-  if (update && !ZERO.test(update.oldId)) candidates.push(update.oldId);
-  const head = await gitTry(['symbolic-ref', '-q', 'HEAD'], { cwd: repo.cwd, env: repo.env });
-  if (head.code === 0) candidates.push(head.stdout.toString().trim());
-  for (const rev of candidates) {
-    const exists = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], {
-      cwd: repo.cwd,
-      env: repo.env,
-    });
-    if (exists.code !== 0) continue;
-    const commit = exists.stdout.toString().trim();
-    return loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
+  const candidates: Array<() => Promise<string | null>> = [];
+  if (update && !ZERO.test(update.oldId)) candidates.push(() => reads.commit(update.oldId));
+  candidates.push(() => reads.headCommit());
+  for (const candidate of candidates) {
+    const commit = await candidate();
+    if (commit !== null) return reads.governanceAt(commit);
   }
   const first = update ?? bootstrapFrom;
   if (!first) return null;
   result.bootstrap = true;
-  return loadGovernance(gitSnapshot(repo.cwd, repo.objects, first.newId, repo.env));
+  return reads.governanceAt(first.newId);
 }
 
 async function judgeLedgerUpdate(
   repo: Repository,
   u: RefUpdate,
   governance: Governance | null,
+  ledger: LedgerCheck,
   result: PushJudgement,
 ) {
   const refuse = (reason: string) => result.refusals.push({ ref: u.ref, reason });
   if (ZERO.test(u.newId)) return refuse('the ledger cannot be deleted (it is append-only)');
-  if (!ZERO.test(u.oldId)) {
-    const ff = await gitTry(['merge-base', '--is-ancestor', u.oldId, u.newId], {
-      cwd: repo.cwd,
-      env: repo.env,
-    });
-    if (ff.code !== 0) {
+  if (ledger.fastForward && ledger.change) {
+    if (!(await ledger.fastForward)) {
       return refuse(
         'non-fast-forward update of the ledger (it is append-only): run `delegate-git sync` and push again',
       );
     }
-    const dropped = await repo.ledger.droppedLines(u.oldId, u.newId);
+    const { dropped } = await ledger.change;
     if (dropped.length > 0) {
       const blobs = [...new Set(dropped.map((d) => d.annotated.slice(0, 12)))];
       return refuse(
@@ -119,38 +255,59 @@ async function judgeLedgerUpdate(
     return refuse(
       'no policy is in force on this repository to verify the ledger against; push a branch with the policy first',
     );
-  const added = await repo.ledger.addedLines(ZERO.test(u.oldId) ? null : u.oldId, u.newId);
-  // All lines at once: their blob reads pipeline through the one object reader instead of a round trip each.
-  const checks = added.flatMap(({ annotated, lines }) =>
-    lines.map(async (line) => ({ annotated, problem: await lineProblem(repo, governance, annotated, line) })),
+  const added = ledger.change ? (await ledger.change).added : await repo.ledger.addedLines(null, u.newId);
+  const problems = await Promise.all(
+    added.map(({ annotated, lines }) => ledger.problems(governance, annotated, lines)),
   );
-  for (const { annotated, problem } of await Promise.all(checks)) {
-    result.noteLines++;
-    if (problem) refuse(`note on blob ${annotated.slice(0, 12)}: ${problem}`);
-  }
+  added.forEach(({ annotated, lines }, i) => {
+    lines.forEach((_, j) => {
+      result.noteLines++;
+      const problem = problems[i]![j];
+      if (problem) refuse(`note on blob ${annotated.slice(0, 12)}: ${problem}`);
+    });
+  });
 }
 
-/** Why a new note line may not enter the ledger, or null. The content is checked now when the blob is here. */
-async function lineProblem(
+/** The ledger as it will be after the push, as the pushed refs are judged against it. */
+interface LedgerAfter {
+  at: string | null;
+  recordedPaths: () => Promise<Set<string>>;
+  index: () => Promise<PathIndex>;
+  ledger: Promise<NotesLedger>;
+  /** The pushed files the ledger check already promoted while checking their notes (null: none). */
+  promotions: Promise<CheckedPromotions | null>;
+}
+
+/**
+ * The ledger, reading notes at `at` from one notes tree walked through the repository's object reader (the notes
+ * the ledger check read are already there), instead of listing the whole notes tree for a thousand blobs.
+ */
+async function ledgerReadAt(
   repo: Repository,
-  governance: Governance,
-  annotated: string,
-  line: string,
-): Promise<string | null> {
-  const judged = judgeLine(line, governance.trustRoot, governance.policy.repositoryId);
-  if (!judged.ok) return `not a valid record: ${judged.reason}`;
-  const { record, trust } = judged;
-  if (!record.subjects.some((s) => s.gitBlob === annotated))
-    return 'the record does not name the blob it is attached to';
-  if (!trust.ok) return trust.reason;
-  const blob = await repo.objects.read(annotated);
-  if (blob) {
-    const sha256 = createHash('sha256').update(blob.content).digest('hex');
-    if (record.subjects.some((s) => s.gitBlob === annotated && s.sha256 !== sha256)) {
-      return 'the record names a sha256 that does not match the blob';
-    }
+  at: string | null,
+  checked: Promise<LedgerChange> | null,
+): Promise<NotesLedger> {
+  if (at === null) return repo.ledger;
+  const tree = checked
+    ? await checked.then(
+        (c) => c.newer,
+        () => NotesTree.open(repo.objects, at),
+      )
+    : await NotesTree.open(repo.objects, at);
+  return new LedgerReadAt(repo, tree);
+}
+
+class LedgerReadAt extends NotesLedger {
+  constructor(
+    repo: Repository,
+    private readonly tree: NotesTree,
+  ) {
+    super({ cwd: repo.ledger.cwd, ref: repo.ledger.ref, env: repo.env });
   }
-  return null;
+
+  override linesOnMany(blobs: string[], at?: string): Promise<Map<string, string[]>> {
+    return at === this.tree.at ? this.tree.linesOnMany(blobs) : super.linesOnMany(blobs, at);
+  }
 }
 
 interface Introduced {
@@ -160,39 +317,99 @@ interface Introduced {
 }
 
 async function judgeRefUpdate(
-  repo: Repository,
+  reads: PushReads,
   u: RefUpdate,
-  notesAfter: string | null,
+  changes: Promise<NewChanges>,
+  after: LedgerAfter,
   result: PushJudgement,
 ) {
-  const governance = await governanceInForce(repo, u, u, result);
+  const governance = await governanceInForce(reads, u, u, result);
   if (!governance) return;
-  const { introduced, deleted, commits } = await newChanges(repo, u.newId);
+  const { introduced, deleted, commits } = await changes;
   result.commits += commits;
-  const notesIndex = await loadPathIndex(repo.ledger, notesAfter, repo.cacheDir);
-  const governed = governedFiles(introduced, governance, notesIndex);
+  const matcher = reads.matcher(governance.policy);
+  const governed = governedFiles(introduced, governance, await recordedPathsFor(matcher, introduced, after));
   const unique = [...new Map(governed.map((f) => [`${f.path}\0${f.blob}`, f])).values()];
   result.files += unique.length;
   const judged = await judgeFiles(unique, {
     governance,
-    ledger: repo.ledger,
-    notesAt: notesAfter,
-    index: notesIndex,
-    batch: repo.objects,
+    ledger: await after.ledger,
+    notesAt: after.at,
+    index: after.index,
+    batch: reads.blobs,
+    decisions: await promotedAlready(unique, governance, await after.promotions),
   });
   judged.forEach((j, i) => {
     if (!j.promoted)
       result.refusals.push({ ref: u.ref, commit: unique[i]!.commit, path: j.path, reason: j.reason });
   });
-  const matcher = governedMatcher(governance.policy);
   for (const d of deleted) {
     const reason = deletionRefusal(governance.policy, d.path, matcher);
     if (reason) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason });
   }
 }
 
+interface NewChanges {
+  introduced: Introduced[];
+  deleted: Introduced[];
+  commits: number;
+}
+
+/**
+ * Per blob, the paths the pushed refs judged by `governance` give that content: the ledger check weighs their
+ * records while checking the notes anyway. A ref whose governance cannot be read is left out here (judging
+ * it reports that, as before).
+ */
+async function pushedFilesJudgedBy(
+  reads: PushReads,
+  updates: readonly RefUpdate[],
+  changes: ReadonlyArray<Promise<NewChanges>>,
+  governance: Promise<Governance | null>,
+  result: PushJudgement,
+): Promise<Map<string, string[]>> {
+  const byBlob = new Map<string, string[]>();
+  const g = await governance;
+  for (const [i, u] of updates.entries()) {
+    const own = await governanceInForce(reads, u, u, result).catch(() => null);
+    if (own === null || own !== g) continue;
+    for (const f of (await changes[i]!).introduced)
+      byBlob.set(f.blob, [...(byBlob.get(f.blob) ?? []), f.path]);
+  }
+  return byBlob;
+}
+
+/**
+ * The files the ledger check promoted, as decisions judgeFiles takes without judging again (the same
+ * promotionOf over the same note and content, under the same governance); everything else it judges itself.
+ */
+async function promotedAlready(
+  files: readonly Introduced[],
+  governance: Governance,
+  checked: CheckedPromotions | null,
+): Promise<DecisionCache | undefined> {
+  if (!checked || checked.governance !== governance) return undefined;
+  const decisions = DecisionCache.none();
+  for (const f of files) {
+    const decision = checked.promoted.get(`${f.blob}\0${f.path}`);
+    if (decision) decisions.set(decision);
+  }
+  return decisions;
+}
+
+/** The paths the ledger recorded, read only when the policy alone does not decide some path's governance. */
+async function recordedPathsFor(
+  governed: GovernedMatcher,
+  files: readonly Introduced[],
+  after: LedgerAfter,
+): Promise<{ has(path: string): boolean }> {
+  const depends = files.some((f) => governed(f.path, true) !== governed(f.path, false));
+  return depends ? after.recordedPaths() : NOTHING_RECORDED;
+}
+
+const NOTHING_RECORDED: ReadonlySet<string> = new Set();
+
 /** Every commit reachable from `tip` and from no existing ref, with what each adds or changes against its first parent. */
-async function newChanges(repo: Repository, tip: string) {
+async function newChanges(repo: Repository, tip: string): Promise<NewChanges> {
   const out = await git(
     [
       'log',

@@ -1,0 +1,217 @@
+/**
+ * The reads and checks of a pushed ledger update (the server gate's ledger check), started together as soon as the
+ * update is known: whether it fast-forwards, what it drops and adds (ledger-change.ts), the blobs the new lines sit
+ * on, and each new note checked as soon as it is read, while the rest is still being read.
+ *
+ * A note is checked once (pushed-note-check.ts): its lines' facts give the ledger check's problems, and its records
+ * are weighed there for the pushed files of that content, so judging those files checks no signature again. Lines
+ * not checked that way (a first push of the ledger) are judged with judgeLine. Both give the same problem.
+ */
+import { createHash } from 'node:crypto';
+import type { Decision } from './decision-cache.js';
+import { type CatFileBatch, gitTry } from './git.js';
+import type { Governance } from './governance.js';
+import { rulesFor } from './judge.js';
+import type { KeptObjects } from './kept-objects.js';
+import { changedIds, type LedgerChange, readLedgerChange, readNotesDiff } from './ledger-change.js';
+import { type LineFacts, MISPLACED } from './line-check.js';
+import type { BatchCandidate } from './note-batch.js';
+import type { RefUpdate } from './pre-receive.js';
+import type { Promotion } from './promotion.js';
+import { checkPushedNote } from './pushed-note-check.js';
+import { judgeLine } from './record.js';
+
+export interface LedgerCheckSources {
+  cwd: string;
+  env?: NodeJS.ProcessEnv;
+  /** The repository's object reader (notes and trees). */
+  objects: CatFileBatch;
+  /** The same reader, keeping the blobs hashed here for judging the pushed files. */
+  blobs: KeptObjects;
+  /** The governance the ledger is checked by (null: none in force, the update is refused). */
+  governance: Promise<Governance | null>;
+  /** Per blob, the paths the push gives that content that are judged by that same governance. */
+  pushedFiles: Promise<ReadonlyMap<string, readonly string[]>>;
+}
+
+/** The pushed files promoted while their notes were checked, by "<blob>\0<path>", and the governance that judged. */
+export interface CheckedPromotions {
+  governance: Governance;
+  promoted: Map<string, Decision>;
+}
+
+export interface LedgerCheck {
+  /** Whether the old tip is an ancestor of the new one (null: nothing to compare, the ledger is new or deleted). */
+  fastForward: Promise<boolean> | null;
+  change: Promise<LedgerChange> | null;
+  /** The problem of each of a note's added lines (null: none), judged as soon as the note was read when possible. */
+  problems(
+    governance: Governance,
+    annotated: string,
+    lines: readonly string[],
+  ): Promise<Array<string | null>>;
+  /** Once every added note was checked: the pushed files promoted on the way (null: none). */
+  promotions(): Promise<CheckedPromotions | null>;
+}
+
+interface JudgedNote {
+  governance: Governance;
+  problems: Array<string | null>;
+  promoted: Map<string, Promotion> | null;
+  /** The SHA-256 of the note's blob, which the promotions were weighed for. */
+  sha256: string | null;
+}
+
+const ZERO = /^0+$/;
+
+/** A promise started before it is awaited: its rejection is handled where it is awaited, not reported as unhandled. */
+function early<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
+}
+
+export function startLedgerCheck(sources: LedgerCheckSources, u: RefUpdate): LedgerCheck {
+  const digests = new Map<string, Promise<string | null>>();
+  const sha256 = (blob: string) => {
+    let digest = digests.get(blob);
+    if (!digest) {
+      digest = early(
+        sources.blobs
+          .keep(blob)
+          .then((o) => (o ? createHash('sha256').update(o.content).digest('hex') : null)),
+      );
+      digests.set(blob, digest);
+    }
+    return digest;
+  };
+  const judgeHere = async (g: Governance, annotated: string, lines: readonly string[]) => {
+    const digest = await sha256(annotated);
+    return lines.map((line) => lineProblem(g, annotated, digest, line));
+  };
+  // Only the answers for exactly the lines finally added, under the governance finally used, are taken.
+  const judged = new Map<string, { lines: string[]; judged: Promise<JudgedNote | null> }>();
+  const problems = async (g: Governance, annotated: string, lines: readonly string[]) => {
+    const known = judged.get(annotated);
+    const same = known && known.lines.length === lines.length && known.lines.every((l, i) => l === lines[i]);
+    const done = same ? await known.judged : null;
+    return done?.governance === g ? done.problems : judgeHere(g, annotated, lines);
+  };
+  if (ZERO.test(u.oldId) || ZERO.test(u.newId)) {
+    return {
+      fastForward: null,
+      change: null,
+      problems,
+      promotions: async () => null,
+    };
+  }
+
+  const git = { cwd: sources.cwd, env: sources.env, batch: sources.objects };
+  const fastForward = early(
+    gitTry(['merge-base', '--is-ancestor', u.oldId, u.newId], { cwd: sources.cwd, env: sources.env }).then(
+      (r) => r.code === 0,
+    ),
+  );
+  const diff = early(readNotesDiff(git, u.oldId, u.newId));
+  // The blobs the new lines sit on are asked for as soon as the diff names them, beside the notes themselves.
+  const governed = early(
+    Promise.all([diff, sources.governance]).then(([d, g]) => {
+      for (const id of changedIds(d).forAdded) sha256(id);
+      return g;
+    }),
+  );
+  const onAdded = (annotated: string, lines: string[], note: string[]) => {
+    const checked = (async (): Promise<JudgedNote | null> => {
+      const g = await governed;
+      if (!g) return null;
+      const digest = await sha256(annotated);
+      const candidates = await candidatesFor(g, annotated, digest, sources.pushedFiles);
+      const { facts, promoted } = checkPushedNote(g, annotated, note, candidates);
+      const problems = lines.map((line) => problemOf(facts.get(line), line, annotated, digest));
+      return { governance: g, problems, promoted, sha256: digest };
+    })();
+    judged.set(annotated, { lines, judged: early(checked) });
+  };
+  const change = early(readLedgerChange(git, u.oldId, u.newId, diff, onAdded));
+
+  return {
+    fastForward,
+    change,
+    problems,
+    async promotions() {
+      await change.catch(() => null); // every note added was handed to onAdded by then
+      const promoted = new Map<string, Decision>();
+      let governance: Governance | null = null;
+      for (const [blob, { judged: note }] of judged) {
+        const done = await note.catch(() => null);
+        if (!done?.promoted || done.sha256 === null) continue;
+        governance = done.governance;
+        for (const [path, { reason, by }] of done.promoted)
+          promoted.set(`${blob}\0${path}`, { path, blob, sha256: done.sha256, promoted: true, reason, by });
+      }
+      return governance ? { governance, promoted } : null;
+    },
+  };
+}
+
+/** The pushed files of this content to weigh its records for, as judgeFiles weighs them (governance files aside). */
+async function candidatesFor(
+  governance: Governance,
+  blob: string,
+  digest: string | null,
+  pushedFiles: Promise<ReadonlyMap<string, readonly string[]>>,
+): Promise<BatchCandidate[] | null> {
+  if (digest === null) return null;
+  const paths = (await pushedFiles.catch(() => null))?.get(blob) ?? [];
+  const candidates: BatchCandidate[] = [];
+  for (const path of new Set(paths)) {
+    const { governanceFile, rules } = rulesFor(path, governance);
+    if (!governanceFile) candidates.push({ candidate: { path, sha256: digest, gitBlob: blob }, rules });
+  }
+  return candidates.length > 0 ? candidates : null;
+}
+
+/** Why a new note line may not enter the ledger, or null. The content is checked when the blob is here. */
+export function lineProblem(
+  governance: Governance,
+  annotated: string,
+  sha256: string | null,
+  line: string,
+): string | null {
+  const judged = judgeLine(line, governance.trustRoot, governance.policy.repositoryId);
+  if (!judged.ok) return `not a valid record: ${judged.reason}`;
+  const { record, trust } = judged;
+  if (!record.subjects.some((s) => s.gitBlob === annotated)) return MISPLACED;
+  if (!trust.ok) return trust.reason;
+  if (sha256 !== null && record.subjects.some((s) => s.gitBlob === annotated && s.sha256 !== sha256)) {
+    return 'the record names a sha256 that does not match the blob';
+  }
+  return null;
+}
+
+/** lineProblem's answer from the line's facts (line-check.ts), as checkNoteBatch found them. */
+export function problemOf(
+  facts: LineFacts | undefined,
+  line: string,
+  annotated: string,
+  sha256: string | null,
+): string | null {
+  if (!facts) throw new Error('no facts were found for a line of the note checked');
+  if (facts.undecodable !== null) return `not a valid record: ${facts.undecodable}`;
+  if (facts.misplaced) return MISPLACED;
+  if (!facts.trust?.ok) return facts.trust?.reason ?? 'the record has no signature';
+  if (sha256 !== null && namesOtherSha256(line, annotated, sha256))
+    return 'the record names a sha256 that does not match the blob';
+  return null;
+}
+
+/**
+ * Whether a subject on `annotated` names another SHA-256, read from the line's plain JSON. Only asked of a line that
+ * decoded strictly, whose subjects are exactly these values (strict decoding refuses everything else).
+ */
+function namesOtherSha256(line: string, annotated: string, sha256: string): boolean {
+  const envelope = JSON.parse(line) as { payload: string };
+  const statement = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as {
+    subject: Array<{ digest: { gitBlob: string; sha256: string } }>;
+  };
+  return statement.subject.some((s) => s.digest.gitBlob === annotated && s.digest.sha256 !== sha256);
+}
