@@ -44,6 +44,15 @@ export function governedMatcher(policy: Policy): GovernedMatcher {
 
 /** picomatch's own test, without its per-call overhead: the path equals the glob, or the glob's expression matches. */
 function globsMatcher(globs: readonly string[]): (path: string) => boolean {
-  const compiled = globs.map((glob) => ({ glob, re: picomatch.makeRe(glob, { dot: true }) }));
-  return (path) => compiled.some(({ glob, re }) => path === glob || re.test(path));
+  const key = JSON.stringify(globs);
+  let matcher = compiledGlobs.get(key);
+  if (!matcher) {
+    const compiled = globs.map((glob) => ({ glob, re: picomatch.makeRe(glob, { dot: true }) }));
+    matcher = (path) => compiled.some(({ glob, re }) => path === glob || re.test(path));
+    compiledGlobs.set(key, matcher);
+  }
+  return matcher;
 }
+
+// Compiling a glob costs far more than matching it, and one run builds matchers for the same policy many times.
+const compiledGlobs = new Map<string, (path: string) => boolean>();
