@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
-import { profileSummary } from './lib.mjs';
+import { profileSummary, readableCli } from './lib.mjs';
 
 const { values: options } = parseArgs({
   options: {
@@ -228,29 +228,12 @@ async function profileOnce() {
   const first = Math.min(...git.map((g) => g.start));
   for (const g of git) g.offset = g.start - first;
 
-  const readable = path.join(work, 'cli-readable');
-  await build({
-    entryPoints: {
-      'delegate-git': path.join(repoRoot, 'packages', 'cli', 'src', 'main.ts'),
-      'verify-worker': path.join(repoRoot, 'packages', 'core', 'src', 'verify-worker.ts'),
-    },
-    outdir: path.join(readable, 'dist'),
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    logLevel: 'warning',
-    banner: {
-      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-    },
-  });
-  fs.cpSync(path.join(repoRoot, 'packages', 'cli', 'bin'), path.join(readable, 'bin'), { recursive: true });
+  const readable = await readableCli();
   const profDir = path.join(work, 'prof');
   const start = performance.now();
   await delegateOnce({
     nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
-    bin: path.join(readable, 'bin', 'delegate-git.js'),
+    bin: readable,
   });
   const cpuWallMs = performance.now() - start;
   const file = fs.readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));

@@ -125,7 +125,7 @@ export function ensureCliBuilt() {
  * The CLI bundled as scripts/build.mjs does but not minified (its DELEGATE_GIT_MINIFY=0), into .bench/cli-readable/,
  * so a CPU profile names functions. Only profiles run it; every timed figure comes from the real build.
  */
-async function readableCli() {
+export async function readableCli() {
   const { build } = await import('esbuild');
   const root = path.join(benchDir, 'cli-readable');
   fs.rmSync(root, { recursive: true, force: true });
