@@ -59,6 +59,20 @@ function isCanonicalPointEncoding(bytes: Uint8Array): boolean {
 /** DESIGN 3.4: the key must be 32 bytes, a canonical encoding (y < p, no x=0 with sign bit set), not small-order, torsion-free. */
 export function publicKeyProblem(raw: Uint8Array): KeyProblem | null {
   if (!(raw instanceof Uint8Array) || raw.length !== KEY_LENGTH) return 'wrong length';
+  // The torsion check is a full scalar multiplication in BigInt arithmetic (5-10 ms here); a run meets the same key
+  // several times (the trust root read twice, the operator's own signing key), and the answer depends on its bytes.
+  const hex = Buffer.from(raw).toString('hex');
+  let problem = checkedKeys.get(hex);
+  if (problem === undefined) {
+    problem = pointProblem(raw);
+    checkedKeys.set(hex, problem);
+  }
+  return problem;
+}
+
+const checkedKeys = new Map<string, KeyProblem | null>();
+
+function pointProblem(raw: Uint8Array): KeyProblem | null {
   if (!isCanonicalPointEncoding(raw)) return 'not canonical';
   let point: ed.Point;
   try {
