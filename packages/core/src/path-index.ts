@@ -174,7 +174,8 @@ export async function loadPathIndex(
 const CACHE_FILE = /^path-index-([0-9a-f]{40,64})\.json$/;
 const PATHS_FILE = /^recorded-paths-([0-9a-f]{40,64})$/;
 
-function pathsName(tip: string): string {
+/** The file of the recorded paths at a ledger tip (also read by the pre-commit hook's quick path). */
+export function pathsName(tip: string): string {
   return `recorded-paths-${tip}`;
 }
 

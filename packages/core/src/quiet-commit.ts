@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { governedMatcher, POLICY_PATH } from './governed-paths.js';
+import { pathsName } from './path-index.js';
 import type { Policy } from './policy.js';
 import { parseRawDiff, type StagedChange } from './staged-changes.js';
 
@@ -52,7 +53,7 @@ export async function stagesNothingGoverned(cwd: string, env: NodeJS.ProcessEnv)
   }
   if (askLedger.length === 0) return QUIET;
   if (!ledger?.includes(' commit ')) return ledger?.endsWith(' missing') ? QUIET : unsure(staged);
-  const recorded = await readText(path.join(cacheDir, `recorded-paths-${ledger.split(' ')[0]}`));
+  const recorded = await readText(path.join(cacheDir, pathsName(ledger.split(' ')[0]!)));
   if (recorded === null) return unsure(staged);
   const paths = new Set(recorded === '' ? [] : recorded.split('\0'));
   return askLedger.every((p) => !paths.has(p)) ? QUIET : unsure(staged);
