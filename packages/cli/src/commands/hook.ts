@@ -33,7 +33,11 @@ export default {
 async function preCommit(io: Io): Promise<number> {
   const quick = await stagesNothingGoverned(io.cwd, io.env);
   if (quick.nothingGoverned) return 0;
-  const { checkStaged, Repository, reportExitCode } = await import('@delegate-git/core');
+  // The modules of the staged check only, not all of core (a commit staging governed files pays for what it loads).
+  const [{ checkStaged, reportExitCode }, { Repository }] = await Promise.all([
+    import('@delegate-git/core/checks'),
+    import('@delegate-git/core/repository'),
+  ]);
   const repo = await Repository.open(io.cwd, io.env);
   try {
     const report = await checkStaged(repo, quick.staged);
