@@ -34,6 +34,12 @@ export interface CheckReport {
   source: string;
 }
 
+/** Spelled out rather than spread: a commit can stage ten thousand of them. */
+function governedResult(j: Judgement): CheckResult {
+  const { path, blob, sha256, promoted, reason, by } = j;
+  return { path, blob, sha256, promoted, reason, by, governed: true };
+}
+
 /** 0 every governed file promoted (and no blocking deletion), 1 otherwise. */
 export function reportExitCode(report: CheckReport): 0 | 1 {
   const refused =
@@ -52,7 +58,7 @@ async function judgeIn(
   const recorded = await recordedPathsFor(repo, notesAt, governance.policy, files);
   const governed = governedFiles(files, governance, recorded);
   const judged = await judgeWithCache(repo, governed, governance, anchor, notesAt);
-  const results: CheckResult[] = judged.map((j) => ({ ...j, governed: true }));
+  const results: CheckResult[] = judged.map(governedResult);
   if (all) {
     const governedSet = new Set(governed.map((f) => f.path));
     for (const f of files) {
@@ -176,10 +182,7 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
     files.length > 0 ? loadGovernance(snapshot, policy) : null,
   ]);
   const results: CheckResult[] = governance
-    ? (await judgeWithCache(repo, files, governance, committed, notesAt)).map((j) => ({
-        ...j,
-        governed: true,
-      }))
+    ? (await judgeWithCache(repo, files, governance, committed, notesAt)).map(governedResult)
     : [];
   const mode = (committed?.policy ?? policy).mode;
   return { results, deletions, policy, mode, source: snapshot.label };
