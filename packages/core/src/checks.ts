@@ -9,7 +9,7 @@ import { git, gitTry } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
 import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
-import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy } from './policy.js';
+import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy } from './policy.js';
 import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, type Snapshot, splitZ, treeFiles, worktreeSnapshot } from './snapshot.js';
@@ -241,7 +241,7 @@ async function judgeWithCache(
 async function stagedPolicy(repo: Repository, snapshot: Snapshot): Promise<Policy> {
   const staged = await repo.objects.read(`:${POLICY_PATH}`);
   if (staged?.type === 'blob') {
-    const policy = await loadPolicy(snapshot);
+    const policy = parsePolicy(staged.content.toString('utf8'), `${POLICY_PATH} (${snapshot.label})`);
     await rememberValidPolicy(repo.cacheDir, staged.oid, policy);
     return policy;
   }
