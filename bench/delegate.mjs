@@ -34,7 +34,7 @@ const GOAL_MS = 100;
 
 const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const cliBin = path.resolve(options.cli ?? path.join(repoRoot, 'packages', 'cli', 'bin', 'delegate-git.js'));
-if (!fs.existsSync(path.join(path.dirname(cliBin), '..', 'dist', 'delegate-git.js'))) {
+if (!fs.existsSync(path.join(path.dirname(cliBin), '..', 'dist', 'delegate-git.cjs'))) {
   console.error('The CLI is not built: run `node scripts/build.mjs` first.');
   process.exit(2);
 }

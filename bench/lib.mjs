@@ -95,7 +95,7 @@ function newestMtime(dir) {
  */
 export function ensureCliBuilt() {
   const dist = path.join(repoRoot, 'packages', 'cli', 'dist');
-  const bundle = path.join(dist, 'delegate-git.js');
+  const bundle = path.join(dist, 'delegate-git.cjs');
   const sources = ['core', 'delegate', 'cli'].map((p) => path.join(repoRoot, 'packages', p, 'src'));
   const stale = !fs.existsSync(bundle) || fs.statSync(bundle).mtimeMs < Math.max(...sources.map(newestMtime));
   if (stale) {
@@ -126,24 +126,11 @@ export function ensureCliBuilt() {
  * so a CPU profile names functions. Only profiles run it; every timed figure comes from the real build.
  */
 export async function readableCli() {
-  const { build } = await import('esbuild');
   const root = path.join(benchDir, 'cli-readable');
   fs.rmSync(root, { recursive: true, force: true });
-  await build({
-    entryPoints: {
-      'delegate-git': path.join(repoRoot, 'packages', 'cli', 'src', 'main.ts'),
-      'verify-worker': path.join(repoRoot, 'packages', 'core', 'src', 'verify-worker.ts'),
-    },
-    outdir: path.join(root, 'dist'),
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    logLevel: 'warning',
-    banner: {
-      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-    },
+  run(process.execPath, [path.join(repoRoot, 'scripts', 'build.mjs'), '--out', path.join(root, 'dist')], {
+    cwd: repoRoot,
+    env: { ...process.env, DELEGATE_GIT_MINIFY: '0' },
   });
   fs.cpSync(path.join(repoRoot, 'packages', 'cli', 'bin'), path.join(root, 'bin'), { recursive: true });
   copyPackageJson(root);

@@ -1,17 +1,25 @@
 // Bundles the CLI (with core and delegate inlined) into packages/cli/dist, so the published package and the
-// server-side hook need nothing but Node. Commands are split into chunks loaded on demand: a hook run pays
-// only for the modules it uses. The new build is made beside the old one and swapped in, so a command already
-// running from dist never finds half a build.
+// server-side hook need nothing but Node. The new build is made beside the old one and swapped in, so a command
+// already running from dist never finds half a build.
+//
+// The CLI is one CommonJS file, delegate-git.cjs, which bin/delegate-git.js runs through V8's code cache (see there):
+// Node 20 offers a code cache only to scripts, not to ES modules, and compiling is much of a short command's time.
+// Commands stay lazily evaluated inside it (esbuild wraps what main.ts imports on demand), so a hook run still
+// evaluates only the gate's modules.
+//   node scripts/build.mjs [--out <dist dir>]     DELEGATE_GIT_MINIFY=0 for a bundle a profile can name functions in
 import { cpSync, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 
 const source = (p) => new URL(`../${p}`, import.meta.url).pathname;
-const dist = source('packages/cli/dist');
+const { values: options } = parseArgs({ options: { out: { type: 'string' } } });
+const dist = options.out ? path.resolve(options.out) : source('packages/cli/dist');
 const next = `${dist}.next-${process.pid}`;
-const banner = "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
+const esmBanner =
+  "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
 const common = {
   bundle: true,
-  format: 'esm',
   platform: 'node',
   target: 'node20',
   legalComments: 'none',
@@ -23,25 +31,35 @@ const common = {
 try {
   const result = await build({
     ...common,
-    entryPoints: {
-      'delegate-git': source('packages/cli/src/main.ts'),
-      // verify spreads signature checks over worker threads; the worker script must sit next to the chunks.
-      'verify-worker': source('packages/core/src/verify-worker.ts'),
-    },
-    outdir: next,
-    splitting: true,
+    entryPoints: [source('packages/cli/src/main.ts')],
+    outfile: `${next}/delegate-git.cjs`,
+    format: 'cjs',
+    // import() of a Node built-in becomes require(): the script runs from the bin's vm.Script, where a dynamic
+    // import needs a loader callback that Node 20 before 20.12 cannot give.
+    supported: { 'dynamic-import': false },
+    // The few modules that find their neighbours (the worker script, the hook scripts) do it from import.meta.url.
+    define: { 'import.meta.url': '__bundle_url' },
+    banner: { js: "var __bundle_url = require('node:url').pathToFileURL(__filename).href;" },
     metafile: Boolean(process.env.DELEGATE_GIT_BUILD_META),
-    // CommonJS dependencies (picomatch) call require() for Node built-ins.
-    banner: { js: banner },
   });
   if (result.metafile) writeFileSync(process.env.DELEGATE_GIT_BUILD_META, JSON.stringify(result.metafile));
 
-  // One self-contained file for servers (no chunks to keep together); see docs/server.md.
+  // verify spreads signature checks over worker threads; the worker script must sit next to the CLI.
+  await build({
+    ...common,
+    entryPoints: [source('packages/core/src/verify-worker.ts')],
+    outfile: `${next}/verify-worker.js`,
+    format: 'esm',
+    banner: { js: esmBanner },
+  });
+
+  // One self-contained module for servers (nothing beside it to keep together); see docs/server.md.
   await build({
     ...common,
     entryPoints: [source('packages/cli/src/standalone.ts')],
     outfile: `${next}/delegate-git-standalone.mjs`,
-    banner: { js: `#!/usr/bin/env node\n${banner}` },
+    format: 'esm',
+    banner: { js: `#!/usr/bin/env node\n${esmBanner}` },
   });
 
   // The hook scripts travel inside the package: `init` installs them from here.

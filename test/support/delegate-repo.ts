@@ -156,7 +156,7 @@ export function runCli(
   args: string[],
   opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number },
 ): Promise<CliResult> {
-  if (!fs.existsSync(path.join(path.dirname(delegateGitBin), '..', 'dist', 'delegate-git.js'))) {
+  if (!fs.existsSync(path.join(path.dirname(delegateGitBin), '..', 'dist', 'delegate-git.cjs'))) {
     throw new Error('The CLI is not built: run `node scripts/build.mjs` before these tests.');
   }
   return new Promise((resolve, reject) => {

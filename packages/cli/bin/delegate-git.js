@@ -1,13 +1,108 @@
 #!/usr/bin/env node
-import { existsSync } from 'node:fs';
+// Starts the bundled CLI (dist/delegate-git.cjs) through V8's code cache. Node 20 compiles a program's code again in
+// every process, and for a hook that runs on every commit that compiling is a large share of its time. So the first
+// run of each command keeps what V8 compiled, in the user's cache directory, and later runs of that command start
+// from it. V8 itself refuses a cache made by another V8 or under other flags; the file's name carries the bundle's
+// size, mtime and inode because V8 checks no more of the source than its length. DELEGATE_GIT_CODE_CACHE=off turns
+// the cache off; any other value names the directory to keep it in. docs/threat-model.md says why the cache lives
+// with the user and never in a repository.
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import vm from 'node:vm';
 
-const bundle = new URL('../dist/delegate-git.js', import.meta.url);
-if (!existsSync(bundle)) {
+const bundle = fileURLToPath(new URL('../dist/delegate-git.cjs', import.meta.url));
+const argv = process.argv.slice(2);
+
+let source;
+try {
+  source = fs.readFileSync(bundle, 'utf8');
+} catch {
   process.stderr.write(
     'delegate-git: the CLI has not been built (packages/cli/dist is missing). Run the install step again ' +
       '(npx pnpm install builds it), or `npx pnpm build`.\n',
   );
   process.exit(2);
 }
-const { main } = await import(bundle.href);
-process.exitCode = await main(process.argv.slice(2));
+
+const cache = codeCache(process.env);
+const cachedData = cache === null ? undefined : readPrivate(cache.file);
+const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+  filename: bundle,
+  cachedData,
+  importModuleDynamically: vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+});
+if (cache !== null) process.once('exit', keepCompiledCode);
+const started = performance.now();
+const cli = { exports: {} };
+script.runInThisContext()(cli.exports, createRequire(bundle), cli, bundle, path.dirname(bundle));
+process.exitCode = await cli.exports.main(argv);
+
+/**
+ * At exit the cache can hold every function this run compiled, not only the top level. Made when there was none
+ * (or V8 refused it), and again when a long run reached code the cached one never did (a hook's full check after
+ * a run that took the quick answer); making it costs a few milliseconds, which a short run does not spend.
+ */
+function keepCompiledCode() {
+  const fresh = cachedData === undefined || script.cachedDataRejected;
+  if (!fresh && performance.now() - started < 100) return;
+  const data = script.createCachedData();
+  if (fresh || data.length > cachedData.length * 1.1) writePrivate(cache, data);
+}
+
+/**
+ * One cache per command (a hook and `verify` run different code), or null when there is nowhere to keep it.
+ * `suffix` (the command) ends the file's name, so the caches of older builds of the same command can be removed.
+ */
+function codeCache(env) {
+  const setting = env.DELEGATE_GIT_CODE_CACHE;
+  if (setting === 'off') return null;
+  const home = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : null;
+  const dir =
+    setting && path.isAbsolute(setting)
+      ? setting
+      : home
+        ? path.join(home, 'delegate-git', 'code')
+        : env.HOME && path.isAbsolute(env.HOME)
+          ? path.join(env.HOME, '.cache', 'delegate-git', 'code')
+          : null;
+  const command = argv[0] === 'hook' ? `hook-${argv[1]}` : argv[0];
+  if (dir === null || !/^[a-z][a-z-]{0,30}$/.test(command ?? '')) return null;
+  const { size, mtimeMs, ino } = fs.statSync(bundle);
+  const build = `${size}-${Math.trunc(mtimeMs)}-${ino}`;
+  const suffix = `-${command}.v8`;
+  return { file: path.join(dir, `${process.version}-${process.arch}-${build}${suffix}`), suffix };
+}
+
+/** A cache is code: it is read only from a directory that this user owns and no one else may write to. */
+function privateDir(dir) {
+  const stat = fs.statSync(dir);
+  return (process.getuid === undefined || stat.uid === process.getuid()) && (stat.mode & 0o022) === 0;
+}
+
+function readPrivate(file) {
+  try {
+    return privateDir(path.dirname(file)) ? fs.readFileSync(file) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Written whole (a temporary file renamed over); the caches of older builds of the same command are removed. */
+function writePrivate({ file, suffix }, data) {
+  const dir = path.dirname(file);
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (!privateDir(dir)) return;
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, data, { mode: 0o600, flag: 'wx' });
+    fs.renameSync(tmp, file);
+    for (const name of fs.readdirSync(dir)) {
+      if (name.endsWith(suffix) && name !== path.basename(file))
+        fs.rmSync(path.join(dir, name), { force: true });
+    }
+  } catch {
+    // No cache this time: the next run compiles as this one did.
+  }
+}
