@@ -3,10 +3,12 @@
  * policy, trust root and content from the same snapshot it judges.
  */
 import path from 'node:path';
-import { DecisionCache } from './decision-cache.js';
+import { DecisionCache, governanceDigest } from './decision-cache.js';
+import { rememberGovernanceDigest } from './decision-store.js';
 import { DelegateGitError } from './errors.js';
 import { git, gitTry } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
+import { isGovernanceFile } from './governed-paths.js';
 import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy } from './policy.js';
@@ -146,7 +148,7 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   // The common commit touches nothing governed: answer it with the policy and the path index alone, and read the
   // trust root only when something governed is staged (the hook runs on every commit). `staged`: the diff the
   // hook's quick path already read.
-  const [{ base, changes }, policy, notesAt] = await Promise.all([
+  const [{ base, changes }, { policy, blob: policyBlob }, notesAt] = await Promise.all([
     staged ?? stagedChanges(repo),
     stagedPolicy(repo, snapshot),
     notesTip(repo),
@@ -184,6 +186,15 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   const results: CheckResult[] = governance
     ? (await judgeWithCache(repo, files, governance, committed, notesAt)).map(governedResult)
     : [];
+  const keepsGovernance = !changes.some(
+    (c) => isGovernanceFile(policy, c.path) || (c.from !== undefined && isGovernanceFile(policy, c.from)),
+  );
+  if (governance && committed && base !== null && policyBlob !== null && keepsGovernance) {
+    // The staged governance is the committed one: say which objects the decisions' digest stands for.
+    const keys = await repo.objects.read(`${base}:${policy.keysDir}`);
+    const objects = { policyBlob, keysTree: keys?.type === 'tree' ? keys.oid : null };
+    await rememberGovernanceDigest(repo.cacheDir, objects, governanceDigest(governance, committed));
+  }
   const mode = (committed?.policy ?? policy).mode;
   return { results, deletions, policy, mode, source: snapshot.label };
 }
@@ -238,19 +249,24 @@ async function judgeWithCache(
  * refused) rather than the question going unanswered. A staged policy that validates is remembered for the hook's
  * quick path (quiet-commit.ts).
  */
-async function stagedPolicy(repo: Repository, snapshot: Snapshot): Promise<Policy> {
+/** The staged policy, and its blob id (null when the index has none and HEAD's, or none, answers). */
+async function stagedPolicy(
+  repo: Repository,
+  snapshot: Snapshot,
+): Promise<{ policy: Policy; blob: string | null }> {
   const staged = await repo.objects.read(`:${POLICY_PATH}`);
   if (staged?.type === 'blob') {
     const policy = parsePolicy(staged.content.toString('utf8'), `${POLICY_PATH} (${snapshot.label})`);
     await rememberValidPolicy(repo.cacheDir, staged.oid, policy);
-    return policy;
+    return { policy, blob: staged.oid };
   }
   const head = await repo.objects.read('HEAD');
   if (head?.type === 'commit') {
     const committed = gitSnapshot(repo.cwd, repo.objects, head.oid, repo.env);
-    if ((await committed.readFile(POLICY_PATH)) !== null) return loadPolicy(committed);
+    if ((await committed.readFile(POLICY_PATH)) !== null)
+      return { policy: await loadPolicy(committed), blob: null };
   }
-  return loadPolicy(snapshot); // neither has one: the usual "run init" answer
+  return { policy: await loadPolicy(snapshot), blob: null }; // neither has one: the usual "run init" answer
 }
 
 /** The ledger's tip through the object reader the check already has open (one spawn fewer than rev-parse). */

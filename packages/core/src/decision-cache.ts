@@ -14,9 +14,18 @@
  * The cache is an accelerator only: unreadable or from another version, it is ignored and rewritten.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { canonicalize } from './canonical-json.js';
+import {
+  DECISIONS_FILE,
+  decisionsFile,
+  entryKey,
+  isPromotion,
+  readStore,
+  STORE_VERSION,
+  type Stored,
+} from './decision-store.js';
 import { type GitOptions, git } from './git.js';
 import type { Governance } from './governance.js';
 
@@ -29,20 +38,8 @@ export interface Decision {
   by: string[];
 }
 
-/** "<sha256>\t<1|0>\t<reason>\t<signers>", the last two as indexes into the file's table of texts. */
-type Entry = string;
-
-const VERSION = 2;
 /** Beyond this many decisions the oldest are forgotten (about 150 bytes each on disk). */
 const MAX_ENTRIES = 200_000;
-const FILE = /^decisions-([0-9a-f]{16})-([0-9a-f]{40,64}|none)\.json$/;
-
-interface Stored {
-  version: number;
-  texts: string[];
-  /** Keyed "<blob>\0<path>"; JSON keeps insertion order, oldest first. */
-  entries: Record<string, Entry>;
-}
 
 export class DecisionCache {
   private dirty = false;
@@ -70,7 +67,7 @@ export class DecisionCache {
   ): Promise<DecisionCache> {
     if (cacheDir === null) return DecisionCache.none();
     const digest = governanceDigest(governance, anchor);
-    const file = path.join(cacheDir, `decisions-${digest}-${tip ?? 'none'}.json`);
+    const file = decisionsFile(cacheDir, digest, tip);
     const exact = await readStore(file);
     if (exact) return new DecisionCache(file, exact);
     const cache = new DecisionCache(file, await carryOver(cacheDir, digest, tip, gitOptions));
@@ -79,7 +76,7 @@ export class DecisionCache {
   }
 
   get(filePath: string, blob: string): Decision | undefined {
-    const k = key(filePath, blob);
+    const k = entryKey(filePath, blob);
     if (!Object.hasOwn(this.stored.entries, k)) return undefined;
     const [sha256, promoted, reason, by] = this.stored.entries[k]!.split('\t');
     const texts = this.stored.texts;
@@ -104,7 +101,7 @@ export class DecisionCache {
   }
 
   set(d: Decision): void {
-    const k = key(d.path, d.blob);
+    const k = entryKey(d.path, d.blob);
     delete this.stored.entries[k]; // re-inserted last: the newest survive the bound
     this.stored.entries[k] = [
       d.sha256,
@@ -137,7 +134,8 @@ export class DecisionCache {
       await rename(tmp, this.file);
       this.dirty = false;
       for (const n of await readdir(dir)) {
-        if (FILE.test(n) && n !== path.basename(this.file)) await rm(path.join(dir, n), { force: true });
+        if (DECISIONS_FILE.test(n) && n !== path.basename(this.file))
+          await rm(path.join(dir, n), { force: true });
       }
     } catch {
       // A read-only git dir still gets correct answers, only slower.
@@ -146,11 +144,7 @@ export class DecisionCache {
 }
 
 function emptyStore(): Stored {
-  return { version: VERSION, texts: [], entries: {} };
-}
-
-function key(filePath: string, blob: string): string {
-  return `${blob}\0${filePath}`;
+  return { version: STORE_VERSION, texts: [], entries: {} };
 }
 
 /** Everything a decision depends on besides the ledger: the rules and the keys that judged it. */
@@ -161,21 +155,6 @@ export function governanceDigest(governance: Governance, anchor: Governance | un
     .update(canonicalize({ governance: part(governance), anchor: part(anchor) }))
     .digest('hex')
     .slice(0, 16);
-}
-
-async function readStore(file: string): Promise<Stored | null> {
-  try {
-    const data = JSON.parse(await readFile(file, 'utf8')) as Partial<Stored>;
-    const ok =
-      data.version === VERSION &&
-      Array.isArray(data.texts) &&
-      typeof data.entries === 'object' &&
-      data.entries !== null &&
-      !Array.isArray(data.entries);
-    return ok ? (data as Stored) : null;
-  } catch {
-    return null;
-  }
 }
 
 /**
@@ -192,7 +171,7 @@ async function carryOver(
   if (tip === null) return carried;
   let names: string[];
   try {
-    names = (await readdir(cacheDir)).filter((n) => FILE.exec(n)?.[1] === digest);
+    names = (await readdir(cacheDir)).filter((n) => DECISIONS_FILE.exec(n)?.[1] === digest);
   } catch {
     return carried;
   }
@@ -200,7 +179,7 @@ async function carryOver(
     names.map(async (n) => ({ n, at: (await stat(path.join(cacheDir, n)).catch(() => null))?.mtimeMs ?? 0 })),
   );
   const latest = dated.sort((a, b) => b.at - a.at)[0];
-  const older = latest && FILE.exec(latest.n)![2]!;
+  const older = latest && DECISIONS_FILE.exec(latest.n)![2]!;
   if (!latest || older === 'none') return carried;
   const previous = await readStore(path.join(cacheDir, latest.n));
   if (!previous) return carried;
@@ -220,8 +199,7 @@ async function carryOver(
   }
   carried.texts = previous.texts;
   for (const [k, e] of Object.entries(previous.entries)) {
-    const promoted = e.split('\t', 2)[1] === '1';
-    if (promoted && !changed.has(k.slice(0, k.indexOf('\0')))) carried.entries[k] = e;
+    if (isPromotion(e) && !changed.has(k.slice(0, k.indexOf('\0')))) carried.entries[k] = e;
   }
   return carried;
 }

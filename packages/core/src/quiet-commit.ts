@@ -1,17 +1,19 @@
 /**
- * The pre-commit hook's first question, answered with as little as possible: does this commit stage anything
- * governed at all? Most commits do not, and the hook runs on every one (DESIGN 6: its own time should stay
- * within one `git status`). Three git processes run at once and nothing heavier than the glob matcher is
+ * The pre-commit hook's first question, answered with as little as possible: may this commit pass without the
+ * full check? Most commits stage nothing governed, and the hook runs on every one (DESIGN 6: its own time should
+ * stay within one `git status`). Three git processes run at once and nothing heavier than the glob matcher is
  * loaded; whenever the answer is not certain from what the caches already hold, the caller runs the full check.
  *
  * What it relies on, each written by the full check: the staged policy as last validated (kept under the policy
- * blob's id, so an edited policy is validated again) and the set of paths the ledger has recorded (per notes
- * commit, path-index.ts).
+ * blob's id, so an edited policy is validated again), the set of paths the ledger has recorded (per notes commit,
+ * path-index.ts), and the decisions per (path, blob) at the ledger tip (decision-store.ts): a commit whose every
+ * governed file the full check already found promoted, under the same governance and ledger tip, passes here too.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { governedMatcher, POLICY_PATH } from './governed-paths.js';
+import { decisionsFile, entryKey, governanceDigestOf, isPromotion, readStore } from './decision-store.js';
+import { DEFAULT_KEYS_DIR, governedMatcher, isGovernanceFile, POLICY_PATH } from './governed-paths.js';
 import { pathsName } from './path-index.js';
 import type { Policy } from './policy.js';
 import { parseRawDiff, type StagedChange } from './staged-changes.js';
@@ -24,45 +26,102 @@ export interface StagedDiff {
   changes: StagedChange[];
 }
 
-export type QuickAnswer = { nothingGoverned: true } | { nothingGoverned: false; staged: StagedDiff | null };
+/** `passes`: the full check would let this commit through without a word (nothing governed, or all promoted). */
+export type QuickAnswer = { passes: true } | { passes: false; staged: StagedDiff | null };
 
-/** Says `nothingGoverned` only when that is certain; otherwise the full check must answer. */
-export async function stagesNothingGoverned(cwd: string, env: NodeJS.ProcessEnv): Promise<QuickAnswer> {
+/** Says `passes` only when that is certain; otherwise the full check must answer. */
+export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promise<QuickAnswer> {
+  // The keys directory is asked for before the policy says where it is: almost every policy keeps the default.
+  const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\n`;
   const [commonDir, ids, diff] = await Promise.all([
     run(['rev-parse', '--path-format=absolute', '--git-common-dir'], cwd, env),
-    run(['cat-file', '--batch-check'], cwd, env, `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\n`),
+    run(['cat-file', '--batch-check'], cwd, env, names),
     run(['diff-index', '--cached', '--raw', '-z', '-M', '-C', 'HEAD'], cwd, env),
   ]);
-  const [head, policyId, ledger] = (ids?.toString('utf8') ?? '').split('\n');
+  const [head, policyId, ledger, defaultKeys] = (ids?.toString('utf8') ?? '').split('\n');
   if (diff === null || !head?.includes(' commit ')) return unsure(null);
   const fields = diff.toString('utf8').split('\0');
   if (fields.at(-1) === '') fields.pop();
   const staged = { base: head.split(' ')[0]!, changes: parseRawDiff(fields) };
   if (commonDir === null || !policyId?.includes(' blob ')) return unsure(staged);
   const cacheDir = cacheDirOf(commonDir.toString('utf8').trim());
-  const policy = await readJson<Policy>(path.join(cacheDir, validPolicyName(policyId.split(' ')[0]!)));
+  const policyBlob = policyId.split(' ')[0]!;
+  const policy = await readJson<Policy>(path.join(cacheDir, validPolicyName(policyBlob)));
   // Even a commit that stages nothing is refused (exit 2) by the full check when the policy does not validate.
   if (!isPolicyShaped(policy)) return unsure(staged);
 
-  const matcher = governedMatcher(policy);
-  const askLedger: string[] = [];
-  for (const change of staged.changes) {
-    const c = matcher.classify(change.path);
-    if (c === 'governed') return unsure(staged);
-    if (c === 'if-recorded') askLedger.push(change.path);
-  }
-  if (askLedger.length === 0) return QUIET;
-  if (!ledger?.includes(' commit ')) return ledger?.endsWith(' missing') ? QUIET : unsure(staged);
-  const recorded = await readText(path.join(cacheDir, pathsName(ledger.split(' ')[0]!)));
-  if (recorded === null) return unsure(staged);
-  const paths = new Set(recorded === '' ? [] : recorded.split('\0'));
-  return askLedger.every((p) => !paths.has(p)) ? QUIET : unsure(staged);
+  const tip = ledger?.includes(' commit ') ? ledger.split(' ')[0]! : null;
+  if (tip === null && !ledger?.endsWith(' missing')) return unsure(staged);
+  const governed = await governedAmong(staged.changes, policy, tip, cacheDir);
+  if (governed === null) return unsure(staged);
+  if (governed.length === 0) return PASSES;
+  const keysAt = async () =>
+    policy.keysDir === DEFAULT_KEYS_DIR
+      ? (defaultKeys ?? '')
+      : ((
+          await run(['cat-file', '--batch-check'], cwd, env, `${staged.base}:${policy.keysDir}\n`)
+        )?.toString() ?? '');
+  const ok = await allPromoted(governed, staged, policy, policyBlob, tip, cacheDir, keysAt);
+  return ok ? PASSES : unsure(staged);
 }
 
-const QUIET: QuickAnswer = { nothingGoverned: true };
+/** The changes the full check would judge, or null when that depends on recorded paths not cached yet. */
+async function governedAmong(
+  changes: StagedChange[],
+  policy: Policy,
+  tip: string | null,
+  cacheDir: string,
+): Promise<StagedChange[] | null> {
+  const matcher = governedMatcher(policy);
+  const governed: StagedChange[] = [];
+  const askLedger: StagedChange[] = [];
+  for (const change of changes) {
+    const c = matcher.classify(change.path);
+    if (c === 'governed') governed.push(change);
+    else if (c === 'if-recorded') askLedger.push(change);
+  }
+  if (askLedger.length === 0 || tip === null) return governed;
+  const recorded = await readText(path.join(cacheDir, pathsName(tip)));
+  if (recorded === null) return null;
+  const paths = new Set(recorded === '' ? [] : recorded.split('\0'));
+  return [...governed, ...askLedger.filter((c) => paths.has(c.path))];
+}
+
+/**
+ * Every governed change already decided as promoted, by the full check, under this governance at this ledger tip.
+ * Only for a commit that leaves the governance files as committed (so the committed objects name the governance)
+ * and deletes nothing governed (the full check reports each deletion, so it must run).
+ */
+async function allPromoted(
+  governed: StagedChange[],
+  staged: StagedDiff,
+  policy: Policy,
+  policyBlob: string,
+  tip: string | null,
+  cacheDir: string,
+  /** cat-file's answer for the keys directory at HEAD ("<id> tree <size>", or "... missing"). */
+  keysAt: () => Promise<string>,
+): Promise<boolean> {
+  if (governed.some((c) => c.status === 'D')) return false;
+  const touchesGovernance = (p: string | undefined) => p !== undefined && isGovernanceFile(policy, p);
+  if (staged.changes.some((c) => touchesGovernance(c.path) || touchesGovernance(c.from))) return false;
+  if (/[\n\0]/.test(policy.keysDir)) return false; // cat-file reads one name per line
+  const [keysId, keysType] = (await keysAt()).split(' ');
+  const keysTree = keysType === 'tree' ? keysId! : null;
+  const digest = await governanceDigestOf(cacheDir, { policyBlob, keysTree });
+  if (digest === null) return false;
+  const decided = await readStore(decisionsFile(cacheDir, digest, tip));
+  if (decided === null) return false;
+  return governed.every((c) => {
+    const entry = decided.entries[entryKey(c.path, c.blob)];
+    return typeof entry === 'string' && isPromotion(entry);
+  });
+}
+
+const PASSES: QuickAnswer = { passes: true };
 
 function unsure(staged: StagedDiff | null): QuickAnswer {
-  return { nothingGoverned: false, staged };
+  return { passes: false, staged };
 }
 
 /** Called by the full check once it has validated the staged policy stored as blob `id`. */

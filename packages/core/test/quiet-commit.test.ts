@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanGitEnv, makeTempRepo, type TempRepo } from '../../../test/support/git-repo.js';
 import {
+  keyFilesOf,
   subjectOf,
   testKey,
   testPolicy,
@@ -10,7 +11,7 @@ import {
   writeGovernance,
 } from '../../../test/support/records.js';
 import { checkStaged, stagedChanges } from '../src/checks.js';
-import { stagesNothingGoverned } from '../src/quiet-commit.js';
+import { quickPreCommit } from '../src/quiet-commit.js';
 import { Repository } from '../src/repository.js';
 
 const alice = testKey({ name: 'alice', roles: ['delegator'] });
@@ -19,12 +20,12 @@ const alice = testKey({ name: 'alice', roles: ['delegator'] });
  * The hook's quick path may only ever say "nothing governed is staged" when that is true; every "not sure" sends
  * the commit to the full check. Each pass below is paired with a refusal to answer.
  */
-describe('stagesNothingGoverned', () => {
+describe('quickPreCommit', () => {
   let repo: TempRepo;
   let cacheDir: string;
   const env = cleanGitEnv();
 
-  const quick = async () => (await stagesNothingGoverned(repo.dir, env)).nothingGoverned;
+  const quick = async () => (await quickPreCommit(repo.dir, env)).passes;
   const fullCheck = async () => {
     const opened = await Repository.open(repo.dir, env);
     try {
@@ -71,13 +72,13 @@ describe('stagesNothingGoverned', () => {
 
   it('never passes a protected path, nor a governance file', async () => {
     stage('src/a.ts', 'export {};\n');
-    const answer = await stagesNothingGoverned(repo.dir, env);
-    expect(answer.nothingGoverned).toBe(false);
+    const answer = await quickPreCommit(repo.dir, env);
+    expect(answer.passes).toBe(false);
     // What it read is what the full check would read itself.
     const opened = await Repository.open(repo.dir, env);
     const own = await stagedChanges(opened);
     await opened.close();
-    expect(answer.nothingGoverned === false && answer.staged).toEqual(own);
+    expect(answer.passes === false && answer.staged).toEqual(own);
     unstageAll();
     stage('.delegate-git/keys/extra.json', '{}\n');
     expect(await quick()).toBe(false);
@@ -117,5 +118,171 @@ describe('stagesNothingGoverned', () => {
     for (const n of fs.readdirSync(cacheDir).filter((f) => f.startsWith('policy-')))
       fs.writeFileSync(path.join(cacheDir, n), '{"protect": "src/**"}');
     expect(await quick()).toBe(false);
+  });
+});
+
+/**
+ * The quick path also passes a commit whose every governed file the full check already found promoted, under the
+ * same committed governance and the same ledger tip. Each pass is paired with the change that must send the commit
+ * back to the full check.
+ */
+describe('quickPreCommit with decisions already made', () => {
+  let repo: TempRepo;
+  let cacheDir: string;
+  const env = cleanGitEnv();
+  const bob = testKey({ name: 'bob', roles: ['delegator'] });
+  const quick = async () => (await quickPreCommit(repo.dir, env)).passes;
+  const fullCheck = async () => {
+    const opened = await Repository.open(repo.dir, env);
+    try {
+      return await checkStaged(opened);
+    } finally {
+      await opened.close();
+    }
+  };
+  const stage = (file: string, content: string) => {
+    fs.mkdirSync(path.dirname(path.join(repo.dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(repo.dir, file), content);
+    repo.git(['add', '--', file]);
+  };
+  const record = async (
+    file: string,
+    content: string,
+    verdict: 'UNIT_PASSED' | 'UNIT_FAILED' = 'UNIT_PASSED',
+  ) => {
+    const subject = subjectOf(file, content);
+    repo.blob(content);
+    const opened = await Repository.open(repo.dir, env);
+    await opened.ledger.append([
+      { blob: subject.gitBlob, lines: [verdictLine(alice, [subject], { verdict })] },
+    ]);
+    await opened.close();
+  };
+  const promotedPaths = async () => (await fullCheck()).results.filter((r) => r.promoted).map((r) => r.path);
+
+  beforeAll(async () => {
+    repo = makeTempRepo();
+    cacheDir = path.join(repo.dir, '.git', 'delegate-git', 'cache');
+    writeGovernance(repo.dir, testPolicy({ protect: ['src/**'] }), [alice]);
+    repo.git(['add', '.']);
+    repo.git(['commit', '-q', '-m', 'adopt']);
+    await record('src/a.ts', 'export const a = 1;\n');
+    await record('src/b.ts', 'export const b = 1;\n');
+  });
+  afterAll(() => repo.cleanup());
+
+  it('passes once the full check has found every staged governed file promoted', async () => {
+    stage('src/a.ts', 'export const a = 1;\n');
+    stage('src/b.ts', 'export const b = 1;\n');
+    expect(await quick()).toBe(false); // nothing decided yet
+    expect(await promotedPaths()).toEqual(['src/a.ts', 'src/b.ts']);
+    expect(await quick()).toBe(true);
+  });
+
+  it('does not pass a governed file decided as refused, nor one never decided', async () => {
+    stage('src/c.ts', 'export const c = 1;\n');
+    expect(await quick()).toBe(false);
+    expect(await promotedPaths()).toEqual(['src/a.ts', 'src/b.ts']); // c refused: no verdict
+    expect(await quick()).toBe(false); // its refusal is cached, and a refusal is never a pass
+    repo.git(['rm', '-q', '--cached', '--', 'src/c.ts']);
+    expect(await quick()).toBe(true);
+  });
+
+  it('does not pass other content of a promoted path', async () => {
+    stage('src/a.ts', 'export const a = 2;\n');
+    expect(await quick()).toBe(false);
+    expect(await promotedPaths()).toEqual(['src/b.ts']);
+    expect(await quick()).toBe(false);
+    stage('src/a.ts', 'export const a = 1;\n');
+    expect(await quick()).toBe(true);
+  });
+
+  it('asks the full check again when the ledger moves, and passes after it', async () => {
+    await record('src/a.ts', 'export const a = 1;\n', 'UNIT_FAILED'); // a failed verdict beside the passed one
+    expect(await quick()).toBe(false);
+    expect(await promotedPaths()).toEqual(['src/a.ts', 'src/b.ts']);
+    expect(await quick()).toBe(true);
+  });
+
+  it('leaves to the full check a commit that also stages a governance file or deletes a governed one', async () => {
+    const [bobFile] = keyFilesOf([bob]);
+    stage(bobFile!.path, bobFile!.text);
+    expect(await quick()).toBe(false);
+    repo.git(['rm', '-q', '--cached', '--', bobFile!.path]);
+    fs.rmSync(path.join(repo.dir, bobFile!.path));
+    expect(await quick()).toBe(true);
+
+    repo.git(['commit', '-q', '-m', 'a and b']); // no hook in this repository: committed as staged
+    repo.git(['rm', '-q', '--cached', '--', 'src/b.ts']);
+    expect(await quick()).toBe(false); // the full check reports the deletion
+    expect((await fullCheck()).deletions.map((d) => d.path)).toEqual(['src/b.ts']);
+    repo.git(['reset', '-q']);
+  });
+
+  it('does not use decisions made under other committed governance (a key added in HEAD)', async () => {
+    stage('src/d.ts', 'export const d = 1;\n');
+    await record('src/d.ts', 'export const d = 1;\n');
+    expect(await promotedPaths()).toEqual(['src/d.ts']);
+    expect(await quick()).toBe(true);
+    repo.git(['reset', '-q']);
+    const [bobFile] = keyFilesOf([bob]);
+    repo.commit({ [bobFile!.path]: bobFile!.text }, 'bob joins');
+    stage('src/d.ts', 'export const d = 1;\n'); // the same blob, decided under the old keys
+    expect(await quick()).toBe(false);
+    expect(await promotedPaths()).toEqual(['src/d.ts']);
+    expect(await quick()).toBe(true);
+  });
+
+  it('ignores a damaged decisions file or governance alias', async () => {
+    expect(await quick()).toBe(true);
+    for (const n of fs.readdirSync(cacheDir).filter((f) => f.startsWith('governance-')))
+      fs.writeFileSync(path.join(cacheDir, n), '{"digest": 7}');
+    expect(await quick()).toBe(false);
+    await fullCheck();
+    expect(await quick()).toBe(true);
+    for (const n of fs.readdirSync(cacheDir).filter((f) => f.startsWith('decisions-')))
+      fs.writeFileSync(path.join(cacheDir, n), '{"version": 2, "texts": [], "entries": [');
+    expect(await quick()).toBe(false);
+  });
+});
+
+describe('quickPreCommit with a keys directory of its own', () => {
+  it('reads that directory, not the default one, to name the governance', async () => {
+    const env = cleanGitEnv();
+    const repo = makeTempRepo();
+    try {
+      const policy = testPolicy({ protect: ['src/**'], keysDir: 'trust' });
+      writeGovernance(repo.dir, policy, [alice]);
+      repo.git(['add', '.']);
+      repo.git(['commit', '-q', '-m', 'adopt']);
+      const content = 'export const x = 1;\n';
+      const subject = subjectOf('src/x.ts', content);
+      fs.mkdirSync(path.join(repo.dir, 'src'));
+      fs.writeFileSync(path.join(repo.dir, 'src/x.ts'), content);
+      repo.git(['add', 'src/x.ts']);
+      const check = async () => {
+        const opened = await Repository.open(repo.dir, env);
+        try {
+          return (await checkStaged(opened)).results.map((r) => r.promoted);
+        } finally {
+          await opened.close();
+        }
+      };
+      const opened = await Repository.open(repo.dir, env);
+      await opened.ledger.append([{ blob: subject.gitBlob, lines: [verdictLine(alice, [subject])] }]);
+      await opened.close();
+      expect(await check()).toEqual([true]);
+      expect((await quickPreCommit(repo.dir, env)).passes).toBe(true);
+
+      const [bobFile] = keyFilesOf([testKey({ name: 'bob', roles: ['delegator'] })], 'trust');
+      repo.git(['reset', '-q']);
+      repo.commit({ [bobFile!.path]: bobFile!.text }, 'bob joins');
+      repo.git(['add', 'src/x.ts']);
+      expect((await quickPreCommit(repo.dir, env)).passes).toBe(false);
+      expect(await check()).toEqual([true]);
+      expect((await quickPreCommit(repo.dir, env)).passes).toBe(true);
+    } finally {
+      repo.cleanup();
+    }
   });
 });

@@ -1,5 +1,6 @@
-// Only the quick path is loaded up front: most commits stage nothing governed, and the hook runs on every one.
-import { stagesNothingGoverned } from '@delegate-git/core/quiet-commit';
+// Only the quick path is loaded up front: most commits stage nothing governed (or only what was already found
+// promoted), and the hook runs on every one.
+import { quickPreCommit } from '@delegate-git/core/quiet-commit';
 import { type CommandModule, type Io, parseCommandArgs, usageError } from '../command.js';
 import { renderReport } from '../report-text.js';
 
@@ -31,8 +32,8 @@ export default {
 } satisfies CommandModule;
 
 async function preCommit(io: Io): Promise<number> {
-  const quick = await stagesNothingGoverned(io.cwd, io.env);
-  if (quick.nothingGoverned) return 0;
+  const quick = await quickPreCommit(io.cwd, io.env);
+  if (quick.passes) return 0;
   // The modules of the staged check only, not all of core (a commit staging governed files pays for what it loads).
   const [{ checkStaged, reportExitCode }, { Repository }] = await Promise.all([
     import('@delegate-git/core/checks'),
