@@ -109,7 +109,11 @@ const nodeStart = () => timeSync(() => run(process.execPath, ['-e', '0'])).ms;
 const gitStatus = (cwd = repo) => timeSync(() => run('git', ['status'], { cwd, env })).ms;
 // The CLI's compiled code (bin/delegate-git.js keeps it per user, not per repository) stays, as after any first
 // run since installing; only its pages are evicted.
-const codeCacheDir = path.join(env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'delegate-git', 'code');
+const codeCacheDir = path.join(
+  env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'),
+  'delegate-git',
+  'code',
+);
 function makeCold() {
   fs.rmSync(cacheDir, { recursive: true, force: true });
   evictFromPageCache(gitDir);
