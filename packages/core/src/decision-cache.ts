@@ -68,7 +68,7 @@ export class DecisionCache {
     if (cacheDir === null) return DecisionCache.none();
     const digest = governanceDigest(governance, anchor);
     const file = decisionsFile(cacheDir, digest, tip);
-    const exact = await readStore(file);
+    const exact = readStore(file);
     if (exact) return new DecisionCache(file, exact);
     const cache = new DecisionCache(file, await carryOver(cacheDir, digest, tip, gitOptions));
     cache.dirty = true;
@@ -181,7 +181,7 @@ async function carryOver(
   const latest = dated.sort((a, b) => b.at - a.at)[0];
   const older = latest && DECISIONS_FILE.exec(latest.n)![2]!;
   if (!latest || older === 'none') return carried;
-  const previous = await readStore(path.join(cacheDir, latest.n));
+  const previous = readStore(path.join(cacheDir, latest.n));
   if (!previous) return carried;
   let changed: Set<string>;
   try {

@@ -7,7 +7,8 @@
  * policy blob and the keys directory's tree) it computed that digest from, when the staged governance is exactly
  * the committed one. Both are git object ids: the same ids are the same bytes.
  */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 export const STORE_VERSION = 2;
@@ -35,9 +36,10 @@ export function isPromotion(entry: Entry): boolean {
   return entry.split('\t', 2)[1] === '1';
 }
 
-export async function readStore(file: string): Promise<Stored | null> {
+/** Read synchronously: the quick path has nothing else to do meanwhile, and a thread-pool round trip costs more. */
+export function readStore(file: string): Stored | null {
   try {
-    const data = JSON.parse(await readFile(file, 'utf8')) as Partial<Stored>;
+    const data = JSON.parse(readFileSync(file, 'utf8')) as Partial<Stored>;
     const ok =
       data.version === STORE_VERSION &&
       Array.isArray(data.texts) &&
@@ -77,9 +79,9 @@ export async function rememberGovernanceDigest(
   }
 }
 
-export async function governanceDigestOf(cacheDir: string, g: GovernanceObjects): Promise<string | null> {
+export function governanceDigestOf(cacheDir: string, g: GovernanceObjects): string | null {
   try {
-    const { digest } = JSON.parse(await readFile(aliasFile(cacheDir, g), 'utf8')) as { digest?: unknown };
+    const { digest } = JSON.parse(readFileSync(aliasFile(cacheDir, g), 'utf8')) as { digest?: unknown };
     return typeof digest === 'string' && /^[0-9a-f]{16}$/.test(digest) ? digest : null;
   } catch {
     return null;

@@ -10,7 +10,8 @@
  * governed file the full check already found promoted, under the same governance and ledger tip, passes here too.
  */
 import { spawn } from 'node:child_process';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { decisionsFile, entryKey, governanceDigestOf, isPromotion, readStore } from './decision-store.js';
 import { DEFAULT_KEYS_DIR, governedMatcher, isGovernanceFile, POLICY_PATH } from './governed-paths.js';
@@ -46,13 +47,13 @@ export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promi
   if (commonDir === null || !policyId?.includes(' blob ')) return unsure(staged);
   const cacheDir = cacheDirOf(commonDir.toString('utf8').trim());
   const policyBlob = policyId.split(' ')[0]!;
-  const policy = await readJson<Policy>(path.join(cacheDir, validPolicyName(policyBlob)));
+  const policy = readJson<Policy>(path.join(cacheDir, validPolicyName(policyBlob)));
   // Even a commit that stages nothing is refused (exit 2) by the full check when the policy does not validate.
   if (!isPolicyShaped(policy)) return unsure(staged);
 
   const tip = ledger?.includes(' commit ') ? ledger.split(' ')[0]! : null;
   if (tip === null && !ledger?.endsWith(' missing')) return unsure(staged);
-  const governed = await governedAmong(staged.changes, policy, tip, cacheDir);
+  const governed = governedAmong(staged.changes, policy, tip, cacheDir);
   if (governed === null) return unsure(staged);
   if (governed.length === 0) return PASSES;
   const keysAt = async () =>
@@ -66,12 +67,12 @@ export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promi
 }
 
 /** The changes the full check would judge, or null when that depends on recorded paths not cached yet. */
-async function governedAmong(
+function governedAmong(
   changes: StagedChange[],
   policy: Policy,
   tip: string | null,
   cacheDir: string,
-): Promise<StagedChange[] | null> {
+): StagedChange[] | null {
   const matcher = governedMatcher(policy);
   const governed: StagedChange[] = [];
   const askLedger: StagedChange[] = [];
@@ -81,7 +82,7 @@ async function governedAmong(
     else if (c === 'if-recorded') askLedger.push(change);
   }
   if (askLedger.length === 0 || tip === null) return governed;
-  const recorded = await readText(path.join(cacheDir, pathsName(tip)));
+  const recorded = readText(path.join(cacheDir, pathsName(tip)));
   if (recorded === null) return null;
   const paths = new Set(recorded === '' ? [] : recorded.split('\0'));
   return [...governed, ...askLedger.filter((c) => paths.has(c.path))];
@@ -108,9 +109,9 @@ async function allPromoted(
   if (/[\n\0]/.test(policy.keysDir)) return false; // cat-file reads one name per line
   const [keysId, keysType] = (await keysAt()).split(' ');
   const keysTree = keysType === 'tree' ? keysId! : null;
-  const digest = await governanceDigestOf(cacheDir, { policyBlob, keysTree });
+  const digest = governanceDigestOf(cacheDir, { policyBlob, keysTree });
   if (digest === null) return false;
-  const decided = await readStore(decisionsFile(cacheDir, digest, tip));
+  const decided = readStore(decisionsFile(cacheDir, digest, tip));
   if (decided === null) return false;
   return governed.every((c) => {
     const entry = decided.entries[entryKey(c.path, c.blob)];
@@ -172,16 +173,17 @@ function run(args: string[], cwd: string, env: NodeJS.ProcessEnv, input?: string
   });
 }
 
-async function readText(file: string): Promise<string | null> {
+/** Cache files are read synchronously: nothing else runs meanwhile, and a thread-pool round trip costs more. */
+function readText(file: string): string | null {
   try {
-    return await readFile(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch {
     return null;
   }
 }
 
-async function readJson<T>(file: string): Promise<T | null> {
-  const text = await readText(file);
+function readJson<T>(file: string): T | null {
+  const text = readText(file);
   if (text === null) return null;
   try {
     return JSON.parse(text) as T;
