@@ -16,6 +16,24 @@ import { Repository } from '../src/repository.js';
 
 const alice = testKey({ name: 'alice', roles: ['delegator'] });
 
+const env = cleanGitEnv();
+
+/** The full check, in a process of its own as the hook runs it (a long-lived cat-file would keep an old index). */
+async function checkStagedIn(dir: string) {
+  const opened = await Repository.open(dir, env);
+  try {
+    return await checkStaged(opened);
+  } finally {
+    await opened.close();
+  }
+}
+
+function stageIn(repo: TempRepo, file: string, content: string): void {
+  fs.mkdirSync(path.dirname(path.join(repo.dir, file)), { recursive: true });
+  fs.writeFileSync(path.join(repo.dir, file), content);
+  repo.git(['add', '--', file]);
+}
+
 /**
  * The hook's quick path may only ever say "nothing governed is staged" when that is true; every "not sure" sends
  * the commit to the full check. Each pass below is paired with a refusal to answer.
@@ -23,22 +41,10 @@ const alice = testKey({ name: 'alice', roles: ['delegator'] });
 describe('quickPreCommit', () => {
   let repo: TempRepo;
   let cacheDir: string;
-  const env = cleanGitEnv();
 
   const quick = async () => (await quickPreCommit(repo.dir, env)).passes;
-  const fullCheck = async () => {
-    const opened = await Repository.open(repo.dir, env);
-    try {
-      return await checkStaged(opened);
-    } finally {
-      await opened.close();
-    }
-  };
-  const stage = (file: string, content: string) => {
-    fs.mkdirSync(path.dirname(path.join(repo.dir, file)), { recursive: true });
-    fs.writeFileSync(path.join(repo.dir, file), content);
-    repo.git(['add', '--', file]);
-  };
+  const fullCheck = () => checkStagedIn(repo.dir);
+  const stage = (file: string, content: string) => stageIn(repo, file, content);
   const unstageAll = () => repo.git(['reset', '-q']);
 
   beforeAll(() => {
@@ -129,22 +135,10 @@ describe('quickPreCommit', () => {
 describe('quickPreCommit with decisions already made', () => {
   let repo: TempRepo;
   let cacheDir: string;
-  const env = cleanGitEnv();
   const bob = testKey({ name: 'bob', roles: ['delegator'] });
   const quick = async () => (await quickPreCommit(repo.dir, env)).passes;
-  const fullCheck = async () => {
-    const opened = await Repository.open(repo.dir, env);
-    try {
-      return await checkStaged(opened);
-    } finally {
-      await opened.close();
-    }
-  };
-  const stage = (file: string, content: string) => {
-    fs.mkdirSync(path.dirname(path.join(repo.dir, file)), { recursive: true });
-    fs.writeFileSync(path.join(repo.dir, file), content);
-    repo.git(['add', '--', file]);
-  };
+  const fullCheck = () => checkStagedIn(repo.dir);
+  const stage = (file: string, content: string) => stageIn(repo, file, content);
   const record = async (
     file: string,
     content: string,
@@ -248,39 +242,29 @@ describe('quickPreCommit with decisions already made', () => {
 
 describe('quickPreCommit with a keys directory of its own', () => {
   it('reads that directory, not the default one, to name the governance', async () => {
-    const env = cleanGitEnv();
     const repo = makeTempRepo();
     try {
-      const policy = testPolicy({ protect: ['src/**'], keysDir: 'trust' });
-      writeGovernance(repo.dir, policy, [alice]);
+      writeGovernance(repo.dir, testPolicy({ protect: ['src/**'], keysDir: 'trust' }), [alice]);
       repo.git(['add', '.']);
       repo.git(['commit', '-q', '-m', 'adopt']);
       const content = 'export const x = 1;\n';
       const subject = subjectOf('src/x.ts', content);
-      fs.mkdirSync(path.join(repo.dir, 'src'));
-      fs.writeFileSync(path.join(repo.dir, 'src/x.ts'), content);
-      repo.git(['add', 'src/x.ts']);
-      const check = async () => {
-        const opened = await Repository.open(repo.dir, env);
-        try {
-          return (await checkStaged(opened)).results.map((r) => r.promoted);
-        } finally {
-          await opened.close();
-        }
-      };
+      stageIn(repo, 'src/x.ts', content);
       const opened = await Repository.open(repo.dir, env);
       await opened.ledger.append([{ blob: subject.gitBlob, lines: [verdictLine(alice, [subject])] }]);
       await opened.close();
-      expect(await check()).toEqual([true]);
-      expect((await quickPreCommit(repo.dir, env)).passes).toBe(true);
+      const promoted = async () => (await checkStagedIn(repo.dir)).results.map((r) => r.promoted);
+      const quick = async () => (await quickPreCommit(repo.dir, env)).passes;
+      expect(await promoted()).toEqual([true]);
+      expect(await quick()).toBe(true);
 
       const [bobFile] = keyFilesOf([testKey({ name: 'bob', roles: ['delegator'] })], 'trust');
       repo.git(['reset', '-q']);
       repo.commit({ [bobFile!.path]: bobFile!.text }, 'bob joins');
       repo.git(['add', 'src/x.ts']);
-      expect((await quickPreCommit(repo.dir, env)).passes).toBe(false);
-      expect(await check()).toEqual([true]);
-      expect((await quickPreCommit(repo.dir, env)).passes).toBe(true);
+      expect(await quick()).toBe(false);
+      expect(await promoted()).toEqual([true]);
+      expect(await quick()).toBe(true);
     } finally {
       repo.cleanup();
     }
