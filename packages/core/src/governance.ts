@@ -30,10 +30,16 @@ export async function loadGovernance(snapshot: Snapshot, knownPolicy?: Policy): 
   const policy = knownPolicy ?? (await loadPolicy(snapshot));
   const keyPaths = (await snapshot.listFiles(policy.keysDir)).filter((p) => p.endsWith('.json'));
   const files = await Promise.all(
-    keyPaths.map(async (p) => ({
-      path: p,
-      text: ((await snapshot.readFile(p)) ?? Buffer.alloc(0)).toString('utf8'),
-    })),
+    keyPaths.map(async (p) => {
+      const content = await snapshot.readFile(p);
+      // Listed but gone: the index or tree changed under a long-running reader. Never judged as an empty key.
+      if (content === null)
+        throw new DelegateGitError(
+          'TRUST_ROOT',
+          `The key file ${p} is listed in ${snapshot.label} but could not be read (did it change meanwhile?). Run the command again.`,
+        );
+      return { path: p, text: content.toString('utf8') };
+    }),
   );
   const trustRoot = parseTrustRoot(files);
   if (trustRoot.keys.length === 0) {

@@ -3,8 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { vectorsDir } from '../../../test/support/paths.js';
-import { keyFilesOf, testKey, trustRootOf } from '../../../test/support/records.js';
+import { keyFilesOf, testKey, testPolicy, trustRootOf } from '../../../test/support/records.js';
 import { DelegateGitError } from '../src/errors.js';
+import { loadGovernance } from '../src/governance.js';
+import { POLICY_PATH, policyText } from '../src/policy.js';
+import type { Snapshot } from '../src/snapshot.js';
 import { keyFileText, keyRefusal, parseKeyFile, parseTrustRoot, type TrustedKey } from '../src/trust-root.js';
 
 const FILE = '.delegate-git/keys/alice.json';
@@ -255,5 +258,30 @@ describe('keyRefusal', () => {
     expect(keyRefusal(revoked, 'delegator', at('2027-01-01T00:00:00Z'))).toBe(
       "signer alice's key was revoked",
     );
+  });
+});
+
+describe('loadGovernance', () => {
+  // A snapshot whose listing and reads disagree, as when the index changes under a long-running cat-file.
+  const snapshot = (readable: boolean): Snapshot => {
+    const policy = policyText(testPolicy());
+    const [key] = keyFilesOf([alice]);
+    return {
+      label: 'the index',
+      listFiles: async () => [key!.path],
+      readFile: async (file) =>
+        file === POLICY_PATH
+          ? Buffer.from(policy)
+          : readable && file === key!.path
+            ? Buffer.from(key!.text)
+            : null,
+    };
+  };
+
+  it('refuses a key file it lists but cannot read, naming it, instead of judging it empty', async () => {
+    await expect(loadGovernance(snapshot(false))).rejects.toThrow(
+      /The key file \.delegate-git\/keys\/alice\.json is listed in the index but could not be read/,
+    );
+    expect((await loadGovernance(snapshot(true))).trustRoot.keys.map((k) => k.name)).toEqual(['alice']);
   });
 });
