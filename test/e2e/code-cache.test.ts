@@ -87,7 +87,7 @@ describe('the code cache of the bundled CLI', () => {
     expect(cacheFiles(dir)).toEqual([]);
   });
 
-  it('is kept under XDG_CACHE_HOME, else ~/.cache; off keeps none; nowhere to write is no error', () => {
+  it('is kept under XDG_CACHE_HOME, else ~/.cache; off or a relative path keeps none; nowhere to write is no error', () => {
     const expected = withoutCache();
     const xdg = path.join(tmp, 'xdg');
     const home = path.join(tmp, 'home');
@@ -99,6 +99,9 @@ describe('the code cache of the bundled CLI', () => {
     const quiet = path.join(tmp, 'quiet');
     expect(cli(['keys', '--help'], { DELEGATE_GIT_CODE_CACHE: 'off', HOME: quiet })).toEqual(expected);
     expect(fs.existsSync(quiet)).toBe(false);
+    // A relative directory is refused (where would it be?), not replaced by the default one.
+    expect(cli(['keys', '--help'], { DELEGATE_GIT_CODE_CACHE: 'rel/code', HOME: quiet })).toEqual(expected);
+    expect(fs.existsSync(quiet) || fs.existsSync(path.join(tmp, 'rel'))).toBe(false);
 
     const blocked = path.join(tmp, 'a-file');
     fs.writeFileSync(blocked, '');

@@ -4,7 +4,7 @@
 // run of each command keeps what V8 compiled, in the user's cache directory, and later runs of that command start
 // from it. V8 itself refuses a cache made by another V8 or under other flags; the file's name carries the bundle's
 // size, mtime and inode because V8 checks no more of the source than its length. DELEGATE_GIT_CODE_CACHE=off turns
-// the cache off; any other value names the directory to keep it in. docs/threat-model.md says why the cache lives
+// the cache off; an absolute path names the directory to keep it in. docs/threat-model.md says why the cache lives
 // with the user and never in a repository.
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -15,9 +15,14 @@ import vm from 'node:vm';
 const bundle = fileURLToPath(new URL('../dist/delegate-git.cjs', import.meta.url));
 const argv = process.argv.slice(2);
 
+// Read and stat through one descriptor: the cache is named by this very file, even if a rebuild replaces it now.
 let source;
+let identity;
 try {
-  source = fs.readFileSync(bundle, 'utf8');
+  const fd = fs.openSync(bundle, 'r');
+  identity = fs.fstatSync(fd);
+  source = fs.readFileSync(fd, 'utf8');
+  fs.closeSync(fd);
 } catch {
   process.stderr.write(
     'delegate-git: the CLI has not been built (packages/cli/dist is missing). Run the install step again ' +
@@ -56,23 +61,22 @@ function keepCompiledCode() {
  * `suffix` (the command) ends the file's name, so the caches of older builds of the same command can be removed.
  */
 function codeCache(env) {
-  const setting = env.DELEGATE_GIT_CODE_CACHE;
-  if (setting === 'off') return null;
-  const home = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : null;
-  const dir =
-    setting && path.isAbsolute(setting)
-      ? setting
-      : home
-        ? path.join(home, 'delegate-git', 'code')
-        : env.HOME && path.isAbsolute(env.HOME)
-          ? path.join(env.HOME, '.cache', 'delegate-git', 'code')
-          : null;
-  const command = argv[0] === 'hook' ? `hook-${argv[1]}` : argv[0];
+  const dir = codeCacheDir(env);
+  const command = argv[0] === 'hook' ? `hook-${argv[1] ?? ''}` : argv[0];
   if (dir === null || !/^[a-z][a-z-]{0,30}$/.test(command ?? '')) return null;
-  const { size, mtimeMs, ino } = fs.statSync(bundle);
+  const { size, mtimeMs, ino } = identity;
   const build = `${size}-${Math.trunc(mtimeMs)}-${ino}`;
   const suffix = `-${command}.v8`;
   return { file: path.join(dir, `${process.version}-${process.arch}-${build}${suffix}`), suffix };
+}
+
+/** DELEGATE_GIT_CODE_CACHE (an absolute directory, or "off"), else the XDG cache directory, else ~/.cache. */
+function codeCacheDir(env) {
+  const absolute = (p) => (p && path.isAbsolute(p) ? p : null);
+  const setting = env.DELEGATE_GIT_CODE_CACHE;
+  if (setting) return absolute(setting); // "off", or a relative path: none
+  const base = absolute(env.XDG_CACHE_HOME) ?? (absolute(env.HOME) && path.join(env.HOME, '.cache'));
+  return base ? path.join(base, 'delegate-git', 'code') : null;
 }
 
 /** A cache is code: it is read only from a directory that this user owns and no one else may write to. */
