@@ -12,7 +12,13 @@ import { type BatchCandidate, NoteBatchBuilder } from './note-batch.js';
 import type { NotesLedger } from './notes-ledger.js';
 import type { PathIndex } from './path-index.js';
 import { governedMatcher, isGovernanceFile } from './policy.js';
-import { type JudgedRecord, type Promotion, type PromotionRules, promotionOf } from './promotion.js';
+import {
+  type EarlierRecord,
+  type JudgedRecord,
+  type Promotion,
+  type PromotionRules,
+  promotionOf,
+} from './promotion.js';
 import { judgeLine } from './record.js';
 import type { TrustRoot } from './trust-root.js';
 
@@ -110,37 +116,58 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   let index: PathIndex | undefined;
   const out: Judgement[] = [];
   for (const f of files) {
-    const digest = sha256.get(f.blob);
-    if (digest === undefined) {
-      out.push({
-        path: f.path,
-        blob: f.blob,
-        sha256: '',
-        promoted: false,
-        reason: 'its content could not be read',
-        by: [],
-      });
-      continue;
-    }
-    const threaded = onThreads.get(`${f.blob}\0${f.path}`);
-    if (threaded) {
-      const { promoted, reason, by } = threaded;
-      out.push({ path: f.path, promoted, reason, by, blob: f.blob, sha256: digest });
-      continue;
-    }
-    const { governanceFile, rules, trustRoot } = rulesFor(f.path, ctx.governance, anchor);
-    const candidate = { path: f.path, sha256: digest, gitBlob: f.blob };
-    const { records, unreadable } = recordsFor(f.blob, governanceFile);
-    let promotion = promotionOf(candidate, records, rules, [], unreadable);
-    if (!promotion.promoted) {
-      index ??= typeof ctx.index === 'function' ? await ctx.index() : ctx.index;
-      const earlier = index.earlier(f.path, f.blob, trustRoot);
-      promotion = promotionOf(candidate, records, rules, earlier, unreadable);
-    }
-    out.push({ ...promotion, blob: f.blob, sha256: digest });
+    out.push(
+      await judgementOf(f, {
+        sha256: sha256.get(f.blob),
+        threaded: onThreads.get(`${f.blob}\0${f.path}`),
+        governance: ctx.governance,
+        anchor,
+        recordsOn: (governanceFile) => recordsFor(f.blob, governanceFile),
+        earlier: async (trustRoot) => {
+          index ??= typeof ctx.index === 'function' ? await ctx.index() : ctx.index;
+          return index.earlier(f.path, f.blob, trustRoot);
+        },
+      }),
+    );
   }
   return out;
 }
+
+/** What is already known about one governed file when it is judged. */
+export interface FileFacts {
+  /** SHA-256 of its content; undefined when the content could not be read. */
+  sha256: string | undefined;
+  /** The promotion a worker thread already found for it, if any. */
+  threaded: Promotion | undefined;
+  governance: Governance;
+  anchor: Governance;
+  /** The records on its blob, trusted under the anchor for a governance file, else under `governance`. */
+  recordsOn(governanceFile: boolean): { records: JudgedRecord[]; unreadable: string[] };
+  /** What the ledger said about the path on other content: asked only to word a refusal. */
+  earlier(trustRoot: TrustRoot): EarlierRecord[] | Promise<EarlierRecord[]>;
+}
+
+/** One file's judgement: the gates (judgeFiles) and `verify` (revision-judge.ts) both decide through here. */
+export async function judgementOf(f: FileToJudge, facts: FileFacts): Promise<Judgement> {
+  const { sha256 } = facts;
+  if (sha256 === undefined) {
+    return { path: f.path, blob: f.blob, sha256: '', promoted: false, reason: CONTENT_UNREADABLE, by: [] };
+  }
+  if (facts.threaded) {
+    const { promoted, reason, by } = facts.threaded;
+    return { path: f.path, promoted, reason, by, blob: f.blob, sha256 };
+  }
+  const { governanceFile, rules, trustRoot } = rulesFor(f.path, facts.governance, facts.anchor);
+  const candidate = { path: f.path, sha256, gitBlob: f.blob };
+  const { records, unreadable } = facts.recordsOn(governanceFile);
+  let promotion = promotionOf(candidate, records, rules, [], unreadable);
+  if (!promotion.promoted) {
+    promotion = promotionOf(candidate, records, rules, await facts.earlier(trustRoot), unreadable);
+  }
+  return { ...promotion, blob: f.blob, sha256 };
+}
+
+const CONTENT_UNREADABLE = 'its content could not be read';
 
 /** From this many blobs with records on, their records are checked on worker threads, as `verify` does. */
 const THREADED_BLOBS = 256;

@@ -1,20 +1,20 @@
 /**
  * `verify`'s judgement of every governed file at its revision, from what its pass over the ledger already knows:
  * the records on the revision's blobs are decoded and verified once, on the worker threads, which weigh them for
- * the files of that content right away (note-batch.ts); the path index comes from the same pass. It must give
- * exactly checkRevision's answer (judge.ts, with the revision's own governance as the anchor); only the work
- * already done is not done again.
+ * the files of that content right away (note-batch.ts); the path index comes from the same pass. Each file is
+ * decided by judge.ts's judgementOf, as in checkRevision (with the revision's own governance as the anchor); only
+ * the work already done is not done again.
  */
 import { createHash } from 'node:crypto';
 import type { CheckResult } from './checks.js';
 import type { CatFileBatch } from './git.js';
 import type { Governance } from './governance.js';
-import { type FileToJudge, governedFiles, rulesFor } from './judge.js';
+import { type FileToJudge, governedFiles, judgementOf, rulesFor } from './judge.js';
 import { type LineFacts, recordTrust } from './line-check.js';
 import type { BatchCandidate } from './note-batch.js';
 import type { PathIndex } from './path-index.js';
 import { governedMatcher } from './policy.js';
-import { type JudgedRecord, type Promotion, promotionOf } from './promotion.js';
+import type { JudgedRecord, Promotion } from './promotion.js';
 import { decodeRecord, verifyRecord } from './record.js';
 
 export interface RevisionPlan {
@@ -103,33 +103,19 @@ export async function judgeRevision(
     }
     return j;
   };
-  return governed.map((f): CheckResult => {
-    const digest = plan.sha256.get(f.blob);
-    if (digest === undefined) {
-      return {
-        path: f.path,
-        blob: f.blob,
-        sha256: '',
-        promoted: false,
-        governed: true,
-        reason: 'its content could not be read',
-        by: [],
-      };
-    }
-    const done = notes.get(f.blob)?.promoted.get(f.path);
-    if (done) return { ...done, blob: f.blob, sha256: digest, governed: true };
-    const { records, unreadable } = recordsOn(f.blob);
-    const earlier = index.earlier(f.path, f.blob, governance.trustRoot);
-    const candidate = { path: f.path, sha256: digest, gitBlob: f.blob };
-    const promotion = promotionOf(
-      candidate,
-      records,
-      rulesFor(f.path, governance).rules,
-      earlier,
-      unreadable,
-    );
-    return { ...promotion, blob: f.blob, sha256: digest, governed: true };
-  });
+  const results: CheckResult[] = [];
+  for (const f of governed) {
+    const judgement = await judgementOf(f, {
+      sha256: plan.sha256.get(f.blob),
+      threaded: notes.get(f.blob)?.promoted.get(f.path),
+      governance,
+      anchor: governance,
+      recordsOn: () => recordsOn(f.blob),
+      earlier: (trustRoot) => index.earlier(f.path, f.blob, trustRoot),
+    });
+    results.push({ ...judgement, governed: true });
+  }
+  return results;
 }
 
 /**
