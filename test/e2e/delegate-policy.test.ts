@@ -4,7 +4,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type DelegateRepo, fileBlock, makeDelegateRepo, userPrompt } from '../support/delegate-repo.js';
+import {
+  type DelegateRepo,
+  decodeLine,
+  fileBlock,
+  makeDelegateRepo,
+  userPrompt,
+} from '../support/delegate-repo.js';
 import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
 
 let worker: FakeWorker;
@@ -146,7 +152,15 @@ describe('retry context', () => {
 
     const retried = await delegateCreating(repo, 'src/z.js', { runVerification: 'true' });
     expect(retried.code).toBe(0);
-    expect(retried.receipt?.contextWidened).toEqual(['src/x.js']);
+    expect(retried.receipt?.contextWidened.map((c) => [c.path, c.lineRange])).toEqual([
+      ['src/x.js', [1, 15]],
+    ]);
+    // The signed record says what the worker was shown beyond the unit's context, with the slice's digest.
+    const unitOf = (line: string | null) => decodeLine(line!).predicate.unit;
+    expect(unitOf(retried.receipt!.envelope).retryContextFiles).toEqual([
+      { path: 'src/x.js', lineRange: [1, 15], sha256: retried.receipt!.contextWidened[0]!.sha256 },
+    ]);
+    expect(unitOf(retried.receipt!.envelope).contextFiles).toEqual([]);
     const prompt = lastPrompt();
     expect(prompt).toContain('Context Around the Previous Failure:');
     expect(prompt).toContain(`--- src/x.js (lines 1-15) ---\n${xLines.slice(0, 15).join('\n')}\n`);
@@ -157,6 +171,10 @@ describe('retry context', () => {
     // Consumed once: the attempt after does not see it again.
     const next = await delegateCreating(repo, 'src/w.js', { runVerification: 'true' });
     expect(next.receipt?.contextWidened).toEqual([]);
+    const plain = JSON.parse(
+      Buffer.from(JSON.parse(next.receipt!.envelope!).payload, 'base64').toString('utf8'),
+    );
+    expect(plain.predicate.unit).not.toHaveProperty('retryContextFiles');
     expect(lastPrompt()).not.toContain('Context Around the Previous Failure');
   });
 });

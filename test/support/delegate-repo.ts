@@ -45,7 +45,7 @@ export interface Receipt {
     bytes: number;
     sha256: string;
   }>;
-  contextWidened: string[];
+  contextWidened: Array<{ path: string; lineRange: [number, number] | null; sha256: string }>;
   verification: {
     command: string | null;
     skipped: string | null;
@@ -185,7 +185,8 @@ export function runCli(
   });
 }
 
-function decodeLine(line: string): LedgerStatement {
+/** The statement inside a note line (the signature is not checked: the tests that need it verify it). */
+export function decodeLine(line: string): LedgerStatement {
   const envelope = JSON.parse(line) as { payload: string };
   return JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as LedgerStatement;
 }

@@ -58,7 +58,8 @@ export interface DelegationReceipt {
   files: ReceiptFile[];
   errors: string[];
   context: Array<Omit<InjectedContext, 'text'>>;
-  contextWidened: string[];
+  /** What the retry context added beyond the unit's declared context (shown to the worker, recorded as signed). */
+  contextWidened: Array<Omit<InjectedContext, 'text'>>;
   verification: {
     command: string | null;
     skipped: string | null;
@@ -350,7 +351,7 @@ async function gatherContext(
   const widened = await readContext([...(unit.contextFiles ?? []), ...windows], { workspace: ws });
   if (!widened.ok) return { ...declared, retry: undefined };
   const extra = widened.context.slice(declared.context.length);
-  receipt.contextWidened = extra.map((c) => c.path);
+  receipt.contextWidened = extra.map(({ text: _text, ...meta }) => meta);
   return {
     ...declared,
     retry: { note: 'The previous attempt at this unit failed at the locations shown below.', context: extra },
@@ -434,6 +435,10 @@ async function headCommit(repo: Repository): Promise<string | null> {
   }
 }
 
+function contextEntry(c: Omit<InjectedContext, 'text'>) {
+  return { path: c.path, lineRange: c.lineRange, sha256: c.sha256 };
+}
+
 function verdictPredicate(
   unit: Unit,
   r: DelegationReceipt,
@@ -447,7 +452,9 @@ function verdictPredicate(
       name: unit.taskName,
       instructionSha256: sha(unit.instruction),
       targetFiles: unit.targetFiles ?? [],
-      contextFiles: r.context.map((c) => ({ path: c.path, lineRange: c.lineRange, sha256: c.sha256 })),
+      contextFiles: r.context.map(contextEntry),
+      // The worker was also shown these (the previous failure's surroundings): the record says so.
+      ...(r.contextWidened.length > 0 ? { retryContextFiles: r.contextWidened.map(contextEntry) } : {}),
       contractFiles: r.contract.files.map((c) => ({ path: c.path, sha256: c.sha256 })),
       runVerification: unit.runVerification ?? null,
       repeats: r.verification.runs.length,

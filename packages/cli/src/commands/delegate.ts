@@ -131,7 +131,7 @@ export function renderReceipt(r: DelegationReceipt): string {
   if (r.workspace) out.push(`Workspace: ${r.workspace}`);
   if (r.contextWidened.length) {
     out.push(
-      `Context widened with the previous failure at ${r.contextWidened.join(', ')}. The worker was shown code the architect did not name.`,
+      `Context widened with the previous failure at ${r.contextWidened.map(where).join(', ')}. The worker was shown code the architect did not name.`,
     );
   }
   const v = r.verification;
@@ -166,4 +166,8 @@ export function renderReceipt(r: DelegationReceipt): string {
     );
   out.push(`Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : ''}`);
   return `${out.join('\n')}\n`;
+}
+
+function where(c: { path: string; lineRange: [number, number] | null }): string {
+  return c.lineRange ? `${c.path} (lines ${c.lineRange[0]}-${c.lineRange[1]})` : c.path;
 }
