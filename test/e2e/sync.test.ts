@@ -2,6 +2,8 @@
  * `delegate-git sync` end to end: two clones record concurrently and both end with the union of the records; a
  * remote without a ledger receives ours; a push the server refuses is reported as refused (not retried as a race).
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adopt,
@@ -41,6 +43,13 @@ describe('sync between two clones', () => {
 
     const second = cloneInto(story, server, 'second');
     expect(cliOk(story, second, ['init']).stdout).toContain('kept the existing .delegate-git/policy.json');
+    // The first sync of a clone leaves the recorded paths of its ledger ready for the next commit's hook.
+    const recorded = (dir: string) =>
+      fs.existsSync(
+        path.join(dir, '.git', 'delegate-git', 'cache', `recorded-paths-${refTip(story, dir, LEDGER)}`),
+      );
+    expect(cli(story, second, ['sync']).code).toBe(0);
+    expect(recorded(second)).toBe(true);
     expect(gitOk(story, second, ['config', '--get-all', 'remote.origin.fetch'])).toContain(
       `+${LEDGER}:${TRACKING}`,
     );

@@ -1,4 +1,4 @@
-import { gitText, gitTry, LEDGER_REF, Repository } from '@delegate-git/core';
+import { gitText, gitTry, LEDGER_REF, loadRecordedPaths, Repository } from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -61,9 +61,13 @@ export default {
         }
         const pushed = await gitTry(['push', '--quiet', remote, `${LEDGER_REF}:${LEDGER_REF}`], opts);
         if (pushed.code === 0) {
+          const tip = await repo.ledger.tip();
+          // Every commit asks which paths the ledger ever recorded. A first sync of a large ledger would leave that
+          // to the next commit (reading every note once, seconds); answer it here, where waiting is expected.
+          await loadRecordedPaths(repo.ledger, tip, repo.cacheDir).catch(() => undefined);
           io.out(
             values.json
-              ? json({ remote, pushed: true, attempts: attempt, tip: await repo.ledger.tip() })
+              ? json({ remote, pushed: true, attempts: attempt, tip })
               : `Ledger synced with ${remote}.\n`,
           );
           return 0;
