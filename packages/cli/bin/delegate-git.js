@@ -32,7 +32,10 @@ try {
 }
 
 const cache = codeCache(process.env);
-const cachedData = cache === null ? undefined : readPrivate(cache.file);
+// The file starts with how long the run that made it took (8 bytes), then V8's data.
+const stored = cache === null ? undefined : readPrivate(cache.file);
+const madeInMs = stored && stored.length > 8 ? stored.readDoubleLE(0) : 0;
+const cachedData = stored && stored.length > 8 ? stored.subarray(8) : undefined;
 const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
   filename: bundle,
   cachedData,
@@ -46,14 +49,19 @@ process.exitCode = await cli.exports.main(argv);
 
 /**
  * At exit the cache can hold every function this run compiled, not only the top level. Made when there was none
- * (or V8 refused it), and again when a long run reached code the cached one never did (a hook's full check after
- * a run that took the quick answer); making it costs a few milliseconds, which a short run does not spend.
+ * (or V8 refused it), and again when a run far longer than the one that made it probably reached code that one
+ * never did (a hook's full check after a run that took the quick answer). Making it costs a few milliseconds,
+ * which a run like the one that made it does not spend again.
  */
 function keepCompiledCode() {
   const fresh = cachedData === undefined || script.cachedDataRejected;
-  if (!fresh && performance.now() - started < 100) return;
+  const ms = performance.now() - started;
+  if (!fresh && ms < Math.max(100, 3 * madeInMs)) return;
   const data = script.createCachedData();
-  if (fresh || data.length > cachedData.length * 1.1) writePrivate(cache, data);
+  if (!fresh && data.length <= cachedData.length * 1.1) return;
+  const header = Buffer.alloc(8);
+  header.writeDoubleLE(ms);
+  writePrivate(cache, Buffer.concat([header, data]));
 }
 
 /**
