@@ -5,10 +5,10 @@
 //
 // Reading walks the notes tree with one `git cat-file --batch` (or lists it with one `ls-tree -r` when many notes
 // are wanted). Writing builds one notes commit with `git fast-import` (measured fastest, DESIGN 6) as ordinary tree
-// entries at each note's path — fast-import's own `N` command refuses notes on blobs — and publishes it with a
-// compare-and-swap `update-ref`, so concurrent writers never lose each other's lines. An append is three git
-// processes (cat-file, fast-import, update-ref): every delegation pays for each one spawned.
-import { randomBytes } from 'node:crypto';
+// entries at each note's path — fast-import's own `N` command refuses notes on blobs — on the ledger's ref itself:
+// fast-import moves a ref at its end only by compare-and-swap against the value it reads then, and only when that
+// value is an ancestor of the new commit, so concurrent writers never lose each other's lines. An append is two
+// git processes (cat-file, fast-import): every delegation pays for each one spawned.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelegateGitError } from './errors.js';
 import { CatFileBatch, gitFailure, gitRecords, gitTry, parseTreeObject, type TreeEntry } from './git.js';
@@ -327,12 +327,10 @@ async function planAppend(
 }
 
 /**
- * The fast-import stream that makes one notes commit with `plan` on top of `parent` and prints its id. fast-import
- * needs a branch name to commit on; the `reset` after `get-mark` leaves that branch without a commit, and
- * fast-import writes no ref for a branch without one, so the only ref that ever moves is the ledger's, by
- * compare-and-swap.
+ * The fast-import stream that makes one notes commit on `ref` with `plan` on top of `parent` and prints its id.
+ * Without a parent the commit is a root, and fast-import creates the ref only if it still does not exist.
  */
-function fastImportStream(branch: string, parent: string | null, plan: WritePlan, message: string): Buffer {
+function fastImportStream(ref: string, parent: string | null, plan: WritePlan, message: string): Buffer {
   const parts: Buffer[] = [];
   const push = (text: string) => parts.push(Buffer.from(text, 'utf8'));
   const data = (text: string) => {
@@ -340,7 +338,7 @@ function fastImportStream(branch: string, parent: string | null, plan: WritePlan
     push(`data ${bytes.length}\n`);
     parts.push(bytes, Buffer.from('\n'));
   };
-  push(`commit ${branch}\nmark :1\ncommitter ${NOTES_COMMITTER} ${Math.floor(Date.now() / 1000)} +0000\n`);
+  push(`commit ${ref}\nmark :1\ncommitter ${NOTES_COMMITTER} ${Math.floor(Date.now() / 1000)} +0000\n`);
   data(message);
   if (parent) push(`from ${parent}\n`);
   for (const path of plan.deletes) push(`D ${path}\n`);
@@ -351,7 +349,7 @@ function fastImportStream(branch: string, parent: string | null, plan: WritePlan
       data(write.content);
     }
   }
-  push(`\nget-mark :1\nreset ${branch}\n\ndone\n`);
+  push('\nget-mark :1\ndone\n');
   return Buffer.concat(parts);
 }
 
@@ -505,7 +503,6 @@ export class NotesLedger {
     opts: { message?: string } = {},
   ): Promise<{ commit: string | null; added: number }> {
     const grouped = groupAdditions(additions);
-    const branch = `refs/delegate-git/tmp/notes-${process.pid}-${randomBytes(6).toString('hex')}`;
     const batch = new CatFileBatch(this.options());
     try {
       for (let attempt = 1; attempt <= MAX_APPEND_ATTEMPTS; attempt++) {
@@ -517,19 +514,23 @@ export class NotesLedger {
         if (plan.added === 0) return { commit: parent, added: 0 };
         const message =
           opts.message ?? `delegate-git: add ${plan.added} record line(s) to ${plan.notes} note(s)`;
-        const commit = await this.writeCommit(branch, parent, plan, message);
-        const published = await gitTry(['update-ref', '--stdin'], {
+        // fastimport.unpackLimit=0: keep the few objects as the small pack fast-import wrote instead of running
+        // `unpack-objects` to make them loose (another process, 8 ms of a delegation); `gc --auto` folds small
+        // packs together as it does fetched ones. --done: a truncated stream fails instead of committing part of it.
+        const args = ['-c', 'fastimport.unpackLimit=0', 'fast-import', '--quiet', '--done'];
+        const written = await gitTry(args, {
           ...this.options(),
-          input: parent ? `update ${this.ref} ${commit} ${parent}\n` : `create ${this.ref} ${commit}\n`,
+          input: fastImportStream(this.ref, parent, plan, message),
         });
-        if (published.code === 0) return { commit, added: plan.added };
-        const now = await this.tip();
-        // A moved tip, or the ref's lock file held by another writer at that instant.
-        const lostRace = now !== parent || /File exists/i.test(published.stderr);
+        if (written.code === 0) return { commit: written.stdout.toString('utf8').trim(), added: plan.added };
+        // The commit is written either way; only moving the ref can lose a race: the ledger moved since `parent`
+        // ("Not updating ... does not contain"), or its lock file was held by another writer at that instant.
+        const lostRace =
+          (await this.tip()) !== parent || /not updating|file exists|cannot lock/i.test(written.stderr);
         if (!lostRace) {
           throw new DelegateGitError(
             'LEDGER',
-            `${this.ref} could not be updated: ${gitFailure(['update-ref', this.ref], published).message}`,
+            `the notes commit could not be written to ${this.ref}: ${gitFailure(args, written).message}`,
           );
         }
         // Another writer moved the ledger: back off (randomly, so writers spread out) and rebuild on its tip.
@@ -542,24 +543,6 @@ export class NotesLedger {
     } finally {
       await batch.close();
     }
-  }
-
-  private async writeCommit(branch: string, parent: string | null, plan: WritePlan, message: string) {
-    // fastimport.unpackLimit=0: keep the few objects as the small pack fast-import wrote instead of running
-    // `unpack-objects` to make them loose (a fourth process, 8 ms of a delegation); `gc --auto` folds small
-    // packs together as it does fetched ones. --done: a truncated stream fails instead of committing part of the plan.
-    const args = ['-c', 'fastimport.unpackLimit=0', 'fast-import', '--quiet', '--done'];
-    const result = await gitTry(args, {
-      ...this.options(),
-      input: fastImportStream(branch, parent, plan, message),
-    });
-    if (result.code !== 0) {
-      throw new DelegateGitError(
-        'LEDGER',
-        `the notes commit could not be written: ${gitFailure(args, result).message}`,
-      );
-    }
-    return result.stdout.toString('utf8').trim();
   }
 
   /** Notes commits newest first (rev-list of the ref), with parents. */
