@@ -21,10 +21,9 @@ import {
   DECISIONS_FILE,
   decisionsFile,
   entryKey,
-  isPromotion,
   readStore,
-  STORE_VERSION,
   type Stored,
+  storeText,
 } from './decision-store.js';
 import { type GitOptions, git } from './git.js';
 import type { Governance } from './governance.js';
@@ -76,17 +75,15 @@ export class DecisionCache {
   }
 
   get(filePath: string, blob: string): Decision | undefined {
-    const k = entryKey(filePath, blob);
-    if (!Object.hasOwn(this.stored.entries, k)) return undefined;
-    const [sha256, promoted, reason, by] = this.stored.entries[k]!.split('\t');
-    const texts = this.stored.texts;
+    const e = this.stored.entries.get(entryKey(filePath, blob));
+    if (!e) return undefined;
     return {
       path: filePath,
       blob,
-      sha256: sha256!,
-      promoted: promoted === '1',
-      reason: texts[Number(reason)] ?? '',
-      by: this.signers(Number(by)),
+      sha256: e.sha256,
+      promoted: e.promoted,
+      reason: this.stored.texts[e.reason] ?? '',
+      by: this.signers(e.by),
     };
   }
 
@@ -102,13 +99,13 @@ export class DecisionCache {
 
   set(d: Decision): void {
     const k = entryKey(d.path, d.blob);
-    delete this.stored.entries[k]; // re-inserted last: the newest survive the bound
-    this.stored.entries[k] = [
-      d.sha256,
-      d.promoted ? 1 : 0,
-      this.text(d.reason),
-      this.text(JSON.stringify(d.by)),
-    ].join('\t');
+    this.stored.entries.delete(k); // re-inserted last: the newest survive the bound
+    this.stored.entries.set(k, {
+      sha256: d.sha256,
+      promoted: d.promoted,
+      reason: this.text(d.reason),
+      by: this.text(JSON.stringify(d.by)),
+    });
     this.dirty = true;
   }
 
@@ -125,12 +122,12 @@ export class DecisionCache {
   async save(): Promise<void> {
     if (this.file === null || !this.dirty) return;
     const dir = path.dirname(this.file);
-    const keys = Object.keys(this.stored.entries);
-    for (const k of keys.slice(0, Math.max(0, keys.length - MAX_ENTRIES))) delete this.stored.entries[k];
+    const { entries } = this.stored;
+    for (const k of [...entries.keys()].slice(0, Math.max(0, entries.size - MAX_ENTRIES))) entries.delete(k);
     try {
       await mkdir(dir, { recursive: true });
       const tmp = `${this.file}.${process.pid}.tmp`;
-      await writeFile(tmp, JSON.stringify(this.stored));
+      await writeFile(tmp, storeText(this.stored));
       await rename(tmp, this.file);
       this.dirty = false;
       for (const n of await readdir(dir)) {
@@ -144,7 +141,7 @@ export class DecisionCache {
 }
 
 function emptyStore(): Stored {
-  return { version: STORE_VERSION, texts: [], entries: {} };
+  return { texts: [], entries: new Map() };
 }
 
 /** Everything a decision depends on besides the ledger: the rules and the keys that judged it. */
@@ -198,8 +195,8 @@ async function carryOver(
     return carried;
   }
   carried.texts = previous.texts;
-  for (const [k, e] of Object.entries(previous.entries)) {
-    if (isPromotion(e) && !changed.has(k.slice(0, k.indexOf('\0')))) carried.entries[k] = e;
+  for (const [k, e] of previous.entries) {
+    if (e.promoted && !changed.has(k.slice(0, k.indexOf('\0')))) carried.entries.set(k, e);
   }
   return carried;
 }

@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { decisionsFile, entryKey, governanceDigestOf, isPromotion, readStore } from './decision-store.js';
+import { decisionsFile, entryKey, governanceDigestOf, readStore } from './decision-store.js';
 import { DEFAULT_KEYS_DIR, governedMatcher, isGovernanceFile, POLICY_PATH } from './governed-paths.js';
 import { pathsName } from './path-index.js';
 import type { Policy } from './policy.js';
@@ -113,10 +113,7 @@ async function allPromoted(
   if (digest === null) return false;
   const decided = readStore(decisionsFile(cacheDir, digest, tip));
   if (decided === null) return false;
-  return governed.every((c) => {
-    const entry = decided.entries[entryKey(c.path, c.blob)];
-    return typeof entry === 'string' && isPromotion(entry);
-  });
+  return governed.every((c) => decided.entries.get(entryKey(c.path, c.blob))?.promoted === true);
 }
 
 const PASSES: QuickAnswer = { passes: true };
