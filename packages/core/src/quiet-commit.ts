@@ -10,7 +10,7 @@
  * governed file the full check already found promoted, under the same governance and ledger tip, passes here too.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { decisionsFile, entryKey, governanceDigestOf, readStore } from './decision-store.js';
@@ -35,7 +35,7 @@ export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promi
   // The keys directory is asked for before the policy says where it is: almost every policy keeps the default.
   const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\n`;
   const [commonDir, ids, diff] = await Promise.all([
-    run(['rev-parse', '--path-format=absolute', '--git-common-dir'], cwd, env),
+    commonDirOf(cwd, env),
     run(['cat-file', '--batch-check'], cwd, env, names),
     run(['diff-index', '--cached', '--raw', '-z', '-M', '-C', 'HEAD'], cwd, env),
   ]);
@@ -45,7 +45,7 @@ export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promi
   if (fields.at(-1) === '') fields.pop();
   const staged = { base: head.split(' ')[0]!, changes: parseRawDiff(fields) };
   if (commonDir === null || !policyId?.includes(' blob ')) return unsure(staged);
-  const cacheDir = cacheDirOf(commonDir.toString('utf8').trim());
+  const cacheDir = cacheDirOf(commonDir);
   const policyBlob = policyId.split(' ')[0]!;
   const policy = readJson<Policy>(path.join(cacheDir, validPolicyName(policyBlob)));
   // Even a commit that stages nothing is refused (exit 2) by the full check when the policy does not validate.
@@ -139,6 +139,30 @@ export async function rememberValidPolicy(cacheDir: string, id: string, policy: 
 function isPolicyShaped(p: Policy | null): p is Policy {
   const strings = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
   return p !== null && typeof p.keysDir === 'string' && strings(p.protect) && strings(p.exclude);
+}
+
+/**
+ * The common git dir. Git runs the hook at the top of the work tree, so `.git` is there: a directory, or (in a
+ * linked worktree) a file naming the worktree's git dir, whose `commondir` names the common one. Read from the file
+ * system, a git process fewer; anything else (GIT_DIR and friends set, another cwd) asks `git rev-parse`. The
+ * cache files it leads to are named by the git objects they stand for, so even a wrong directory only misses.
+ */
+async function commonDirOf(cwd: string, env: NodeJS.ProcessEnv): Promise<string | null> {
+  const fromGit = async () =>
+    (await run(['rev-parse', '--path-format=absolute', '--git-common-dir'], cwd, env))
+      ?.toString('utf8')
+      .trim() ?? null;
+  if (env.GIT_DIR || env.GIT_COMMON_DIR || env.GIT_WORK_TREE) return fromGit();
+  const dotGit = path.join(cwd, '.git');
+  try {
+    const gitDir = statSync(dotGit).isDirectory()
+      ? dotGit
+      : path.resolve(cwd, /^gitdir: (.+)$/m.exec(readFileSync(dotGit, 'utf8'))![1]!.trim());
+    const common = readText(path.join(gitDir, 'commondir'));
+    return common === null ? gitDir : path.resolve(gitDir, common.trim());
+  } catch {
+    return fromGit();
+  }
 }
 
 /** Where Repository.cacheDir is, from the common git dir. */

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -74,6 +75,28 @@ describe('quickPreCommit', () => {
     expect(await quick()).toBe(false);
     expect((await fullCheck()).results).toEqual([]);
     expect(await quick()).toBe(true);
+  });
+
+  it('finds the caches of the common git dir from a linked worktree, with or without GIT_DIR set', async () => {
+    const worktree = path.join(repo.dir, '..', `${path.basename(repo.dir)}-wt`);
+    repo.git(['worktree', 'add', '-q', '--detach', worktree]);
+    try {
+      fs.writeFileSync(path.join(worktree, 'README.md'), 'from the worktree\n');
+      execFileSync('git', ['add', 'README.md'], { cwd: worktree, env });
+      expect((await quickPreCommit(worktree, env)).passes).toBe(true);
+      const gitDir = execFileSync('git', ['rev-parse', '--absolute-git-dir'], { cwd: worktree, env })
+        .toString()
+        .trim();
+      expect((await quickPreCommit(worktree, { ...env, GIT_DIR: gitDir })).passes).toBe(true);
+      // Control: without the validated policy in the common dir, neither can answer.
+      const saved = fs.readdirSync(cacheDir).filter((f) => f.startsWith('policy-'));
+      for (const n of saved) fs.renameSync(path.join(cacheDir, n), path.join(cacheDir, `${n}.away`));
+      expect((await quickPreCommit(worktree, env)).passes).toBe(false);
+      expect((await quickPreCommit(worktree, { ...env, GIT_DIR: gitDir })).passes).toBe(false);
+      for (const n of saved) fs.renameSync(path.join(cacheDir, `${n}.away`), path.join(cacheDir, n));
+    } finally {
+      repo.git(['worktree', 'remove', '--force', worktree]);
+    }
   });
 
   it('never passes a protected path, nor a governance file', async () => {
