@@ -80,6 +80,28 @@ export function readStore(file: string): Stored | null {
   }
 }
 
+/**
+ * Only the promotions of a decisions file, by blob (each with the paths it was promoted at): what the pre-commit
+ * quick path asks for every staged file, read without building an entry, or a key, per decision.
+ */
+export function promotionsByBlob(file: string): Map<string, string | string[]> | null {
+  try {
+    const fields = readFileSync(file, 'utf8').split('\0');
+    if (fields[0] !== HEADER || (fields.length - 3) % FIELDS !== 0 || fields.at(-1) !== '') return null;
+    const byBlob = new Map<string, string | string[]>();
+    for (let i = 2; i < fields.length - 1; i += FIELDS) {
+      if (fields[i + 3] !== '1') continue;
+      const blob = fields[i]!;
+      const at = byBlob.get(blob);
+      const filePath = fields[i + 1]!;
+      byBlob.set(blob, at === undefined ? filePath : [...(typeof at === 'string' ? [at] : at), filePath]);
+    }
+    return byBlob;
+  } catch {
+    return null;
+  }
+}
+
 /** The committed governance as git objects: the policy blob and the keys directory's tree (null: no such tree). */
 export interface GovernanceObjects {
   policyBlob: string;

@@ -10,7 +10,13 @@ export const DEFAULT_KEYS_DIR = '.delegate-git/keys';
 
 /** The policy file and the keys directory: always governed, whatever `exclude` says. */
 export function isGovernanceFile(policy: Policy, path: string): boolean {
-  return path === POLICY_PATH || path.startsWith(`${policy.keysDir}/`);
+  return governanceFiles(policy)(path);
+}
+
+/** isGovernanceFile for one policy, its keys prefix built once (the hook asks about every staged path). */
+function governanceFiles(policy: Policy): (path: string) => boolean {
+  const keysPrefix = `${policy.keysDir}/`;
+  return (path) => path === POLICY_PATH || path.startsWith(keysPrefix);
 }
 
 export type Governedness = 'governed' | 'ungoverned' | 'if-recorded';
@@ -29,8 +35,9 @@ export interface GovernedMatcher {
 export function governedMatcher(policy: Policy): GovernedMatcher {
   const protect = globsMatcher(policy.protect);
   const exclude = globsMatcher(policy.exclude);
+  const isGovernance = governanceFiles(policy);
   const classify = (path: string): Governedness => {
-    if (isGovernanceFile(policy, path)) return 'governed';
+    if (isGovernance(path)) return 'governed';
     if (exclude(path)) return 'ungoverned';
     return protect(path) ? 'governed' : 'if-recorded';
   };
@@ -48,7 +55,14 @@ function globsMatcher(globs: readonly string[]): (path: string) => boolean {
   let matcher = compiledGlobs.get(key);
   if (!matcher) {
     const compiled = globs.map((glob) => ({ glob, re: picomatch.makeRe(glob, { dot: true }) }));
-    matcher = (path) => compiled.some(({ glob, re }) => path === glob || re.test(path));
+    const [only] = compiled;
+    // One glob is the common policy: asked without a closure per path.
+    matcher =
+      compiled.length === 0
+        ? () => false
+        : compiled.length === 1
+          ? (path) => path === only!.glob || only!.re.test(path)
+          : (path) => compiled.some(({ glob, re }) => path === glob || re.test(path));
     compiledGlobs.set(key, matcher);
   }
   return matcher;

@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { decisionsFile, entryKey, governanceDigestOf, readStore } from './decision-store.js';
+import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
 import { DEFAULT_KEYS_DIR, governedMatcher, isGovernanceFile, POLICY_PATH } from './governed-paths.js';
 import { pathsName } from './path-index.js';
 import type { Policy } from './policy.js';
@@ -111,9 +111,12 @@ async function allPromoted(
   const keysTree = keysType === 'tree' ? keysId! : null;
   const digest = governanceDigestOf(cacheDir, { policyBlob, keysTree });
   if (digest === null) return false;
-  const decided = readStore(decisionsFile(cacheDir, digest, tip));
-  if (decided === null) return false;
-  return governed.every((c) => decided.entries.get(entryKey(c.path, c.blob))?.promoted === true);
+  const promoted = promotionsByBlob(decisionsFile(cacheDir, digest, tip));
+  if (promoted === null) return false;
+  return governed.every((c) => {
+    const at = promoted.get(c.blob);
+    return at === c.path || (Array.isArray(at) && at.includes(c.path));
+  });
 }
 
 const PASSES: QuickAnswer = { passes: true };

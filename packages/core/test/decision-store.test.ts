@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeTempDir, removeDir } from '../../../test/support/git-repo.js';
-import { readStore, type Stored, storeText } from '../src/decision-store.js';
+import { promotionsByBlob, readStore, type Stored, storeText } from '../src/decision-store.js';
 
 const dir = makeTempDir();
 afterAll(() => removeDir(dir));
@@ -42,5 +42,24 @@ describe('the decisions file', () => {
     expect(write('version', good.replace('decisions 3', 'decisions 2'))).toBeNull();
     expect(write('index', good.replace('\x000\x001\x00', '\x000\x007\x00'))).toBeNull();
     expect(write('json', '{"version":2,"texts":[],"entries":{}}')).toBeNull();
+  });
+
+  it('lists the promotions alone by blob, for the quick path (a refusal is not one)', () => {
+    const other = 'c'.repeat(40);
+    const file = path.join(dir, 'promotions');
+    fs.writeFileSync(
+      file,
+      storeText({
+        texts: ['r', '[]'],
+        entries: new Map([
+          [`${blob}\0src/a.ts`, { sha256: sha, promoted: true, reason: 0, by: 1 }],
+          [`${blob}\0src/copy-of-a.ts`, { sha256: sha, promoted: true, reason: 0, by: 1 }],
+          [`${other}\0src/b.ts`, { sha256: sha, promoted: false, reason: 0, by: 1 }],
+        ]),
+      }),
+    );
+    expect(promotionsByBlob(file)).toEqual(new Map([[blob, ['src/a.ts', 'src/copy-of-a.ts']]]));
+    fs.writeFileSync(file, '{"version":2}');
+    expect(promotionsByBlob(file)).toBeNull();
   });
 });
