@@ -8,7 +8,7 @@ import { rememberGovernanceDigest } from './decision-store.js';
 import { DelegateGitError } from './errors.js';
 import { git, gitTry } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
-import { isGovernanceFile } from './governed-paths.js';
+import { changesGovernance } from './governed-paths.js';
 import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy } from './policy.js';
@@ -186,10 +186,13 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   const results: CheckResult[] = governance
     ? (await judgeWithCache(repo, files, governance, committed, notesAt)).map(governedResult)
     : [];
-  const keepsGovernance = !changes.some(
-    (c) => isGovernanceFile(policy, c.path) || (c.from !== undefined && isGovernanceFile(policy, c.from)),
-  );
-  if (governance && committed && base !== null && policyBlob !== null && keepsGovernance) {
+  if (
+    governance &&
+    committed &&
+    base !== null &&
+    policyBlob !== null &&
+    !changesGovernance(policy, changes)
+  ) {
     // The staged governance is the committed one: say which objects the decisions' digest stands for.
     const keys = await repo.objects.read(`${base}:${policy.keysDir}`);
     const objects = { policyBlob, keysTree: keys?.type === 'tree' ? keys.oid : null };

@@ -54,11 +54,24 @@ export function storeText(stored: Stored): string {
   return parts.join('\0');
 }
 
-/** Read synchronously: the quick path has nothing else to do meanwhile, and a thread-pool round trip costs more. */
-export function readStore(file: string): Stored | null {
+/**
+ * The file's fields, or null when it is missing or not a whole file of this version. Read synchronously: the quick
+ * path has nothing else to do meanwhile, and a thread-pool round trip costs more.
+ */
+function fieldsOf(file: string): string[] | null {
   try {
     const fields = readFileSync(file, 'utf8').split('\0');
-    if (fields[0] !== HEADER || (fields.length - 3) % FIELDS !== 0 || fields.at(-1) !== '') return null;
+    const whole = fields[0] === HEADER && (fields.length - 3) % FIELDS === 0 && fields.at(-1) === '';
+    return whole ? fields : null;
+  } catch {
+    return null;
+  }
+}
+
+export function readStore(file: string): Stored | null {
+  const fields = fieldsOf(file);
+  if (fields === null) return null;
+  try {
     const texts = JSON.parse(fields[1]!) as unknown;
     if (!Array.isArray(texts) || !texts.every((t) => typeof t === 'string')) return null;
     const entries = new Map<string, Entry>();
@@ -85,21 +98,17 @@ export function readStore(file: string): Stored | null {
  * quick path asks for every staged file, read without building an entry, or a key, per decision.
  */
 export function promotionsByBlob(file: string): Map<string, string | string[]> | null {
-  try {
-    const fields = readFileSync(file, 'utf8').split('\0');
-    if (fields[0] !== HEADER || (fields.length - 3) % FIELDS !== 0 || fields.at(-1) !== '') return null;
-    const byBlob = new Map<string, string | string[]>();
-    for (let i = 2; i < fields.length - 1; i += FIELDS) {
-      if (fields[i + 3] !== '1') continue;
-      const blob = fields[i]!;
-      const at = byBlob.get(blob);
-      const filePath = fields[i + 1]!;
-      byBlob.set(blob, at === undefined ? filePath : [...(typeof at === 'string' ? [at] : at), filePath]);
-    }
-    return byBlob;
-  } catch {
-    return null;
+  const fields = fieldsOf(file);
+  if (fields === null) return null;
+  const byBlob = new Map<string, string | string[]>();
+  for (let i = 2; i < fields.length - 1; i += FIELDS) {
+    if (fields[i + 3] !== '1') continue;
+    const blob = fields[i]!;
+    const at = byBlob.get(blob);
+    const filePath = fields[i + 1]!;
+    byBlob.set(blob, at === undefined ? filePath : [...(typeof at === 'string' ? [at] : at), filePath]);
   }
+  return byBlob;
 }
 
 /** The committed governance as git objects: the policy blob and the keys directory's tree (null: no such tree). */

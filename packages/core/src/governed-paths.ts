@@ -19,6 +19,15 @@ function governanceFiles(policy: Policy): (path: string) => boolean {
   return (path) => path === POLICY_PATH || path.startsWith(keysPrefix);
 }
 
+/** Whether any of these changes adds, edits, deletes or moves away a governance file. */
+export function changesGovernance(
+  policy: Policy,
+  changes: ReadonlyArray<{ path: string; from?: string }>,
+): boolean {
+  const isGovernance = governanceFiles(policy);
+  return changes.some((c) => isGovernance(c.path) || (c.from !== undefined && isGovernance(c.from)));
+}
+
 export type Governedness = 'governed' | 'ungoverned' | 'if-recorded';
 
 export interface GovernedMatcher {

@@ -1,7 +1,7 @@
 /**
  * The pre-commit hook's first question, answered with as little as possible: may this commit pass without the
  * full check? Most commits stage nothing governed, and the hook runs on every one (DESIGN 6: its own time should
- * stay within one `git status`). Three git processes run at once and nothing heavier than the glob matcher is
+ * stay within one `git status`). Two git processes run at once and nothing heavier than the glob matcher is
  * loaded; whenever the answer is not certain from what the caches already hold, the caller runs the full check.
  *
  * What it relies on, each written by the full check: the staged policy as last validated (kept under the policy
@@ -14,7 +14,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
-import { DEFAULT_KEYS_DIR, governedMatcher, isGovernanceFile, POLICY_PATH } from './governed-paths.js';
+import { changesGovernance, DEFAULT_KEYS_DIR, governedMatcher, POLICY_PATH } from './governed-paths.js';
 import { pathsName } from './path-index.js';
 import type { Policy } from './policy.js';
 import { parseRawDiff, type StagedChange } from './staged-changes.js';
@@ -104,8 +104,7 @@ async function allPromoted(
   keysAt: () => Promise<string>,
 ): Promise<boolean> {
   if (governed.some((c) => c.status === 'D')) return false;
-  const touchesGovernance = (p: string | undefined) => p !== undefined && isGovernanceFile(policy, p);
-  if (staged.changes.some((c) => touchesGovernance(c.path) || touchesGovernance(c.from))) return false;
+  if (changesGovernance(policy, staged.changes)) return false;
   if (/[\n\0]/.test(policy.keysDir)) return false; // cat-file reads one name per line
   const [keysId, keysType] = (await keysAt()).split(' ');
   const keysTree = keysType === 'tree' ? keysId! : null;
