@@ -8,7 +8,8 @@
 // entries at each note's path — fast-import's own `N` command refuses notes on blobs — on the ledger's ref itself:
 // fast-import moves a ref at its end only by compare-and-swap against the value it reads then, and only when that
 // value is an ancestor of the new commit, so concurrent writers never lose each other's lines. An append is two
-// git processes (cat-file, fast-import): every delegation pays for each one spawned.
+// git processes (cat-file, fast-import), one when the caller lends its open object reader: every delegation pays
+// for each one spawned.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelegateGitError } from './errors.js';
 import { CatFileBatch, gitFailure, gitRecords, gitTry, parseTreeObject, type TreeEntry } from './git.js';
@@ -365,13 +366,19 @@ export class NotesLedger {
   readonly cwd: string;
   readonly ref: string;
   private readonly env: NodeJS.ProcessEnv | undefined;
+  private readonly objects: (() => CatFileBatch) | undefined;
 
-  constructor(opts: { cwd: string; ref?: string; env?: NodeJS.ProcessEnv }) {
+  /**
+   * `objects`: an object reader its owner keeps open (the repository's), which an append reads the ledger through
+   * instead of starting a reader of its own; a tip it reads late only costs a lost race, never a line.
+   */
+  constructor(opts: { cwd: string; ref?: string; env?: NodeJS.ProcessEnv; objects?: () => CatFileBatch }) {
     this.cwd = opts.cwd;
     const ref = opts.ref ?? LEDGER_REF;
     this.ref = ref.startsWith('refs/') ? ref : `refs/notes/${ref}`;
     assertRevision(this.ref, 'notes ref');
     this.env = opts.env;
+    this.objects = opts.objects;
   }
 
   private options() {
@@ -503,7 +510,8 @@ export class NotesLedger {
     opts: { message?: string } = {},
   ): Promise<{ commit: string | null; added: number }> {
     const grouped = groupAdditions(additions);
-    const batch = new CatFileBatch(this.options());
+    const shared = this.objects?.();
+    const batch = shared ?? new CatFileBatch(this.options());
     try {
       for (let attempt = 1; attempt <= MAX_APPEND_ATTEMPTS; attempt++) {
         // First through the cat-file process that reads the notes anyway (one git process fewer); after a lost
@@ -541,7 +549,7 @@ export class NotesLedger {
         `${this.ref} kept changing under ${MAX_APPEND_ATTEMPTS} attempts to add records (other writers are busy). Run the command again.`,
       );
     } finally {
-      await batch.close();
+      if (!shared) await batch.close();
     }
   }
 

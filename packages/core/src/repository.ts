@@ -13,7 +13,7 @@ export class Repository {
     readonly layout: RepositoryLayout,
     readonly env: NodeJS.ProcessEnv | undefined,
   ) {
-    this.ledger = new NotesLedger({ cwd: this.cwd, env });
+    this.ledger = new NotesLedger({ cwd: this.cwd, env, objects: () => this.objects });
   }
 
   static async open(cwd: string, env?: NodeJS.ProcessEnv): Promise<Repository> {

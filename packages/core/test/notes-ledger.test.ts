@@ -13,6 +13,7 @@ import {
   type TempRepo,
 } from '../../../test/support/git-repo.js';
 import { repoRoot } from '../../../test/support/paths.js';
+import { CatFileBatch } from '../src/git.js';
 import {
   annotatedIdOfPath,
   compareBytewise,
@@ -381,6 +382,24 @@ describe('divergent ledgers', () => {
     // The merged ledger stays writable by NotesLedger.
     expect((await ledger.append([{ blob, lines: ['after merge'] }])).added).toBe(1);
     expect(gitNotesShow(mine, blob)).toBe('after merge\nbase\nmine\ntheirs\n');
+  });
+});
+
+describe('an append through a reader its owner keeps open', () => {
+  it('keeps the lines another writer added since that reader started, and leaves the reader open', async () => {
+    const r = repo();
+    const [blob] = writeBlobs(r, 1);
+    const shared = new CatFileBatch({ cwd: r.dir, env });
+    cleanups.push(() => void shared.close());
+    const lending = new NotesLedger({ cwd: r.dir, env, objects: () => shared });
+    await lending.append([{ blob: blob!, lines: ['first'] }]);
+    await expect(shared.read(LEDGER_REF)).resolves.not.toBeNull(); // still open after the append
+
+    // Another process's writer moves the ledger; the lending ledger's reader has been running all along.
+    await ledgerOf(r).append([{ blob: blob!, lines: ['from another writer'] }]);
+    await lending.append([{ blob: blob!, lines: ['second'] }]);
+    expect(await ledgerOf(r).linesOn(blob!)).toEqual(['first', 'from another writer', 'second']);
+    expect(r.git(['rev-list', '--count', LEDGER_REF]).trim()).toBe('3');
   });
 });
 

@@ -103,6 +103,9 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
       context.errors,
     );
 
+  // The commit the unit starts from, read while the worker answers: the object reader it starts is the one the
+  // record is written through at the end.
+  const startedAt = headCommit(repo);
   let reply: Awaited<ReturnType<typeof callWorker>>;
   try {
     reply = await callWorker({
@@ -240,8 +243,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
   if (plan.files.length === 0) return receipt;
 
   // Hashes are taken after verification, so a formatter run by the command cannot leave the record stale.
-  // Two independent git processes, run side by side.
-  const [files, baseCommit] = await Promise.all([hashWritten(repo, plan.files), headCommit(repo)]);
+  const [files, baseCommit] = await Promise.all([hashWritten(repo, plan.files), startedAt]);
   receipt.files = files;
   const recordable = receipt.files.filter((f) => isRepositoryPath(f.path));
   if (recordable.length > 0) {
@@ -427,9 +429,8 @@ async function sha256OfFile(file: string): Promise<string | null> {
 
 async function headCommit(repo: Repository): Promise<string | null> {
   try {
-    return (await git(['rev-parse', '--verify', '-q', 'HEAD'], { cwd: repo.cwd, env: repo.env }))
-      .toString()
-      .trim();
+    const head = await repo.objects.read('HEAD');
+    return head?.type === 'commit' ? head.oid : null;
   } catch {
     return null;
   }

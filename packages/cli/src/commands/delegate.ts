@@ -48,6 +48,10 @@ export default {
     });
     const [unitFile, ...extra] = positionals;
     if (!unitFile || extra.length > 0) throw usageError('delegate', 'Name exactly one unit file.');
+    // Opened while the unit is read (its `rev-parse` is most of the wait; an opened repository holds nothing open
+    // yet), and waited for only after the unit parsed, so a bad unit is still the error reported.
+    const opening = Repository.open(io.cwd, io.env);
+    opening.catch(() => {});
     let text: string;
     try {
       text = await readFile(path.resolve(io.cwd, unitFile), 'utf8');
@@ -58,7 +62,7 @@ export default {
       );
     }
     const unit = parseUnit(text, unitFile);
-    const repo = await Repository.open(io.cwd, io.env);
+    const repo = await opening;
     try {
       if (repo.layout.topLevel === null)
         throw new DelegateGitError('USAGE', 'Run `delegate-git delegate` in a clone with a work tree.');
