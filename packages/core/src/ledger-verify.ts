@@ -15,7 +15,7 @@ import { type Governance, loadGovernance } from './governance.js';
 import { type GovernanceChangeProblem, unapprovedGovernanceChanges } from './governance-history.js';
 import { type PassStats, passOverLedger } from './ledger-pass.js';
 import { lineOutcome } from './line-check.js';
-import { type addLines, PathIndex, writeCache } from './path-index.js';
+import { type addLines, interned, PathIndex, writeCache } from './path-index.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
 import { judgeRevision, type NoteAtRevision, planRevision, type RevisionPlan } from './revision-judge.js';
@@ -188,14 +188,6 @@ async function verifyLines(
     return p.candidates;
   });
   const byPath: IndexEntries = new Map();
-  // One string per signer key and outcome, however many entries name them.
-  const interned = new Map<string, string>();
-  const intern = (text: string) => {
-    const known = interned.get(text);
-    if (known !== undefined) return known;
-    interned.set(text, text);
-    return text;
-  };
   const stats = await passOverLedger(
     repo,
     governance,
@@ -206,7 +198,7 @@ async function verifyLines(
         out.lines++;
         if (facts.index !== null) {
           const [kind, outcome, keyid, createdAt, paths] = facts.index;
-          const entry: IndexEntry = [kind, intern(outcome), intern(keyid), note.annotated, createdAt];
+          const entry: IndexEntry = [kind, interned(outcome), interned(keyid), note.annotated, createdAt];
           for (const p of paths) {
             const list = byPath.get(p);
             if (list) list.push(entry);

@@ -73,7 +73,7 @@ export function addLines(byPath: Map<string, IndexEntry[]>, blob: string, lines:
   for (const line of lines) {
     const r = peekRecord(line);
     if (!r) continue;
-    const entry: IndexEntry = [r.kind, r.outcome, r.keyid, blob, r.createdAt];
+    const entry: IndexEntry = [r.kind, interned(r.outcome), interned(r.keyid), blob, r.createdAt];
     // A record with several subjects sits on each subject's blob; index each path once, from its own blob.
     for (const s of r.subjects) {
       if (s.gitBlob !== blob) continue;
@@ -82,6 +82,18 @@ export function addLines(byPath: Map<string, IndexEntry[]>, blob: string, lines:
       else byPath.set(s.path, [entry]);
     }
   }
+}
+
+// A ledger has a few signers and verdicts but many records: one string each instead of one per record (bounded,
+// in case a forged ledger names a new key on every line).
+const internTable = new Map<string, string>();
+export function interned(text: string): string {
+  let known = internTable.get(text);
+  if (known === undefined) {
+    known = text;
+    if (internTable.size < 10_000) internTable.set(text, text);
+  }
+  return known;
 }
 
 interface PeekedRecord {
