@@ -57,11 +57,15 @@ function keepCompiledCode() {
   const fresh = cachedData === undefined || script.cachedDataRejected;
   const ms = performance.now() - started;
   if (!fresh && ms < Math.max(100, 3 * madeInMs)) return;
-  const data = script.createCachedData();
-  if (!fresh && data.length <= cachedData.length * 1.1) return;
-  const header = Buffer.alloc(8);
-  header.writeDoubleLE(ms);
-  writePrivate(cache, Buffer.concat([header, data]));
+  try {
+    const data = script.createCachedData();
+    if (!fresh && data.length <= cachedData.length * 1.1) return;
+    const header = Buffer.alloc(8);
+    header.writeDoubleLE(ms);
+    writePrivate(cache, Buffer.concat([header, data]));
+  } catch {
+    // Never let the cache change how the command ends.
+  }
 }
 
 /**
