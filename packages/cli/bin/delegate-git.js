@@ -6,13 +6,15 @@
 // size, mtime and inode because V8 checks no more of the source than its length. DELEGATE_GIT_CODE_CACHE=off turns
 // the cache off; an absolute path names the directory to keep it in. docs/threat-model.md says why the cache lives
 // with the user and never in a repository.
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import vm from 'node:vm';
+// This file is CommonJS (bin/package.json says so, beside the package's "type": "module"): an ES module as the entry
+// point costs every command about 13 ms more CPU to start in Node 20 (its module loader), measured against this file.
+'use strict';
+const fs = require('node:fs');
+const { createRequire } = require('node:module');
+const path = require('node:path');
+const vm = require('node:vm');
 
-const bundle = fileURLToPath(new URL('../dist/delegate-git.cjs', import.meta.url));
+const bundle = path.join(__dirname, '..', 'dist', 'delegate-git.cjs');
 const argv = process.argv.slice(2);
 
 // Read and stat through one descriptor: the cache is named by this very file, even if a rebuild replaces it now.
@@ -45,7 +47,9 @@ if (cache !== null) process.once('exit', keepCompiledCode);
 const started = performance.now();
 const cli = { exports: {} };
 script.runInThisContext()(cli.exports, createRequire(bundle), cli, bundle, path.dirname(bundle));
-process.exitCode = await cli.exports.main(argv);
+cli.exports.main(argv).then((code) => {
+  process.exitCode = code;
+});
 
 /**
  * At exit the cache can hold every function this run compiled, not only the top level. Made when there was none

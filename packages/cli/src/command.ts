@@ -1,3 +1,4 @@
+import { isatty } from 'node:tty';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { DelegateGitError } from '@delegate-git/core/errors';
 
@@ -24,7 +25,9 @@ export function processIo(): Io {
     err: (t) => process.stderr.write(t),
     cwd: process.cwd(),
     env: process.env,
-    interactive: Boolean(process.stdin.isTTY && process.stderr.isTTY),
+    // isatty, not process.stdin.isTTY: touching process.stdin builds a stream for it (about 3 ms), and most
+    // commands never read it.
+    interactive: isatty(0) && isatty(2),
     async prompt(question) {
       const { createInterface } = await import('node:readline/promises');
       const rl = createInterface({ input: process.stdin, output: process.stderr });

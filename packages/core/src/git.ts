@@ -75,10 +75,21 @@ function startGit(args: readonly string[], opts: { cwd: string; env?: NodeJS.Pro
   });
 }
 
+/** A git that is given no input reads /dev/null: no pipe to make, end and tear down for it (a spawn costs less). */
+function startGitWithoutInput(args: readonly string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }) {
+  return spawn('git', args, {
+    cwd: opts.cwd,
+    env: opts.env ?? process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    windowsHide: true,
+  });
+}
+
 /** Like git() but returns {code, stdout, stderr} instead of throwing on a non-zero exit. */
 export function gitTry(args: string[], opts: GitOptions): Promise<GitResult> {
   return new Promise((resolve, reject) => {
-    const child = startGit(args, opts);
+    const input = opts.input;
+    const child = input === undefined ? startGitWithoutInput(args, opts) : startGit(args, opts);
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     let failed = false;
@@ -88,8 +99,6 @@ export function gitTry(args: string[], opts: GitOptions): Promise<GitResult> {
       failed = true;
       reject(spawnError(error, opts.cwd));
     });
-    // git may exit before reading all of its input (e.g. on a bad argument); its exit code says what happened.
-    child.stdin.on('error', () => {});
     child.on('close', (code, signal) => {
       if (failed) return;
       resolve({
@@ -98,7 +107,11 @@ export function gitTry(args: string[], opts: GitOptions): Promise<GitResult> {
         stderr: Buffer.concat(stderr).toString('utf8'),
       });
     });
-    child.stdin.end(opts.input ?? '');
+    if (input !== undefined) {
+      // git may exit before reading all of its input (e.g. on a bad argument); its exit code says what happened.
+      child.stdin!.on('error', () => {});
+      child.stdin!.end(input);
+    }
   });
 }
 
@@ -124,8 +137,7 @@ export async function* gitRecords(
   opts: { cwd: string; env?: NodeJS.ProcessEnv },
   separator = '\n',
 ): AsyncGenerator<string> {
-  const child = startGit(args, opts);
-  child.stdin.end();
+  const child = startGitWithoutInput(args, opts);
   const stderr: Buffer[] = [];
   child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
   const spawnFailure: { error?: DelegateGitError } = {};
