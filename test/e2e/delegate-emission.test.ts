@@ -76,6 +76,19 @@ describe('a whole-file block creates a file', () => {
     const check = await repo.check(['src/created.js']);
     expect(check.code).toBe(0);
     expect(check.report?.results[0]).toMatchObject({ path: 'src/created.js', promoted: true });
+
+    // The trust root's key, found sound, is remembered for the next run (core/key-checks.ts).
+    const keysDir = path.join(repo.dir, '.delegate-git', 'keys');
+    const keys = fs.readdirSync(keysDir).map((f) => {
+      const { publicKey } = JSON.parse(fs.readFileSync(path.join(keysDir, f), 'utf8'));
+      return Buffer.from(publicKey, 'base64').toString('hex');
+    });
+    const sound = fs.readFileSync(
+      path.join(repo.dir, '.git', 'delegate-git', 'cache', 'sound-keys-1'),
+      'utf8',
+    );
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) expect(sound.split('\n')).toContain(key);
   });
 
   test('the request the worker received carries the unit (task, targets, command) and the operator model', async () => {

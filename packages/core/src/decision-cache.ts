@@ -14,8 +14,9 @@
  * The cache is an accelerator only: unreadable or from another version, it is ignored and rewritten.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { replaceCacheFile } from './cache-file.js';
 import { canonicalize } from './canonical-json.js';
 import {
   DECISIONS_FILE,
@@ -124,18 +125,16 @@ export class DecisionCache {
     const dir = path.dirname(this.file);
     const { entries } = this.stored;
     for (const k of [...entries.keys()].slice(0, Math.max(0, entries.size - MAX_ENTRIES))) entries.delete(k);
+    // Unwritten (a read-only git dir): the answers stay correct, only slower.
+    if (!(await replaceCacheFile(this.file, storeText(this.stored)))) return;
+    this.dirty = false;
     try {
-      await mkdir(dir, { recursive: true });
-      const tmp = `${this.file}.${process.pid}.tmp`;
-      await writeFile(tmp, storeText(this.stored));
-      await rename(tmp, this.file);
-      this.dirty = false;
       for (const n of await readdir(dir)) {
         if (DECISIONS_FILE.test(n) && n !== path.basename(this.file))
           await rm(path.join(dir, n), { force: true });
       }
     } catch {
-      // A read-only git dir still gets correct answers, only slower.
+      // The older files are removed next time.
     }
   }
 }

@@ -8,8 +8,8 @@
  * the committed one. Both are git object ids: the same ids are the same bytes.
  */
 import { readFileSync } from 'node:fs';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { replaceCacheFile } from './cache-file.js';
 
 export const STORE_VERSION = 3;
 /** Also matches the JSON files of version 2, so they are cleaned away like any older tip's. */
@@ -127,15 +127,8 @@ export async function rememberGovernanceDigest(
   g: GovernanceObjects,
   digest: string,
 ): Promise<void> {
-  try {
-    const file = aliasFile(cacheDir, g);
-    const tmp = `${file}.${process.pid}.tmp`;
-    await mkdir(cacheDir, { recursive: true });
-    await writeFile(tmp, JSON.stringify({ digest }));
-    await rename(tmp, file);
-  } catch {
-    // No cache (a read-only git dir): the full check answers every time.
-  }
+  // Unwritten (a read-only git dir): the full check answers every time.
+  await replaceCacheFile(aliasFile(cacheDir, g), JSON.stringify({ digest }));
 }
 
 export function governanceDigestOf(cacheDir: string, g: GovernanceObjects): string | null {

@@ -72,6 +72,17 @@ export function publicKeyProblem(raw: Uint8Array): KeyProblem | null {
 
 const checkedKeys = new Map<string, KeyProblem | null>();
 
+/** Keys (lowercase hex) an earlier run found sound, taken as checked (key-checks.ts keeps them between runs). */
+export function trustKeyChecks(hexKeys: Iterable<string>): void {
+  for (const hex of hexKeys)
+    if (/^[0-9a-f]{64}$/.test(hex) && !checkedKeys.has(hex)) checkedKeys.set(hex, null);
+}
+
+/** The keys (lowercase hex) found sound in this process, by a check or by trustKeyChecks. */
+export function soundKeys(): string[] {
+  return [...checkedKeys].filter(([, problem]) => problem === null).map(([hex]) => hex);
+}
+
 function pointProblem(raw: Uint8Array): KeyProblem | null {
   if (!isCanonicalPointEncoding(raw)) return 'not canonical';
   let point: ed.Point;

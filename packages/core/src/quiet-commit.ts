@@ -11,8 +11,8 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { replaceCacheFile } from './cache-file.js';
 import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
 import { changesGovernance, DEFAULT_KEYS_DIR, governedMatcher, POLICY_PATH } from './governed-paths.js';
 import { pathsName } from './path-index.js';
@@ -126,15 +126,8 @@ function unsure(staged: StagedDiff | null): QuickAnswer {
 
 /** Called by the full check once it has validated the staged policy stored as blob `id`. */
 export async function rememberValidPolicy(cacheDir: string, id: string, policy: Policy): Promise<void> {
-  try {
-    const file = path.join(cacheDir, validPolicyName(id));
-    const tmp = `${file}.${process.pid}.tmp`;
-    await mkdir(cacheDir, { recursive: true });
-    await writeFile(tmp, JSON.stringify(policy));
-    await rename(tmp, file);
-  } catch {
-    // No cache (a read-only git dir): the next commit validates the policy again.
-  }
+  // Unwritten (a read-only git dir): the next commit validates the policy again.
+  await replaceCacheFile(path.join(cacheDir, validPolicyName(id)), JSON.stringify(policy));
 }
 
 /** Enough of the shape for the matcher; the file was written by the full check, but it sits on disk. */

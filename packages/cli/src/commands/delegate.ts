@@ -1,19 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
-import { loadGovernance } from '@delegate-git/core/governance';
-import { assertKeyMaySign } from '@delegate-git/core/recording';
+import { keepKeyChecks, recallKeyChecks } from '@delegate-git/core/key-checks';
 import { Repository } from '@delegate-git/core/repository';
-import { loadSigningKey } from '@delegate-git/core/signing-key';
-import { worktreeSnapshot } from '@delegate-git/core/snapshot';
-import {
-  createProgressLine,
-  type DelegationReceipt,
-  delegateUnit,
-  loadSettings,
-  parseUnit,
-  verdictExitCode,
-} from '@delegate-git/delegate';
+import type { DelegationReceipt } from '@delegate-git/delegate';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -48,10 +38,24 @@ export default {
     });
     const [unitFile, ...extra] = positionals;
     if (!unitFile || extra.length > 0) throw usageError('delegate', 'Name exactly one unit file.');
-    // Opened while the unit is read (its `rev-parse` is most of the wait; an opened repository holds nothing open
-    // yet), and waited for only after the unit parsed, so a bad unit is still the error reported.
+    // Opened first, and waited for only after the unit parsed, so a bad unit is still the error reported: while
+    // git answers (its `rev-parse`), the rest of the command loads (its modules are most of what a delegation
+    // loads, node:crypto and node:http among them) and the unit is read. An opened repository holds nothing open yet.
     const opening = Repository.open(io.cwd, io.env);
     opening.catch(() => {});
+    const [
+      { createProgressLine, delegateUnit, loadSettings, parseUnit, verdictExitCode },
+      { loadGovernance },
+      { assertKeyMaySign },
+      { loadSigningKey },
+      { worktreeSnapshot },
+    ] = await Promise.all([
+      import('@delegate-git/delegate'),
+      import('@delegate-git/core/governance'),
+      import('@delegate-git/core/recording'),
+      import('@delegate-git/core/signing-key'),
+      import('@delegate-git/core/snapshot'),
+    ]);
     let text: string;
     try {
       text = await readFile(path.resolve(io.cwd, unitFile), 'utf8');
@@ -67,9 +71,11 @@ export default {
       if (repo.layout.topLevel === null)
         throw new DelegateGitError('USAGE', 'Run `delegate-git delegate` in a clone with a work tree.');
       const settings = loadSettings(path.join(repo.stateDir, 'config.json'), io.env);
+      const recalled = recallKeyChecks(repo.cacheDir);
       const governance = await loadGovernance(worktreeSnapshot(repo.layout.topLevel));
       const { key } = loadSigningKey(values.key ?? settings.signingKey ?? undefined, io.env);
       assertKeyMaySign(governance.trustRoot, key, 'delegator', governance.policy.keysDir);
+      await keepKeyChecks(repo.cacheDir, recalled);
       const progress = values.json ? null : createProgressLine(process.stderr);
       const receipt = await delegateUnit(unit, {
         repo,

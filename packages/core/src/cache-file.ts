@@ -1,0 +1,19 @@
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * Replaces a cache file whole (a temporary file renamed over it), so a reader sees the old or the new content,
+ * never part of one. Returns false when it could not be written (a read-only git dir): a cache only saves time.
+ */
+export async function replaceCacheFile(file: string, data: string | Buffer): Promise<boolean> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  try {
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(tmp, data);
+    await rename(tmp, file);
+    return true;
+  } catch {
+    await rm(tmp, { force: true }).catch(() => {});
+    return false;
+  }
+}
