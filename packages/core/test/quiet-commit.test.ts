@@ -130,6 +130,16 @@ describe('quickPreCommit', () => {
     stage('docs/guide.md', 'guide, edited\n');
     expect(await quick()).toBe(false);
     unstageAll();
+    // A path is matched whole: neither a longer nor a shorter path around the recorded one is taken for it.
+    stage('docs/guide.md.bak', 'x\n');
+    stage('guide.md', 'x\n');
+    expect(await quick()).toBe(true);
+    // Many unprotected paths at once (looked up in a set rather than in the file's text): the same answers.
+    for (let i = 0; i < 12; i++) stage(`notes/n${i}.md`, `${i}\n`);
+    expect(await quick()).toBe(true);
+    stage('docs/guide.md', 'guide, edited\n');
+    expect(await quick()).toBe(false);
+    unstageAll();
   });
 
   it('validates an edited policy again before trusting it, and ignores a damaged policy cache', async () => {
