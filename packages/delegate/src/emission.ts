@@ -135,7 +135,7 @@ function bodyOf(block: Block): string {
 const CODE_LINE =
   /^\s*(?:\/\/|\/\*|#|<!--|--|import\b|export\b|const\b|let\b|var\b|function\b|class\b|interface\b|type\b|def\b|package\b|using\b|public\b|private\b|<!(?:DOCTYPE|doctype)\b|<[a-z][\w-]*[\s>/])/;
 const PROSE_LINE =
-  /^\s*(?:I['’]ll\b|I will\b|I['’]ve\b|Here['’]s\b|Here is\b|Sure\b|Certainly\b|Let me\b|First,|To do this\b)/;
+  /^\s*(?:I['\u2019]ll\b|I will\b|I['\u2019]ve\b|Here['\u2019]s\b|Here is\b|Sure\b|Certainly\b|Let me\b|First,|To do this\b)/;
 const TOOL_CALL_MARKUP = /<\/?(?:tool_call|tool_use|function_call|function_calls|invoke)\b|"tool_calls"\s*:/i;
 
 /** The whole-reply fallback writes only what reads as source, never an explanation or a tool-call transcript. */

@@ -209,7 +209,7 @@ function parseSummaries(lines: string[]): Counts | null {
     // pytest `FAILED path::test - message` (the message is dropped).
     const vitest = /^\s*FAIL\s+\S+\s+>\s+(.+?)\s*$/.exec(line);
     if (vitest?.[1]) addFailure(vitest[1]);
-    const jest = /^\s*●\s+(.+?)\s*$/.exec(line);
+    const jest = /^\s*\u25CF\s+(.+?)\s*$/.exec(line);
     if (jest?.[1] && !/^Console\b/.test(jest[1])) addFailure(jest[1]);
     const pytest = /^(?:FAILED|ERROR)\s+(\S+::\S+)/.exec(line);
     if (pytest?.[1]) addFailure(pytest[1]);
@@ -278,8 +278,8 @@ function countByHeuristics(lines: string[]): { passed: number; failed: number } 
   let passed = 0;
   let failed = 0;
   for (const line of lines) {
-    if (/[✕✖✗×]|\bFAILED\b|AssertionError|\bError:/.test(line)) failed += 1;
-    else if (/[✓✔]|\bPASSED\b/.test(line) && !/not ok/.test(line)) passed += 1;
+    if (/[\u2715\u2716\u2717\u00D7]|\bFAILED\b|AssertionError|\bError:/.test(line)) failed += 1;
+    else if (/[\u2713\u2714]|\bPASSED\b/.test(line) && !/not ok/.test(line)) passed += 1;
   }
   return { passed, failed };
 }
