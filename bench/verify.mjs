@@ -1,7 +1,7 @@
 // `delegate-git verify` (the CI gate) against its goal (DESIGN 6): 100,000 records in < 8 s on 2 cores, linear,
 // memory flat. Run by hand:
 //   node bench/verify.mjs [--sizes 10000,50000,100000] [--runs 3] [--warm-runs 3] [--budget 60] [--skip-history]
-//                         [--fresh] [--profile]
+//                         [--skip-memory] [--fresh] [--profile]
 // Each size is a generated repository with a tenth as many files under src/ (10 records per file over 5 versions,
 // as the other benches), so the whole job grows with the size: every ledger line verified, every governed file at
 // HEAD judged, the append-only check over the ledger's history. Wall time by this script's clock; peak RSS and CPU
@@ -12,7 +12,8 @@
 // .git/delegate-git/cache between jobs (DESIGN 6: records already verified under the same trust root).
 // Unless --skip-history: one more ledger of 10,000 records written as 1,000 notes commits (one per delegation, as
 // `delegate` writes them), verified across its whole history and with --baseline at its tip, because the
-// append-only check costs per notes commit, not per record.
+// append-only check costs per notes commit, not per record. Unless --skip-memory: flat memory, as a ledger ten times
+// as large on the same files verified within the same capped heap.
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -43,6 +44,7 @@ const { values: options } = parseArgs({
     'warm-runs': { type: 'string', default: '3' },
     budget: { type: 'string', default: '60' },
     'skip-history': { type: 'boolean', default: false },
+    'skip-memory': { type: 'boolean', default: false },
     fresh: { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
   },
@@ -51,6 +53,8 @@ const SIZES = options.sizes.split(',').map(Number);
 const RUNS = Number(options.runs);
 const WARM_RUNS = Number(options['warm-runs']);
 const RECORDS_PER_FILE = 10;
+/** --max-old-space-size for the flat-memory runs: about what 10,000 records on 1,000 files need. */
+const HEAP_CAP_MB = 16;
 const BUDGET_MS = Number(options.budget) * 1000;
 const TIME = fs.existsSync('/usr/bin/time') ? '/usr/bin/time' : null;
 if (!TIME) log('/usr/bin/time is missing: peak RSS and CPU time are not reported');
@@ -62,8 +66,8 @@ const core = await loadCore();
  * One `delegate-git verify` run: wall ms, peak RSS (MB), CPU s, and the record count it reports. Cold unless `warm`:
  * as on a CI runner's fresh checkout, no cache of an earlier run in .git/delegate-git.
  */
-function verifyOnce(dataset, extraArgs = [], warm = false) {
-  const args = [cliPath, 'verify', ...extraArgs];
+function verifyOnce(dataset, extraArgs = [], warm = false, nodeArgs = []) {
+  const args = [...nodeArgs, cliPath, 'verify', ...extraArgs];
   if (!warm)
     fs.rmSync(path.join(dataset.repo, '.git', 'delegate-git', 'cache'), { recursive: true, force: true });
   const { ms, value } = timeSync(() =>
@@ -140,6 +144,33 @@ for (const size of SIZES) {
   log(`  warm (the cache of the previous run kept), ${WARM_RUNS} runs`);
   const warm = WARM_RUNS > 0 ? measure(dataset, [], WARM_RUNS, true) : null;
   rows.push({ size, dataset, ...cold, warm });
+}
+
+// Flat memory: the ledger grows tenfold on the same 1,000 files (10, then 100 records per file), and verify runs with
+// every thread's heap capped. Shown by what verify needs rather than by its RSS: V8 grows its heaps with the
+// allocation rate, so RSS rises with a job's length even when nothing more is kept. (What verify keeps per governed
+// file of the revision it needs; the rows above grow the files with the records.)
+const growth = [];
+if (!options['skip-memory']) {
+  for (const recordsPerFile of [10, 100]) {
+    const dataset = await ensureDataset(
+      core,
+      datasetParams({ files: 1000, versions: 5, recordsPerFile, recordsPerNotesCommit: 10000 }),
+      { fresh: options.fresh },
+    );
+    log(
+      `verify over ${fmtInt(dataset.records)} records on 1,000 files, V8's heap capped at ${HEAP_CAP_MB} MB`,
+    );
+    try {
+      const r = verifyOnce(dataset, [], false, [`--max-old-space-size=${HEAP_CAP_MB}`]);
+      growth.push({ records: r.records, ok: true, ms: r.ms });
+    } catch (error) {
+      const why = String(error.message)
+        .split('\n')
+        .find((l) => /heap|memory/i.test(l));
+      growth.push({ records: dataset.records, ok: false, why: why ?? 'it failed' });
+    }
+  }
 }
 
 let history = null;
@@ -219,6 +250,19 @@ if (rows.length > 1) {
     `\nLinearity: ${perRecord(largest).toFixed(0)} ms per 1,000 records at ${fmtInt(largest.records)} against ` +
       `${perRecord(smallest).toFixed(0)} at ${fmtInt(smallest.records)} (${(perRecord(largest) / perRecord(smallest)).toFixed(2)}x; ` +
       `1.00x is linear). Peak RSS ${smallest.rssMb.toFixed(0)} MB → ${largest.rssMb.toFixed(0)} MB.`,
+  );
+}
+if (growth.length > 0) {
+  console.log(
+    `\nMemory: with V8's heap capped at ${HEAP_CAP_MB} MB (\`node --max-old-space-size=${HEAP_CAP_MB}\`, every thread), ` +
+      growth
+        .map((g) =>
+          g.ok
+            ? `${fmtInt(g.records)} records on 1,000 files verify in ${fmtMs(g.ms)}`
+            : `${fmtInt(g.records)} records on 1,000 files do not (${g.why})`,
+        )
+        .join('; ') +
+      `. ${growth.every((g) => g.ok) ? 'PASS: what verify keeps does not grow with the ledger.' : '**MISS**'}`,
   );
 }
 if (history) {

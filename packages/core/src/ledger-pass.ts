@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { CatFileBatch, git } from './git.js';
+import { CatFileBatch, type GitObject, gitRecords } from './git.js';
 import type { Governance } from './governance.js';
 import type { LineFacts } from './line-check.js';
 import {
@@ -85,6 +85,16 @@ interface Slot {
   index: number;
 }
 
+interface PlannedNote {
+  annotated: string;
+  key: string;
+  cached: Awaited<ReturnType<VerifiedCacheReader['find']>>;
+  candidates: BatchCandidate[] | null;
+  promotions: Array<Promotion | null> | null;
+  needsLines: boolean;
+  content: Promise<Array<GitObject | null>> | null;
+}
+
 /** Streams every note of the ledger at `tip` to `onNote`, with its facts, in annotated-id order. */
 export async function passOverLedger(
   repo: Repository,
@@ -95,7 +105,7 @@ export async function passOverLedger(
 ): Promise<PassStats> {
   const { trustRoot, policy } = governance;
   const wantLines = opts.wantLines ?? (() => false);
-  const listing = await listNotes(repo, tip);
+  const listing = notesOf(repo, tip)[Symbol.asyncIterator]();
   const candidatesOf = (await opts.candidates) ?? new Map<string, BatchCandidate[]>();
   const cacheDir = (opts.cache ?? true) ? repo.cacheDir : null;
   const remembered = VerifiedCacheReader.open(cacheDir, trustRoot, policy.repositoryId);
@@ -103,7 +113,7 @@ export async function passOverLedger(
   const reader = new CatFileBatch({ cwd: repo.cwd, env: repo.env });
   const builder = new NoteBatchBuilder();
   const slots: Slot[] = [];
-  const stats: PassStats = { notes: listing.length, reused: 0 };
+  const stats: PassStats = { notes: 0, reused: 0 };
   let building: Slot[] = [];
   /** undefined: not started yet; null: no worker script here, so batches are checked in-process. */
   let pool: NotePool | null | undefined;
@@ -167,9 +177,14 @@ export async function passOverLedger(
     }
   };
 
-  const planWindow = async (start: number) => {
-    const window = [];
-    for (const [annotated, oids] of listing.slice(start, start + READ_WINDOW)) {
+  /** The next READ_WINDOW notes of the listing (fewer at its end), their reads asked for. */
+  const planWindow = async (): Promise<PlannedNote[]> => {
+    const window: PlannedNote[] = [];
+    while (window.length < READ_WINDOW) {
+      const listed = await listing.next();
+      if (listed.done) break;
+      const [annotated, oids] = listed.value;
+      stats.notes++;
       const key = noteKey(oids);
       const cached = await remembered.find(annotated, key);
       const candidates = candidatesOf.get(annotated) ?? null;
@@ -188,10 +203,10 @@ export async function passOverLedger(
   };
 
   try {
-    let next = listing.length > 0 ? planWindow(0) : null;
-    for (let start = 0; next; start += READ_WINDOW) {
-      const window = await next;
-      next = start + READ_WINDOW < listing.length ? planWindow(start + READ_WINDOW) : null;
+    let next: Promise<PlannedNote[]> | null = planWindow();
+    while (next) {
+      const window: PlannedNote[] = await next;
+      next = window.length === READ_WINDOW ? planWindow() : null;
       // Threads start while the first notes are read, once there are enough to check (not on a warm run).
       if (pool === undefined && window.filter((n) => n.cached === null).length >= EARLY_START)
         pool = NotePool.start(governance);
@@ -235,6 +250,7 @@ export async function passOverLedger(
     await writer?.finish(false);
     throw error;
   } finally {
+    await listing.return(undefined);
     await remembered.close();
     await reader.close();
     await pool?.close();
@@ -255,18 +271,21 @@ function linesOf(objects: ReadonlyArray<{ content: Buffer } | null>): string[] {
 
 /**
  * Every note of the notes commit: annotated id and the note blob(s) holding its lines (more than one when a tool
- * left a flat entry beside a fanned-out one; git shows them concatenated), sorted by annotated id.
+ * left a flat entry beside a fanned-out one; git shows them concatenated), in annotated-id order, streamed from
+ * `ls-tree -r`. Only one group of notes is held at a time: git lists a tree in name order, so the entries whose
+ * paths start with the same character (a fanout directory and any flat names beside it) come together, and an
+ * annotated id starts with its path's first character.
  */
-export async function listNotes(repo: Repository, tip: string): Promise<Array<[string, string[]]>> {
-  const out = await git(['ls-tree', '-r', '-z', '--full-tree', tip], { cwd: repo.cwd, env: repo.env });
-  const notes = new Map<string, string[]>();
-  let at = 0;
-  while (at < out.length) {
-    let end = out.indexOf(0, at);
-    if (end === -1) end = out.length;
+export async function* notesOf(repo: Repository, tip: string): AsyncGenerator<[string, string[]]> {
+  let group = new Map<string, string[]>();
+  let first = '';
+  const sorted = () => [...group].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  for await (const record of gitRecords(
+    ['ls-tree', '-r', '-z', '--full-tree', tip],
+    { cwd: repo.cwd, env: repo.env },
+    '\0',
+  )) {
     // "<mode> SP <type> SP <object> TAB <path>"
-    const record = out.toString('utf8', at, end);
-    at = end + 1;
     const tab = record.indexOf('\t');
     const [, type, oid] = record.slice(0, tab).split(' ');
     const notePath = record.slice(tab + 1);
@@ -278,11 +297,16 @@ export async function listNotes(repo: Repository, tip: string): Promise<Array<[s
           ? notePath.slice(0, 2) + notePath.slice(3)
           : annotatedIdOfPath(notePath);
     if (!annotated || !oid) continue;
-    const oids = notes.get(annotated);
+    if (annotated[0] !== first) {
+      yield* sorted();
+      group = new Map();
+      first = annotated[0]!;
+    }
+    const oids = group.get(annotated);
     if (oids) oids.push(oid);
-    else notes.set(annotated, [oid]);
+    else group.set(annotated, [oid]);
   }
-  return [...notes].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  yield* sorted();
 }
 
 /** Worker threads running `checkNoteBatch`, when the worker script was built next to this module (the CLI bundle). */

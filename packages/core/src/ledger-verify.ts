@@ -15,7 +15,14 @@ import { type Governance, loadGovernance } from './governance.js';
 import { type GovernanceChangeProblem, unapprovedGovernanceChanges } from './governance-history.js';
 import { type PassStats, passOverLedger } from './ledger-pass.js';
 import { lineOutcome } from './line-check.js';
-import { type addLines, interned, PathIndex, writeCache } from './path-index.js';
+import {
+  type addLines,
+  interned,
+  PathIndex,
+  pathsName,
+  recordOnPath,
+  writeRecordedPaths,
+} from './path-index.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
 import { judgeRevision, type NoteAtRevision, planRevision, type RevisionPlan } from './revision-judge.js';
@@ -199,11 +206,7 @@ async function verifyLines(
         if (facts.index !== null) {
           const [kind, outcome, keyid, createdAt, paths] = facts.index;
           const entry: IndexEntry = [kind, interned(outcome), interned(keyid), note.annotated, createdAt];
-          for (const p of paths) {
-            const list = byPath.get(p);
-            if (list) list.push(entry);
-            else byPath.set(p, [entry]);
-          }
+          for (const p of paths) recordOnPath(byPath, p, entry);
         }
         const o = lineOutcome(facts, trustRoot);
         if (o.status !== 'valid') {
@@ -238,12 +241,12 @@ async function verifyLines(
     },
   );
   const index = new PathIndex(byPath);
-  // The gate's index cache for this tip, unless an earlier run (or a gate) saved it already.
-  const saved = await access(path.join(repo.cacheDir, `path-index-${tip}.json`)).then(
+  // The quick path's recorded paths for this tip, unless an earlier run (or a gate) saved them already.
+  const saved = await access(path.join(repo.cacheDir, pathsName(tip))).then(
     () => true,
     () => false,
   );
-  if (!saved) await writeCache(repo.cacheDir, tip, index);
+  if (!saved) await writeRecordedPaths(repo.cacheDir, tip, index.paths());
   const order = (a: LineProblem, b: LineProblem) =>
     a.blob === b.blob ? a.line - b.line : a.blob < b.blob ? -1 : 1;
   out.invalid.sort(order);

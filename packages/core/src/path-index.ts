@@ -5,6 +5,7 @@
  */
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import type { NotesLedger } from './notes-ledger.js';
 import type { EarlierRecord } from './promotion.js';
 import { REVIEW_PREDICATE, VERDICT_PREDICATE } from './statement.js';
@@ -58,8 +59,22 @@ export class PathIndex {
     return (this.byPath.get(path) ?? []).filter((e) => e[3] !== blob).sort((a, b) => b[4] - a[4]);
   }
 
-  toJSON(): unknown {
-    return { version: CACHE_VERSION, paths: Object.fromEntries(this.byPath) };
+  /**
+   * The cache file's JSON, `{"version", "paths": {path: entries}}`, in pieces: the whole text of a large ledger's
+   * index is as big as the index itself (15 MB at 100,000 records), and verify writes it at its peak of memory.
+   */
+  *serialized(): Generator<string> {
+    let piece = `{"version":${CACHE_VERSION},"paths":{`;
+    let first = true;
+    for (const [p, entries] of this.byPath) {
+      piece += `${first ? '' : ','}${JSON.stringify(p)}:${JSON.stringify(entries)}`;
+      first = false;
+      if (piece.length >= 1 << 16) {
+        yield piece;
+        piece = '';
+      }
+    }
+    yield `${piece}}}`;
   }
 
   static fromJSON(data: unknown): PathIndex | null {
@@ -82,6 +97,47 @@ export function addLines(byPath: Map<string, IndexEntry[]>, blob: string, lines:
       else byPath.set(s.path, [entry]);
     }
   }
+}
+
+/**
+ * Adds a record to a path's history that stays bounded however many records the path gets (verify's index: it
+ * needs `has` and `earlier`, not `earlierBlobs`, and is never saved for the gates).
+ */
+export function recordOnPath(byPath: Map<string, IndexEntry[]>, path: string, entry: IndexEntry): void {
+  const list = byPath.get(path);
+  if (!list) byPath.set(path, [entry]);
+  else {
+    list.push(entry);
+    if (list.length > 2 * HISTORY_KEPT) byPath.set(path, historyWorthKeeping(list));
+  }
+}
+
+/** Each of the three things history tells (below) needs at most two records; six in all. */
+const HISTORY_KEPT = 6;
+
+/**
+ * The records of a path that `earlier` can still need, in their order. A refusal's wording is told from the records
+ * on the path's other contents (promotion.ts): the newest approval, whether any UNIT_PASSED verdict exists, and the
+ * newest verdict. For any one content left out, each is found among the newest records of two distinct contents:
+ * so those are kept, and verify's memory of a path does not grow with its records (DESIGN 6: memory flat). A record
+ * dropped here is never needed later: newer records only push it further back.
+ */
+export function historyWorthKeeping(entries: readonly IndexEntry[]): IndexEntry[] {
+  const newestFirst = [...entries].sort((a, b) => b[4] - a[4]);
+  const keep = new Set<IndexEntry>();
+  const newestOfTwoContents = (wanted: (e: IndexEntry) => boolean) => {
+    const contents = new Set<string>();
+    for (const e of newestFirst) {
+      if (!wanted(e) || contents.has(e[3])) continue;
+      contents.add(e[3]);
+      keep.add(e);
+      if (contents.size === 2) return;
+    }
+  };
+  newestOfTwoContents((e) => e[0] === 'r' && e[1] === 'approve');
+  newestOfTwoContents((e) => e[0] === 'v' && e[1] === 'UNIT_PASSED');
+  newestOfTwoContents((e) => e[0] === 'v');
+  return entries.filter((e) => keep.has(e));
 }
 
 // A ledger has a few signers and verdicts but many records: one string each instead of one per record (bounded,
@@ -191,9 +247,9 @@ export function pathsName(tip: string): string {
   return `recorded-paths-${tip}`;
 }
 
-async function writeAtomic(file: string, text: string): Promise<void> {
+async function writeAtomic(file: string, text: string | Iterable<string>): Promise<void> {
   const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, text);
+  await writeFile(tmp, typeof text === 'string' ? text : Readable.from(text));
   await rename(tmp, file);
 }
 
@@ -320,7 +376,23 @@ async function extendLatestCache(
   }
 }
 
-/** Saves an index built elsewhere (verify builds one while it reads the whole ledger anyway). */
+/**
+ * Saves the recorded paths at `tip` for the pre-commit hook's quick path (verify learns them in its pass; the
+ * index it keeps is bounded per path, so it is not saved as the gates' index).
+ */
+export async function writeRecordedPaths(cacheDir: string, tip: string, paths: string[]): Promise<void> {
+  try {
+    await mkdir(cacheDir, { recursive: true });
+    await writeAtomic(path.join(cacheDir, pathsName(tip)), paths.join('\0'));
+    for (const n of await readdir(cacheDir)) {
+      if (PATHS_FILE.test(n) && n !== pathsName(tip)) await rm(path.join(cacheDir, n), { force: true });
+    }
+  } catch {
+    // A read-only git dir (a server, a CI cache) still gets a correct answer, only slower.
+  }
+}
+
+/** Saves an index built by the gates. */
 export async function writeCache(
   cacheDir: string,
   tip: string,
@@ -329,7 +401,7 @@ export async function writeCache(
 ): Promise<void> {
   try {
     await mkdir(cacheDir, { recursive: true });
-    await writeAtomic(path.join(cacheDir, cacheName(tip)), JSON.stringify(index));
+    await writeAtomic(path.join(cacheDir, cacheName(tip)), index.serialized());
     await writeAtomic(path.join(cacheDir, pathsName(tip)), index.paths().join('\0'));
     // Keep the newest only (and `alsoKeep`'s): the next tip extends it.
     const kept = new Set([cacheName(tip), pathsName(tip)]);

@@ -2,9 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir, removeDir, runGit } from '../../../test/support/git-repo.js';
-import { subjectOf, testKey, verdictLine } from '../../../test/support/records.js';
+import { subjectOf, testKey, trustRootOf, verdictLine } from '../../../test/support/records.js';
 import { NotesLedger } from '../src/notes-ledger.js';
-import { loadPathIndex, loadRecordedPaths } from '../src/path-index.js';
+import { loadPathIndex, loadRecordedPaths, PathIndex, recordOnPath } from '../src/path-index.js';
+import { promotionOf } from '../src/promotion.js';
 
 const alice = testKey({ name: 'alice', roles: ['delegator'] });
 
@@ -161,5 +162,92 @@ describe('growing the cache from lines the caller already read (the server gate)
         `recorded-paths-${tip}`,
       ].sort(),
     );
+  });
+});
+
+describe('the index as the cache file holds it', () => {
+  it('is written in pieces that make the one JSON document the index reads back from', () => {
+    const many = Array.from({ length: 3000 }, (_, i) => `src/dir ${i % 7}/file-${i}.ts`);
+    const odd = ['say "hi"\\there.md', 'ünïcode/✓.md', '__proto__', '123', 'constructor'];
+    const byPath = new Map(
+      [...many, ...odd].map((p, i) => [
+        p,
+        [['v', 'UNIT_PASSED', 'k'.repeat(64), `${i}`.padStart(40, '0'), i]],
+      ]),
+    ) as ConstructorParameters<typeof PathIndex>[0];
+    const index = new PathIndex(byPath);
+    const pieces = [...index.serialized()];
+    expect(pieces.length).toBeGreaterThan(1); // written in pieces, not as one string
+    const back = PathIndex.fromJSON(JSON.parse(pieces.join('')));
+    expect(back).not.toBeNull();
+    expect(back!.paths()).toEqual(index.paths());
+    for (const p of odd) expect(back!.entries.get(p)).toEqual(byPath.get(p));
+    expect(PathIndex.fromJSON(JSON.parse([...PathIndex.empty().serialized()].join('')))!.size).toBe(0);
+  });
+});
+
+describe("verify's bounded history of a path", () => {
+  // A small deterministic generator: the property is checked over many histories, the same ones every run.
+  let seed = 42;
+  const random = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const reviewers = [
+    testKey({ name: 'rita', roles: ['reviewer'] }),
+    testKey({ name: 'sam', roles: ['reviewer'] }),
+  ];
+  const trustRoot = trustRootOf([alice, reviewers[0]!]); // sam is not trusted: named 'a reviewer'
+  const keyids = [alice, ...reviewers].map((k) => k.signer.publicKey.keyid);
+  const outcomes: Array<['v' | 'r', string]> = [
+    ['v', 'UNIT_PASSED'],
+    ['v', 'UNIT_FAILED'],
+    ['v', 'UNIT_FLAKY'],
+    ['v', 'CONTRACT_MODIFIED'],
+    ['r', 'approve'],
+    ['r', 'reject'],
+  ];
+  type Entry = ConstructorParameters<typeof PathIndex>[0] extends Map<string, Array<infer E>> ? E : never;
+  const reasonOf = (index: PathIndex, blob: string) =>
+    promotionOf(
+      { path: 'p', sha256: 's', gitBlob: blob },
+      [],
+      { requireReview: false, reviewThreshold: 1 },
+      index.earlier('p', blob, trustRoot),
+    ).reason;
+
+  it('tells every content the same refusal as the whole history does, and stays bounded', () => {
+    let compared = 0;
+    for (let history = 0; history < 300; history++) {
+      const blobs = Array.from({ length: 1 + random(6) }, (_, i) => `blob${i}`.padEnd(40, '0'));
+      const entries: Entry[] = Array.from({ length: random(40) }, () => {
+        const [kind, outcome] = outcomes[random(outcomes.length)]!;
+        // Few distinct times, so that ties (broken by the order the records came in) are common.
+        return [kind, outcome, keyids[random(3)]!, blobs[random(blobs.length)]!, random(8)];
+      });
+      const bounded = new Map<string, Entry[]>();
+      for (const e of entries) recordOnPath(bounded, 'p', e);
+      const whole = new PathIndex(new Map(entries.length ? [['p', entries]] : []));
+      const pruned = new PathIndex(bounded);
+      expect(pruned.has('p')).toBe(whole.has('p'));
+      expect(bounded.get('p')?.length ?? 0).toBeLessThanOrEqual(12);
+      for (const blob of [...blobs, 'other'.padEnd(40, '0')]) {
+        expect(reasonOf(pruned, blob)).toBe(reasonOf(whole, blob));
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThan(1000);
+  });
+
+  it('keeps what is needed: the newest approval of another content, when the newest approval is on this one', () => {
+    const [a, b] = ['a'.repeat(40), 'b'.repeat(40)];
+    const bounded = new Map<string, Entry[]>();
+    const rita = keyids[1]!;
+    recordOnPath(bounded, 'p', ['r', 'approve', rita, a, 1]);
+    for (let t = 2; t < 40; t++) recordOnPath(bounded, 'p', ['r', 'approve', keyids[2]!, b, t]);
+    const index = new PathIndex(bounded);
+    expect(reasonOf(index, b)).toBe('approved by rita for an earlier version');
+    expect(reasonOf(index, a)).toBe('approved by a reviewer for an earlier version');
+    expect(bounded.get('p')!.length).toBeLessThanOrEqual(12);
   });
 });
