@@ -84,5 +84,7 @@ function assertAscii(file) {
   const at = text.search(/[^\x00-\x7f]/);
   if (at === -1) return;
   const around = readFileSync(file, 'utf8').slice(Math.max(0, at - 60), at + 20);
-  throw new Error(`${path.basename(file)} is not ASCII near: ${around}\n(write the character as a \\u escape)`);
+  throw new Error(
+    `${path.basename(file)} is not ASCII near: ${around}\n(write the character as a \\u escape)`,
+  );
 }

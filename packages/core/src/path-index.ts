@@ -61,7 +61,7 @@ export class PathIndex {
 
   /**
    * The cache file's JSON, `{"version", "paths": {path: entries}}`, in pieces: the whole text of a large ledger's
-   * index is as big as the index itself (15 MB at 100,000 records), and verify writes it at its peak of memory.
+   * index is as big as the index itself (15 MB at 100,000 records), and would double what the gate holds.
    */
   *serialized(): Generator<string> {
     let piece = `{"version":${CACHE_VERSION},"paths":{`;
