@@ -5,7 +5,7 @@
  * them at once (promotion.ts); only a refusal, whose wording needs the whole ledger's history of the path, is left
  * to the main thread, with the note's lines. The same function runs in a worker thread or, without one, in-process.
  */
-import { examineLine, type LineFacts } from './line-check.js';
+import { type ExaminedLine, examineLine, type LineFacts } from './line-check.js';
 import { compareBytewise, parseNote } from './notes-ledger.js';
 import {
   type Candidate,
@@ -86,24 +86,38 @@ export function checkNoteBatch(batch: NoteBatch, trustRoot: TrustRoot, repositor
   const buffer = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength);
   const notes = batch.notes.map(([annotated, start, end, candidates, wantLines]): CheckedNote => {
     const lines = noteLines(buffer.toString('utf8', start, end));
-    const examined = lines.map((line) => examineLine(line, annotated, trustRoot, repositoryId));
-    const facts = examined.map((e) => e.facts);
-    if (candidates === null) return { facts, promotions: null, lines: wantLines ? lines : null };
-    // As judge.ts's judgeLines gives them: every record that decodes, with its trust; why the others do not.
-    const records: JudgedRecord[] = [];
-    const unreadable: string[] = [];
-    for (const e of examined) {
-      if (e.record !== null) records.push({ record: e.record, trust: e.trust! });
-      else unreadable.push(e.facts.undecodable!);
-    }
-    // Without the path's earlier records: a promotion never reads them (only a refusal's wording does).
-    const promotions = candidates.map(({ candidate, rules }) => {
-      const p = promotionOf(candidate, records, rules, [], unreadable);
-      return p.promoted ? p : null;
-    });
-    return { facts, promotions, lines: wantLines || promotions.includes(null) ? lines : null };
+    return examineNote(annotated, lines, candidates, wantLines, trustRoot, repositoryId).note;
   });
   return { id: batch.id, notes };
+}
+
+/** One note's lines (as parseNote gives them) decoded and verified, and weighed for its candidates. */
+export function examineNote(
+  annotated: string,
+  lines: string[],
+  candidates: BatchCandidate[] | null,
+  wantLines: boolean,
+  trustRoot: TrustRoot,
+  repositoryId: string,
+): { note: CheckedNote; examined: ExaminedLine[] } {
+  const examined = lines.map((line) => examineLine(line, annotated, trustRoot, repositoryId));
+  const facts = examined.map((e) => e.facts);
+  if (candidates === null)
+    return { note: { facts, promotions: null, lines: wantLines ? lines : null }, examined };
+  // As judge.ts's judgeLines gives them: every record that decodes, with its trust; why the others do not.
+  const records: JudgedRecord[] = [];
+  const unreadable: string[] = [];
+  for (const e of examined) {
+    if (e.record !== null) records.push({ record: e.record, trust: e.trust! });
+    else unreadable.push(e.facts.undecodable!);
+  }
+  // Without the path's earlier records: a promotion never reads them (only a refusal's wording does).
+  const promotions = candidates.map(({ candidate, rules }) => {
+    const p = promotionOf(candidate, records, rules, [], unreadable);
+    return p.promoted ? p : null;
+  });
+  const note = { facts, promotions, lines: wantLines || promotions.includes(null) ? lines : null };
+  return { note, examined };
 }
 
 /**

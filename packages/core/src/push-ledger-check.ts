@@ -14,7 +14,7 @@ import type { Governance } from './governance.js';
 import { rulesFor } from './judge.js';
 import type { KeptObjects } from './kept-objects.js';
 import { changedIds, type LedgerChange, readLedgerChange, readNotesDiff } from './ledger-change.js';
-import { type LineFacts, MISPLACED } from './line-check.js';
+import { type ExaminedLine, MISPLACED } from './line-check.js';
 import type { BatchCandidate } from './note-batch.js';
 import type { RefUpdate } from './pre-receive.js';
 import type { Promotion } from './promotion.js';
@@ -125,8 +125,8 @@ export function startLedgerCheck(sources: LedgerCheckSources, u: RefUpdate): Led
       if (!g) return null;
       const digest = await sha256(annotated);
       const candidates = await candidatesFor(g, annotated, digest, sources.pushedFiles);
-      const { facts, promoted } = checkPushedNote(g, annotated, note, candidates);
-      const problems = lines.map((line) => problemOf(facts.get(line), line, annotated, digest));
+      const { examined, promoted } = checkPushedNote(g, annotated, note, candidates);
+      const problems = lines.map((line) => problemOf(examined.get(line), annotated, digest));
       return { governance: g, problems, promoted, sha256: digest };
     })();
     judged.set(annotated, { lines, judged: early(checked) });
@@ -188,30 +188,18 @@ export function lineProblem(
   return null;
 }
 
-/** lineProblem's answer from the line's facts (line-check.ts), as checkNoteBatch found them. */
+/** lineProblem's answer for a line checkPushedNote examined. */
 export function problemOf(
-  facts: LineFacts | undefined,
-  line: string,
+  line: ExaminedLine | undefined,
   annotated: string,
   sha256: string | null,
 ): string | null {
-  if (!facts) throw new Error('no facts were found for a line of the note checked');
+  if (!line) throw new Error('a line of the note checked was not examined');
+  const { facts, record } = line;
   if (facts.undecodable !== null) return `not a valid record: ${facts.undecodable}`;
   if (facts.misplaced) return MISPLACED;
   if (!facts.trust?.ok) return facts.trust?.reason ?? 'the record has no signature';
-  if (sha256 !== null && namesOtherSha256(line, annotated, sha256))
+  if (sha256 !== null && record?.subjects.some((s) => s.gitBlob === annotated && s.sha256 !== sha256))
     return 'the record names a sha256 that does not match the blob';
   return null;
-}
-
-/**
- * Whether a subject on `annotated` names another SHA-256, read from the line's plain JSON. Only asked of a line that
- * decoded strictly, whose subjects are exactly these values (strict decoding refuses everything else).
- */
-function namesOtherSha256(line: string, annotated: string, sha256: string): boolean {
-  const envelope = JSON.parse(line) as { payload: string };
-  const statement = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as {
-    subject: Array<{ digest: { gitBlob: string; sha256: string } }>;
-  };
-  return statement.subject.some((s) => s.digest.gitBlob === annotated && s.digest.sha256 !== sha256);
 }

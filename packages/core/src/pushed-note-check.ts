@@ -1,19 +1,19 @@
 /**
- * One note a push adds, checked once with note-batch.ts's checkNoteBatch (the function `verify` and the gate's
- * threads run): each line decoded and verified (its LineFacts, for the ledger check), and the note's records weighed
- * for the pushed files of that content (their promotions, for judging those files), so no signature is checked
- * twice. It runs in this thread: on 2 cores, worker threads measured no faster for a 1,000-note push (each takes
- * 60–110 ms to start, competing with the reads), and cost a third more CPU.
+ * One note a push adds, checked once as note-batch.ts checks the notes of `verify` and of the gate's threads: each
+ * line decoded and verified (its facts and record, for the ledger check), and the note's records weighed for the
+ * pushed files of that content (their promotions, for judging those files), so no signature is checked twice. It
+ * runs in this thread: on 2 cores, worker threads measured no faster for a 1,000-note push (each takes 60–110 ms to
+ * start, competing with the reads), and cost a third more CPU.
  */
 import type { Governance } from './governance.js';
-import type { LineFacts } from './line-check.js';
-import { type BatchCandidate, checkNoteBatch, NoteBatchBuilder } from './note-batch.js';
+import type { ExaminedLine } from './line-check.js';
+import { type BatchCandidate, examineNote } from './note-batch.js';
 import type { Promotion } from './promotion.js';
 
-/** One note as checked: the facts of each of its lines, and its candidates' promotions. */
+/** One note as checked: each of its lines examined, and its candidates' promotions. */
 export interface CheckedPushedNote {
-  /** Facts per line of the note, by line. */
-  facts: Map<string, LineFacts>;
+  /** Each line of the note, examined (its facts, and its record when it decodes), by line. */
+  examined: Map<string, ExaminedLine>;
   /** The note's candidates that were promoted, by path (refusals are left to the caller to word). */
   promoted: Map<string, Promotion>;
 }
@@ -25,16 +25,18 @@ export function checkPushedNote(
   lines: readonly string[],
   candidates: BatchCandidate[] | null,
 ): CheckedPushedNote {
-  const builder = new NoteBatchBuilder();
-  builder.add(annotated, Buffer.from(lines.join('\n')), candidates, false);
-  const [note] = checkNoteBatch(builder.take(0), governance.trustRoot, governance.policy.repositoryId).notes;
-  // checkNoteBatch reads the note as parseNote does; lines in that form already come back one for one.
-  if (note?.facts.length !== lines.length)
-    throw new Error(`checked ${note?.facts.length ?? 0} lines of a note of ${lines.length}`);
-  const facts = new Map(lines.map((line, i) => [line, note.facts[i]!]));
+  const { trustRoot, policy } = governance;
+  const { note, examined } = examineNote(
+    annotated,
+    [...lines],
+    candidates,
+    false,
+    trustRoot,
+    policy.repositoryId,
+  );
   const promoted = new Map<string, Promotion>();
   note.promotions?.forEach((p, i) => {
     if (p) promoted.set(candidates![i]!.candidate.path, p);
   });
-  return { facts, promoted };
+  return { examined: new Map(lines.map((line, i) => [line, examined[i]!])), promoted };
 }

@@ -95,8 +95,8 @@ describe('a new line’s problem, judged alone or read from its checked note', (
   it.each(cases)('$name', ({ line, expected, digest }) => {
     const sha256 = digest === undefined ? file.sha256 : digest;
     const alone = lineProblem(governance, file.gitBlob, sha256, line);
-    const { facts } = checkPushedNote(governance, file.gitBlob, [line], null);
-    expect(problemOf(facts.get(line), line, file.gitBlob, sha256)).toBe(alone);
+    const { examined } = checkPushedNote(governance, file.gitBlob, [line], null);
+    expect(problemOf(examined.get(line), file.gitBlob, sha256)).toBe(alone);
     if (expected === null) expect(alone).toBeNull();
     else if (typeof expected === 'string') expect(alone).toBe(expected);
     else expect(alone).toMatch(expected);
@@ -111,7 +111,7 @@ describe('a new line’s problem, judged alone or read from its checked note', (
       },
     ]);
     for (const line of lines)
-      expect(problemOf(checked.facts.get(line), line, file.gitBlob, file.sha256)).toBe(
+      expect(problemOf(checked.examined.get(line), file.gitBlob, file.sha256)).toBe(
         lineProblem(governance, file.gitBlob, file.sha256, line),
       );
     expect([...checked.promoted.keys()]).toEqual([file.path]);
