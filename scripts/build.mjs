@@ -43,7 +43,8 @@ try {
     metafile: Boolean(process.env.DELEGATE_GIT_BUILD_META),
   });
   if (result.metafile) writeFileSync(process.env.DELEGATE_GIT_BUILD_META, JSON.stringify(result.metafile));
-  assertAscii(`${next}/delegate-git.cjs`);
+  // (A readable bundle keeps its dependencies' comments, some of them not ASCII; it is only for profiles.)
+  if (common.minify) assertAscii(`${next}/delegate-git.cjs`);
 
   // verify spreads signature checks over worker threads; the worker script must sit next to the CLI.
   await build({
