@@ -60,6 +60,8 @@ describe('the packed CLI in a fresh repository', () => {
     expect(JSON.parse(manifest).dependencies ?? {}).toEqual({});
     const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' });
     expect(listing).toContain('package/bin/delegate-git.js');
+    // The bin is CommonJS inside a "type": "module" package: its own package.json says so.
+    expect(listing).toContain('package/bin/package.json');
     expect(listing).toContain('package/dist/hooks/pre-commit');
   });
 
