@@ -15,14 +15,7 @@ import { type Governance, loadGovernance } from './governance.js';
 import { type GovernanceChangeProblem, unapprovedGovernanceChanges } from './governance-history.js';
 import { type PassStats, passOverLedger } from './ledger-pass.js';
 import { lineOutcome } from './line-check.js';
-import {
-  type addLines,
-  interned,
-  PathIndex,
-  pathsName,
-  recordOnPath,
-  writeRecordedPaths,
-} from './path-index.js';
+import { type addLines, interned, PathIndex, recordOnPath, writeCache } from './path-index.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
 import { judgeRevision, type NoteAtRevision, planRevision, type RevisionPlan } from './revision-judge.js';
@@ -241,12 +234,12 @@ async function verifyLines(
     },
   );
   const index = new PathIndex(byPath);
-  // The quick path's recorded paths for this tip, unless an earlier run (or a gate) saved them already.
-  const saved = await access(path.join(repo.cacheDir, pathsName(tip))).then(
+  // The gate's index cache for this tip, unless an earlier run (or a gate) saved it already.
+  const saved = await access(path.join(repo.cacheDir, `path-index-${tip}.json`)).then(
     () => true,
     () => false,
   );
-  if (!saved) await writeRecordedPaths(repo.cacheDir, tip, index.paths());
+  if (!saved) await writeCache(repo.cacheDir, tip, index);
   const order = (a: LineProblem, b: LineProblem) =>
     a.blob === b.blob ? a.line - b.line : a.blob < b.blob ? -1 : 1;
   out.invalid.sort(order);

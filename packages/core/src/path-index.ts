@@ -1,7 +1,8 @@
 /**
  * Which paths the ledger has ever spoken about, and what it said. A path with any record is governed from then on
  * (DESIGN 4.1). Built from the decoded records (signatures are not needed to govern: a forged line can only add
- * restrictions), and cached per notes commit in the git dir, because the gate runs on every commit.
+ * restrictions), and cached per notes commit in the git dir, because the gate runs on every commit. Each path keeps
+ * a bounded history (historyWorthKeeping), so the index grows with the paths, not with the records on them.
  */
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -14,7 +15,8 @@ import type { TrustRoot } from './trust-root.js';
 /** One record about a path: kind, verdict or decision, signer keyid, the blob it judged, and when it was made. */
 type IndexEntry = [kind: 'v' | 'r', outcome: string, keyid: string, blob: string, createdAt: number];
 
-const CACHE_VERSION = 2;
+/** 3: each path's history is bounded (historyWorthKeeping). */
+const CACHE_VERSION = 3;
 
 export class PathIndex {
   constructor(private readonly byPath: Map<string, IndexEntry[]>) {}
@@ -50,7 +52,7 @@ export class PathIndex {
     });
   }
 
-  /** Other contents this path had records on, newest record first. */
+  /** Other contents this path had records on, newest record first (those its bounded history still holds). */
   earlierBlobs(path: string, blob: string): string[] {
     return [...new Set(this.others(path, blob).map((e) => e[3]))];
   }
@@ -90,19 +92,11 @@ export function addLines(byPath: Map<string, IndexEntry[]>, blob: string, lines:
     if (!r) continue;
     const entry: IndexEntry = [r.kind, interned(r.outcome), interned(r.keyid), blob, r.createdAt];
     // A record with several subjects sits on each subject's blob; index each path once, from its own blob.
-    for (const s of r.subjects) {
-      if (s.gitBlob !== blob) continue;
-      const list = byPath.get(s.path);
-      if (list) list.push(entry);
-      else byPath.set(s.path, [entry]);
-    }
+    for (const s of r.subjects) if (s.gitBlob === blob) recordOnPath(byPath, s.path, entry);
   }
 }
 
-/**
- * Adds a record to a path's history that stays bounded however many records the path gets (verify's index: it
- * needs `has` and `earlier`, not `earlierBlobs`, and is never saved for the gates).
- */
+/** Adds a record to a path's history, which stays bounded however many records the path gets. */
 export function recordOnPath(byPath: Map<string, IndexEntry[]>, path: string, entry: IndexEntry): void {
   const list = byPath.get(path);
   if (!list) byPath.set(path, [entry]);
@@ -119,8 +113,9 @@ const HISTORY_KEPT = 6;
  * The records of a path that `earlier` can still need, in their order. A refusal's wording is told from the records
  * on the path's other contents (promotion.ts): the newest approval, whether any UNIT_PASSED verdict exists, and the
  * newest verdict. For any one content left out, each is found among the newest records of two distinct contents:
- * so those are kept, and verify's memory of a path does not grow with its records (DESIGN 6: memory flat). A record
- * dropped here is never needed later: newer records only push it further back.
+ * so those are kept, and what the gates and verify hold of a path does not grow with its records (DESIGN 6: memory
+ * flat). A record dropped here is never needed later: newer records only push it further back. (`attest` looks for
+ * the last promoted version among the contents kept: the newest ones that passed, were approved or were judged.)
  */
 export function historyWorthKeeping(entries: readonly IndexEntry[]): IndexEntry[] {
   const newestFirst = [...entries].sort((a, b) => b[4] - a[4]);
@@ -376,23 +371,7 @@ async function extendLatestCache(
   }
 }
 
-/**
- * Saves the recorded paths at `tip` for the pre-commit hook's quick path (verify learns them in its pass; the
- * index it keeps is bounded per path, so it is not saved as the gates' index).
- */
-export async function writeRecordedPaths(cacheDir: string, tip: string, paths: string[]): Promise<void> {
-  try {
-    await mkdir(cacheDir, { recursive: true });
-    await writeAtomic(path.join(cacheDir, pathsName(tip)), paths.join('\0'));
-    for (const n of await readdir(cacheDir)) {
-      if (PATHS_FILE.test(n) && n !== pathsName(tip)) await rm(path.join(cacheDir, n), { force: true });
-    }
-  } catch {
-    // A read-only git dir (a server, a CI cache) still gets a correct answer, only slower.
-  }
-}
-
-/** Saves an index built by the gates. */
+/** Saves an index (the gates build one when they need it; verify, while it reads the whole ledger anyway). */
 export async function writeCache(
   cacheDir: string,
   tip: string,
