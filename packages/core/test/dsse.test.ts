@@ -7,6 +7,8 @@ import {
   decodeEnvelopeLine,
   IN_TOTO_PAYLOAD_TYPE,
   pae,
+  readEnvelope,
+  readUsualEnvelope,
   signStatement,
 } from '../src/dsse.js';
 
@@ -244,5 +246,51 @@ describe('decodeBase64Strict', () => {
     expect(decodeBase64Strict('+/8=')).toEqual(Buffer.from([0xfb, 0xff]));
     for (const bad of ['aGk', 'aGl=', '-_8=', 'aG k=', 'aGk=\n', '=aGk', 'aGk=='])
       expect(decodeBase64Strict(bad)).toBeNull();
+  });
+});
+
+describe('the usual line read by its shape gives what the general reading gives', () => {
+  const key = testKey({ name: 'alice', roles: ['delegator'] });
+  const lines = [0, 1, 2, 3].map(
+    (i) => signStatement(testVerdictStatement([subjectOf(`src/f${i}.ts`, `${i}\n`)]), key.signer).line,
+  );
+  const [line] = lines as [string];
+  const envelope = JSON.parse(line) as { payload: string; signatures: Array<{ keyid: string; sig: string }> };
+  const sig = envelope.signatures[0]!;
+  const twoSignatures = line.replace(/\]\}$/, `,{"keyid":"${sig.keyid}","sig":"${sig.sig}"}]}`);
+  // Each changes the text of a valid line; some stay canonical (and valid or not), most do not.
+  const variants = [
+    ...lines,
+    line.replace('{"payload"', '{ "payload"'),
+    `${line}\n`,
+    line.replace('"payloadType"', '"payloadType" '),
+    line.replace(/"keyid":"[0-9a-f]+"/, `"keyid":"${sig.keyid.toUpperCase()}"`),
+    line.replace(/"keyid":"[0-9a-f]+"/, '"keyid":""'),
+    line.replace(/"keyid":"([0-9a-f]+)"/, '"keyid":"\\u0061$1"'),
+    line.replace(/"sig":"([^"]+)"/, '"sig":"$1","x":1'),
+    twoSignatures,
+    line.replace(/"payload":"([^"]+)"/, (_, p: string) => `"payload":"${p.replace(/\//g, '\\/')}"`),
+    line.replace(/"payload":"[^"]+"/, '"payload":""'),
+    line.replace(/"payload":"[^"]+"/, '"payload":"===="'),
+    line.replace(/"payload":"([^"]+)"/, '"payload":"$1A"'),
+    line.replace('application/vnd.in-toto+json', 'application/vnd.in-toto+jsonx'),
+    `{"payloadType":"application/vnd.in-toto+json","payload":"${envelope.payload}","signatures":[${JSON.stringify(sig)}]}`,
+  ];
+
+  it('agrees on every variant, and reads only lines of the usual shape', () => {
+    let usual = 0;
+    for (const v of variants) {
+      const fast = readUsualEnvelope(v);
+      if (fast === null) continue;
+      usual++;
+      expect(fast).toEqual(readEnvelope(v));
+      expect(fast.ok).toBe(true);
+    }
+    // The signed lines and the few variants that stay canonical (an empty keyid, a changed payload).
+    expect(usual).toBeGreaterThanOrEqual(lines.length + 3);
+    // Control: a canonical line of another shape (two signatures) is valid, read the general way.
+    expect(readUsualEnvelope(twoSignatures)).toBeNull();
+    expect(readEnvelope(twoSignatures).ok).toBe(true);
+    expect(decodeEnvelopeLine(twoSignatures).ok).toBe(true);
   });
 });
