@@ -39,8 +39,26 @@ const L = 2n ** 252n + 27742317777372353535851937790883648493n;
 /** DER SubjectPublicKeyInfo header for an Ed25519 key (RFC 8410); the 32 raw bytes follow. */
 const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
-function littleEndianToBigInt(bytes: Uint8Array): bigint {
-  return BigInt('0x' + Buffer.from(bytes).reverse().toString('hex'));
+/** A number below 2^256 as the 32 little-endian bytes Ed25519 encodes it in. */
+function littleEndian32(n: bigint): Uint8Array {
+  return Uint8Array.from(Buffer.from(n.toString(16).padStart(64, '0'), 'hex').reverse());
+}
+
+const P_BYTES = littleEndian32(P);
+const P_MINUS_1_BYTES = littleEndian32(P - 1n);
+const ONE_BYTES = littleEndian32(1n);
+const L_BYTES = littleEndian32(L);
+
+/**
+ * Compares two 32-byte little-endian numbers, the top byte first; `topMask` clears bits of `a`'s top byte (the sign
+ * bit of a point encoding). Byte arithmetic, not BigInt: it runs for every signature `verify` checks.
+ */
+function compareLittleEndian(a: Uint8Array, b: Uint8Array, topMask = 0xff): number {
+  for (let i = 31; i >= 0; i--) {
+    const x = i === 31 ? a[i]! & topMask : a[i]!;
+    if (x !== b[i]) return x - b[i]!;
+  }
+  return 0;
 }
 
 /**
@@ -48,12 +66,13 @@ function littleEndianToBigInt(bytes: Uint8Array): bigint {
  * set" (x = 0 exactly when y = ±1). Pure byte arithmetic: whether y is on the curve is left to decoding.
  */
 function isCanonicalPointEncoding(bytes: Uint8Array): boolean {
+  if (compareLittleEndian(bytes, P_BYTES, 0x7f) >= 0) return false;
   const signBit = (bytes[31]! & 0x80) !== 0;
-  const masked = Uint8Array.from(bytes);
-  masked[31] = bytes[31]! & 0x7f;
-  const y = littleEndianToBigInt(masked);
-  if (y >= P) return false;
-  return !(signBit && (y === 1n || y === P - 1n));
+  return !(
+    signBit &&
+    (compareLittleEndian(bytes, ONE_BYTES, 0x7f) === 0 ||
+      compareLittleEndian(bytes, P_MINUS_1_BYTES, 0x7f) === 0)
+  );
 }
 
 /** DESIGN 3.4: the key must be 32 bytes, a canonical encoding (y < p, no x=0 with sign bit set), not small-order, torsion-free. */
@@ -101,7 +120,7 @@ function pointProblem(raw: Uint8Array): KeyProblem | null {
 /** Checks on a signature's bytes that both back-ends must apply identically before the equation. */
 export function signatureProblem(signature: Uint8Array): SignatureProblem | null {
   if (!(signature instanceof Uint8Array) || signature.length !== SIGNATURE_LENGTH) return 'wrong length';
-  if (littleEndianToBigInt(signature.subarray(32, 64)) >= L) return 'S >= L';
+  if (compareLittleEndian(signature.subarray(32, 64), L_BYTES) >= 0) return 'S >= L';
   if (!isCanonicalPointEncoding(signature.subarray(0, 32))) return 'R not canonical';
   return null;
 }

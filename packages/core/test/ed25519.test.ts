@@ -299,3 +299,47 @@ describe('PublicKey', () => {
     });
   });
 });
+
+describe('the byte checks on S and on point encodings, against BigInt arithmetic', () => {
+  const P = 2n ** 255n - 19n;
+  const leToBig = (b: Uint8Array) => leToBigInt(b);
+  const canonicalByBigInt = (b: Uint8Array): boolean => {
+    const masked = Uint8Array.from(b);
+    masked[31] = b[31]! & 0x7f;
+    const y = leToBig(masked);
+    return y < P && !((b[31]! & 0x80) !== 0 && (y === 1n || y === P - 1n));
+  };
+  let seed = 7;
+  const randomBytes32 = () =>
+    Uint8Array.from({ length: 32 }, () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed >> 16;
+    });
+  const near = (n: bigint) => [n - 2n, n - 1n, n, n + 1n, n + 2n].filter((v) => v >= 0n && v < 2n ** 256n);
+  const scalars = [...near(L), ...near(2n ** 252n), ...near(2n ** 253n), 0n, 2n ** 256n - 1n].map(
+    bigIntToLe32,
+  );
+  const ys = [...near(P), ...near(0n), ...near(2n ** 255n - 1n)]
+    .filter((v) => v < 2n ** 255n)
+    .flatMap((v) => {
+      const b = bigIntToLe32(v);
+      const signed = Uint8Array.from(b);
+      signed[31] = b[31]! | 0x80;
+      return [b, signed];
+    });
+
+  it('S < L exactly as the number says, at the bounds and at random', () => {
+    const zeroR = new Uint8Array(32);
+    for (const s of [...scalars, ...Array.from({ length: 200 }, randomBytes32)]) {
+      const problem = signatureProblem(Uint8Array.from([...zeroR, ...s]));
+      expect(problem === 'S >= L').toBe(leToBig(s) >= L);
+    }
+  });
+
+  it('a point encoding is canonical exactly as the number says (y < p, no x = 0 with the sign bit)', () => {
+    for (const y of [...ys, ...Array.from({ length: 200 }, randomBytes32)]) {
+      const problem = signatureProblem(Uint8Array.from([...y, ...new Uint8Array(32)]));
+      expect(problem === 'R not canonical').toBe(!canonicalByBigInt(y));
+    }
+  });
+});
