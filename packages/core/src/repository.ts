@@ -1,12 +1,15 @@
 /**
- * One opened repository: its layout, its ledger, and a lazily started object reader, closed together.
+ * One opened repository: its layout, its ledger, and a lazily started object reader, closed together. Opening it
+ * also recalls the public keys an earlier run found sound (key-checks.ts), and closing it keeps the new ones.
  */
 import path from 'node:path';
 import { CatFileBatch, type RepositoryLayout, repositoryLayout } from './git.js';
+import { keepKeyChecks, recallKeyChecks } from './key-checks.js';
 import { NotesLedger } from './notes-ledger.js';
 
 export class Repository {
   private objectReader: CatFileBatch | null = null;
+  private recalledKeys = 0;
   readonly ledger: NotesLedger;
 
   private constructor(
@@ -17,7 +20,9 @@ export class Repository {
   }
 
   static async open(cwd: string, env?: NodeJS.ProcessEnv): Promise<Repository> {
-    return new Repository(await repositoryLayout(cwd, env), env);
+    const repo = new Repository(await repositoryLayout(cwd, env), env);
+    repo.recalledKeys = recallKeyChecks(repo.cacheDir);
+    return repo;
   }
 
   /** Where git commands run: the work tree's top level, or the git dir of a bare repository. */
@@ -43,5 +48,6 @@ export class Repository {
   async close(): Promise<void> {
     await this.objectReader?.close();
     this.objectReader = null;
+    await keepKeyChecks(this.cacheDir, this.recalledKeys);
   }
 }

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
-import { keepKeyChecks, recallKeyChecks } from '@delegate-git/core/key-checks';
 import { Repository } from '@delegate-git/core/repository';
 import type { DelegationReceipt } from '@delegate-git/delegate';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
@@ -71,11 +70,9 @@ export default {
       if (repo.layout.topLevel === null)
         throw new DelegateGitError('USAGE', 'Run `delegate-git delegate` in a clone with a work tree.');
       const settings = loadSettings(path.join(repo.stateDir, 'config.json'), io.env);
-      const recalled = recallKeyChecks(repo.cacheDir);
       const governance = await loadGovernance(worktreeSnapshot(repo.layout.topLevel));
       const { key } = loadSigningKey(values.key ?? settings.signingKey ?? undefined, io.env);
       assertKeyMaySign(governance.trustRoot, key, 'delegator', governance.policy.keysDir);
-      await keepKeyChecks(repo.cacheDir, recalled);
       const progress = values.json ? null : createProgressLine(process.stderr);
       const receipt = await delegateUnit(unit, {
         repo,
