@@ -29,22 +29,32 @@ const common = {
 };
 
 try {
-  const result = await build({
+  const script = {
     ...common,
-    entryPoints: [source('packages/cli/src/main.ts')],
-    outfile: `${next}/delegate-git.cjs`,
     format: 'cjs',
     // import() of a Node built-in becomes require(): the script runs from the bin's vm.Script, where a dynamic
     // import needs a loader callback that Node 20 before 20.12 cannot give.
     supported: { 'dynamic-import': false },
+  };
+  const result = await build({
+    ...script,
+    entryPoints: [source('packages/cli/src/main.ts')],
+    outfile: `${next}/delegate-git.cjs`,
     // The few modules that find their neighbours (the worker script, the hook scripts) do it from import.meta.url.
     define: { 'import.meta.url': '__bundle_url' },
     banner: { js: "var __bundle_url = require('node:url').pathToFileURL(__filename).href;" },
     metafile: Boolean(process.env.DELEGATE_GIT_BUILD_META),
   });
   if (result.metafile) writeFileSync(process.env.DELEGATE_GIT_BUILD_META, JSON.stringify(result.metafile));
+  // The pre-commit hook's quick answer, run by the bin before (and most often instead of) the whole CLI.
+  await build({
+    ...script,
+    entryPoints: [source('packages/cli/src/pre-commit-quick.ts')],
+    outfile: `${next}/pre-commit-quick.cjs`,
+  });
   // (A readable bundle keeps its dependencies' comments, some of them not ASCII; it is only for profiles.)
-  if (common.minify) assertAscii(`${next}/delegate-git.cjs`);
+  if (common.minify)
+    for (const f of ['delegate-git.cjs', 'pre-commit-quick.cjs']) assertAscii(`${next}/${f}`);
 
   // verify spreads signature checks over worker threads; the worker script must sit next to the CLI.
   await build({

@@ -250,6 +250,29 @@ describe('pre-commit: deleting governed paths', () => {
     expect(key.stderr).toContain('keys revoke');
     gitOk(story, dir, ['reset', '-q', '--hard']);
   });
+
+  it('takes moving a governed file out of governance for deleting it there; a move outside governance passes', () => {
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+    fs.mkdirSync(path.join(dir, 'docs'), { recursive: true });
+    gitOk(story, dir, ['mv', POLICY, 'docs/policy.json']);
+    const policy = commit(story, dir, 'move the policy away');
+    expect(policy.code).not.toBe(0);
+    expect(policy.stderr).toContain(`DELETION REFUSED  ${POLICY}`);
+
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+    fs.mkdirSync(path.join(dir, 'docs'), { recursive: true });
+    gitOk(story, dir, ['mv', 'src/keep.ts', 'docs/keep.ts']); // protectDeletes is on (first case)
+    const moved = commit(story, dir, 'move a protected file out');
+    expect(moved.code).not.toBe(0);
+    expect(moved.stderr).toContain('DELETION REFUSED  src/keep.ts');
+
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+    stage(dir, { 'docs/a.md': 'a\n' });
+    expect(commit(story, dir, 'docs').code).toBe(0);
+    gitOk(story, dir, ['mv', 'docs/a.md', 'docs/b.md']);
+    const free = commit(story, dir, 'move outside governance');
+    expect(free.code, free.stderr).toBe(0);
+  });
 });
 
 describe('pre-commit: policy mode "warn"', () => {
@@ -350,6 +373,37 @@ describe('pre-commit: governance changes', () => {
     expect(gitOk(story, dir, ['ls-tree', '--name-only', '-r', 'HEAD'])).toContain(
       '.delegate-git/keys/bob.json',
     );
+  });
+});
+
+describe('pre-commit: the quick answer after a commit', () => {
+  it('the hook git ran for a commit learns its tree: the next ungoverned commit is answered without git', () => {
+    const dir = copyWorkTree(story, template, 'quick-after-commit');
+    // No git on PATH: the hook can only pass from the index file and what it learned; otherwise it must ask git.
+    const noGit = { ...story.env, PATH: path.join(story.root, 'no-git-here') };
+    const hook = () => cli(story, dir, ['hook', 'pre-commit'], noGit);
+    // git runs the hook on the index itself, on a temporary one for `commit -a`, and on another for `commit <path>`.
+    const ways: Array<[string, string[]]> = [
+      ['plain', []],
+      ['-a', ['-a']],
+      ['<path>', ['--', 'README.md']],
+    ];
+    for (const [i, [way, args]] of ways.entries()) {
+      stage(dir, { 'README.md': `commit ${i}\n` });
+      if (way !== 'plain') writeFiles(dir, { 'README.md': `commit ${i}, not staged: ${way} takes it\n` });
+      const made = commit(story, dir, `readme ${i}`, args);
+      expect(made.code, made.stderr).toBe(0);
+      stage(dir, { 'docs/notes.md': `after commit ${i}\n` });
+      const quick = hook();
+      expect(quick.code, `${way}: ${quick.stderr}`).toBe(0);
+      gitOk(story, dir, ['reset', '-q']);
+    }
+    // Control: something governed staged needs the full check, which cannot run without git: it refuses (exit 2).
+    stage(dir, { 'src/quick.ts': 'export {};\n' });
+    const governed = hook();
+    expect(governed.code).toBe(2);
+    expect(governed.stderr).toContain('git');
+    gitOk(story, dir, ['reset', '-q']);
   });
 });
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Starts the bundled CLI (dist/delegate-git.cjs) through V8's code cache. Node 20 compiles a program's code again in
+// Starts the bundled CLI (dist/delegate-git.cjs, or first dist/pre-commit-quick.cjs for the pre-commit hook) through
+// V8's code cache. Node 20 compiles a program's code again in
 // every process, and for a hook that runs on every commit that compiling is a large share of its time. So the first
 // run of each command keeps what V8 compiled, in the user's cache directory, and later runs of that command start
 // from it. V8 itself refuses a cache made by another V8 or under other flags; the file's name carries the bundle's
@@ -14,42 +15,68 @@ const { createRequire } = require('node:module');
 const path = require('node:path');
 const vm = require('node:vm');
 
-const bundle = path.join(__dirname, '..', 'dist', 'delegate-git.cjs');
+const dist = path.join(__dirname, '..', 'dist');
 const argv = process.argv.slice(2);
-
-// Read and stat through one descriptor: the cache is named by this very file, even if a rebuild replaces it now.
-let source;
-let identity;
-try {
-  const fd = fs.openSync(bundle, 'r');
-  identity = fs.fstatSync(fd);
-  source = fs.readFileSync(fd, 'utf8');
-  fs.closeSync(fd);
-} catch {
-  process.stderr.write(
-    'delegate-git: the CLI has not been built (packages/cli/dist is missing). Run the install step again ' +
-      '(npx pnpm install builds it), or `npx pnpm build`.\n',
-  );
-  process.exit(2);
-}
-
-const cache = codeCache(process.env);
-// The file starts with how long the run that made it took (8 bytes), then V8's data.
-const stored = cache === null ? undefined : readPrivate(cache.file);
-const madeInMs = stored && stored.length > 8 ? stored.readDoubleLE(0) : 0;
-const cachedData = stored && stored.length > 8 ? stored.subarray(8) : undefined;
-const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
-  filename: bundle,
-  cachedData,
-  importModuleDynamically: vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+/** The scripts this run loaded, whose compiled code may be kept at exit. */
+const loaded = [];
+process.once('exit', () => {
+  for (const script of loaded) keepCompiledCode(script);
 });
-if (cache !== null) process.once('exit', keepCompiledCode);
-const started = performance.now();
-const cli = { exports: {} };
-script.runInThisContext()(cli.exports, createRequire(bundle), cli, bundle, path.dirname(bundle));
-cli.exports.main(argv).then((code) => {
+
+run().then((code) => {
   process.exitCode = code;
 });
+
+/**
+ * The pre-commit hook runs on every commit, and most stage nothing governed: its quick answer comes from a small
+ * script of its own (dist/pre-commit-quick.cjs), and the whole CLI is loaded only when the full check must run,
+ * handed that answer so nothing is asked twice. Any other command loads the CLI.
+ */
+async function run() {
+  if (argv.length === 2 && argv[0] === 'hook' && argv[1] === 'pre-commit') {
+    const quick = await load('pre-commit-quick.cjs', 'hook-pre-commit-quick')
+      .quickPreCommit(process.cwd(), process.env)
+      .catch(() => undefined); // the full check then asks again, and reports what is wrong
+    if (quick?.passes) return 0;
+    return load('delegate-git.cjs', 'hook-pre-commit').main(argv, undefined, { quickPreCommit: quick });
+  }
+  const command = argv[0] === 'hook' ? `hook-${argv[1] ?? ''}` : argv[0];
+  return load('delegate-git.cjs', command).main(argv);
+}
+
+/** Runs a bundled script of dist through the code cache kept for `command`, and returns its exports. */
+function load(name, command) {
+  const file = path.join(dist, name);
+  // Read and stat through one descriptor: the cache is named by this very file, even if a rebuild replaces it now.
+  let source;
+  let identity;
+  try {
+    const fd = fs.openSync(file, 'r');
+    identity = fs.fstatSync(fd);
+    source = fs.readFileSync(fd, 'utf8');
+    fs.closeSync(fd);
+  } catch {
+    process.stderr.write(
+      'delegate-git: the CLI has not been built (packages/cli/dist is missing). Run the install step again ' +
+        '(npx pnpm install builds it), or `npx pnpm build`.\n',
+    );
+    process.exit(2);
+  }
+  const cache = codeCache(process.env, command, identity);
+  // The file starts with how long the run that made it took (8 bytes), then V8's data.
+  const stored = cache === null ? undefined : readPrivate(cache.file);
+  const madeInMs = stored && stored.length > 8 ? stored.readDoubleLE(0) : 0;
+  const cachedData = stored && stored.length > 8 ? stored.subarray(8) : undefined;
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+    filename: file,
+    cachedData,
+    importModuleDynamically: vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+  });
+  if (cache !== null) loaded.push({ script, cache, cachedData, madeInMs, started: performance.now() });
+  const module = { exports: {} };
+  script.runInThisContext()(module.exports, createRequire(file), module, file, path.dirname(file));
+  return module.exports;
+}
 
 /**
  * At exit the cache can hold every function this run compiled, not only the top level. Made when there was none
@@ -57,7 +84,7 @@ cli.exports.main(argv).then((code) => {
  * never did (a hook's full check after a run that took the quick answer). Making it costs a few milliseconds,
  * which a run like the one that made it does not spend again.
  */
-function keepCompiledCode() {
+function keepCompiledCode({ script, cache, cachedData, madeInMs, started }) {
   const fresh = cachedData === undefined || script.cachedDataRejected;
   const ms = performance.now() - started;
   if (!fresh && ms < Math.max(100, 3 * madeInMs)) return;
@@ -76,9 +103,8 @@ function keepCompiledCode() {
  * One cache per command (a hook and `verify` run different code), or null when there is nowhere to keep it.
  * `suffix` (the command) ends the file's name, so the caches of older builds of the same command can be removed.
  */
-function codeCache(env) {
+function codeCache(env, command, identity) {
   const dir = codeCacheDir(env);
-  const command = argv[0] === 'hook' ? `hook-${argv[1] ?? ''}` : argv[0];
   if (dir === null || !/^[a-z][a-z-]{0,30}$/.test(command ?? '')) return null;
   const { size, mtimeMs, ino } = identity;
   const build = `${size}-${Math.trunc(mtimeMs)}-${ino}`;

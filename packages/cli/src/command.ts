@@ -1,6 +1,7 @@
 import { isatty } from 'node:tty';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { DelegateGitError } from '@delegate-git/core/errors';
+import type { QuickAnswer } from '@delegate-git/core/quiet-commit';
 
 export interface Io {
   out(text: string): void;
@@ -12,11 +13,16 @@ export interface Io {
   prompt(question: string): Promise<string>;
 }
 
+/** What the bin already worked out before it loaded the CLI: the pre-commit hook's quick answer, when not "passes". */
+export interface Given {
+  quickPreCommit?: QuickAnswer;
+}
+
 export interface CommandModule {
   summary: string;
   /** Full --help text, with an example. */
   help: string;
-  run(argv: string[], io: Io): Promise<number>;
+  run(argv: string[], io: Io, given?: Given): Promise<number>;
 }
 
 export function processIo(): Io {

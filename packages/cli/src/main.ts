@@ -3,7 +3,7 @@
  * gate's modules.
  */
 import { isDelegateGitError } from '@delegate-git/core/errors';
-import { type CommandModule, type Io, processIo } from './command.js';
+import { type CommandModule, type Given, type Io, processIo } from './command.js';
 
 const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
   init: () => import('./commands/init.js'),
@@ -24,7 +24,7 @@ const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
 
 export const VERSION = '0.1.0';
 
-export async function main(argv: string[], io: Io = processIo()): Promise<number> {
+export async function main(argv: string[], io: Io = processIo(), given: Given = {}): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.out(await overview());
@@ -47,7 +47,7 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
     return 0;
   }
   try {
-    return await command.run(rest, io);
+    return await command.run(rest, io, given);
   } catch (error) {
     if (isDelegateGitError(error)) {
       io.err(`delegate-git ${name}: ${error.message}\n`);

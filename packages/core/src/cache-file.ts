@@ -1,4 +1,3 @@
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -6,6 +5,8 @@ import path from 'node:path';
  * never part of one. Returns false when it could not be written (a read-only git dir): a cache only saves time.
  */
 export async function replaceCacheFile(file: string, data: string | Buffer): Promise<boolean> {
+  // Loaded when first written (about 2 ms): the pre-commit hook's quick answer mostly only reads its caches.
+  const { mkdir, rename, rm, writeFile } = await import('node:fs/promises');
   const tmp = `${file}.${process.pid}.tmp`;
   try {
     await mkdir(path.dirname(file), { recursive: true });

@@ -15,7 +15,7 @@ import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy
 import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, type Snapshot, splitZ, treeFiles, worktreeSnapshot } from './snapshot.js';
-import { parseRawDiff, type StagedChange } from './staged-changes.js';
+import { parseRawDiff, removedPaths, type StagedChange } from './staged-changes.js';
 
 export { parseRawDiff, type StagedChange } from './staged-changes.js';
 
@@ -162,22 +162,24 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   };
   if (changes.length === 0) return quiet;
   const matcher = governedMatcher(policy);
-  const classes = changes.map((c) => matcher.classify(c.path));
-  const recorded = classes.includes('if-recorded')
+  const removed = removedPaths(changes);
+  const askLedger = [...changes.map((c) => c.path), ...removed].some(
+    (p) => matcher.classify(p) === 'if-recorded',
+  );
+  const recorded = askLedger
     ? await loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir)
     : NOTHING_RECORDED;
-  const governed = changes.filter(
-    (c, i) => classes[i] === 'governed' || (classes[i] === 'if-recorded' && recorded.has(c.path)),
-  );
-  if (governed.length === 0) return quiet;
+  const isGoverned = (p: string) => matcher(p, recorded.has(p));
+  const files = changes
+    .filter((c) => c.status !== 'D' && isGoverned(c.path))
+    .map((c) => ({ path: c.path, blob: c.blob }));
+  // A rename judges its new path and removes its old one: moving a file out of governance is deleting it there.
+  const deletions = removed.filter(isGoverned).map((p) => {
+    const reason = deletionRefusal(policy, p, matcher);
+    return { path: p, blocks: reason !== null, reason };
+  });
+  if (files.length === 0 && deletions.length === 0) return quiet;
 
-  const deletions = governed
-    .filter((c) => c.status === 'D')
-    .map((d) => {
-      const reason = deletionRefusal(policy, d.path, matcher);
-      return { path: d.path, blocks: reason !== null, reason };
-    });
-  const files = governed.filter((c) => c.status !== 'D').map((c) => ({ path: c.path, blob: c.blob }));
   // Only content needs the trust root; a change that only deletes is decided by the policy alone.
   const [committed, governance] = await Promise.all([
     committedGovernance(repo, base),

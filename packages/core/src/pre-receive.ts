@@ -432,8 +432,11 @@ async function newChanges(repo: Repository, tip: string): Promise<NewChanges> {
   let commit = '';
   let pending: string[] = [];
   const flush = () => {
-    for (const c of parseRawDiff(pending))
-      (c.status === 'D' ? deleted : introduced).push({ path: c.path, blob: c.blob, commit });
+    for (const c of parseRawDiff(pending)) {
+      if (c.status !== 'D') introduced.push({ path: c.path, blob: c.blob, commit });
+      if (c.status === 'D' || c.status === 'R')
+        deleted.push({ path: c.from ?? c.path, blob: c.blob, commit });
+    }
     pending = [];
   };
   for (const token of out.toString('utf8').split('\0')) {

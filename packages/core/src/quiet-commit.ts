@@ -1,23 +1,31 @@
 /**
  * The pre-commit hook's first question, answered with as little as possible: may this commit pass without the
  * full check? Most commits stage nothing governed, and the hook runs on every one (DESIGN 6: its own time should
- * stay within one `git status`). Two git processes run at once and nothing heavier than the glob matcher is
- * loaded; whenever the answer is not certain from what the caches already hold, the caller runs the full check.
+ * stay within one `git status`). Whenever the answer is not certain from what the caches already hold, the caller
+ * runs the full check.
+ *
+ * First without git: the index file is read (index-file.ts) and its governed entries hashed; when HEAD's tree is
+ * known (quiet-trees.ts) to have the same governed entries, nothing governed is staged. Each run also learns the
+ * tree this index will commit, so the next commit finds its HEAD known. Otherwise two git processes run at once
+ * (the diff against HEAD and a few object names), and nothing heavier than the glob matcher is loaded.
  *
  * What it relies on, each written by the full check: the staged policy as last validated (kept under the policy
  * blob's id, so an edited policy is validated again), the set of paths the ledger has recorded (per notes commit,
  * path-index.ts), and the decisions per (path, blob) at the ledger tip (decision-store.ts): a commit whose every
  * governed file the full check already found promoted, under the same governance and ledger tip, passes here too.
  */
-import { spawn } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { replaceCacheFile } from './cache-file.js';
 import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
+import { type GitDirs, gitDirsOf, looseCommitTree, refTarget } from './git-files.js';
 import { changesGovernance, DEFAULT_KEYS_DIR, governedMatcher, POLICY_PATH } from './governed-paths.js';
+import { parseGitIndex } from './index-file.js';
+import { indexTree } from './index-trees.js';
 import { pathsName } from './path-index.js';
 import type { Policy } from './policy.js';
-import { parseRawDiff, type StagedChange } from './staged-changes.js';
+import { QuietTrees } from './quiet-trees.js';
+import { parseRawDiff, removedPaths, type StagedChange } from './staged-changes.js';
 
 const LEDGER_REF = 'refs/notes/delegations';
 
@@ -32,14 +40,20 @@ export type QuickAnswer = { passes: true } | { passes: false; staged: StagedDiff
 
 /** Says `passes` only when that is certain; otherwise the full check must answer. */
 export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promise<QuickAnswer> {
+  const dirs = gitDirsOf(cwd, env);
+  const read = dirs === null ? null : await readIndex(dirs);
+  if (read?.passes) {
+    await read.trees.save();
+    return PASSES;
+  }
   // The keys directory is asked for before the policy says where it is: almost every policy keeps the default.
-  const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\n`;
+  const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\nHEAD^{tree}\n`;
   const [commonDir, ids, diff] = await Promise.all([
-    commonDirOf(cwd, env),
+    dirs?.commonDir ?? commonDirFromGit(cwd, env),
     run(['cat-file', '--batch-check'], cwd, env, names),
     run(['diff-index', '--cached', '--raw', '-z', '-M', '-C', 'HEAD'], cwd, env),
   ]);
-  const [head, policyId, ledger, defaultKeys] = (ids?.toString('utf8') ?? '').split('\n');
+  const [head, policyId, ledger, defaultKeys, headTree] = (ids?.toString('utf8') ?? '').split('\n');
   if (diff === null || !head?.includes(' commit ')) return unsure(null);
   const fields = diff.toString('utf8').split('\0');
   if (fields.at(-1) === '') fields.pop();
@@ -53,9 +67,16 @@ export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promi
 
   const tip = ledger?.includes(' commit ') ? ledger.split(' ')[0]! : null;
   if (tip === null && !ledger?.endsWith(' missing')) return unsure(staged);
-  const governed = governedAmong(staged.changes, policy, tip, cacheDir);
+  const isGoverned = governedTest(policy, tip, cacheDir);
+  const governed = governedAmong(staged.changes, isGoverned);
   if (governed === null) return unsure(staged);
-  if (governed.length === 0) return PASSES;
+  // The full check reports every governed path a deletion or a rename removes.
+  if (removedPaths(staged.changes).some((p) => isGoverned(p) !== false)) return unsure(staged);
+  if (governed.length === 0) {
+    if (read?.governed && isSameState(read, { head: staged.base, policyBlob, tip }))
+      await learnHeadFromDiff(read, headTree, touchedPaths(fields), isGoverned);
+    return PASSES;
+  }
   const keysAt = async () =>
     policy.keysDir === DEFAULT_KEYS_DIR
       ? (defaultKeys ?? '')
@@ -66,46 +87,166 @@ export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promi
   return ok ? PASSES : unsure(staged);
 }
 
-/** The changes the full check would judge, or null when that depends on recorded paths not cached yet. */
-function governedAmong(
-  changes: StagedChange[],
-  policy: Policy,
-  tip: string | null,
-  cacheDir: string,
-): StagedChange[] | null {
-  const matcher = governedMatcher(policy);
-  const governed: StagedChange[] = [];
-  const askLedger: StagedChange[] = [];
-  for (const change of changes) {
-    const c = matcher.classify(change.path);
-    if (c === 'governed') governed.push(change);
-    else if (c === 'if-recorded') askLedger.push(change);
+/**
+ * Learns the tree this index will commit (see readIndex), for a hook whose quick answer could not tell it before the
+ * full check ran (the policy not yet validated, the recorded paths of a new ledger tip not yet cached).
+ */
+export async function rememberIndexTree(cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const dirs = gitDirsOf(cwd, env);
+  const read = dirs === null ? null : await readIndex(dirs);
+  await read?.trees.save();
+}
+
+/** The index as read from its file, and what it says about this commit. */
+interface IndexRead {
+  /** HEAD's tree is known to govern exactly the entries this index governs: nothing governed is staged. */
+  passes: boolean;
+  trees: QuietTrees;
+  dirs: GitDirs;
+  head: string;
+  /** The index file's own checksum: it changes whenever git writes the index. */
+  checksum: Buffer;
+  /** Null when the index alone could not say (no validated policy, recorded paths not cached). */
+  governed: { policyBlob: string; tip: string | null; digest: string } | null;
+}
+
+/** Null when the index or the refs are not readable here (git then answers). */
+async function readIndex(dirs: GitDirs): Promise<IndexRead | null> {
+  const head = refTarget(dirs, 'HEAD');
+  const tip = refTarget(dirs, LEDGER_REF);
+  if (!head || tip === undefined) return null;
+  let data: Buffer;
+  try {
+    data = readFileSync(dirs.indexFile);
+  } catch {
+    return null;
   }
-  if (askLedger.length === 0 || tip === null) return governed;
-  const recorded = readText(path.join(cacheDir, pathsName(tip)));
-  if (recorded === null) return null;
-  const isRecorded = recordedPathTest(recorded, askLedger.length);
-  return [...governed, ...askLedger.filter((c) => isRecorded(c.path))];
+  const oidBytes = head.length / 2;
+  const index = parseGitIndex(data, oidBytes);
+  const cacheDir = cacheDirOf(dirs.commonDir);
+  const trees = QuietTrees.read(cacheDir);
+  const checksum = data.subarray(data.length - oidBytes);
+  const read: IndexRead = { passes: false, trees, dirs, head, checksum, governed: null };
+  const policyAt = index ? index.find(POLICY_PATH) : -1;
+  if (!index || policyAt < 0) return read;
+  const policyBlob = index.oidOf(policyAt).toString('hex');
+  const policy = readJson<Policy>(path.join(cacheDir, validPolicyName(policyBlob)));
+  if (!isPolicyShaped(policy)) return read;
+  const { digest } = indexTree(index, oidBytes === 20 ? 'sha1' : 'sha256', {
+    isGoverned: governedTest(policy, tip, cacheDir),
+    known: (tree, dir) => trees.digestOf(tree, dir, policyBlob, tip),
+    learn: (tree, dir, d) => trees.learnDigest(tree, dir, policyBlob, tip, d),
+  });
+  if (digest === null) return read;
+  read.governed = { policyBlob, tip, digest };
+  const headTree = trees.treeOf(head) ?? (await looseCommitTree(dirs, head));
+  read.passes = headTree !== null && trees.digestOf(headTree, '', policyBlob, tip) === digest;
+  return read;
+}
+
+/** The diff and the index read describe the same HEAD, policy and ledger tip, and the index did not change since. */
+function isSameState(
+  read: IndexRead,
+  seen: { head: string; policyBlob: string; tip: string | null },
+): boolean {
+  if (read.head !== seen.head) return false;
+  if (read.governed?.policyBlob !== seen.policyBlob || read.governed.tip !== seen.tip) return false;
+  try {
+    const data = readFileSync(read.dirs.indexFile);
+    return data.subarray(data.length - read.checksum.length).equals(read.checksum);
+  } catch {
+    return false;
+  }
 }
 
 /**
- * The recorded paths file is the paths joined by NUL (no path holds one). A few paths are looked for in its text:
- * splitting 10,000 paths into a Set costs more (about 4 ms) than a few scans of 200 KB.
+ * git found no governed path on either side of any change: HEAD's tree governs exactly what the index does, so its
+ * digest is the index's. Learned for the next run (the commit of a fresh clone or checkout is often packed).
  */
-function recordedPathTest(recorded: string, asking: number): (p: string) => boolean {
-  if (recorded === '') return () => false;
-  if (asking > 8) {
-    const paths = new Set(recorded.split('\0'));
-    return (p) => paths.has(p);
+async function learnHeadFromDiff(
+  read: IndexRead,
+  headTreeLine: string | undefined,
+  touched: string[],
+  isGoverned: (path: string) => boolean | null,
+): Promise<void> {
+  const { policyBlob, tip, digest } = read.governed!;
+  const [tree, type] = (headTreeLine ?? '').split(' ');
+  if (type !== 'tree' || !tree) return;
+  if (touched.some((p) => isGoverned(p) !== false)) return;
+  read.trees.learnTree(read.head, tree);
+  read.trees.learnDigest(tree, '', policyBlob, tip, digest);
+  await read.trees.save();
+}
+
+/** Every path a raw diff names, both sides of a rename or copy, submodules included. */
+function touchedPaths(fields: string[]): string[] {
+  const paths: string[] = [];
+  for (let i = 0; i < fields.length; ) {
+    const meta = fields[i++]!;
+    const status = meta.charAt(meta.lastIndexOf(' ') + 1);
+    const named = status === 'R' || status === 'C' ? 2 : 1;
+    for (let n = 0; n < named; n++) paths.push(fields[i++]!);
   }
+  return paths;
+}
+
+/** The changes the full check would judge, or null when that depends on recorded paths not cached yet. */
+function governedAmong(
+  changes: StagedChange[],
+  isGoverned: (path: string) => boolean | null,
+): StagedChange[] | null {
+  const governed: StagedChange[] = [];
+  for (const change of changes) {
+    const g = isGoverned(change.path);
+    if (g === null) return null;
+    if (g) governed.push(change);
+  }
+  return governed;
+}
+
+/**
+ * Whether a path is governed: by the policy, and for the rest by the paths recorded at the ledger tip (read when
+ * first asked); null when that depends on recorded paths not cached yet.
+ */
+function governedTest(
+  policy: Policy,
+  tip: string | null,
+  cacheDir: string,
+): (path: string) => boolean | null {
+  const matcher = governedMatcher(policy);
+  let isRecorded: ((p: string) => boolean) | null | undefined;
+  return (p) => {
+    const c = matcher.classify(p);
+    if (c !== 'if-recorded') return c === 'governed';
+    if (tip === null) return false;
+    if (isRecorded === undefined) {
+      const recorded = readText(path.join(cacheDir, pathsName(tip)));
+      isRecorded = recorded === null ? null : recordedPathTest(recorded);
+    }
+    return isRecorded === null ? null : isRecorded(p);
+  };
+}
+
+/**
+ * The recorded paths file is the paths joined by NUL (no path holds one). The first few paths are looked for in its
+ * text: splitting 10,000 paths into a Set costs more (about 4 ms) than a few scans of 200 KB.
+ */
+function recordedPathTest(recorded: string): (p: string) => boolean {
+  if (recorded === '') return () => false;
   const text = `\0${recorded}\0`;
-  return (p) => text.includes(`\0${p}\0`);
+  let asked = 0;
+  let paths: Set<string> | null = null;
+  return (p) => {
+    if (paths) return paths.has(p);
+    if (++asked > 8) paths = new Set(recorded.split('\0'));
+    return text.includes(`\0${p}\0`);
+  };
 }
 
 /**
  * Every governed change already decided as promoted, by the full check, under this governance at this ledger tip.
- * Only for a commit that leaves the governance files as committed (so the committed objects name the governance)
- * and deletes nothing governed (the full check reports each deletion, so it must run).
+ * Only for a commit that leaves the governance files as committed (so the committed objects name the governance);
+ * one that removes a governed path never gets here (the full check reports each such deletion).
  */
 async function allPromoted(
   governed: StagedChange[],
@@ -117,7 +258,6 @@ async function allPromoted(
   /** cat-file's answer for the keys directory at HEAD ("<id> tree <size>", or "... missing"). */
   keysAt: () => Promise<string>,
 ): Promise<boolean> {
-  if (governed.some((c) => c.status === 'D')) return false;
   if (changesGovernance(policy, staged.changes)) return false;
   if (/[\n\0]/.test(policy.keysDir)) return false; // cat-file reads one name per line
   const [keysId, keysType] = (await keysAt()).split(' ');
@@ -150,28 +290,10 @@ function isPolicyShaped(p: Policy | null): p is Policy {
   return p !== null && typeof p.keysDir === 'string' && strings(p.protect) && strings(p.exclude);
 }
 
-/**
- * The common git dir. Git runs the hook at the top of the work tree, so `.git` is there: a directory, or (in a
- * linked worktree) a file naming the worktree's git dir, whose `commondir` names the common one. Read from the file
- * system, a git process fewer; anything else (GIT_DIR and friends set, another cwd) asks `git rev-parse`. The
- * cache files it leads to are named by the git objects they stand for, so even a wrong directory only misses.
- */
-async function commonDirOf(cwd: string, env: NodeJS.ProcessEnv): Promise<string | null> {
-  const fromGit = async () =>
-    (await run(['rev-parse', '--path-format=absolute', '--git-common-dir'], cwd, env))
-      ?.toString('utf8')
-      .trim() ?? null;
-  if (env.GIT_DIR || env.GIT_COMMON_DIR || env.GIT_WORK_TREE) return fromGit();
-  const dotGit = path.join(cwd, '.git');
-  try {
-    const gitDir = statSync(dotGit).isDirectory()
-      ? dotGit
-      : path.resolve(cwd, /^gitdir: (.+)$/m.exec(readFileSync(dotGit, 'utf8'))![1]!.trim());
-    const common = readText(path.join(gitDir, 'commondir'));
-    return common === null ? gitDir : path.resolve(gitDir, common.trim());
-  } catch {
-    return fromGit();
-  }
+/** The common git dir, from git, when the environment or the layout is one gitDirsOf leaves to git. */
+async function commonDirFromGit(cwd: string, env: NodeJS.ProcessEnv): Promise<string | null> {
+  const out = await run(['rev-parse', '--path-format=absolute', '--git-common-dir'], cwd, env);
+  return out?.toString('utf8').trim() ?? null;
 }
 
 /** Where Repository.cacheDir is, from the common git dir. */
@@ -184,7 +306,14 @@ function validPolicyName(id: string): string {
 }
 
 /** stdout of a git command, or null when it fails in any way (the full check then says why). */
-function run(args: string[], cwd: string, env: NodeJS.ProcessEnv, input?: string): Promise<Buffer | null> {
+async function run(
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  input?: string,
+): Promise<Buffer | null> {
+  // Loaded when first needed (4-5 ms): the answer from the index starts no process.
+  const { spawn } = await import('node:child_process');
   return new Promise((resolve) => {
     const child = spawn('git', args, {
       cwd,

@@ -1,7 +1,7 @@
 // Only the quick path is loaded up front: most commits stage nothing governed (or only what was already found
 // promoted), and the hook runs on every one.
-import { quickPreCommit } from '@delegate-git/core/quiet-commit';
-import { type CommandModule, type Io, parseCommandArgs, usageError } from '../command.js';
+import { type QuickAnswer, quickPreCommit, rememberIndexTree } from '@delegate-git/core/quiet-commit';
+import { type CommandModule, type Given, type Io, parseCommandArgs, usageError } from '../command.js';
 import { renderReport } from '../report-text.js';
 
 const help = `
@@ -21,18 +21,19 @@ Example:
 export default {
   summary: 'run a gate as a git hook (pre-commit, pre-receive)',
   help,
-  async run(argv: string[], io: Io): Promise<number> {
+  async run(argv: string[], io: Io, given?: Given): Promise<number> {
     const { positionals } = parseCommandArgs('hook', argv, {});
     const [name, ...extra] = positionals;
     if (extra.length > 0) throw usageError('hook', 'Name exactly one hook.');
-    if (name === 'pre-commit') return preCommit(io);
+    if (name === 'pre-commit') return preCommit(io, given?.quickPreCommit);
     if (name === 'pre-receive') return preReceive(io);
     throw usageError('hook', `Unknown hook "${name ?? ''}": use pre-commit or pre-receive.`);
   },
 } satisfies CommandModule;
 
-async function preCommit(io: Io): Promise<number> {
-  const quick = await quickPreCommit(io.cwd, io.env);
+/** `quick`: the answer bin/delegate-git.js already got from dist/pre-commit-quick.cjs. */
+async function preCommit(io: Io, given?: QuickAnswer): Promise<number> {
+  const quick = given ?? (await quickPreCommit(io.cwd, io.env));
   if (quick.passes) return 0;
   // The modules of the staged check only, not all of core (a commit staging governed files pays for what it loads).
   const [{ checkStaged, reportExitCode }, { Repository }] = await Promise.all([
@@ -43,6 +44,8 @@ async function preCommit(io: Io): Promise<number> {
   try {
     const report = await checkStaged(repo, quick.staged);
     const code = reportExitCode(report);
+    // The commit goes ahead: what the full check cached now lets the index's tree be learned for the next commit.
+    if (code === 0 || report.mode === 'warn') await rememberIndexTree(io.cwd, io.env);
     if (code === 0) {
       // Deleting a governed path passes unless the policy protects deletions, but it is never silent.
       for (const d of report.deletions) io.err(`delegate-git: deleted (governed) ${d.path}\n`);

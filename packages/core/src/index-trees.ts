@@ -1,0 +1,132 @@
+/**
+ * The trees an index will commit, walked as `git write-tree` walks them: a directory the index's cache tree still
+ * names keeps that tree id, and only the directories a change invalidated are hashed from their entries. The same
+ * walk can digest the governed entries (path, mode, id) of each directory, bottom up, so that a directory already
+ * digested under the same governance (known by its tree id) is not read again: the cost follows what changed since
+ * the last commit, not the size of the index.
+ */
+import { createHash } from 'node:crypto';
+import type { CacheTreeNode, GitIndex } from './index-file.js';
+
+/** How governedness is told, and what is already known of directories by tree id. */
+export interface GovernedDigests {
+  /** Whether a path (UTF-8) is governed; null when that cannot be told here (the walk then gives no digest). */
+  isGoverned(path: string): boolean | null;
+  known(tree: string, dir: string): string | undefined;
+  learn(tree: string, dir: string, digest: string): void;
+}
+
+export interface IndexTree {
+  /** The root tree's id, hex. */
+  tree: string;
+  /** The governed entries' digest (NOTHING_GOVERNED when there are none), or null when not asked or not known. */
+  digest: string | null;
+}
+
+/** The digest of a directory that holds nothing governed. */
+export const NOTHING_GOVERNED = '-';
+/** Smaller directories are digested again from their entries rather than remembered (keeps the facts few). */
+const REMEMBERED_FROM_ENTRIES = 64;
+
+class Unknown extends Error {}
+
+/** `algorithm`: the repository's object format ('sha1', or 'sha256' for `--object-format=sha256`). */
+export function indexTree(
+  index: GitIndex,
+  algorithm: 'sha1' | 'sha256',
+  digests?: GovernedDigests,
+): IndexTree {
+  const walk = new Walk(index, algorithm, digests ?? null);
+  try {
+    const root = walk.directory('', 0, index.count, index.cacheTree ?? undefined);
+    return { tree: root.oid.toString('hex'), digest: digests ? root.digest : null };
+  } catch (e) {
+    if (!(e instanceof Unknown)) throw e;
+    const root = new Walk(index, algorithm, null).directory('', 0, index.count, index.cacheTree ?? undefined);
+    return { tree: root.oid.toString('hex'), digest: null };
+  }
+}
+
+class Walk {
+  constructor(
+    private readonly index: GitIndex,
+    private readonly algorithm: 'sha1' | 'sha256',
+    private readonly digests: GovernedDigests | null,
+  ) {}
+
+  /** The directory `dir` ('' for the root), whose entries are exactly [lo, hi). */
+  directory(
+    dir: string,
+    lo: number,
+    hi: number,
+    node: CacheTreeNode | undefined,
+  ): { oid: Buffer; digest: string } {
+    const { index, digests } = this;
+    const cached = node?.oid ?? null;
+    if (cached) {
+      const known = digests ? digests.known(cached.toString('hex'), dir) : NOTHING_GOVERNED;
+      if (known !== undefined) return { oid: cached, digest: known };
+    }
+    const prefixLength = dir === '' ? 0 : dir.length + 1;
+    const tree: Buffer[] | null = cached ? null : [];
+    const governed: Buffer[] = [];
+    for (let i = lo; i < hi; ) {
+      const name = index.nameOf(i);
+      const slash = name.indexOf('/', prefixLength);
+      if (slash < 0) {
+        const entry = Buffer.from(`${index.modeOf(i).toString(8)} ${name.slice(prefixLength)}\0`, 'latin1');
+        tree?.push(entry, index.oidOf(i));
+        if (digests && this.isGoverned(index.pathOf(i))) governed.push(entry, index.oidOf(i));
+        i++;
+        continue;
+      }
+      const sub = name.slice(0, slash);
+      const child = node?.children.get(name.slice(prefixLength, slash));
+      const end = this.endOf(sub, i, hi, child);
+      const { oid, digest } = this.directory(sub, i, end, child);
+      const entry = Buffer.from(`40000 ${name.slice(prefixLength, slash)}\0`, 'latin1');
+      tree?.push(entry, oid);
+      if (digest !== NOTHING_GOVERNED) governed.push(entry, Buffer.from(digest, 'latin1'));
+      i = end;
+    }
+    const oid = cached ?? this.hashObject('tree', tree!);
+    const digest =
+      governed.length === 0 ? NOTHING_GOVERNED : this.hashObject('governed', governed).toString('hex');
+    if (digests && (dir === '' || hi - lo >= REMEMBERED_FROM_ENTRIES))
+      digests.learn(oid.toString('hex'), dir, digest);
+    return { oid, digest };
+  }
+
+  /**
+   * Where the entries of directory `sub` (starting at `from`) end: a valid cache-tree node counts them, checked at
+   * both edges; otherwise they are scanned.
+   */
+  private endOf(sub: string, from: number, hi: number, child: CacheTreeNode | undefined): number {
+    const prefix = `${sub}/`;
+    const { index } = this;
+    if (child?.oid) {
+      const end = from + child.entryCount;
+      if (
+        child.entryCount > 0 &&
+        end <= hi &&
+        index.nameOf(end - 1).startsWith(prefix) &&
+        (end === hi || !index.nameOf(end).startsWith(prefix))
+      )
+        return end;
+    }
+    let end = from + 1;
+    while (end < hi && index.nameOf(end).startsWith(prefix)) end++;
+    return end;
+  }
+
+  private isGoverned(path: string): boolean {
+    const governed = this.digests!.isGoverned(path);
+    if (governed === null) throw new Unknown();
+    return governed;
+  }
+
+  private hashObject(type: string, parts: Buffer[]): Buffer {
+    const body = Buffer.concat(parts);
+    return createHash(this.algorithm).update(`${type} ${body.length}\0`).update(body).digest();
+  }
+}
