@@ -149,4 +149,22 @@ describe('judgePush', () => {
     expect(judged.files).toBe(1);
     expect((await judgeOn('forged-no-cache.git', { cache: false })).judged).toEqual(judged);
   });
+
+  it('refuses a commit that moves the policy file away (a rename deletes its old path); moving a free file passes', async () => {
+    base = { main: work.gitText(['rev-parse', 'main']), notes: work.gitText(['rev-parse', LEDGER_REF]) };
+    fs.mkdirSync(path.join(work.dir, 'docs'), { recursive: true });
+    work.git(['mv', '.delegate-git/policy.json', 'docs/policy.json']);
+    work.git(['commit', '-q', '-m', 'move the policy away']);
+    const moved = await judgeOn('moved-policy.git', { cache: true });
+    expect(moved.judged.refusals).toEqual([
+      expect.objectContaining({
+        path: '.delegate-git/policy.json',
+        reason: expect.stringContaining('cannot be deleted'),
+      }),
+    ]);
+    work.git(['reset', '-q', '--hard', base.main]);
+    work.git(['mv', 'lib/free.ts', 'lib/free-renamed.ts']);
+    work.git(['commit', '-q', '-m', 'move a free file']);
+    expect((await judgeOn('moved-free.git', { cache: true })).judged.refusals).toEqual([]);
+  });
 });
