@@ -42,10 +42,20 @@ export type QuickAnswer = { passes: true } | { passes: false; staged: StagedDiff
 export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promise<QuickAnswer> {
   const dirs = gitDirsOf(cwd, env);
   const read = dirs === null ? null : await readIndex(dirs);
-  if (read?.passes) {
-    await read.trees.save();
-    return PASSES;
+  try {
+    return read?.passes ? PASSES : await askGit(cwd, env, dirs, read);
+  } finally {
+    await read?.trees.save(); // what this run learned, whatever the answer
   }
+}
+
+/** The quick answer from git: the staged diff, and what the caches say about it. */
+async function askGit(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  dirs: GitDirs | null,
+  read: IndexRead | null,
+): Promise<QuickAnswer> {
   // The keys directory is asked for before the policy says where it is: almost every policy keeps the default.
   const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\nHEAD^{tree}\n`;
   const [commonDir, ids, diff] = await Promise.all([
@@ -74,7 +84,7 @@ export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promi
   if (removedPaths(staged.changes).some((p) => isGoverned(p) !== false)) return unsure(staged);
   if (governed.length === 0) {
     if (read?.governed && isSameState(read, { head: staged.base, policyBlob, tip }))
-      await learnHeadFromDiff(read, headTree, touchedPaths(fields), isGoverned);
+      learnHeadFromDiff(read, headTree, touchedPaths(fields), isGoverned);
     return PASSES;
   }
   const keysAt = async () =>
@@ -163,19 +173,18 @@ function isSameState(
  * git found no governed path on either side of any change: HEAD's tree governs exactly what the index does, so its
  * digest is the index's. Learned for the next run (the commit of a fresh clone or checkout is often packed).
  */
-async function learnHeadFromDiff(
+function learnHeadFromDiff(
   read: IndexRead,
   headTreeLine: string | undefined,
   touched: string[],
   isGoverned: (path: string) => boolean | null,
-): Promise<void> {
+): void {
   const { policyBlob, tip, digest } = read.governed!;
   const [tree, type] = (headTreeLine ?? '').split(' ');
   if (type !== 'tree' || !tree) return;
   if (touched.some((p) => isGoverned(p) !== false)) return;
   read.trees.learnTree(read.head, tree);
   read.trees.learnDigest(tree, '', policyBlob, tip, digest);
-  await read.trees.save();
 }
 
 /** Every path a raw diff names, both sides of a rename or copy, submodules included. */

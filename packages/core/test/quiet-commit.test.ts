@@ -2,7 +2,13 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanGitEnv, makeTempRepo, type TempRepo } from '../../../test/support/git-repo.js';
+import {
+  cleanGitEnv,
+  makeTempDir,
+  makeTempRepo,
+  removeDir,
+  type TempRepo,
+} from '../../../test/support/git-repo.js';
 import {
   keyFilesOf,
   subjectOf,
@@ -270,6 +276,28 @@ describe('quickPreCommit with decisions already made', () => {
     for (const n of fs.readdirSync(cacheDir).filter((f) => f.startsWith('decisions-')))
       fs.writeFileSync(path.join(cacheDir, n), '{"version": 2, "texts": [], "entries": [');
     expect(await quick()).toBe(false);
+  });
+
+  // Last: it commits.
+  it('learns the tree of an index it passed from decisions: the commit after it is answered without git', async () => {
+    const scratch = makeTempDir();
+    try {
+      const noGit = { ...env, PATH: scratch };
+      await record('src/d.ts', 'export const d = 1;\n');
+      stage('src/d.ts', 'export const d = 1;\n');
+      stage('README.md', 'an ungoverned path: the full check reads the recorded paths for it\n');
+      expect(await promotedPaths()).toEqual(['src/d.ts']);
+      repo.git(['reset', '-q', '--', 'README.md']);
+      expect(await quick()).toBe(true); // from the decisions, as the hook of the commit below
+      repo.git(['commit', '-q', '--no-verify', '-m', 'promoted d']);
+      stage('README.md', 'after a promoted commit\n');
+      expect((await quickPreCommit(repo.dir, noGit)).passes).toBe(true);
+      stage('src/e.ts', 'export const e = 1;\n');
+      expect((await quickPreCommit(repo.dir, noGit)).passes).toBe(false); // governed: git (absent) must answer
+    } finally {
+      repo.git(['reset', '-q', '--hard']);
+      removeDir(scratch);
+    }
   });
 });
 
