@@ -114,8 +114,8 @@ interface IndexRead {
   trees: QuietTrees;
   dirs: GitDirs;
   head: string;
-  /** The index file's own checksum: it changes whenever git writes the index. */
-  checksum: Buffer;
+  /** The index file as read (compared whole later: its checksum is zeros under `index.skipHash`). */
+  data: Buffer;
   /** Null when the index alone could not say (no validated policy, recorded paths not cached). */
   governed: { policyBlob: string; tip: string | null; digest: string } | null;
 }
@@ -135,8 +135,7 @@ async function readIndex(dirs: GitDirs): Promise<IndexRead | null> {
   const index = parseGitIndex(data, oidBytes);
   const cacheDir = cacheDirOf(dirs.commonDir);
   const trees = QuietTrees.read(cacheDir);
-  const checksum = data.subarray(data.length - oidBytes);
-  const read: IndexRead = { passes: false, trees, dirs, head, checksum, governed: null };
+  const read: IndexRead = { passes: false, trees, dirs, head, data, governed: null };
   const policyAt = index ? index.find(POLICY_PATH) : -1;
   if (!index || policyAt < 0) return read;
   const policyBlob = index.oidOf(policyAt).toString('hex');
@@ -162,8 +161,7 @@ function isSameState(
   if (read.head !== seen.head) return false;
   if (read.governed?.policyBlob !== seen.policyBlob || read.governed.tip !== seen.tip) return false;
   try {
-    const data = readFileSync(read.dirs.indexFile);
-    return data.subarray(data.length - read.checksum.length).equals(read.checksum);
+    return readFileSync(read.dirs.indexFile).equals(read.data);
   } catch {
     return false;
   }

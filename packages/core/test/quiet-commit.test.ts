@@ -17,7 +17,8 @@ import {
   verdictLine,
   writeGovernance,
 } from '../../../test/support/records.js';
-import { checkStaged, stagedChanges } from '../src/checks.js';
+import { checkStagedIn as checkStagedInRepo } from '../../../test/support/staged-check.js';
+import { stagedChanges } from '../src/checks.js';
 import { quickPreCommit } from '../src/quiet-commit.js';
 import { Repository } from '../src/repository.js';
 
@@ -25,15 +26,7 @@ const alice = testKey({ name: 'alice', roles: ['delegator'] });
 
 const env = cleanGitEnv();
 
-/** The full check, in a process of its own as the hook runs it (a long-lived cat-file would keep an old index). */
-async function checkStagedIn(dir: string) {
-  const opened = await Repository.open(dir, env);
-  try {
-    return await checkStaged(opened);
-  } finally {
-    await opened.close();
-  }
-}
+const checkStagedIn = (dir: string) => checkStagedInRepo(dir, env);
 
 function stageIn(repo: TempRepo, file: string, content: string): void {
   fs.mkdirSync(path.dirname(path.join(repo.dir, file)), { recursive: true });

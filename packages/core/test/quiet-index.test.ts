@@ -16,7 +16,7 @@ import {
   verdictLine,
   writeGovernance,
 } from '../../../test/support/records.js';
-import { checkStaged } from '../src/checks.js';
+import { checkStagedIn } from '../../../test/support/staged-check.js';
 import { quickPreCommit } from '../src/quiet-commit.js';
 import { Repository } from '../src/repository.js';
 
@@ -36,14 +36,7 @@ beforeAll(() => {
 });
 afterAll(() => removeDir(noGitDir));
 
-async function fullCheckIn(dir: string) {
-  const opened = await Repository.open(dir, env);
-  try {
-    return await checkStaged(opened);
-  } finally {
-    await opened.close();
-  }
-}
+const fullCheckIn = (dir: string) => checkStagedIn(dir, env);
 
 /** Whether the full check finds anything governed in what is staged (a result, or a governed deletion). */
 async function fullCheckSeesGoverned(dir: string): Promise<boolean> {
