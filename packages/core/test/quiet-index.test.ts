@@ -182,6 +182,23 @@ describe('the quick answer from the index alone', () => {
     repo.git(['reset', '-q', '--hard']);
   });
 
+  it('reads a version 4 index (as feature.manyFiles sets) and paths that are not ASCII', async () => {
+    repo.git(['update-index', '--index-version', '4']);
+    try {
+      stage('docs/ü-guide.md', 'not ASCII, not governed\n');
+      await withGit();
+      expect(await fromIndex()).toBe(true);
+      stage('src/ñ.ts', 'not ASCII, governed\n');
+      expect(await fromIndex()).toBe(false);
+      expect(await fullCheckSeesGoverned(repo.dir)).toBe(true);
+    } finally {
+      repo.git(['reset', '-q', '--hard']);
+      fs.rmSync(path.join(repo.dir, 'docs/ü-guide.md'), { force: true });
+      fs.rmSync(path.join(repo.dir, 'src/ñ.ts'), { force: true });
+      repo.git(['update-index', '--index-version', '2']);
+    }
+  });
+
   it('finds a linked worktree from GIT_DIR, as git sets it there', async () => {
     const worktree = `${repo.dir}-wt`;
     repo.git(['worktree', 'add', '-q', '--detach', worktree]);
