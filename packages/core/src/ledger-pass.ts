@@ -19,7 +19,7 @@ import {
   type NoteBatch,
   NoteBatchBuilder,
 } from './note-batch.js';
-import { annotatedIdOfPath, parseNote } from './notes-ledger.js';
+import { noteOfTreeRecord, parseNote } from './notes-ledger.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
 import {
@@ -64,7 +64,6 @@ const BATCH_BYTES = 1 << 20;
 const READ_WINDOW = 512;
 /** Notes to check in the first window that are worth starting the threads for before the first batch is full. */
 const EARLY_START = 64;
-const FANNED_OUT_SHA1 = /^[0-9a-f]{2}\/[0-9a-f]{38}$/;
 
 interface Batch {
   result: Promise<CheckedBatch>;
@@ -285,18 +284,9 @@ export async function* notesOf(repo: Repository, tip: string): AsyncGenerator<[s
     { cwd: repo.cwd, env: repo.env },
     '\0',
   )) {
-    // "<mode> SP <type> SP <object> TAB <path>"
-    const tab = record.indexOf('\t');
-    const [, type, oid] = record.slice(0, tab).split(' ');
-    const notePath = record.slice(tab + 1);
-    // The usual layout (git's fanout of a large ledger) read directly; anything else as notes-ledger.ts reads it.
-    const annotated =
-      type !== 'blob' || !oid
-        ? null
-        : FANNED_OUT_SHA1.test(notePath)
-          ? notePath.slice(0, 2) + notePath.slice(3)
-          : annotatedIdOfPath(notePath);
-    if (!annotated || !oid) continue;
+    const note = noteOfTreeRecord(record);
+    if (!note) continue;
+    const { annotated, oid } = note;
     if (annotated[0] !== first) {
       yield* sorted();
       group = new Map();

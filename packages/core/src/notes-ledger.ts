@@ -66,6 +66,7 @@ export function serializeNote(lines: Iterable<string>): string {
 }
 
 const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const SHA1_ID = /^[0-9a-f]{40}$/;
 const FANOUT_DIR = /^[0-9a-f]{2}$/;
 const TREE_MODE = '40000';
 
@@ -75,11 +76,29 @@ export function isObjectId(value: string): boolean {
 
 /** The annotated object of a notes-tree path (`abcd…` or `ab/cd…`, any depth), or null if the path is no note. */
 export function annotatedIdOfPath(notePath: string): string | null {
+  // git's own layouts, flat or fanned out one level, answered without splitting (a listing has one per note).
+  if (notePath.length === 41 && notePath.charCodeAt(2) === 47) {
+    const id = notePath.slice(0, 2) + notePath.slice(3);
+    return SHA1_ID.test(id) ? id : null;
+  }
+  if (notePath.length === 40) return SHA1_ID.test(notePath) ? notePath : null;
   const parts = notePath.split('/');
   const last = parts.pop() ?? '';
   if (!parts.every((part) => FANOUT_DIR.test(part))) return null;
   const id = parts.join('') + last;
   return isObjectId(id) && /^[0-9a-f]+$/.test(last) ? id : null;
+}
+
+/** A record of `ls-tree -r -z` ("<6-digit mode> <type> <id>\t<path>") that is a note: its annotated id and blob. */
+export function noteOfTreeRecord(
+  record: string,
+): { annotated: string; oid: string; notePath: string } | null {
+  if (!record.startsWith(' blob ', 6)) return null;
+  const tab = record.indexOf('\t');
+  const oid = record.slice(12, tab);
+  const notePath = record.slice(tab + 1);
+  const annotated = annotatedIdOfPath(notePath);
+  return annotated && isObjectId(oid) ? { annotated, oid, notePath } : null;
 }
 
 /** True when a notes directory is fanned out: it holds at least one 2-hex-digit subdirectory. */
@@ -223,12 +242,9 @@ async function listNotes(
     { cwd, env },
     '\0',
   )) {
-    if (record === '') continue;
-    const tab = record.indexOf('\t');
-    const [, type, oid] = record.slice(0, tab).split(' ');
-    const notePath = record.slice(tab + 1);
-    const annotated = type === 'blob' && oid ? annotatedIdOfPath(notePath) : null;
-    if (!annotated || !oid) continue;
+    const note = noteOfTreeRecord(record);
+    if (!note) continue;
+    const { annotated, oid, notePath } = note;
     const existing = notes.get(annotated);
     const level = notePath.length;
     if (!existing) {
