@@ -10,6 +10,7 @@
 // value is an ancestor of the new commit, so concurrent writers never lose each other's lines. An append is two
 // git processes (cat-file, fast-import), one when the caller lends its open object reader: every delegation pays
 // for each one spawned.
+import { isAscii } from 'node:buffer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelegateGitError } from './errors.js';
 import { CatFileBatch, gitFailure, gitRecords, gitTry, parseTreeObject, type TreeEntry } from './git.js';
@@ -46,16 +47,29 @@ export function compareBytewise(a: string, b: string): number {
   return a.length - b.length;
 }
 
-/** Sorted (byte order) and without duplicates. */
-export function sortedUnique(lines: Iterable<string>): string[] {
-  const sorted = [...new Set(lines)].sort(compareBytewise);
-  return sorted;
+/**
+ * Sorted (byte order) and without duplicates. `ascii`: the caller knows every line is ASCII, where UTF-16 order is
+ * byte order and the built-in comparison is far cheaper (two records on one blob share hundreds of leading
+ * characters, which compareBytewise walks one by one).
+ */
+export function sortedUnique(lines: Iterable<string>, ascii = false): string[] {
+  const list = Array.isArray(lines) ? lines : [...lines];
+  // A note as written (sorted, unique) is returned as it is: a Set would hash every 2 KB line first.
+  if (ascii && list.every((line, i) => i === 0 || list[i - 1]! < line)) return list;
+  const unique = [...new Set(list)];
+  if (unique.length < 2) return unique;
+  return ascii ? unique.sort() : unique.sort(compareBytewise);
 }
 
 /** The lines of a note: empty lines dropped (git separates concatenated notes with blank lines), sorted, unique. */
 export function parseNote(content: Buffer | string): string[] {
   const text = typeof content === 'string' ? content : content.toString('utf8');
-  return sortedUnique(text.split('\n').filter((line) => line !== ''));
+  // Checked on the bytes, natively: a scan of the decoded text costs as much as the sort it saves.
+  const ascii = typeof content !== 'string' && isAscii(content);
+  return sortedUnique(
+    text.split('\n').filter((line) => line !== ''),
+    ascii,
+  );
 }
 
 /** A note's bytes: its lines sorted and unique, each terminated by "\n". */
@@ -498,7 +512,7 @@ export class NotesLedger {
         window.map(async (annotated) => {
           const objects = await batch.readMany(listing.get(annotated)!);
           const lines = objects.flatMap((object) => (object ? parseNote(object.content) : []));
-          return { annotated, lines: sortedUnique(lines) };
+          return { annotated, lines: objects.length === 1 ? lines : sortedUnique(lines) };
         }),
       );
       reads.catch(() => {}); // awaited below; a consumer that stops early must not leave it unhandled

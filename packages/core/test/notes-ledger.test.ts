@@ -84,6 +84,10 @@ describe('note text', () => {
     const byBytes = [...lines].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     expect([...lines].sort(compareBytewise)).toEqual(byBytes);
     expect([...lines].sort()).not.toEqual(byBytes);
+    // A note read as bytes: the built-in order only when every byte is ASCII.
+    expect(parseNote(Buffer.from(`${lines.join('\n')}\n`))).toEqual(byBytes);
+    const ascii = ['{"payload":"b"}', '{"payload":"a"}', 'Z', '{"payload":"a"}'];
+    expect(parseNote(Buffer.from(ascii.join('\n')))).toEqual(['Z', '{"payload":"a"}', '{"payload":"b"}']);
   });
 
   it('recognizes note paths at any fanout depth and nothing else', () => {
