@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { DecisionCache } from './decision-cache.js';
 import type { Ed25519Backend } from './ed25519.js';
-import type { CatFileBatch, GitObject } from './git.js';
+import type { CatFileBatch } from './git.js';
 import type { Governance } from './governance.js';
 import { NotePool } from './ledger-pass.js';
 import { type BatchCandidate, NoteBatchBuilder } from './note-batch.js';
@@ -77,21 +77,32 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
   const anchor = ctx.anchor ?? ctx.governance;
   const sha256 = new Map<string, string>();
-  let notes: Map<string, string[]>;
-  let onThreads = new Map<string, Promotion>();
+  const notes = new Map<string, string[]>();
+  const onThreads = new Map<string, Promotion>();
   try {
-    let contents: Array<GitObject | null>;
-    [contents, notes] = await Promise.all([
-      ctx.batch.readMany(blobs),
-      ctx.notesAt === null
-        ? Promise.resolve(new Map<string, string[]>())
-        : ctx.ledger.linesOnMany(blobs, ctx.notesAt),
-    ]);
-    blobs.forEach((blob, i) => {
-      const object = contents[i];
-      if (object) sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
-    });
-    if (pool) onThreads = await promotedOnThreads(pool, files, notes, sha256, ctx.governance, anchor);
+    // Every content is asked for now (git answers in order); the notes arrive a window at a time, and each window
+    // goes to the threads as soon as its contents are hashed, while git still reads the rest.
+    const contents = new Map(blobs.map((blob) => [blob, ctx.batch.read(blob)]));
+    for (const read of contents.values()) read.catch(() => {}); // awaited below, window by window
+    const filesOf = groupedByBlob(files);
+    const checks: Array<Promise<void>> = [];
+    const onWindow = async (window: Map<string, string[]>) => {
+      for (const [blob, lines] of window) {
+        notes.set(blob, lines);
+        const object = await contents.get(blob)!;
+        if (object) sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
+      }
+      if (!pool) return;
+      const part = [...window.keys()].flatMap((blob) => filesOf.get(blob)!);
+      const check = promotedOnThreads(pool, part, window, sha256, ctx.governance, anchor).then((promoted) => {
+        for (const [key, p] of promoted) onThreads.set(key, p);
+      });
+      check.catch(() => {}); // awaited after the last window
+      checks.push(check);
+    };
+    if (ctx.notesAt === null) await onWindow(new Map(blobs.map((blob) => [blob, []])));
+    else await ctx.ledger.linesOnManyInWindows(blobs, ctx.notesAt, NOTES_WINDOW, onWindow);
+    await Promise.all(checks);
   } finally {
     await pool?.close();
   }
@@ -171,6 +182,8 @@ const CONTENT_UNREADABLE = 'its content could not be read';
 
 /** From this many blobs with records on, their records are checked on worker threads, as `verify` does. */
 const THREADED_BLOBS = 256;
+/** Notes handed to the threads at a time, while git reads the rest (gate-threads.test.ts stages more than one window). */
+const NOTES_WINDOW = 256;
 
 /**
  * The promotions worker threads find (note-batch.ts), keyed "<blob>\0<path>", for large batches: a commit staging
@@ -178,6 +191,16 @@ const THREADED_BLOBS = 256;
  * left to the main thread (judged under the anchor), and so is every refusal (its wording needs the path's
  * history). There is no pool without a worker script beside this module (tests run the sources).
  */
+function groupedByBlob(files: readonly FileToJudge[]): Map<string, FileToJudge[]> {
+  const byBlob = new Map<string, FileToJudge[]>();
+  for (const f of files) {
+    const list = byBlob.get(f.blob);
+    if (list) list.push(f);
+    else byBlob.set(f.blob, [f]);
+  }
+  return byBlob;
+}
+
 async function promotedOnThreads(
   pool: NotePool,
   files: readonly FileToJudge[],

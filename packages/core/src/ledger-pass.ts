@@ -302,6 +302,7 @@ export async function* notesOf(repo: Repository, tip: string): AsyncGenerator<[s
 /** Worker threads running `checkNoteBatch`, when the worker script was built next to this module (the CLI bundle). */
 export class NotePool {
   private readonly load: number[];
+  private sent = 0;
   private readonly waiting = new Map<
     number,
     { resolve: (c: CheckedBatch) => void; reject: (e: Error) => void }
@@ -342,13 +343,17 @@ export class NotePool {
     return this.workers.length;
   }
 
-  /** To the thread with the least work queued. */
+  /**
+   * To the thread with the least work queued. The pool numbers what it sends itself: callers number their batches
+   * independently (two callers' ids may repeat, and a repeated id would leave a caller waiting forever).
+   */
   check(batch: NoteBatch): Promise<CheckedBatch> {
     const i = this.load.indexOf(Math.min(...this.load));
     this.load[i]!++;
+    const id = this.sent++;
     return new Promise((resolve, reject) => {
-      this.waiting.set(batch.id, { resolve, reject });
-      this.workers[i]!.postMessage(batch, [batch.bytes.buffer]);
+      this.waiting.set(id, { resolve: (checked) => resolve({ ...checked, id: batch.id }), reject });
+      this.workers[i]!.postMessage({ ...batch, id }, [batch.bytes.buffer]);
     });
   }
 

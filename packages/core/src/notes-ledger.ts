@@ -451,18 +451,51 @@ export class NotesLedger {
    * an entry ([] when it has no note).
    */
   async linesOnMany(blobs: string[], at?: string): Promise<Map<string, string[]>> {
-    blobs.forEach(assertObjectId);
-    if (blobs.length === 0) return new Map();
-    return this.withReader(at, (reader) => this.readNotes(reader, blobs));
+    const all = new Map<string, string[]>();
+    await this.linesOnManyInWindows(blobs, at, Number.POSITIVE_INFINITY, (window) => {
+      for (const [blob, lines] of window) all.set(blob, lines);
+    });
+    return all;
   }
 
-  /** Lines per id from one notes tree: each id's path walked when few, the tree listed once when many. */
+  /**
+   * linesOnMany, handed over `size` blobs at a time in request order as git answers, so that a caller can work on
+   * the first while git still reads the rest (every note is requested at once; git answers in order).
+   */
+  async linesOnManyInWindows(
+    blobs: string[],
+    at: string | undefined,
+    size: number,
+    onWindow: (window: Map<string, string[]>) => void | Promise<void>,
+  ): Promise<void> {
+    blobs.forEach(assertObjectId);
+    if (blobs.length === 0) return;
+    await this.withReader(at, async (reader) => {
+      const unique = [...new Set(blobs)];
+      const reads = await this.noteReads(reader, unique);
+      for (let start = 0; start < unique.length; start += size) {
+        const ids = unique.slice(start, start + size);
+        const lines = await Promise.all(reads.slice(start, start + size));
+        await onWindow(new Map(ids.map((blob, i) => [blob, lines[i]!])));
+      }
+    });
+  }
+
+  /** Lines per id from one notes tree. */
   private async readNotes(
     reader: NotesTreeReader | null,
-    blobs: readonly string[],
+    unique: readonly string[],
   ): Promise<Map<string, string[]>> {
-    const unique = [...new Set(blobs)];
-    if (!reader) return new Map(unique.map((blob) => [blob, []]));
+    const lines = await Promise.all(await this.noteReads(reader, unique));
+    return new Map(unique.map((blob, i) => [blob, lines[i]!]));
+  }
+
+  /** The reads of each id's lines, all requested now: each id's path walked when few, the tree listed once when many. */
+  private async noteReads(
+    reader: NotesTreeReader | null,
+    unique: readonly string[],
+  ): Promise<Array<Promise<string[]>>> {
+    if (!reader) return unique.map(() => Promise.resolve([]));
     let noteOids: string[][];
     if (unique.length <= WALK_LIMIT) {
       const locations = await Promise.all(unique.map((blob) => reader.locate(blob)));
@@ -471,8 +504,10 @@ export class NotesLedger {
       const listing = await listNotes(this.cwd, this.env, reader.rootTree);
       noteOids = unique.map((blob) => listing.get(blob) ?? []);
     }
-    const lines = await Promise.all(noteOids.map((oids) => reader.readLines(oids)));
-    return new Map(unique.map((blob, index) => [blob, lines[index]!]));
+    const reads = noteOids.map((oids) => reader.readLines(oids));
+    // Awaited window by window; one that fails before its turn must not be reported as unhandled meanwhile.
+    for (const read of reads) read.catch(() => {});
+    return reads;
   }
 
   /** Every annotated object id → note blob id, whatever the fanout (the deepest entry if a flat duplicate exists). */

@@ -214,6 +214,16 @@ describe('NotesLedger basics', () => {
     blobs.forEach((blob, i) => {
       expect(lines.get(blob)).toEqual(i < 350 ? [`line ${i}`] : []);
     });
+    // A window at a time, in request order, each blob once (a duplicate asked for is answered once).
+    const windows: string[][] = [];
+    const seen = new Map<string, string[]>();
+    await ledger.linesOnManyInWindows([...blobs, blobs[0]!], undefined, 150, (window) => {
+      windows.push([...window.keys()]);
+      for (const [blob, l] of window) seen.set(blob, l);
+    });
+    expect(windows.map((w) => w.length)).toEqual([150, 150, 100]);
+    expect(windows.flat()).toEqual(blobs);
+    expect(seen).toEqual(lines);
   });
 });
 
