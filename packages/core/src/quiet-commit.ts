@@ -45,7 +45,7 @@ export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promi
   try {
     return read?.passes ? PASSES : await askGit(cwd, env, dirs, read);
   } finally {
-    await read?.trees.save(); // what this run learned, whatever the answer
+    read?.trees.save(); // what this run learned, whatever the answer
   }
 }
 
@@ -104,7 +104,7 @@ async function askGit(
 export async function rememberIndexTree(cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
   const dirs = gitDirsOf(cwd, env);
   const read = dirs === null ? null : await readIndex(dirs);
-  await read?.trees.save();
+  read?.trees.save();
 }
 
 /** The index as read from its file, and what it says about this commit. */

@@ -10,9 +10,8 @@
  * is searched as text, not parsed (it is read on every commit), and keeps the newest facts only.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { replaceCacheFile } from './cache-file.js';
 
 const FILE = 'quiet-trees-2';
 const KEEP = 4096;
@@ -53,11 +52,25 @@ export class QuietTrees {
     this.learn(`d ${keyOf(tree, dir, policyBlob, tip)} `, digest);
   }
 
-  /** Written only when something new was learned; a lost race with another hook only loses facts. */
-  async save(): Promise<void> {
+  /**
+   * Written only when something new was learned (a temporary file renamed over, so a reader sees the old or the new
+   * facts); a lost race with another hook only loses facts. Synchronously: node:fs/promises would cost the hook
+   * about 2 ms to load, for a write of a few kilobytes.
+   */
+  save(): void {
     if (this.added.length === 0) return;
     const lines = [...this.text.split('\n').filter(Boolean), ...this.added].slice(-KEEP);
-    await replaceCacheFile(this.file, `${lines.join('\n')}\n`);
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    try {
+      mkdirSync(path.dirname(this.file), { recursive: true });
+      writeFileSync(tmp, `${lines.join('\n')}\n`);
+      renameSync(tmp, this.file);
+    } catch {
+      // A read-only git dir: the facts are learned again next time.
+      try {
+        rmSync(tmp, { force: true });
+      } catch {}
+    }
   }
 
   private find(key: string): string | undefined {
