@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { inflateZlib } from './inflate.js';
 
 export interface GitDirs {
   /** The repository's (or, in a linked worktree, the worktree's) git dir: HEAD and the index. */
@@ -86,20 +87,20 @@ function packedRef(dirs: GitDirs, name: string): string | null | undefined {
  * The tree of `commit` when it is a loose object (as every commit is until git packs it), checked against its id;
  * null when it is packed or not what it should be.
  */
-export async function looseCommitTree(dirs: GitDirs, commit: string): Promise<string | null> {
+export function looseCommitTree(dirs: GitDirs, commit: string): string | null {
+  let object: Uint8Array | null;
   try {
-    const file = path.join(dirs.commonDir, 'objects', commit.slice(0, 2), commit.slice(2));
-    const compressed = readFileSync(file);
-    // Loaded only now (2-3 ms): a commit git has packed, or one already learned, needs no inflating.
-    const { inflateSync } = await import('node:zlib');
-    const object = inflateSync(compressed);
-    const algorithm = commit.length === 40 ? 'sha1' : 'sha256';
-    if (createHash(algorithm).update(object).digest('hex') !== commit) return null;
-    const tree = /^commit \d+\0tree ([0-9a-f]+)\n/.exec(object.toString('latin1', 0, 100));
-    return tree && tree[1]!.length === commit.length ? tree[1]! : null;
+    object = inflateZlib(
+      readFileSync(path.join(dirs.commonDir, 'objects', commit.slice(0, 2), commit.slice(2))),
+    );
   } catch {
     return null;
   }
+  if (object === null) return null;
+  const algorithm = commit.length === 40 ? 'sha1' : 'sha256';
+  if (createHash(algorithm).update(object).digest('hex') !== commit) return null;
+  const tree = /^commit \d+\0tree ([0-9a-f]+)\n/.exec(Buffer.from(object).toString('latin1', 0, 100));
+  return tree && tree[1]!.length === commit.length ? tree[1]! : null;
 }
 
 function readText(file: string): string | null {

@@ -41,7 +41,7 @@ export type QuickAnswer = { passes: true } | { passes: false; staged: StagedDiff
 /** Says `passes` only when that is certain; otherwise the full check must answer. */
 export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promise<QuickAnswer> {
   const dirs = gitDirsOf(cwd, env);
-  const read = dirs === null ? null : await readIndex(dirs);
+  const read = dirs === null ? null : readIndex(dirs);
   try {
     return read?.passes ? PASSES : await askGit(cwd, env, dirs, read);
   } finally {
@@ -101,9 +101,9 @@ async function askGit(
  * Learns the tree this index will commit (see readIndex), for a hook whose quick answer could not tell it before the
  * full check ran (the policy not yet validated, the recorded paths of a new ledger tip not yet cached).
  */
-export async function rememberIndexTree(cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
+export function rememberIndexTree(cwd: string, env: NodeJS.ProcessEnv): void {
   const dirs = gitDirsOf(cwd, env);
-  const read = dirs === null ? null : await readIndex(dirs);
+  const read = dirs === null ? null : readIndex(dirs);
   read?.trees.save();
 }
 
@@ -121,7 +121,7 @@ interface IndexRead {
 }
 
 /** Null when the index or the refs are not readable here (git then answers). */
-async function readIndex(dirs: GitDirs): Promise<IndexRead | null> {
+function readIndex(dirs: GitDirs): IndexRead | null {
   const head = refTarget(dirs, 'HEAD');
   const tip = refTarget(dirs, LEDGER_REF);
   if (!head || tip === undefined) return null;
@@ -148,7 +148,7 @@ async function readIndex(dirs: GitDirs): Promise<IndexRead | null> {
   });
   if (digest === null) return read;
   read.governed = { policyBlob, tip, digest };
-  const headTree = trees.treeOf(head) ?? (await looseCommitTree(dirs, head));
+  const headTree = trees.treeOf(head) ?? looseCommitTree(dirs, head);
   read.passes = headTree !== null && trees.digestOf(headTree, '', policyBlob, tip) === digest;
   return read;
 }

@@ -103,9 +103,9 @@ describe('refTarget', () => {
 describe('looseCommitTree', () => {
   it('reads the tree of a loose commit, and nothing once git packed it', async () => {
     const commit = repo.commit({ 'c.txt': 'c\n' }, 'three');
-    expect(await looseCommitTree(dirs, commit)).toBe(repo.gitText(['rev-parse', `${commit}^{tree}`]));
+    expect(looseCommitTree(dirs, commit)).toBe(repo.gitText(['rev-parse', `${commit}^{tree}`]));
     repo.git(['gc', '-q']);
-    expect(await looseCommitTree(dirs, commit)).toBeNull();
+    expect(looseCommitTree(dirs, commit)).toBeNull();
   });
 
   it('refuses a loose object that is not what its name says', async () => {
@@ -115,9 +115,9 @@ describe('looseCommitTree', () => {
     const otherFile = path.join(repo.dir, '.git', 'objects', other.slice(0, 2), other.slice(2));
     fs.chmodSync(file, 0o644);
     fs.copyFileSync(otherFile, file);
-    expect(await looseCommitTree(dirs, commit)).toBeNull();
-    expect(await looseCommitTree(dirs, other)).toBe(repo.gitText(['rev-parse', `${other}^{tree}`]));
+    expect(looseCommitTree(dirs, commit)).toBeNull();
+    expect(looseCommitTree(dirs, other)).toBe(repo.gitText(['rev-parse', `${other}^{tree}`]));
     fs.writeFileSync(file, 'not zlib');
-    expect(await looseCommitTree(dirs, commit)).toBeNull();
+    expect(looseCommitTree(dirs, commit)).toBeNull();
   });
 });
