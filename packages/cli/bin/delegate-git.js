@@ -1,12 +1,11 @@
 #!/usr/bin/env node
 // Starts the bundled CLI (dist/delegate-git.cjs, or first dist/pre-commit-quick.cjs for the pre-commit hook) through
-// V8's code cache. Node 20 compiles a program's code again in
-// every process, and for a hook that runs on every commit that compiling is a large share of its time. So the first
-// run of each command keeps what V8 compiled, in the user's cache directory, and later runs of that command start
-// from it. V8 itself refuses a cache made by another V8 or under other flags; the file's name carries the bundle's
-// size, mtime and inode because V8 checks no more of the source than its length. DELEGATE_GIT_CODE_CACHE=off turns
-// the cache off; an absolute path names the directory to keep it in. docs/threat-model.md says why the cache lives
-// with the user and never in a repository.
+// V8's code cache. Node 20 compiles a program's code again in every process, and for a hook that runs on every commit
+// that compiling is a large share of its time. So the first run of each command keeps what V8 compiled, in the
+// user's cache directory, and later runs of that command start from it. V8 itself refuses a cache made by another V8
+// or under other flags; the file's name carries the bundle's size, mtime and inode because V8 checks no more of the
+// source than its length. DELEGATE_GIT_CODE_CACHE=off turns the cache off; an absolute path names the directory to
+// keep it in. docs/threat-model.md says why the cache lives with the user and never in a repository.
 // This file is CommonJS (bin/package.json says so, beside the package's "type": "module"): an ES module as the entry
 // point costs every command about 13 ms more CPU to start in Node 20 (its module loader), measured against this file.
 'use strict';
