@@ -182,10 +182,13 @@ describe('the quick answer from the index alone', () => {
     repo.git(['reset', '-q', '--hard']);
   });
 
-  it('reads a version 4 index (as feature.manyFiles sets) and paths that are not ASCII', async () => {
+  it('reads a version 4 index with an untracked cache (as feature.manyFiles sets) and paths that are not ASCII', async () => {
     repo.git(['update-index', '--index-version', '4']);
+    repo.git(['config', 'core.untrackedCache', 'true']);
     try {
       stage('docs/ü-guide.md', 'not ASCII, not governed\n');
+      repo.git(['status', '--porcelain']); // writes the UNTR extension
+      expect(fs.readFileSync(path.join(repo.dir, '.git', 'index')).includes('UNTR')).toBe(true);
       await withGit();
       expect(await fromIndex()).toBe(true);
       stage('src/ñ.ts', 'not ASCII, governed\n');
@@ -196,6 +199,7 @@ describe('the quick answer from the index alone', () => {
       fs.rmSync(path.join(repo.dir, 'docs/ü-guide.md'), { force: true });
       fs.rmSync(path.join(repo.dir, 'src/ñ.ts'), { force: true });
       repo.git(['update-index', '--index-version', '2']);
+      repo.git(['config', '--unset', 'core.untrackedCache']);
     }
   });
 
