@@ -16,12 +16,11 @@ export interface GovernedDigests {
   learn(tree: string, dir: string, digest: string): void;
 }
 
-export interface IndexTree {
-  /** The root tree's id, hex. */
-  tree: string;
-  /** The governed entries' digest (NOTHING_GOVERNED when there are none), or null when not asked or not known. */
-  digest: string | null;
-}
+export type IndexTree =
+  /** The root tree's id (hex), and its governed entries' digest (NOTHING_GOVERNED when none) when asked for. */
+  | { tree: string; digest: string | null }
+  /** Asked for a digest that could not be told: the walk stopped there. */
+  | { tree: null; digest: null };
 
 /** The digest of a directory that holds nothing governed. */
 export const NOTHING_GOVERNED = '-';
@@ -41,9 +40,8 @@ export function indexTree(
     const root = walk.directory('', 0, index.count, index.cacheTree ?? undefined);
     return { tree: root.oid.toString('hex'), digest: digests ? root.digest : null };
   } catch (e) {
-    if (!(e instanceof Unknown)) throw e;
-    const root = new Walk(index, algorithm, null).directory('', 0, index.count, index.cacheTree ?? undefined);
-    return { tree: root.oid.toString('hex'), digest: null };
+    if (e instanceof Unknown) return { tree: null, digest: null };
+    throw e;
   }
 }
 
