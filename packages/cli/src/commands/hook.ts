@@ -45,7 +45,12 @@ async function preCommit(io: Io, given?: QuickAnswer): Promise<number> {
     const report = await checkStaged(repo, quick.staged);
     const code = reportExitCode(report);
     // The commit goes ahead: what the full check cached now lets the index's tree be learned for the next commit.
-    if (code === 0 || report.mode === 'warn') rememberIndexTree(io.cwd, io.env);
+    // Learning only saves time later, so it never changes this answer.
+    if (code === 0 || report.mode === 'warn') {
+      try {
+        rememberIndexTree(io.cwd, io.env);
+      } catch {}
+    }
     if (code === 0) {
       // Deleting a governed path passes unless the policy protects deletions, but it is never silent.
       for (const d of report.deletions) io.err(`delegate-git: deleted (governed) ${d.path}\n`);
