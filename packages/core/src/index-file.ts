@@ -20,6 +20,9 @@ export interface CacheTreeNode {
  * process, before V8 has compiled anything, where every call per entry counts.
  */
 export class GitIndex {
+  /** The whole file as latin1 (one character per byte), decoded once: names and ids are slices of it. */
+  private readonly text: string;
+
   constructor(
     readonly data: Buffer,
     readonly count: number,
@@ -29,14 +32,22 @@ export class GitIndex {
     /** Version 4 compresses paths against the previous one, so they are decoded while reading. */
     private readonly names: string[] | null,
     readonly cacheTree: CacheTreeNode | null,
-  ) {}
+  ) {
+    this.text = data.toString('latin1');
+  }
 
   /** Entry `i`'s path bytes as a latin1 string (one character per byte: exact for hashing and tree names). */
   nameOf(i: number): string {
     if (this.names) return this.names[i]!;
     const nameAt = this.entryAt[i]! + STAT_BYTES + this.oidBytes + 2;
     const extended = this.data[nameAt - 2]! & (EXTENDED >> 8);
-    return this.data.toString('latin1', nameAt + (extended ? 2 : 0), this.nameEnd[i]!);
+    return this.text.slice(nameAt + (extended ? 2 : 0), this.nameEnd[i]!);
+  }
+
+  /** Entry `i`'s object id as latin1 (its raw bytes, as a tree object holds them). */
+  oidBytesOf(i: number): string {
+    const at = this.entryAt[i]! + STAT_BYTES;
+    return this.text.slice(at, at + this.oidBytes);
   }
 
   /** Entry `i`'s path decoded as UTF-8, as the policy's globs and the ledger name it. */
@@ -47,7 +58,9 @@ export class GitIndex {
 
   /** 0o100644, 0o100755, 0o120000 or 0o160000. */
   modeOf(i: number): number {
-    return this.data.readUInt32BE(this.entryAt[i]! + MODE_AT);
+    const d = this.data;
+    const at = this.entryAt[i]! + MODE_AT;
+    return ((d[at]! << 24) | (d[at + 1]! << 16) | (d[at + 2]! << 8) | d[at + 3]!) >>> 0;
   }
 
   oidOf(i: number): Buffer {
