@@ -380,8 +380,18 @@ describe('pre-commit: the quick answer after a commit', () => {
   it('the hook git ran for a commit learns its tree: the next ungoverned commit is answered without git', () => {
     const dir = copyWorkTree(story, template, 'quick-after-commit');
     // No git on PATH: the hook can only pass from the index file and what it learned; otherwise it must ask git.
-    const noGit = { ...story.env, PATH: path.join(story.root, 'no-git-here') };
+    // Its own code cache shows which bundle ran: the quick answer's alone, or the whole CLI's after it.
+    const codeCache = path.join(story.root, 'quick-after-commit-code');
+    const noGit = {
+      ...story.env,
+      PATH: path.join(story.root, 'no-git-here'),
+      DELEGATE_GIT_CODE_CACHE: codeCache,
+    };
     const hook = () => cli(story, dir, ['hook', 'pre-commit'], noGit);
+    const bundlesRun = () =>
+      (fs.existsSync(codeCache) ? fs.readdirSync(codeCache) : [])
+        .map((f) => f.replace(/^.*-(hook-.*)\.v8$/, '$1'))
+        .sort();
     // git runs the hook on the index itself, on a temporary one for `commit -a`, and on another for `commit <path>`.
     const ways: Array<[string, string[]]> = [
       ['plain', []],
@@ -398,11 +408,13 @@ describe('pre-commit: the quick answer after a commit', () => {
       expect(quick.code, `${way}: ${quick.stderr}`).toBe(0);
       gitOk(story, dir, ['reset', '-q']);
     }
+    expect(bundlesRun()).toEqual(['hook-pre-commit-quick']); // the whole CLI was never loaded
     // Control: something governed staged needs the full check, which cannot run without git: it refuses (exit 2).
     stage(dir, { 'src/quick.ts': 'export {};\n' });
     const governed = hook();
     expect(governed.code).toBe(2);
     expect(governed.stderr).toContain('git');
+    expect(bundlesRun()).toEqual(['hook-pre-commit', 'hook-pre-commit-quick']);
     gitOk(story, dir, ['reset', '-q']);
   });
 });
