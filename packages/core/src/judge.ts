@@ -185,12 +185,6 @@ const THREADED_BLOBS = 256;
 /** Notes handed to the threads at a time, while git reads the rest (gate-threads.test.ts stages more than one window). */
 const NOTES_WINDOW = 256;
 
-/**
- * The promotions worker threads find (note-batch.ts), keyed "<blob>\0<path>", for large batches: a commit staging
- * thousands of governed files spends nearly all its time on signature checks. Files of the governance itself are
- * left to the main thread (judged under the anchor), and so is every refusal (its wording needs the path's
- * history). There is no pool without a worker script beside this module (tests run the sources).
- */
 function groupedByBlob(files: readonly FileToJudge[]): Map<string, FileToJudge[]> {
   const byBlob = new Map<string, FileToJudge[]>();
   for (const f of files) {
@@ -201,6 +195,12 @@ function groupedByBlob(files: readonly FileToJudge[]): Map<string, FileToJudge[]
   return byBlob;
 }
 
+/**
+ * The promotions worker threads find (note-batch.ts), keyed "<blob>\0<path>", for large batches: a commit staging
+ * thousands of governed files spends nearly all its time on signature checks. Files of the governance itself are
+ * left to the main thread (judged under the anchor), and so is every refusal (its wording needs the path's
+ * history). There is no pool without a worker script beside this module (tests run the sources).
+ */
 async function promotedOnThreads(
   pool: NotePool,
   files: readonly FileToJudge[],
