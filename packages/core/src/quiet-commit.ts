@@ -19,7 +19,14 @@ import path from 'node:path';
 import { replaceCacheFile } from './cache-file.js';
 import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
 import { type GitDirs, gitDirsOf, looseCommitTree, refTarget } from './git-files.js';
-import { changesGovernance, DEFAULT_KEYS_DIR, governedMatcher, POLICY_PATH } from './governed-paths.js';
+import {
+  adoptGlobExpressions,
+  changesGovernance,
+  DEFAULT_KEYS_DIR,
+  globExpressions,
+  governedMatcher,
+  POLICY_PATH,
+} from './governed-paths.js';
 import { parseGitIndex } from './index-file.js';
 import { indexTree } from './index-trees.js';
 import { pathsName } from './path-index.js';
@@ -71,9 +78,9 @@ async function askGit(
   if (commonDir === null || !policyId?.includes(' blob ')) return unsure(staged);
   const cacheDir = cacheDirOf(commonDir);
   const policyBlob = policyId.split(' ')[0]!;
-  const policy = readJson<Policy>(path.join(cacheDir, validPolicyName(policyBlob)));
+  const policy = validatedPolicy(cacheDir, policyBlob);
   // Even a commit that stages nothing is refused (exit 2) by the full check when the policy does not validate.
-  if (!isPolicyShaped(policy)) return unsure(staged);
+  if (!policy) return unsure(staged);
 
   const tip = ledger?.includes(' commit ') ? ledger.split(' ')[0]! : null;
   if (tip === null && !ledger?.endsWith(' missing')) return unsure(staged);
@@ -139,8 +146,8 @@ function readIndex(dirs: GitDirs): IndexRead | null {
   const policyAt = index ? index.find(POLICY_PATH) : -1;
   if (!index || policyAt < 0) return read;
   const policyBlob = index.oidOf(policyAt).toString('hex');
-  const policy = readJson<Policy>(path.join(cacheDir, validPolicyName(policyBlob)));
-  if (!isPolicyShaped(policy)) return read;
+  const policy = validatedPolicy(cacheDir, policyBlob);
+  if (!policy) return read;
   const { digest } = indexTree(index, oidBytes === 20 ? 'sha1' : 'sha256', {
     isGoverned: governedTest(policy, tip, cacheDir),
     known: (tree, dir) => trees.digestOf(tree, dir, policyBlob, tip),
@@ -285,10 +292,22 @@ function unsure(staged: StagedDiff | null): QuickAnswer {
   return { passes: false, staged };
 }
 
-/** Called by the full check once it has validated the staged policy stored as blob `id`. */
+/**
+ * Called by the full check once it has validated the staged policy stored as blob `id`. The globs' compiled
+ * expressions are kept beside it (`$globs`), so the quick answer need not compile them again.
+ */
 export async function rememberValidPolicy(cacheDir: string, id: string, policy: Policy): Promise<void> {
   // Unwritten (a read-only git dir): the next commit validates the policy again.
-  await replaceCacheFile(path.join(cacheDir, validPolicyName(id)), JSON.stringify(policy));
+  const kept = { ...policy, $globs: globExpressions(policy) };
+  await replaceCacheFile(path.join(cacheDir, validPolicyName(id)), JSON.stringify(kept));
+}
+
+/** The staged policy stored as blob `id`, as the full check last validated it, or null. */
+function validatedPolicy(cacheDir: string, id: string): Policy | null {
+  const policy = readJson<Policy & { $globs?: unknown }>(path.join(cacheDir, validPolicyName(id)));
+  if (!isPolicyShaped(policy)) return null;
+  adoptGlobExpressions(policy.$globs);
+  return policy;
 }
 
 /** Enough of the shape for the matcher; the file was written by the full check, but it sits on disk. */

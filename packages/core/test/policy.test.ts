@@ -1,6 +1,7 @@
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
 import { DelegateGitError } from '../src/errors.js';
+import { adoptGlobExpressions, globExpressions } from '../src/governed-paths.js';
 import { governedMatcher, isGovernanceFile, type Policy, parsePolicy, policyText } from '../src/policy.js';
 
 const ID = 'f3a1c2d4-0000-4000-8000-000000000001';
@@ -210,3 +211,29 @@ describe('governedMatcher', () => {
     }
   });
 });
+
+describe('glob expressions kept with a validated policy', () => {
+  const policyOf = (protect: string[]) =>
+    parsePolicy(JSON.stringify({ version: 1, repositoryId: 'example-repo-1', protect }));
+
+  it('are what picomatch compiles, and an adopted one is used as it is (it stands for the glob from then on)', () => {
+    const kept = globExpressions(policyOf(['kept/**']));
+    expect(kept).toEqual([{ glob: 'kept/**', ...sourceOf('kept/**') }]);
+    // A glob not compiled yet in this process takes the expression given for it, here one that matches only "x".
+    adoptGlobExpressions([{ glob: 'adopted/**', source: '^x$', flags: '' }]);
+    const adopted = governedMatcher(policyOf(['adopted/**']));
+    expect(adopted.classify('adopted/a.ts')).toBe('if-recorded');
+    expect(adopted.classify('x')).toBe('governed');
+    // Control: one never adopted is compiled as picomatch does; malformed entries are ignored.
+    adoptGlobExpressions([{ glob: 'other/**', source: '(' }, { glob: 7 }, 'x', null]);
+    adoptGlobExpressions({ not: 'a list' });
+    const other = governedMatcher(policyOf(['other/**']));
+    expect(other.classify('other/a.ts')).toBe('governed');
+    expect(other.classify('x')).toBe('if-recorded');
+  });
+});
+
+function sourceOf(glob: string): { source: string; flags: string } {
+  const re = picomatch.makeRe(glob, { dot: true });
+  return { source: re.source, flags: re.flags };
+}
