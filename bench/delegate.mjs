@@ -3,8 +3,9 @@
 //   node bench/delegate.mjs [--runs 20] [--cli <bin/delegate-git.js of a build>] [--against <another build's bin>]
 //                           [--profile]
 // The built CLI delegates a one-file unit (`runVerification: "true"`, `verificationRepeats: 1`) to a local
-// replaying worker that answers at once; the median wall time minus the medians of what is not delegate-git's own
-// work (starting Node, the worker's HTTP round trip, the `true` command in a shell) is the overhead.
+// replaying worker that answers at once; the overhead is the median, over the rounds, of each delegation's wall time
+// less that round's measurements of what is not delegate-git's own work (starting Node, the worker's HTTP round
+// trip, the `true` command in a shell).
 // The test worker (test/support/fake-worker.ts) is bundled with esbuild into a temporary module first. The
 // measurements are interleaved round by round (a delegation, `node -e 0`, `sh -c true`, a round trip), so a load
 // swing on a shared machine moves them together; --against adds a second build to each round (in alternating
@@ -190,7 +191,10 @@ console.log(`  - worker round trip (warm fetch)       ${fmt(baseline.worker)}`);
 console.log(`  - sh -c true (the command)             ${fmt(baseline.command)}`);
 for (const b of builds) {
   const total = median(b.runs.map((d) => d.ms));
-  const overhead = total - baseline.node - baseline.worker - baseline.command;
+  // Per round, the delegation less that round's own baselines: a drift in the machine's speed moves them together.
+  const overhead = median(
+    b.runs.map((d, round) => d.ms - nodeStart[round] - roundTrips[round] - shellTrue[round]),
+  );
   console.log(`${b.label}: ${b.bin}`);
   console.log(`  whole command                          ${fmt(total)}`);
   console.log(
