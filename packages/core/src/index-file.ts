@@ -15,9 +15,10 @@ export interface CacheTreeNode {
 }
 
 /**
- * The stage 0 entries, in the index's order (bytewise by path). Nothing is decoded up front: an index holds tens of
- * thousands of entries, the quick answer looks at the few in directories a change touched, and this runs once per
- * process, before V8 has compiled anything, where every call per entry counts.
+ * The stage 0 entries, in the index's order (bytewise by path). No entry is decoded up front (the file is decoded
+ * once, as latin1, and a name is a slice of it when asked for): an index holds tens of thousands of entries, the
+ * quick answer looks at the few in directories a change touched, and this runs once per process, before V8 has
+ * compiled anything, where every call per entry counts.
  */
 export class GitIndex {
   /** The whole file as latin1 (one character per byte), decoded once: names and ids are slices of it. */
