@@ -346,11 +346,24 @@ describe('a reply cut by the token limit', () => {
     expect(cut.receipt?.files).toEqual([]);
     expect(repo.exists('src/long.js')).toBe(false);
     expect(repo.ledgerCommits()).toBe(ledgerBefore);
+    // The git writers started while the worker answered were dismissed: nothing written, nothing left behind.
+    expect(gitLeftovers(repo.dir)).toEqual([]);
 
     worker.enqueue({ content: reply });
     const whole = await repo.delegate(unit);
     expect(whole.code).toBe(0);
     expect(whole.receipt?.verdict).toBe('UNIT_PASSED');
     expect(repo.read('src/long.js')).toBe('export const long = 1;\n');
+    expect(gitLeftovers(repo.dir)).toEqual([]);
   });
 });
+
+/** What a git writer cut short leaves: fast-import's crash reports, temporary packs and objects. */
+function gitLeftovers(dir: string): string[] {
+  const gitDir = path.join(dir, '.git');
+  return [
+    ...fs.readdirSync(gitDir).filter((f) => f.startsWith('fast_import_crash')),
+    ...fs.readdirSync(path.join(gitDir, 'objects', 'pack')).filter((f) => f.startsWith('tmp_')),
+    ...fs.readdirSync(path.join(gitDir, 'objects')).filter((f) => f.startsWith('tmp_')),
+  ];
+}

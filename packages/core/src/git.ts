@@ -1,6 +1,6 @@
 // Spawned-git plumbing. Every git access in core goes through here: git itself is the fastest reader and the only
 // writer that honours every repository format detail (DESIGN 6), and a spawned process needs no extra dependency.
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { type ChildProcess, type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { DelegateGitError } from './errors.js';
@@ -87,17 +87,25 @@ function startGitWithoutInput(args: readonly string[], opts: { cwd: string; env?
 
 /** Like git() but returns {code, stdout, stderr} instead of throwing on a non-zero exit. */
 export function gitTry(args: string[], opts: GitOptions): Promise<GitResult> {
+  const input = opts.input;
+  if (input === undefined) return outcomeOf(startGitWithoutInput(args, opts), opts.cwd);
+  const child = startGit(args, opts);
+  const outcome = outcomeOf(child, opts.cwd);
+  feed(child, input);
+  return outcome;
+}
+
+/** What a started git printed and how it exited; a spawn failure rejects with a clear error. */
+function outcomeOf(child: ChildProcess, cwd: string): Promise<GitResult> {
   return new Promise((resolve, reject) => {
-    const input = opts.input;
-    const child = input === undefined ? startGitWithoutInput(args, opts) : startGit(args, opts);
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     let failed = false;
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
     child.on('error', (error) => {
       failed = true;
-      reject(spawnError(error, opts.cwd));
+      reject(spawnError(error, cwd));
     });
     child.on('close', (code, signal) => {
       if (failed) return;
@@ -107,12 +115,57 @@ export function gitTry(args: string[], opts: GitOptions): Promise<GitResult> {
         stderr: Buffer.concat(stderr).toString('utf8'),
       });
     });
-    if (input !== undefined) {
-      // git may exit before reading all of its input (e.g. on a bad argument); its exit code says what happened.
-      child.stdin!.on('error', () => {});
-      child.stdin!.end(input);
-    }
   });
+}
+
+function feed(child: ChildProcessWithoutNullStreams, input: string | Buffer): void {
+  // git may exit before reading all of its input (e.g. on a bad argument); its exit code says what happened.
+  child.stdin.on('error', () => {});
+  child.stdin.end(input);
+}
+
+/**
+ * A git process started before its input is known, so that its start-up (exec, configuration, finding the
+ * repository: a few milliseconds, more from a large Node process) overlaps other work. It is given its whole input
+ * once (`run`), or dismissed: its input then ends empty and it exits on its own, having done nothing. On POSIX it
+ * runs in a process group of its own, so a Ctrl-C meant for the command does not interrupt it mid-way; the
+ * command's exit closes its input all the same.
+ */
+export class WaitingGit {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly outcome: Promise<GitResult>;
+  private given = false;
+
+  constructor(
+    readonly args: readonly string[],
+    opts: { cwd: string; env?: NodeJS.ProcessEnv },
+  ) {
+    this.child = spawn('git', args, {
+      cwd: opts.cwd,
+      env: opts.env ?? process.env,
+      stdio: 'pipe',
+      windowsHide: true,
+      detached: process.platform !== 'win32',
+    });
+    this.outcome = outcomeOf(this.child, opts.cwd);
+    this.outcome.catch(() => {}); // a dismissed git's failure to start concerns no one
+  }
+
+  run(input: string | Buffer): Promise<GitResult> {
+    if (this.given) throw new Error(`${describeGitCommand(this.args)} was already given its input`);
+    this.given = true;
+    feed(this.child, input);
+    return this.outcome;
+  }
+
+  /** Ends its input if it was never given any; resolves when it has exited, either way. */
+  dismiss(): Promise<GitResult> {
+    if (!this.given) {
+      this.given = true;
+      feed(this.child, '');
+    }
+    return this.outcome;
+  }
 }
 
 /** Spawns git (no shell) and returns its stdout. Non-zero exit → DelegateGitError('GIT'); no git → 'NOT_A_REPOSITORY'. */

@@ -13,7 +13,15 @@
 import { isAscii } from 'node:buffer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelegateGitError } from './errors.js';
-import { CatFileBatch, gitFailure, gitRecords, gitTry, parseTreeObject, type TreeEntry } from './git.js';
+import {
+  CatFileBatch,
+  gitFailure,
+  gitRecords,
+  gitTry,
+  parseTreeObject,
+  type TreeEntry,
+  WaitingGit,
+} from './git.js';
 
 export const LEDGER_REF = 'refs/notes/delegations';
 
@@ -358,6 +366,13 @@ async function planAppend(
 }
 
 /**
+ * fastimport.unpackLimit=0: keep the few objects as the small pack fast-import wrote instead of running
+ * `unpack-objects` to make them loose (another process, 8 ms of a delegation); `gc --auto` folds small packs
+ * together as it does fetched ones.
+ */
+const FAST_IMPORT = ['-c', 'fastimport.unpackLimit=0', 'fast-import', '--quiet'];
+
+/**
  * The fast-import stream that makes one notes commit on `ref` with `plan` on top of `parent` and prints its id.
  * Without a parent the commit is a root, and fast-import creates the ref only if it still does not exist.
  */
@@ -369,6 +384,9 @@ function fastImportStream(ref: string, parent: string | null, plan: WritePlan, m
     push(`data ${bytes.length}\n`);
     parts.push(bytes, Buffer.from('\n'));
   };
+  // "feature done" (what --done asks): a truncated stream fails instead of committing part of it. Said in the
+  // stream rather than on the command line, so a writer started early and dismissed unused ends without an error.
+  push('feature done\n');
   push(`commit ${ref}\nmark :1\ncommitter ${NOTES_COMMITTER} ${Math.floor(Date.now() / 1000)} +0000\n`);
   data(message);
   if (parent) push(`from ${parent}\n`);
@@ -566,13 +584,21 @@ export class NotesLedger {
   }
 
   /**
+   * The fast-import an `append` made later may write through (its `writer`), started now so that its start-up
+   * overlaps other work. Dismissed by that append if it does not use it; otherwise the caller dismisses it.
+   */
+  startWriter(): WaitingGit {
+    return new WaitingGit(FAST_IMPORT, this.options());
+  }
+
+  /**
    * Adds lines to the notes of many blobs in ONE notes commit. Existing lines are kept; each note stays sorted and
    * unique. A no-op (current tip, added 0) when every line is already there. The ref moves by compare-and-swap;
    * on a lost race the commit is rebuilt from the new tip, so a concurrent writer's lines are never dropped.
    */
   async append(
     additions: NoteAddition[],
-    opts: { message?: string } = {},
+    opts: { message?: string; writer?: WaitingGit } = {},
   ): Promise<{ commit: string | null; added: number }> {
     const grouped = groupAdditions(additions);
     const shared = this.objects?.();
@@ -587,14 +613,9 @@ export class NotesLedger {
         if (plan.added === 0) return { commit: parent, added: 0 };
         const message =
           opts.message ?? `delegate-git: add ${plan.added} record line(s) to ${plan.notes} note(s)`;
-        // fastimport.unpackLimit=0: keep the few objects as the small pack fast-import wrote instead of running
-        // `unpack-objects` to make them loose (another process, 8 ms of a delegation); `gc --auto` folds small
-        // packs together as it does fetched ones. --done: a truncated stream fails instead of committing part of it.
-        const args = ['-c', 'fastimport.unpackLimit=0', 'fast-import', '--quiet', '--done'];
-        const written = await gitTry(args, {
-          ...this.options(),
-          input: fastImportStream(this.ref, parent, plan, message),
-        });
+        const input = fastImportStream(this.ref, parent, plan, message);
+        const waiting = attempt === 1 ? opts.writer : undefined; // a retry starts its own
+        const written = await (waiting?.run(input) ?? gitTry(FAST_IMPORT, { ...this.options(), input }));
         if (written.code === 0) return { commit: written.stdout.toString('utf8').trim(), added: plan.added };
         // The commit is written either way; only moving the ref can lose a race: the ledger moved since `parent`
         // ("Not updating ... does not contain"), or its lock file was held by another writer at that instant.
@@ -603,7 +624,7 @@ export class NotesLedger {
         if (!lostRace) {
           throw new DelegateGitError(
             'LEDGER',
-            `the notes commit could not be written to ${this.ref}: ${gitFailure(args, written).message}`,
+            `the notes commit could not be written to ${this.ref}: ${gitFailure(FAST_IMPORT, written).message}`,
           );
         }
         // Another writer moved the ledger: back off (randomly, so writers spread out) and rebuild on its tip.
@@ -614,6 +635,7 @@ export class NotesLedger {
         `${this.ref} kept changing under ${MAX_APPEND_ATTEMPTS} attempts to add records (other writers are busy). Run the command again.`,
       );
     } finally {
+      opts.writer?.dismiss(); // when unused (nothing to add, or it failed to start)
       if (!shared) await batch.close();
     }
   }

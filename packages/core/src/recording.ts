@@ -4,6 +4,7 @@
  */
 import { signStatement } from './dsse.js';
 import { DelegateGitError } from './errors.js';
+import type { WaitingGit } from './git.js';
 import type { NotesLedger } from './notes-ledger.js';
 import type { SigningKey } from './signing-key.js';
 import type { Statement, Subject } from './statement.js';
@@ -14,12 +15,13 @@ export async function recordStatement(
   statement: Statement<object>,
   key: SigningKey,
   message: string,
+  writer?: WaitingGit,
 ): Promise<{ line: string; commit: string | null }> {
   const { line } = signStatement(statement, key);
   const blobs = [...new Set(statement.subject.map((s: Subject) => s.digest.gitBlob))];
   const { commit } = await ledger.append(
     blobs.map((blob) => ({ blob, lines: [line] })),
-    { message },
+    { message, writer },
   );
   return { line, commit };
 }

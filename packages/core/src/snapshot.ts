@@ -2,7 +2,7 @@
  * The three places a check can read from (DESIGN 4.2): the work tree, the index, or a commit's tree. Policy, trust
  * root and content are always read from the same snapshot they judge, so `init` works before its first commit.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type CatFileBatch, git } from './git.js';
 
@@ -19,12 +19,13 @@ export interface Snapshot {
   listFiles(dir: string): Promise<string[]>;
 }
 
+/** Read synchronously: a policy and a few key files, where each asynchronous read costs a thread-pool round trip. */
 export function worktreeSnapshot(topLevel: string): Snapshot {
   return {
     label: 'the work tree',
     async readFile(file) {
       try {
-        return await readFile(path.join(topLevel, file));
+        return readFileSync(path.join(topLevel, file));
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
         throw error;
@@ -32,7 +33,7 @@ export function worktreeSnapshot(topLevel: string): Snapshot {
     },
     async listFiles(dir) {
       try {
-        const entries = await readdir(path.join(topLevel, dir), { recursive: true, withFileTypes: true });
+        const entries = readdirSync(path.join(topLevel, dir), { recursive: true, withFileTypes: true });
         return entries
           .filter((e) => e.isFile())
           .map((e) => path.relative(topLevel, path.join(e.parentPath, e.name)).split(path.sep).join('/'))

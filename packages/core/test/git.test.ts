@@ -16,6 +16,7 @@ import {
   gitTry,
   parseTreeObject,
   repositoryLayout,
+  WaitingGit,
   writeBlob,
 } from '../src/git.js';
 
@@ -80,6 +81,29 @@ describe('git / gitText / gitTry', () => {
     const failure = git(['status'], { cwd: missing, env });
     await expect(failure).rejects.toMatchObject({ code: 'NOT_A_REPOSITORY' });
     await expect(failure).rejects.toThrow(/does not exist/);
+  });
+});
+
+describe('WaitingGit', () => {
+  it('answers as gitTry does, given its input long after it started', async () => {
+    const r = repo();
+    fs.writeFileSync(path.join(r.dir, 'a.txt'), 'a\n');
+    fs.writeFileSync(path.join(r.dir, 'b.txt'), 'b\n');
+    const waiting = new WaitingGit(['hash-object', '--stdin-paths'], { cwd: r.dir, env });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const answered = await waiting.run(`${path.join(r.dir, 'a.txt')}\nb.txt\n`);
+    expect(answered).toEqual(await gitTry(['hash-object', '--', 'a.txt', 'b.txt'], { cwd: r.dir, env }));
+    expect(() => waiting.run('a.txt\n')).toThrow(/already given its input/);
+  });
+
+  it('dismissed, it ends having read nothing; a missing git is reported when it is given work', async () => {
+    const r = repo();
+    const dismissed = new WaitingGit(['hash-object', '--stdin-paths'], { cwd: r.dir, env });
+    dismissed.dismiss();
+    expect(await dismissed.dismiss()).toEqual({ code: 0, stdout: Buffer.alloc(0), stderr: '' }); // twice is harmless
+    expect(() => dismissed.run('x\n')).toThrow(/already given its input/);
+    const noGit = new WaitingGit(['--version'], { cwd: r.dir, env: { ...env, PATH: tempDir() } });
+    await expect(noGit.run('')).rejects.toMatchObject({ code: 'NOT_A_REPOSITORY' });
   });
 });
 

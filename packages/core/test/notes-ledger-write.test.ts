@@ -104,3 +104,64 @@ describe('NotesLedger.append: git processes per append', () => {
     expect(await ledger.linesOn(blob)).toEqual(['{"a":1}']);
   });
 });
+
+describe('NotesLedger.append through a writer started early (startWriter)', () => {
+  /** What a fast-import that failed or was cut short leaves behind: crash reports and temporary packs. */
+  function leftovers(r: TempRepo): string[] {
+    const crashes = fs.readdirSync(path.join(r.dir, '.git')).filter((f) => f.startsWith('fast_import_crash'));
+    const packs = fs
+      .readdirSync(path.join(r.dir, '.git', 'objects', 'pack'))
+      .filter((f) => f.startsWith('tmp_'));
+    return [...crashes, ...packs];
+  }
+
+  it('writes the notes commit through the waiting fast-import, started before the lines were known', async () => {
+    const r = repo();
+    const blob = r.git(['hash-object', '-w', '--stdin'], 'one\n').trim();
+    const commands = await tracedCommands(r, async (ledger) => {
+      const writer = ledger.startWriter();
+      await new Promise((resolve) => setTimeout(resolve, 50)); // started well ahead of its input
+      const { added } = await ledger.append([{ blob, lines: ['{"a":1}'] }], { writer });
+      expect(added).toBe(1);
+    });
+    expect(commands.sort()).toEqual(['cat-file', 'fast-import']);
+    expect(await new NotesLedger({ cwd: r.dir, env: cleanGitEnv() }).linesOn(blob)).toEqual(['{"a":1}']);
+    expect(leftovers(r)).toEqual([]);
+    r.git(['fsck', '--strict', '--no-progress']);
+  });
+
+  it('a writer not needed (nothing to add, or dismissed) ends without writing or leaving anything', async () => {
+    const r = repo();
+    const blob = r.git(['hash-object', '-w', '--stdin'], 'one\n').trim();
+    const ledger = new NotesLedger({ cwd: r.dir, env: cleanGitEnv() });
+    const { commit } = await ledger.append([{ blob, lines: ['{"a":1}'] }]);
+    const packsBefore = fs.readdirSync(path.join(r.dir, '.git', 'objects', 'pack')).sort();
+
+    const unused = ledger.startWriter();
+    expect(await ledger.append([{ blob, lines: ['{"a":1}'] }], { writer: unused })).toEqual({
+      commit,
+      added: 0,
+    });
+    const dismissed = ledger.startWriter();
+    // The append dismissed the one it did not use; each ended cleanly, having written nothing.
+    expect(() => unused.run('')).toThrow(/already given its input/);
+    for (const writer of [unused, dismissed]) expect((await writer.dismiss()).code).toBe(0);
+    expect(await ledger.tip()).toBe(commit);
+    expect(leftovers(r)).toEqual([]);
+    expect(fs.readdirSync(path.join(r.dir, '.git', 'objects', 'pack')).sort()).toEqual(packsBefore);
+  });
+
+  it('a stream cut short is refused, not committed in part (control: the whole stream commits)', async () => {
+    const r = repo();
+    const blob = r.git(['hash-object', '-w', '--stdin'], 'one\n').trim();
+    const ledger = new NotesLedger({ cwd: r.dir, env: cleanGitEnv() });
+    const whole = `feature done\ncommit ${LEDGER_REF}\ncommitter a <a@b> 1700000000 +0000\ndata 1\nm\nM 100644 inline ${blob}\ndata 8\n{"a":1}\n\ndone\n`;
+    const cut = ledger.startWriter();
+    const refused = await cut.run(whole.slice(0, whole.indexOf('\ndone\n')));
+    expect(refused.code).not.toBe(0);
+    expect(await ledger.tip()).toBeNull();
+    const complete = ledger.startWriter();
+    expect((await complete.run(whole)).code).toBe(0);
+    expect(await ledger.linesOn(blob)).toEqual(['{"a":1}']);
+  });
+});

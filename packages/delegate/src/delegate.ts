@@ -4,10 +4,10 @@
  * verification runs → coherence → contract re-hash → redaction → verdict → signed record in the ledger → receipt.
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
-import { git } from '@delegate-git/core/git';
+import { git, gitFailure, WaitingGit } from '@delegate-git/core/git';
 import type { Governance } from '@delegate-git/core/governance';
 import { isRepositoryPath } from '@delegate-git/core/record';
 import { recordStatement } from '@delegate-git/core/recording';
@@ -80,6 +80,43 @@ export interface DelegationReceipt {
 }
 
 export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise<DelegationReceipt> {
+  const writers = new ClosingWriters(opts.repo);
+  try {
+    return await delegateWith(unit, opts, writers);
+  } finally {
+    writers.dismiss();
+  }
+}
+
+/**
+ * The two git processes that end a delegation that wrote files, hashing what was written and writing the record,
+ * started once the worker has the request: its time hides their start-up (a few milliseconds each, spent after
+ * the verification command otherwise). Dismissed unused when nothing is recorded.
+ */
+class ClosingWriters {
+  hashing: WaitingGit | null = null;
+  recording: WaitingGit | null = null;
+
+  constructor(private readonly repo: Repository) {}
+
+  start(): void {
+    this.hashing ??= new WaitingGit(HASH_WRITTEN, { cwd: this.repo.layout.topLevel!, env: this.repo.env });
+    this.recording ??= this.repo.ledger.startWriter();
+  }
+
+  dismiss(): void {
+    this.hashing?.dismiss();
+    this.recording?.dismiss();
+  }
+}
+
+const HASH_WRITTEN = ['hash-object', '-w', '--stdin-paths'];
+
+async function delegateWith(
+  unit: Unit,
+  opts: DelegationOptions,
+  writers: ClosingWriters,
+): Promise<DelegationReceipt> {
   const { repo, settings } = opts;
   const top = repo.layout.topLevel!;
   const receipt = emptyReceipt(unit);
@@ -94,7 +131,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
   const ws = workspace.dir;
   receipt.workspace = ws;
 
-  const contract = await pinContract(ws, unit.contractFiles ?? []);
+  const contract = pinContract(ws, unit.contractFiles ?? []);
   const context = await gatherContext(unit, ws, contract.canonical, settings, repo, receipt);
   if (!context.ok)
     return refuse(
@@ -116,6 +153,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
       maxTokens: settings.worker.maxTokens,
       messages: buildWorkerMessages(unit, context.context, context.retry),
       onProgress: opts.onProgress,
+      onSent: () => writers.start(),
     });
   } catch (error) {
     if (error instanceof WorkerError)
@@ -140,7 +178,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
   }
 
   const emission = parseEmission(reply.content, { targetFiles: unit.targetFiles ?? [] });
-  const plan = await planWrites(emission, {
+  const plan = planWrites(emission, {
     workspace: ws,
     contractFiles: contract.canonical,
     targetFiles: unit.targetFiles ?? [],
@@ -149,7 +187,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
   });
   const errors = [...emission.errors, ...plan.errors];
   receipt.errors = errors;
-  if (plan.files.length > 0) await applyWritePlan(plan);
+  if (plan.files.length > 0) applyWritePlan(plan);
 
   const wroteCleanly = plan.files.length > 0 && errors.length === 0;
   let notApproved = false;
@@ -222,7 +260,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
     };
   }
 
-  receipt.contract = await recheckContract(contract);
+  receipt.contract = recheckContract(contract);
   receipt.verdict = resolveVerdict({
     contractViolations: receipt.contract.violations,
     verificationNotApproved: notApproved,
@@ -243,7 +281,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
   if (plan.files.length === 0) return receipt;
 
   // Hashes are taken after verification, so a formatter run by the command cannot leave the record stale.
-  const [files, baseCommit] = await Promise.all([hashWritten(repo, plan.files), startedAt]);
+  const [files, baseCommit] = await Promise.all([hashWritten(repo, plan.files, writers.hashing), startedAt]);
   receipt.files = files;
   const recordable = receipt.files.filter((f) => isRepositoryPath(f.path));
   if (recordable.length > 0) {
@@ -256,6 +294,7 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
       statement,
       opts.signingKey,
       `delegate-git delegate: ${receipt.verdict} ${unit.taskName}`,
+      writers.recording ?? undefined,
     );
     receipt.envelope = line;
   }
@@ -307,18 +346,18 @@ interface PinnedContract {
   before: Map<string, string | null>;
 }
 
-async function pinContract(ws: string, files: string[]): Promise<PinnedContract> {
+function pinContract(ws: string, files: string[]): PinnedContract {
   const canonical = [...new Set(files.map((f) => canonicalisePath(path.resolve(ws, f))))];
   const before = new Map<string, string | null>();
-  for (const file of canonical) before.set(file, await sha256OfFile(file));
+  for (const file of canonical) before.set(file, sha256OfFile(file));
   return { workspace: ws, canonical, before };
 }
 
-async function recheckContract(c: PinnedContract): Promise<DelegationReceipt['contract']> {
+function recheckContract(c: PinnedContract): DelegationReceipt['contract'] {
   const files: DelegationReceipt['contract']['files'] = [];
   const violations: string[] = [];
   for (const [file, before] of c.before) {
-    const after = await sha256OfFile(file);
+    const after = sha256OfFile(file);
     const rel = path.relative(c.workspace, file).split(path.sep).join('/');
     if (before === null) violations.push(`${rel} was declared as a contract file but does not exist`);
     else if (after === null) violations.push(`${rel} was deleted while the unit ran`);
@@ -374,17 +413,15 @@ async function hashWritten(
     lines: number;
     bytes: number;
   }>,
+  hashing: WaitingGit | null,
 ): Promise<ReceiptFile[]> {
   const top = repo.layout.topLevel!;
   const rels = files.map((f) => path.relative(top, f.absolute).split(path.sep).join('/'));
-  const ids = (
-    await git(['hash-object', '-w', '--', ...files.map((f) => f.absolute)], { cwd: top, env: repo.env })
-  )
-    .toString('utf8')
-    .split('\n');
+  const paths = files.map((f) => f.absolute);
+  const ids = (await hashedIds(paths, { cwd: top, env: repo.env }, hashing)).toString('utf8').split('\n');
   return Promise.all(
     files.map(async (f, i) => {
-      const content = await readFile(f.absolute);
+      const content = readFileSync(f.absolute);
       const gitBlob = ids[i]!;
       return {
         path: rels[i]!,
@@ -407,6 +444,19 @@ async function hashWritten(
  * on disk, a filter changed them, so the sha256 must come from the stored blob, or `check` would find the record
  * naming another sha256 and never promote the file.
  */
+/** `git hash-object -w` of each path, through the waiting one when every path fits on its one line of input. */
+async function hashedIds(
+  paths: string[],
+  opts: { cwd: string; env?: NodeJS.ProcessEnv },
+  hashing: WaitingGit | null,
+): Promise<Buffer> {
+  if (!hashing || paths.some((p) => p.includes('\n')))
+    return git(['hash-object', '-w', '--', ...paths], opts);
+  const hashed = await hashing.run(paths.map((p) => `${p}\n`).join(''));
+  if (hashed.code !== 0) throw gitFailure(hashing.args, hashed);
+  return hashed.stdout;
+}
+
 async function stagedContent(repo: Repository, onDisk: Buffer, gitBlob: string): Promise<Buffer> {
   const algorithm = gitBlob.length === 64 ? 'sha256' : 'sha1';
   const rawId = createHash(algorithm).update(`blob ${onDisk.length}\0`).update(onDisk).digest('hex');
@@ -417,11 +467,9 @@ async function stagedContent(repo: Repository, onDisk: Buffer, gitBlob: string):
   return blob.content;
 }
 
-async function sha256OfFile(file: string): Promise<string | null> {
+function sha256OfFile(file: string): string | null {
   try {
-    return createHash('sha256')
-      .update(await readFile(file))
-      .digest('hex');
+    return createHash('sha256').update(readFileSync(file)).digest('hex');
   } catch {
     return null;
   }

@@ -33,6 +33,8 @@ export interface WorkerRequest {
   maxTokens?: number;
   temperature?: number;
   onProgress?: (progress: WorkerProgress) => void;
+  /** Called once the request has been handed to the connection: the model's time starts, the caller's may be used. */
+  onSent?: () => void;
 }
 
 export interface WorkerReply {
@@ -130,7 +132,7 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
 
   let response: IncomingMessage;
   try {
-    response = await post(url, headers, Buffer.from(JSON.stringify(body), 'utf8'), combined);
+    response = await post(url, headers, Buffer.from(JSON.stringify(body), 'utf8'), combined, req.onSent);
   } catch (error) {
     const translated = translate(error, 'waiting for the response');
     if (translated !== error) throw translated;
@@ -333,6 +335,7 @@ async function post(
   headers: Record<string, string>,
   body: Buffer,
   signal: AbortSignal,
+  onSent?: () => void,
 ): Promise<IncomingMessage> {
   const transport = url.protocol === 'https:' ? await import('node:https') : http;
   return new Promise((resolve, reject) => {
@@ -348,6 +351,7 @@ async function post(
     );
     // Later socket errors reach the response stream too; this listener only has to exist.
     request.on('error', reject);
+    if (onSent) request.once('finish', onSent);
     request.end(body);
   });
 }

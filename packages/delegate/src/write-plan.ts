@@ -6,7 +6,7 @@
  * patch-or-create.
  */
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs/promises';
+import fs from 'node:fs';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { canonicalisePath, checkEmissionPath, isPathWithin } from './containment.js';
@@ -82,9 +82,9 @@ function errorCode(error: unknown): string | undefined {
 
 type FileOutcome = { file: PlannedFile } | { error: string };
 
-async function existingEntry(absolute: string): Promise<'file' | 'other' | null> {
+function existingEntry(absolute: string): 'file' | 'other' | null {
   try {
-    const stats = await fs.lstat(absolute);
+    const stats = fs.lstatSync(absolute);
     return stats.isFile() ? 'file' : 'other';
   } catch (error) {
     const code = errorCode(error);
@@ -93,12 +93,7 @@ async function existingEntry(absolute: string): Promise<'file' | 'other' | null>
   }
 }
 
-async function planPatch(
-  shown: string,
-  absolute: string,
-  body: string,
-  workspace: string,
-): Promise<FileOutcome> {
+function planPatch(shown: string, absolute: string, body: string, workspace: string): FileOutcome {
   const blocks = parseSearchReplace(body)!;
   if (blocks.length === 0) {
     return {
@@ -107,7 +102,7 @@ async function planPatch(
         `\`${REPLACE_MARKER}\`; the patch was refused and nothing written (the reply may have been cut off)`,
     };
   }
-  const entry = await existingEntry(absolute);
+  const entry = existingEntry(absolute);
   if (entry === null) {
     return {
       error:
@@ -118,7 +113,7 @@ async function planPatch(
   if (entry === 'other') return { error: `${shown} is not a regular file; a patch can only edit a file` };
   let original: Buffer;
   try {
-    original = await fs.readFile(absolute);
+    original = fs.readFileSync(absolute);
   } catch (error) {
     return { error: `${shown} could not be read to apply the patch: ${(error as Error).message}` };
   }
@@ -132,13 +127,8 @@ async function planPatch(
   return { file: planned(workspace, absolute, 'patched', result.content, result.hunks) };
 }
 
-async function planWholeFile(
-  shown: string,
-  absolute: string,
-  body: string,
-  workspace: string,
-): Promise<FileOutcome> {
-  if ((await existingEntry(absolute)) !== null) {
+function planWholeFile(shown: string, absolute: string, body: string, workspace: string): FileOutcome {
+  if (existingEntry(absolute) !== null) {
     return {
       error:
         `${shown} already exists; a whole-file block may only create a new file. To change an existing file, ` +
@@ -149,7 +139,7 @@ async function planWholeFile(
   return { file: planned(workspace, absolute, 'created', body, 0) };
 }
 
-export async function planWrites(emission: Emission, opts: WritePlanOptions): Promise<WritePlan> {
+export function planWrites(emission: Emission, opts: WritePlanOptions): WritePlan {
   const files: PlannedFile[] = [];
   const errors: string[] = [];
   const duplicates = [...emission.duplicates];
@@ -189,8 +179,8 @@ export async function planWrites(emission: Emission, opts: WritePlanOptions): Pr
 
     const outcome =
       parseSearchReplace(emitted.body) === null
-        ? await planWholeFile(shown, absolute, emitted.body, workspace)
-        : await planPatch(shown, absolute, emitted.body, workspace);
+        ? planWholeFile(shown, absolute, emitted.body, workspace)
+        : planPatch(shown, absolute, emitted.body, workspace);
     if ('error' in outcome) errors.push(outcome.error);
     else files.push(outcome.file);
   }
@@ -206,31 +196,31 @@ interface AppliedWrite {
 }
 
 /** Writes `content` to a temp file beside `absolute`, then renames it over: readers see old bytes or new. */
-async function writeAtomically(absolute: string, content: Buffer, mode: number | undefined): Promise<void> {
+function writeAtomically(absolute: string, content: Buffer, mode: number | undefined): void {
   const temp = path.join(
     path.dirname(absolute),
     `.${path.basename(absolute)}.delegate-git-${process.pid}-${randomBytes(6).toString('hex')}.tmp`,
   );
   try {
-    const handle = await fs.open(temp, 'wx', mode ?? 0o666);
+    const fd = fs.openSync(temp, 'wx', mode ?? 0o666);
     try {
-      await handle.writeFile(content);
-      if (mode !== undefined) await handle.chmod(mode); // the umask must not narrow an existing file's bits
-      await handle.sync();
+      fs.writeFileSync(fd, content);
+      if (mode !== undefined) fs.fchmodSync(fd, mode); // the umask must not narrow an existing file's bits
+      fs.fsyncSync(fd);
     } finally {
-      await handle.close();
+      fs.closeSync(fd);
     }
-    await fs.rename(temp, absolute);
+    fs.renameSync(temp, absolute);
   } catch (error) {
-    await fs.rm(temp, { force: true }).catch(() => undefined);
+    fs.rmSync(temp, { force: true });
     throw error;
   }
 }
 
-async function readPrevious(absolute: string): Promise<AppliedWrite['previous']> {
+function readPrevious(absolute: string): AppliedWrite['previous'] {
   try {
-    const [content, stats] = await Promise.all([fs.readFile(absolute), fs.stat(absolute)]);
-    return { content, mode: stats.mode & 0o7777 };
+    const content = fs.readFileSync(absolute);
+    return { content, mode: fs.statSync(absolute).mode & 0o7777 };
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return null;
     throw error;
@@ -247,11 +237,17 @@ function directoriesCreated(first: string | undefined, dir: string): string[] {
   return created;
 }
 
-async function restore(write: AppliedWrite): Promise<void> {
-  if (write.previous === null) await fs.rm(write.file.absolute, { force: true });
-  else await writeAtomically(write.file.absolute, write.previous.content, write.previous.mode);
-  for (const dir of [...write.createdDirs].reverse()) {
-    await fs.rmdir(dir).catch(() => undefined); // only if still empty
+function restore(write: AppliedWrite): void {
+  if (write.previous === null) fs.rmSync(write.file.absolute, { force: true });
+  else writeAtomically(write.file.absolute, write.previous.content, write.previous.mode);
+  for (const dir of [...write.createdDirs].reverse()) removeIfEmpty(dir);
+}
+
+function removeIfEmpty(dir: string): void {
+  try {
+    fs.rmdirSync(dir);
+  } catch {
+    // Not empty (or gone): kept.
   }
 }
 
@@ -260,22 +256,22 @@ async function restore(write: AppliedWrite): Promise<void> {
  * written are restored (previous bytes and mode back, or removed if this plan created them) and the error is
  * thrown: a unit's files land together or not at all.
  */
-export async function applyWritePlan(plan: WritePlan): Promise<void> {
+export function applyWritePlan(plan: WritePlan): void {
   const applied: AppliedWrite[] = [];
   for (const file of plan.files) {
     let createdDirs: string[] = [];
     try {
-      const previous = await readPrevious(file.absolute);
+      const previous = readPrevious(file.absolute);
       const dir = path.dirname(file.absolute);
-      createdDirs = directoriesCreated(await fs.mkdir(dir, { recursive: true }), dir);
-      await writeAtomically(file.absolute, file.content, previous?.mode);
+      createdDirs = directoriesCreated(fs.mkdirSync(dir, { recursive: true }), dir);
+      writeAtomically(file.absolute, file.content, previous?.mode);
       applied.push({ file, previous, createdDirs });
     } catch (error) {
-      for (const dir of createdDirs.reverse()) await fs.rmdir(dir).catch(() => undefined);
+      for (const dir of createdDirs.reverse()) removeIfEmpty(dir);
       const unrestored: string[] = [];
       for (const write of applied.reverse()) {
         try {
-          await restore(write);
+          restore(write);
         } catch (restoreError) {
           unrestored.push(`${write.file.path} (${(restoreError as Error).message})`);
         }

@@ -51,7 +51,7 @@ const read = (relative: string) => fs.readFileSync(path.join(ws, relative), 'utf
 
 describe('planWrites: create and patch', () => {
   it('plans a new file (parents need not exist) and writes nothing until applied', async () => {
-    const plan = await planWrites(emission(['src/new/b.ts', 'export const b = "é";\n']), options());
+    const plan = planWrites(emission(['src/new/b.ts', 'export const b = "é";\n']), options());
     expect(plan.errors).toEqual([]);
     expect(plan.files).toEqual([
       {
@@ -65,23 +65,23 @@ describe('planWrites: create and patch', () => {
       },
     ]);
     expect(fs.existsSync(path.join(ws, 'src', 'new'))).toBe(false);
-    await applyWritePlan(plan);
+    applyWritePlan(plan);
     expect(read('src/new/b.ts')).toBe('export const b = "é";\n');
   });
 
   it('plans a patch of an existing file from a parsed reply', async () => {
     const reply = `${F}ts file="src/a.ts"\n${patchBody('  return a + b;', '  return b + a;')}${F}\n`;
-    const plan = await planWrites(parseEmission(reply, { targetFiles: [] }), options());
+    const plan = planWrites(parseEmission(reply, { targetFiles: [] }), options());
     expect(plan.errors).toEqual([]);
     expect(plan.files).toHaveLength(1);
     expect(plan.files[0]).toMatchObject({ path: 'src/a.ts', mode: 'patched', hunks: 1, lines: 3 });
     expect(read('src/a.ts')).toBe(original);
-    await applyWritePlan(plan);
+    applyWritePlan(plan);
     expect(read('src/a.ts')).toBe(original.replace('a + b', 'b + a'));
   });
 
   it('counts lines as a reader would', async () => {
-    const plan = await planWrites(
+    const plan = planWrites(
       emission(['one.txt', 'a\nb'], ['two.txt', 'a\nb\n'], ['empty.txt', '']),
       options(),
     );
@@ -93,7 +93,7 @@ describe('planWrites: create and patch', () => {
   });
 
   it('refuses a whole file over an existing one, naming the SEARCH/REPLACE form', async () => {
-    const plan = await planWrites(emission(['src/a.ts', 'export const replaced = true;\n']), options());
+    const plan = planWrites(emission(['src/a.ts', 'export const replaced = true;\n']), options());
     expect(plan.files).toEqual([]);
     expect(plan.errors).toEqual([
       '`src/a.ts` already exists; a whole-file block may only create a new file. To change an existing file, emit ' +
@@ -102,14 +102,14 @@ describe('planWrites: create and patch', () => {
   });
 
   it('refuses even a whole file identical to the existing one, and a directory', async () => {
-    const plan = await planWrites(emission(['src/a.ts', original], ['src', 'x\n']), options());
+    const plan = planWrites(emission(['src/a.ts', original], ['src', 'x\n']), options());
     expect(plan.files).toEqual([]);
     expect(plan.errors).toHaveLength(2);
     expect(plan.errors[1]).toMatch(/^`src` already exists/);
   });
 
   it('refuses a patch of a file that does not exist', async () => {
-    const plan = await planWrites(
+    const plan = planWrites(
       emission(['src/missing.ts', patchBody('const a = 1;', 'const a = 2;')]),
       options(),
     );
@@ -121,7 +121,7 @@ describe('planWrites: create and patch', () => {
   });
 
   it('refuses a patch of a directory', async () => {
-    const plan = await planWrites(emission(['src', patchBody('const a = 1;', 'const a = 2;')]), options());
+    const plan = planWrites(emission(['src', patchBody('const a = 1;', 'const a = 2;')]), options());
     expect(plan.errors).toEqual(['`src` is not a regular file; a patch can only edit a file']);
   });
 
@@ -129,10 +129,7 @@ describe('planWrites: create and patch', () => {
     ['existing target', 'src/a.ts'],
     ['missing target', 'src/new.ts'],
   ])('refuses an unclosed SEARCH (%s): never written whole', async (_name, target) => {
-    const plan = await planWrites(
-      emission([target, '<<<<<<< SEARCH\n  return a + b;\n=======\n']),
-      options(),
-    );
+    const plan = planWrites(emission([target, '<<<<<<< SEARCH\n  return a + b;\n=======\n']), options());
     expect(plan.files).toEqual([]);
     expect(plan.errors).toEqual([
       `\`${target}\`: a \`<<<<<<< SEARCH\` block was opened and never closed with \`=======\` and ` +
@@ -148,7 +145,7 @@ describe('planWrites: create and patch', () => {
   ])('refuses a %s SEARCH with the file named', async (kind, search, expected) => {
     fs.writeFileSync(path.join(ws, 'src', 'a.ts'), `${original}export function sub() {}\n`);
     const replace = kind === 'identical' ? search : 'changed text here';
-    const plan = await planWrites(emission(['src/a.ts', patchBody(search, replace)]), options());
+    const plan = planWrites(emission(['src/a.ts', patchBody(search, replace)]), options());
     expect(plan.files).toEqual([]);
     expect(plan.errors).toHaveLength(1);
     expect(plan.errors[0]).toMatch(/^`src\/a\.ts`: patch refused, nothing written: /);
@@ -157,11 +154,11 @@ describe('planWrites: create and patch', () => {
 
   it('keeps a CRLF file CRLF through plan and apply', async () => {
     fs.writeFileSync(path.join(ws, 'src', 'a.ts'), original.replace(/\n/g, '\r\n'));
-    const plan = await planWrites(
+    const plan = planWrites(
       emission(['src/a.ts', patchBody('  return a + b;', '  return a + b + 0;')]),
       options(),
     );
-    await applyWritePlan(plan);
+    applyWritePlan(plan);
     expect(fs.readFileSync(path.join(ws, 'src', 'a.ts'))).toEqual(
       Buffer.from('export function add(a, b) {\r\n  return a + b + 0;\r\n}\r\n'),
     );
@@ -169,10 +166,7 @@ describe('planWrites: create and patch', () => {
 
   it('refuses to patch a file that is not UTF-8', async () => {
     fs.writeFileSync(path.join(ws, 'src', 'latin1.txt'), Buffer.from('caf\xe9 au lait, please\n', 'latin1'));
-    const plan = await planWrites(
-      emission(['src/latin1.txt', patchBody('au lait, please', 'noir')]),
-      options(),
-    );
+    const plan = planWrites(emission(['src/latin1.txt', patchBody('au lait, please', 'noir')]), options());
     expect(plan.errors).toEqual([
       '`src/latin1.txt` is not UTF-8 text; it cannot be patched without altering its bytes',
     ]);
@@ -182,11 +176,11 @@ describe('planWrites: create and patch', () => {
     const script = path.join(ws, 'run.sh');
     fs.writeFileSync(script, '#!/bin/sh\necho "old message"\n');
     fs.chmodSync(script, 0o750);
-    const plan = await planWrites(
+    const plan = planWrites(
       emission(['run.sh', patchBody('echo "old message"', 'echo "new message"')]),
       options(),
     );
-    await applyWritePlan(plan);
+    applyWritePlan(plan);
     expect(fs.statSync(script).mode & 0o777).toBe(0o750);
     expect(fs.readFileSync(script, 'utf8')).toContain('new message');
   });
@@ -195,7 +189,7 @@ describe('planWrites: create and patch', () => {
 describe('planWrites: the per-file gates, in order', () => {
   it('containment: `..`, absolute outside and symlinks leading out are refused; other files still plan', async () => {
     fs.symlinkSync(path.join(base, 'outside'), path.join(ws, 'link-out'));
-    const plan = await planWrites(
+    const plan = planWrites(
       emission(
         ['../outside/a.ts', 'x\n'],
         [path.join(base, 'outside', 'b.ts'), 'x\n'],
@@ -207,12 +201,12 @@ describe('planWrites: the per-file gates, in order', () => {
     expect(plan.files.map((f) => f.path)).toEqual(['src/ok.ts']);
     expect(plan.errors).toHaveLength(3);
     for (const error of plan.errors) expect(error).toContain(`outside the workspace ${ws}; not written`);
-    await applyWritePlan(plan);
+    applyWritePlan(plan);
     expect(fs.readdirSync(path.join(base, 'outside'))).toEqual([]);
   });
 
   it('an emitAllowlist root admits a path outside the workspace (control)', async () => {
-    const plan = await planWrites(
+    const plan = planWrites(
       emission(['../outside/a.ts', 'x\n']),
       options({ emitAllowlist: [path.join(base, 'outside')] }),
     );
@@ -222,7 +216,7 @@ describe('planWrites: the per-file gates, in order', () => {
 
   it('contract files are unwritable, checked before scope, by patch or whole file', async () => {
     const contract = path.join(ws, 'test', 'a.test.ts');
-    const plan = await planWrites(
+    const plan = planWrites(
       emission(
         ['test/a.test.ts', patchBody('test("adds", () => {});', 'test("adds", () => { /* weakened */ });')],
         ['./test/../test/a.test.ts', 'x\n'],
@@ -239,19 +233,19 @@ describe('planWrites: the per-file gates, in order', () => {
 
   it('unit scope: a prefix sibling is refused, a directory target covers its subtree, `off` lifts it', async () => {
     const files = emission(['src/deep/new.ts', 'x\n'], ['src-extra/a.ts', 'x\n']);
-    const enforced = await planWrites(files, options({ targetFiles: ['src/'] }));
+    const enforced = planWrites(files, options({ targetFiles: ['src/'] }));
     expect(enforced.files.map((f) => f.path)).toEqual(['src/deep/new.ts']);
     expect(enforced.errors).toEqual([
       "`src-extra/a.ts` is outside the unit's declared targetFiles (`src/`); not written. Declare it in the " +
         'unit\'s targetFiles, or an operator can set unitScope: "off" to lift the check.',
     ]);
-    const off = await planWrites(files, options({ targetFiles: ['src/'], unitScope: 'off' }));
+    const off = planWrites(files, options({ targetFiles: ['src/'], unitScope: 'off' }));
     expect(off.files.map((f) => f.path)).toEqual(['src/deep/new.ts', 'src-extra/a.ts']);
   });
 
   it('a later file reaching the same canonical path is a duplicate, ignored', async () => {
     const first = patchBody('  return a + b;', '  return b + a;');
-    const plan = await planWrites(
+    const plan = planWrites(
       {
         files: [
           { path: 'src/a.ts', body: first, source: 'header' },
@@ -272,7 +266,7 @@ describe('planWrites: the per-file gates, in order', () => {
 describe('applyWritePlan: all or nothing', () => {
   it('a failure mid-way restores the files already written and removes created ones', async () => {
     fs.writeFileSync(path.join(ws, 'blocker.txt'), 'I am a file, not a directory\n');
-    const plan = await planWrites(
+    const plan = planWrites(
       emission(
         ['src/a.ts', patchBody('  return a + b;', '  return b + a;')],
         ['fresh/dir/b.ts', 'export const b = 1;\n'],
@@ -289,10 +283,12 @@ describe('applyWritePlan: all or nothing', () => {
       'src/later.ts',
     ]);
 
-    const failure = await applyWritePlan(plan).then(
-      () => null,
-      (error: unknown) => error,
-    );
+    let failure: unknown = null;
+    try {
+      applyWritePlan(plan);
+    } catch (error) {
+      failure = error;
+    }
     expect(failure).toBeInstanceOf(DelegateGitError);
     expect((failure as DelegateGitError).code).toBe('IO');
     expect((failure as DelegateGitError).message).toMatch(
@@ -307,14 +303,14 @@ describe('applyWritePlan: all or nothing', () => {
   });
 
   it('the same plan without the failing file applies completely (control)', async () => {
-    const plan = await planWrites(
+    const plan = planWrites(
       emission(
         ['src/a.ts', patchBody('  return a + b;', '  return b + a;')],
         ['fresh/dir/b.ts', 'export const b = 1;\n'],
       ),
       options(),
     );
-    await applyWritePlan(plan);
+    applyWritePlan(plan);
     expect(read('src/a.ts')).toContain('return b + a;');
     expect(read('fresh/dir/b.ts')).toBe('export const b = 1;\n');
     const leftovers = fs.readdirSync(ws, { recursive: true }).filter((name) => String(name).endsWith('.tmp'));
@@ -322,13 +318,13 @@ describe('applyWritePlan: all or nothing', () => {
   });
 
   it('a file changed between plan and apply is restored to what it was at apply time', async () => {
-    const plan = await planWrites(
+    const plan = planWrites(
       emission(['src/a.ts', patchBody('  return a + b;', '  return b + a;')], ['blocker.txt/c.ts', 'x\n']),
       options(),
     );
     fs.writeFileSync(path.join(ws, 'blocker.txt'), 'now a file\n');
     fs.writeFileSync(path.join(ws, 'src', 'a.ts'), 'edited by someone else\n');
-    await expect(applyWritePlan(plan)).rejects.toThrow(/restored/);
+    expect(() => applyWritePlan(plan)).toThrow(/restored/);
     expect(read('src/a.ts')).toBe('edited by someone else\n');
   });
 });
