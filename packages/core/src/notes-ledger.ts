@@ -576,7 +576,14 @@ export class NotesLedger {
       for (let start = 0; next; start += ENTRY_WINDOW) {
         const current = await next;
         next = start + ENTRY_WINDOW < ids.length ? fetchWindow(start + ENTRY_WINDOW) : null;
-        yield* current;
+        for (let i = 0; i < current.length; i++) {
+          // git can only run ahead by what its output pipe holds (64 KB on Linux, about 16 notes of a few records),
+          // and that pipe is read only when the event loop polls: a consumer busy with a whole window would leave
+          // git blocked most of the time. Measured: the first build of a 100,000-record path index, 7.2-7.6 s before
+          // and 5.7-6.1 s with this.
+          if (i % 16 === 15) await new Promise((resolve) => setImmediate(resolve));
+          yield current[i]!;
+        }
       }
     } finally {
       await batch.close();

@@ -73,7 +73,10 @@ async function preCommit(io: Io, given?: QuickAnswer): Promise<number> {
 async function preReceive(io: Io): Promise<number> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  const { judgePush, parseRefUpdates, Repository } = await import('@delegate-git/core');
+  const [{ judgePush, parseRefUpdates }, { Repository }] = await Promise.all([
+    import('@delegate-git/core/pre-receive'),
+    import('@delegate-git/core/repository'),
+  ]);
   const updates = parseRefUpdates(Buffer.concat(chunks).toString('utf8'));
   const repo = await Repository.open(io.cwd, io.env);
   try {
