@@ -1,11 +1,12 @@
 // Measures the delegation overhead: everything `delegate-git delegate` does beyond the model and the verification
 // command (DESIGN 6 goal: < 100 ms). Run by hand, not a test, after `node scripts/build.mjs`:
 //   node bench/delegate.mjs [--runs 20] [--cli <bin/delegate-git.js of a build>] [--against <another build's bin>]
-//                           [--profile]
+//                           [--worker-ms 0] [--profile]
 // The built CLI delegates a one-file unit (`runVerification: "true"`, `verificationRepeats: 1`) to a local
 // replaying worker that answers at once; the overhead is the median, over the rounds, of each delegation's wall time
 // less that round's measurements of what is not delegate-git's own work (starting Node, the worker's HTTP round
-// trip, the `true` command in a shell).
+// trip, the `true` command in a shell). --worker-ms makes the worker take that long to answer (each delegation and each
+// round trip alike), as a model does: work the CLI does while the model generates is then hidden, as it is in use.
 // The test worker (test/support/fake-worker.ts) is bundled with esbuild into a temporary module first. The
 // measurements are interleaved round by round (a delegation, `node -e 0`, `sh -c true`, a round trip), so a load
 // swing on a shared machine moves them together; --against adds a second build to each round (in alternating
@@ -28,6 +29,7 @@ const { values: options } = parseArgs({
     cli: { type: 'string' },
     against: { type: 'string' },
     profile: { type: 'boolean', default: false },
+    'worker-ms': { type: 'string', default: '0' },
   },
 });
 const RUNS = Number(options.runs);
@@ -103,7 +105,11 @@ runSync('git', ['commit', '-q', '-m', 'adopt delegate-git']);
 runSync(process.execPath, [cliBin, 'config', 'set', 'worker.endpoint', worker.url]);
 runSync(process.execPath, [cliBin, 'config', 'set', 'verification.approval', 'allow']);
 
-const reply = (i) => ({ content: `\`\`\`js file="src/bench-${i}.js"\nexport const value = ${i};\n\`\`\`\n` });
+const WORKER_MS = Number(options['worker-ms']);
+const reply = (i) => ({
+  content: `\`\`\`js file="src/bench-${i}.js"\nexport const value = ${i};\n\`\`\`\n`,
+  ...(WORKER_MS > 0 ? { delayMs: WORKER_MS } : {}),
+});
 let unitCounter = 0;
 async function delegateOnce({ nodeArgs = [], bin = cliBin, env: childEnv = env } = {}) {
   const i = unitCounter++;
@@ -187,7 +193,9 @@ console.log(
   `delegate-git delegate, ${RUNS} runs (medians; ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(2)})`,
 );
 console.log(`  - node -e 0 (starting Node)            ${fmt(baseline.node)}`);
-console.log(`  - worker round trip (warm fetch)       ${fmt(baseline.worker)}`);
+console.log(
+  `  - worker round trip (warm fetch)       ${fmt(baseline.worker)}${WORKER_MS > 0 ? ` (the worker answers after ${WORKER_MS} ms)` : ''}`,
+);
 console.log(`  - sh -c true (the command)             ${fmt(baseline.command)}`);
 for (const b of builds) {
   const total = median(b.runs.map((d) => d.ms));

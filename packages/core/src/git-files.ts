@@ -103,7 +103,8 @@ export function looseCommitTree(dirs: GitDirs, commit: string): string | null {
   return tree && tree[1]!.length === commit.length ? tree[1]! : null;
 }
 
-function readText(file: string): string | null {
+/** A file's text, or null when it cannot be read (missing, unreadable): the caller then asks git. */
+export function readText(file: string): string | null {
   try {
     return readFileSync(file, 'utf8');
   } catch {

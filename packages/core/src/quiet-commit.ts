@@ -18,7 +18,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { replaceCacheFile } from './cache-file.js';
 import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
-import { type GitDirs, gitDirsOf, looseCommitTree, refTarget } from './git-files.js';
+import { type GitDirs, gitDirsOf, looseCommitTree, readText, refTarget } from './git-files.js';
 import {
   adoptGlobExpressions,
   changesGovernance,
@@ -359,14 +359,6 @@ async function run(
 }
 
 /** Cache files are read synchronously: nothing else runs meanwhile, and a thread-pool round trip costs more. */
-function readText(file: string): string | null {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
-}
-
 function readJson<T>(file: string): T | null {
   const text = readText(file);
   if (text === null) return null;
