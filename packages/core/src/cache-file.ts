@@ -18,3 +18,8 @@ export async function replaceCacheFile(file: string, data: string | Buffer): Pro
     return false;
   }
 }
+
+/** The file of the recorded paths at a ledger tip (path-index.ts writes it; the pre-commit hook's quick path reads it). */
+export function pathsName(tip: string): string {
+  return `recorded-paths-${tip}`;
+}

@@ -16,6 +16,7 @@ import {
   type BatchCandidate,
   type CheckedBatch,
   checkNoteBatch,
+  type IndexedBatch,
   type NoteBatch,
   NoteBatchBuilder,
 } from './note-batch.js';
@@ -299,22 +300,25 @@ export async function* notesOf(repo: Repository, tip: string): AsyncGenerator<[s
   yield* sorted();
 }
 
-/** Worker threads running `checkNoteBatch`, when the worker script was built next to this module (the CLI bundle). */
+/**
+ * Worker threads running `checkNoteBatch` (or `indexNoteBatch`), when the worker script was built next to this module
+ * (the CLI bundle).
+ */
 export class NotePool {
   private readonly load: number[];
   private sent = 0;
   private readonly waiting = new Map<
     number,
-    { resolve: (c: CheckedBatch) => void; reject: (e: Error) => void }
+    { resolve: (answer: { id: number }) => void; reject: (e: Error) => void }
   >();
 
   private constructor(private readonly workers: Worker[]) {
     this.load = workers.map(() => 0);
     workers.forEach((worker, i) => {
-      worker.on('message', (checked: CheckedBatch) => {
+      worker.on('message', (answer: { id: number }) => {
         this.load[i]!--;
-        this.waiting.get(checked.id)?.resolve(checked);
-        this.waiting.delete(checked.id);
+        this.waiting.get(answer.id)?.resolve(answer);
+        this.waiting.delete(answer.id);
       });
       // A crashed worker fails the whole run (exit 2): a ledger only partly checked must never pass.
       const fail = (error: Error) => {
@@ -329,13 +333,21 @@ export class NotePool {
   }
 
   static start(governance: Governance): NotePool | null {
+    return NotePool.spawn({
+      keyFiles: [...governance.trustRoot.sources],
+      repositoryId: governance.policy.repositoryId,
+    });
+  }
+
+  /** Threads for `index` only: they read lines as the path index does, and trust no key. */
+  static forIndex(): NotePool | null {
+    return NotePool.spawn({ keyFiles: [], repositoryId: '' });
+  }
+
+  private static spawn(workerData: VerifyWorkerData): NotePool | null {
     const script = new URL('./verify-worker.js', import.meta.url);
     if (script.protocol !== 'file:' || !existsSync(fileURLToPath(script))) return null;
     const threads = Math.max(1, Math.min(availableParallelism(), 4));
-    const workerData: VerifyWorkerData = {
-      keyFiles: [...governance.trustRoot.sources],
-      repositoryId: governance.policy.repositoryId,
-    };
     return new NotePool(Array.from({ length: threads }, () => new Worker(script, { workerData })));
   }
 
@@ -343,16 +355,24 @@ export class NotePool {
     return this.workers.length;
   }
 
+  check(batch: NoteBatch): Promise<CheckedBatch> {
+    return this.send(batch);
+  }
+
+  index(batch: NoteBatch): Promise<IndexedBatch> {
+    return this.send({ ...batch, indexOnly: true });
+  }
+
   /**
    * To the thread with the least work queued. The pool numbers what it sends itself: callers number their batches
    * independently (two callers' ids may repeat, and a repeated id would leave a caller waiting forever).
    */
-  check(batch: NoteBatch): Promise<CheckedBatch> {
+  private send<T extends { id: number }>(batch: NoteBatch): Promise<T> {
     const i = this.load.indexOf(Math.min(...this.load));
     this.load[i]!++;
     const id = this.sent++;
     return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve: (checked) => resolve({ ...checked, id: batch.id }), reject });
+      this.waiting.set(id, { resolve: (answer) => resolve({ ...answer, id: batch.id } as T), reject });
       this.workers[i]!.postMessage({ ...batch, id }, [batch.bytes.buffer]);
     });
   }

@@ -15,7 +15,7 @@ import { type Governance, loadGovernance } from './governance.js';
 import { type GovernanceChangeProblem, unapprovedGovernanceChanges } from './governance-history.js';
 import { type PassStats, passOverLedger } from './ledger-pass.js';
 import { lineOutcome } from './line-check.js';
-import { type addLines, interned, PathIndex, recordOnPath, writeCache } from './path-index.js';
+import { type addLines, PathIndex, recordFacts, writeCache } from './path-index.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
 import { judgeRevision, type NoteAtRevision, planRevision, type RevisionPlan } from './revision-judge.js';
@@ -160,7 +160,6 @@ function withGovernanceHistory(files: CheckResult[], problems: GovernanceChangeP
 }
 
 type IndexEntries = Parameters<typeof addLines>[0];
-type IndexEntry = IndexEntries extends Map<string, Array<infer E>> ? E : never;
 
 /**
  * Counts and lists what the pass over the ledger finds, and builds the governed-paths index from the same pass, so
@@ -196,11 +195,7 @@ async function verifyLines(
       out.notes++;
       note.facts.forEach((facts, i) => {
         out.lines++;
-        if (facts.index !== null) {
-          const [kind, outcome, keyid, createdAt, paths] = facts.index;
-          const entry: IndexEntry = [kind, interned(outcome), interned(keyid), note.annotated, createdAt];
-          for (const p of paths) recordOnPath(byPath, p, entry);
-        }
+        recordFacts(byPath, note.annotated, [facts.index]);
         const o = lineOutcome(facts, trustRoot);
         if (o.status !== 'valid') {
           const problem = { blob: note.annotated, line: i + 1, sha256: facts.sha256!, reason: o.reason };

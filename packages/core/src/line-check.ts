@@ -61,7 +61,7 @@ export function examineLine(
       elsewhere: false,
       trust: null,
       outcome: null,
-      index: leniently(line, annotated),
+      index: indexFactOf(line, annotated),
       sha256: sha256Hex(line),
     };
     return { facts, record: null, trust: null };
@@ -116,8 +116,11 @@ function sha256Hex(line: string): string {
   return createHash('sha256').update(line).digest('hex');
 }
 
-/** path-index.ts's own reading of a line that does not decode strictly (it indexes what it can read). */
-function leniently(line: string, annotated: string): IndexFact | null {
+/**
+ * path-index.ts's own reading of a line (addLines): what it records for the line on `annotated`. Used for a line
+ * that does not decode strictly (the index keeps what it can read), and for every line when only the index is built.
+ */
+export function indexFactOf(line: string, annotated: string): IndexFact | null {
   const byPath: Parameters<typeof addLines>[0] = new Map();
   addLines(byPath, annotated, [line]);
   let fact: IndexFact | null = null;

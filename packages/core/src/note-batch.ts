@@ -5,7 +5,7 @@
  * them at once (promotion.ts); only a refusal, whose wording needs the whole ledger's history of the path, is left
  * to the main thread, with the note's lines. The same function runs in a worker thread or, without one, in-process.
  */
-import { type ExaminedLine, examineLine, type LineFacts } from './line-check.js';
+import { type ExaminedLine, examineLine, type IndexFact, indexFactOf, type LineFacts } from './line-check.js';
 import { compareBytewise, parseNote } from './notes-ledger.js';
 import {
   type Candidate,
@@ -24,6 +24,8 @@ export interface BatchCandidate {
 
 export interface NoteBatch {
   id: number;
+  /** Only what the path index records for each line (indexNoteBatch): no decoding, no signature checks. */
+  indexOnly?: boolean;
   /** The notes' contents, back to back. */
   bytes: Uint8Array<ArrayBuffer>;
   /**
@@ -46,6 +48,12 @@ export interface CheckedNote {
 export interface CheckedBatch {
   id: number;
   notes: CheckedNote[];
+}
+
+/** Per note of the batch, in order: what the path index records for each of its lines. */
+export interface IndexedBatch {
+  id: number;
+  facts: Array<Array<IndexFact | null>>;
 }
 
 /** Packs note contents into one buffer that can be transferred to a thread. */
@@ -89,6 +97,15 @@ export function checkNoteBatch(batch: NoteBatch, trustRoot: TrustRoot, repositor
     return examineNote(annotated, lines, candidates, wantLines, trustRoot, repositoryId).note;
   });
   return { id: batch.id, notes };
+}
+
+/** The path index's reading of every line of every note in the batch (a first build of the index, on threads). */
+export function indexNoteBatch(batch: NoteBatch): IndexedBatch {
+  const buffer = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength);
+  const facts = batch.notes.map(([annotated, start, end]) =>
+    noteLines(buffer.toString('utf8', start, end)).map((line) => indexFactOf(line, annotated)),
+  );
+  return { id: batch.id, facts };
 }
 
 /** One note's lines (as parseNote gives them) decoded and verified, and weighed for its candidates. */

@@ -39,6 +39,7 @@ const NOTES_COMMITTER = 'delegate-git <delegate-git@localhost>';
 const FANOUT_THRESHOLD = 256;
 /** linesOnMany up to this many blobs walks the tree per blob; more lists the whole tree once. */
 const WALK_LIMIT = 256;
+const NEWLINE = Buffer.from('\n');
 /** Notes read per cat-file window while streaming entries(). */
 const ENTRY_WINDOW = 512;
 const MAX_APPEND_ATTEMPTS = 40;
@@ -404,6 +405,23 @@ function fastImportStream(ref: string, parent: string | null, plan: WritePlan, m
 
 // ---------------------------------------------------------------------------------------------------------------
 
+/** Each note of noteContents' windows with its lines, in order. */
+export async function* notesIn(
+  windows: AsyncIterable<Array<{ annotated: string; content: Buffer }>>,
+): AsyncIterable<{ annotated: string; lines: string[] }> {
+  for await (const window of windows) {
+    for (let i = 0; i < window.length; i++) {
+      // git can only run ahead by what its output pipe holds (64 KB on Linux, about 16 notes of a few records), and
+      // that pipe is read only when the event loop polls: a consumer busy with a whole window would leave git
+      // blocked most of the time. Measured: the first build of a 100,000-record path index, 7.2-7.6 s before and
+      // 5.7-6.1 s with this.
+      if (i % 16 === 15) await new Promise((resolve) => setImmediate(resolve));
+      const { annotated, content } = window[i]!;
+      yield { annotated, lines: parseNote(content) };
+    }
+  }
+}
+
 /** The ledger's tip read through a cat-file process (`<ref>^{commit}`): what `tip()` answers, without a rev-parse. */
 async function tipThrough(batch: CatFileBatch, ref: string): Promise<string | null> {
   const commit = await batch.read(`${ref}^{commit}`);
@@ -554,40 +572,53 @@ export class NotesLedger {
    * kept; note contents are read in windows, the next window requested while the current one is consumed.
    */
   async *entries(at?: string): AsyncIterable<{ annotated: string; lines: string[] }> {
+    const listed = await this.noteContents(at);
+    if (listed) yield* notesIn(listed.windows);
+  }
+
+  /**
+   * Every note's raw content (several objects for one id, as a fanout change can leave, joined by a newline), a
+   * window at a time in the listing's order, once `count` has said how many notes there are: for a caller that
+   * hands notes on to threads. Null when there is no ledger at `at`.
+   */
+  async noteContents(at?: string): Promise<{
+    count: number;
+    windows: AsyncIterable<Array<{ annotated: string; content: Buffer }>>;
+  } | null> {
     const treeish = await this.resolveTree(at);
-    if (!treeish) return;
+    if (!treeish) return null;
     const listing = await listNotes(this.cwd, this.env, treeish);
     const ids = [...listing.keys()];
-    const batch = new CatFileBatch(this.options());
-    const fetchWindow = (start: number) => {
-      const window = ids.slice(start, start + ENTRY_WINDOW);
-      const reads = Promise.all(
-        window.map(async (annotated) => {
-          const objects = await batch.readMany(listing.get(annotated)!);
-          const lines = objects.flatMap((object) => (object ? parseNote(object.content) : []));
-          return { annotated, lines: objects.length === 1 ? lines : sortedUnique(lines) };
-        }),
-      );
-      reads.catch(() => {}); // awaited below; a consumer that stops early must not leave it unhandled
-      return reads;
-    };
-    try {
-      let next = ids.length > 0 ? fetchWindow(0) : null;
-      for (let start = 0; next; start += ENTRY_WINDOW) {
-        const current = await next;
-        next = start + ENTRY_WINDOW < ids.length ? fetchWindow(start + ENTRY_WINDOW) : null;
-        for (let i = 0; i < current.length; i++) {
-          // git can only run ahead by what its output pipe holds (64 KB on Linux, about 16 notes of a few records),
-          // and that pipe is read only when the event loop polls: a consumer busy with a whole window would leave
-          // git blocked most of the time. Measured: the first build of a 100,000-record path index, 7.2-7.6 s before
-          // and 5.7-6.1 s with this.
-          if (i % 16 === 15) await new Promise((resolve) => setImmediate(resolve));
-          yield current[i]!;
+    const options = this.options();
+    async function* windows() {
+      const batch = new CatFileBatch(options);
+      const fetchWindow = (start: number) => {
+        const window = ids.slice(start, start + ENTRY_WINDOW);
+        const reads = Promise.all(
+          window.map(async (annotated) => {
+            const objects = (await batch.readMany(listing.get(annotated)!)).filter((o) => o !== null);
+            const content =
+              objects.length === 1
+                ? objects[0]!.content
+                : Buffer.concat(objects.flatMap((o) => [o.content, NEWLINE]));
+            return { annotated, content };
+          }),
+        );
+        reads.catch(() => {}); // awaited below; a consumer that stops early must not leave it unhandled
+        return reads;
+      };
+      try {
+        let next = ids.length > 0 ? fetchWindow(0) : null;
+        for (let start = 0; next; start += ENTRY_WINDOW) {
+          const current = await next;
+          next = start + ENTRY_WINDOW < ids.length ? fetchWindow(start + ENTRY_WINDOW) : null;
+          yield current;
         }
+      } finally {
+        await batch.close();
       }
-    } finally {
-      await batch.close();
     }
+    return { count: ids.length, windows: windows() };
   }
 
   /**

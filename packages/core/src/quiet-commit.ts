@@ -16,7 +16,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { replaceCacheFile } from './cache-file.js';
+import { pathsName, replaceCacheFile } from './cache-file.js';
 import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
 import { type GitDirs, gitDirsOf, looseCommitTree, readText, refTarget } from './git-files.js';
 import {
@@ -29,7 +29,6 @@ import {
 } from './governed-paths.js';
 import { parseGitIndex } from './index-file.js';
 import { indexTree } from './index-trees.js';
-import { pathsName } from './path-index.js';
 import type { Policy } from './policy.js';
 import { QuietTrees } from './quiet-trees.js';
 import { parseRawDiff, removedPaths, type StagedChange } from './staged-changes.js';

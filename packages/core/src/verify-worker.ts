@@ -1,9 +1,10 @@
 /**
- * Worker thread entry for `verify`: checks batches of notes. Signature checks dominate a large ledger, and each
- * line depends only on its bytes, its blob and the trust root, so they spread over the cores.
+ * Worker thread entry for `verify` and the gates: checks batches of notes. Signature checks dominate a large ledger,
+ * and each line depends only on its bytes, its blob and the trust root, so they spread over the cores. A batch marked
+ * `indexOnly` is only read as the path index reads it (its first build over a large ledger).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { checkNoteBatch, type NoteBatch } from './note-batch.js';
+import { checkNoteBatch, indexNoteBatch, type NoteBatch } from './note-batch.js';
 import { parseTrustRoot } from './trust-root.js';
 
 export interface VerifyWorkerData {
@@ -15,5 +16,7 @@ const data = workerData as VerifyWorkerData;
 // One trust root per thread, so each key's KeyObject is built once and reused for every line.
 const trustRoot = parseTrustRoot(data.keyFiles);
 parentPort!.on('message', (batch: NoteBatch) => {
-  parentPort!.postMessage(checkNoteBatch(batch, trustRoot, data.repositoryId));
+  parentPort!.postMessage(
+    batch.indexOnly ? indexNoteBatch(batch) : checkNoteBatch(batch, trustRoot, data.repositoryId),
+  );
 });

@@ -13,8 +13,9 @@ import {
   verdictLine,
 } from '../../../test/support/records.js';
 import { lineFacts } from '../src/line-check.js';
-import { checkNoteBatch, NoteBatchBuilder } from '../src/note-batch.js';
+import { checkNoteBatch, indexNoteBatch, NoteBatchBuilder } from '../src/note-batch.js';
 import { parseNote } from '../src/notes-ledger.js';
+import { addLines, recordFacts } from '../src/path-index.js';
 import { promotionOf } from '../src/promotion.js';
 import { decodeRecord, verifyRecord } from '../src/record.js';
 
@@ -51,6 +52,23 @@ describe('a batch of notes checked by a thread', () => {
     });
     // The sorted order is the byte order: the astral character (F0 in UTF-8) after U+FFFF (EF).
     expect(checked.notes[2]!.lines).toEqual(['not json', 'z\uFFFF line', 'z\u{1F600} line']);
+  });
+
+  it('read for the path index only, records per path what addLines records, garbage and all', () => {
+    const two = verdictLine(alice, [a, { ...b, gitBlob: a.gitBlob }]); // one record, two paths on one blob
+    const indexed: Array<[string, string]> = [...notes, [a.gitBlob, `${two}\n${passed}\n`]];
+    const builder = new NoteBatchBuilder();
+    for (const [blob, text] of indexed) builder.add(blob, Buffer.from(text), null, false);
+    const { id, facts } = indexNoteBatch(builder.take(3));
+    expect(id).toBe(3);
+    const fromFacts: Parameters<typeof addLines>[0] = new Map();
+    facts.forEach((lines, i) => {
+      recordFacts(fromFacts, indexed[i]![0], lines);
+    });
+    const fromLines: Parameters<typeof addLines>[0] = new Map();
+    for (const [blob, text] of indexed) addLines(fromLines, blob, parseNote(text));
+    expect(fromFacts).toEqual(fromLines);
+    expect([...fromLines.keys()].sort()).toEqual(['src/a.ts', 'src/b.ts']);
   });
 
   it("weighs a note's records for its candidates as promotionOf does, and sends the lines back for a refusal", () => {
