@@ -444,13 +444,17 @@ async function hashWritten(
  * on disk, a filter changed them, so the sha256 must come from the stored blob, or `check` would find the record
  * naming another sha256 and never promote the file.
  */
-/** `git hash-object -w` of each path, through the waiting one when every path fits on its one line of input. */
+/**
+ * `git hash-object -w` of each path, through the waiting one when every path reads back as itself from its line of
+ * input: `--stdin-paths` ends a line at LF, drops a CR before it, and unquotes a line that starts with a quote (the
+ * paths here are absolute, so none does).
+ */
 async function hashedIds(
   paths: string[],
   opts: { cwd: string; env?: NodeJS.ProcessEnv },
   hashing: WaitingGit | null,
 ): Promise<Buffer> {
-  if (!hashing || paths.some((p) => p.includes('\n')))
+  if (!hashing || paths.some((p) => /[\n\r]/.test(p) || !path.isAbsolute(p)))
     return git(['hash-object', '-w', '--', ...paths], opts);
   const hashed = await hashing.run(paths.map((p) => `${p}\n`).join(''));
   if (hashed.code !== 0) throw gitFailure(hashing.args, hashed);
