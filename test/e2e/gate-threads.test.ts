@@ -2,22 +2,22 @@
  * The staged check over enough governed files that the built CLI checks their records on worker threads: its
  * answer must be exactly the one core gives in-process on the main thread, file by file, refusals included.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toJson } from '../../packages/cli/src/commands/check.js';
+import { checkStaged, Repository, reviewStatement, verdictStatement } from '../../packages/core/src/index.js';
 import {
-  checkStaged,
-  loadSigningKey,
-  POLICY_PATH,
-  parsePolicy,
-  Repository,
-  reviewStatement,
-  signStatement,
-  verdictStatement,
-} from '../../packages/core/src/index.js';
-import { adopt, cli, gitOk, makeStory, makeWorkTree, type Story, writeFiles } from '../support/cli-story.js';
+  adopt,
+  cli,
+  gitOk,
+  makeStory,
+  makeWorkTree,
+  operatorSigner,
+  type Story,
+  writeFiles,
+} from '../support/cli-story.js';
+import { subjectOf as subject } from '../support/records.js';
 
 const FILES = 300;
 
@@ -29,19 +29,9 @@ describe('the staged check on worker threads', () => {
     story = makeStory();
     work = makeWorkTree(story, 'work');
     adopt(story, work, ['src/**']);
-    const policy = parsePolicy(fs.readFileSync(path.join(work, POLICY_PATH), 'utf8'));
-    const { key } = loadSigningKey('alice', story.env);
-    const sign = (statement: Parameters<typeof signStatement>[0]) => signStatement(statement, key).line;
-    const repository = { id: policy.repositoryId };
+    const { repository, sign } = operatorSigner(story, work);
     const files: Record<string, string> = {};
     const additions: Array<{ blob: string; lines: string[] }> = [];
-    const subject = (p: string, content: string) => ({
-      path: p,
-      sha256: createHash('sha256').update(content).digest('hex'),
-      gitBlob: createHash('sha1')
-        .update(`blob ${Buffer.byteLength(content)}\0${content}`)
-        .digest('hex'),
-    });
     for (let b = 0; b < FILES; b++) {
       const p = `src/f${b}.ts`;
       const content = `export const f${b} = ${b};\n`;

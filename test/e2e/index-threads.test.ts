@@ -2,22 +2,26 @@
  * The first build of the path index over a large ledger: the built CLI reads the notes' lines on worker threads
  * (from 4,096 notes), and what it writes must be, byte for byte, the index core builds on the main thread.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   buildPathIndex,
-  loadSigningKey,
-  POLICY_PATH,
-  parsePolicy,
   Repository,
   reviewStatement,
-  signStatement,
   THREADED_NOTES,
   verdictStatement,
 } from '../../packages/core/src/index.js';
-import { adopt, cli, gitOk, makeStory, makeWorkTree, type Story } from '../support/cli-story.js';
+import {
+  adopt,
+  cli,
+  gitOk,
+  makeStory,
+  makeWorkTree,
+  operatorSigner,
+  type Story,
+} from '../support/cli-story.js';
+import { subjectOf as subject } from '../support/records.js';
 
 const NOTES = 4200;
 
@@ -30,17 +34,7 @@ describe('the path index built on worker threads', () => {
     story = makeStory();
     work = makeWorkTree(story, 'work');
     adopt(story, work, ['src/**']);
-    const policy = parsePolicy(fs.readFileSync(path.join(work, POLICY_PATH), 'utf8'));
-    const { key } = loadSigningKey('alice', story.env);
-    const sign = (statement: Parameters<typeof signStatement>[0]) => signStatement(statement, key).line;
-    const repository = { id: policy.repositoryId };
-    const subject = (p: string, content: string) => ({
-      path: p,
-      sha256: createHash('sha256').update(content).digest('hex'),
-      gitBlob: createHash('sha1')
-        .update(`blob ${Buffer.byteLength(content)}\0${content}`)
-        .digest('hex'),
-    });
+    const { repository, sign } = operatorSigner(story, work);
     const at = (n: number) => new Date(Date.UTC(2026, 10, 1) + n * 1000).toISOString();
     const additions: Array<{ blob: string; lines: string[] }> = [];
     for (let n = 0; n < NOTES; n++) {

@@ -8,11 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  loadSigningKey,
-  POLICY_PATH,
-  parsePolicy,
   Repository,
-  signStatement,
   verdictStatement,
   verificationExitCode,
   verifyLedger,
@@ -24,9 +20,11 @@ import {
   gitOk,
   makeStory,
   makeWorkTree,
+  operatorSigner,
   type Story,
   writeFiles,
 } from '../support/cli-story.js';
+import { subjectOf } from '../support/records.js';
 
 const RECORDS = 2400;
 /** Blobs whose content is a file at HEAD (src/f<b>.ts), so the threads weigh records for real files too. */
@@ -44,8 +42,7 @@ describe('verify on worker threads', () => {
     story = makeStory();
     work = makeWorkTree(story, 'work');
     adopt(story, work, ['src/**']);
-    const policy = parsePolicy(fs.readFileSync(path.join(work, POLICY_PATH), 'utf8'));
-    const { key } = loadSigningKey('alice', story.env);
+    const { repository, sign } = operatorSigner(story, work);
     const repo = await Repository.open(work, story.env);
     try {
       // 800 blobs with 3 records each, written in one notes commit (blobs need not exist for verify).
@@ -57,20 +54,18 @@ describe('verify on worker threads', () => {
         if (b < FILES) {
           const content = `export const f${b} = ${b};\n`;
           // The id git gives this content (SHA-1 repository), as the commit below stores it.
-          blob = createHash('sha1')
-            .update(`blob ${Buffer.byteLength(content)}\0${content}`)
-            .digest('hex');
-          const digest = createHash('sha256').update(content).digest('hex');
-          sha256 = () => digest;
+          const file = subjectOf(`src/f${b}.ts`, content);
+          blob = file.gitBlob;
+          sha256 = () => file.sha256;
           files[`src/f${b}.ts`] = b === CHANGED ? `${content}// changed since\n` : content;
         }
         const lines = [0, 1, 2].map((r) => {
           const statement = verdictStatement([{ path: `src/f${b}.ts`, sha256: sha256(r), gitBlob: blob }], {
             verdict: r === 2 ? 'UNIT_FAILED' : 'UNIT_PASSED',
-            repository: { id: policy.repositoryId },
+            repository,
             createdAt: `2026-11-0${1 + r}T00:00:00.000Z`,
           });
-          return signStatement(statement, key).line;
+          return sign(statement);
         });
         additions.push({ blob, lines });
       }

@@ -27,6 +27,7 @@ import {
   Repository,
   recordStatement,
   rfc3339,
+  signStatement,
   type VerdictName,
   verdictStatement,
 } from '../../packages/core/src/index.js';
@@ -189,6 +190,19 @@ export interface VerdictOptions {
   /** The operator key that signs (from the story's XDG_CONFIG_HOME); default OPERATOR. */
   key?: string;
   env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * What signs records for an adopted work tree `dir` the way its operator would: its repository id (from the
+ * committed policy) and `sign`, which signs a statement with the operator's key and returns the note line.
+ */
+export function operatorSigner(
+  story: Story,
+  dir: string,
+): { repository: { id: string }; sign: (statement: Parameters<typeof signStatement>[0]) => string } {
+  const policy = parsePolicy(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8'));
+  const { key } = loadSigningKey(OPERATOR, story.env);
+  return { repository: { id: policy.repositoryId }, sign: (statement) => signStatement(statement, key).line };
 }
 
 /**
