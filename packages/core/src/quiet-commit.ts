@@ -64,10 +64,11 @@ async function askGit(
 ): Promise<QuickAnswer> {
   // The keys directory is asked for before the policy says where it is: almost every policy keeps the default.
   const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\nHEAD^{tree}\n`;
-  const [commonDir, ids, diff] = await Promise.all([
-    dirs?.commonDir ?? commonDirFromGit(cwd, env),
-    run(['cat-file', '--batch-check'], cwd, env, names),
+  // The diff first: it takes longest, and the first spawn of a process also loads node:child_process.
+  const [diff, ids, commonDir] = await Promise.all([
     run(['diff-index', '--cached', '--raw', '-z', '-M', '-C', 'HEAD'], cwd, env),
+    run(['cat-file', '--batch-check'], cwd, env, names),
+    dirs?.commonDir ?? commonDirFromGit(cwd, env),
   ]);
   const [head, policyId, ledger, defaultKeys, headTree] = (ids?.toString('utf8') ?? '').split('\n');
   if (diff === null || !head?.includes(' commit ')) return unsure(null);
