@@ -235,7 +235,7 @@ describe('pre-commit: deleting governed paths', () => {
     expect(free.code, free.stderr).toBe(0);
   });
 
-  it('never lets the policy file or a key file be deleted (a control deletion of a governed file passes)', () => {
+  it('never lets the policy file or a key file be deleted (control: deleting a file outside governance passes)', () => {
     gitOk(story, dir, ['reset', '-q', '--hard']);
     gitOk(story, dir, ['rm', '-q', POLICY]);
     const policy = commit(story, dir, 'delete the policy');
@@ -248,7 +248,13 @@ describe('pre-commit: deleting governed paths', () => {
     const key = commit(story, dir, 'delete a key');
     expect(key.code).not.toBe(0);
     expect(key.stderr).toContain('keys revoke');
+
     gitOk(story, dir, ['reset', '-q', '--hard']);
+    stage(dir, { 'scratch.txt': 'scratch\n' });
+    expect(commit(story, dir, 'scratch').code).toBe(0);
+    gitOk(story, dir, ['rm', '-q', 'scratch.txt']);
+    const free = commit(story, dir, 'delete outside governance');
+    expect(free.code, free.stderr).toBe(0);
   });
 
   it('takes moving a governed file out of governance for deleting it there; a move outside governance passes', () => {
