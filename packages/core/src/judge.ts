@@ -9,7 +9,7 @@ import type { CatFileBatch } from './git.js';
 import type { Governance } from './governance.js';
 import { NotePool } from './ledger-pass.js';
 import { type BatchCandidate, NoteBatchBuilder } from './note-batch.js';
-import type { NotesLedger } from './notes-ledger.js';
+import { type NotesLedger, parseNote } from './notes-ledger.js';
 import type { PathIndex } from './path-index.js';
 import { governedMatcher, isGovernanceFile } from './policy.js';
 import {
@@ -77,7 +77,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
   const anchor = ctx.anchor ?? ctx.governance;
   const sha256 = new Map<string, string>();
-  const notes = new Map<string, string[]>();
+  const notes = new Map<string, Buffer>();
   const onThreads = new Map<string, Promotion>();
   try {
     // Every content is asked for now (git answers in order); the notes arrive a window at a time, and each window
@@ -86,9 +86,9 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
     for (const read of contents.values()) read.catch(() => {}); // awaited below, window by window
     const filesOf = groupedByBlob(files);
     const checks: Array<Promise<void>> = [];
-    const onWindow = async (window: Map<string, string[]>) => {
-      for (const [blob, lines] of window) {
-        notes.set(blob, lines);
+    const onWindow = async (window: Map<string, Buffer>) => {
+      for (const [blob, note] of window) {
+        notes.set(blob, note);
         const object = await contents.get(blob)!;
         if (object) sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
       }
@@ -100,8 +100,8 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
       check.catch(() => {}); // awaited after the last window
       checks.push(check);
     };
-    if (ctx.notesAt === null) await onWindow(new Map(blobs.map((blob) => [blob, []])));
-    else await ctx.ledger.linesOnManyInWindows(blobs, ctx.notesAt, NOTES_WINDOW, onWindow);
+    if (ctx.notesAt === null) await onWindow(new Map(blobs.map((blob) => [blob, NO_NOTE])));
+    else await ctx.ledger.notesOnManyInWindows(blobs, ctx.notesAt, NOTES_WINDOW, onWindow);
     await Promise.all(checks);
   } finally {
     await pool?.close();
@@ -115,7 +115,11 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
     if (!j) {
       const unreadable: string[] = [];
       j = {
-        records: judgeLines(notes.get(blob) ?? [], { governance, backend: ctx.backend }, unreadable),
+        records: judgeLines(
+          parseNote(notes.get(blob) ?? NO_NOTE),
+          { governance, backend: ctx.backend },
+          unreadable,
+        ),
         unreadable,
       };
       judged.set(key, j);
@@ -179,6 +183,7 @@ export async function judgementOf(f: FileToJudge, facts: FileFacts): Promise<Jud
 }
 
 const CONTENT_UNREADABLE = 'its content could not be read';
+const NO_NOTE = Buffer.alloc(0);
 
 /** From this many blobs with records on, their records are checked on worker threads, as `verify` does. */
 const THREADED_BLOBS = 256;
@@ -204,7 +209,7 @@ function groupedByBlob(files: readonly FileToJudge[]): Map<string, FileToJudge[]
 async function promotedOnThreads(
   pool: NotePool,
   files: readonly FileToJudge[],
-  notes: ReadonlyMap<string, string[]>,
+  notes: ReadonlyMap<string, Buffer>,
   sha256: ReadonlyMap<string, string>,
   governance: Governance,
   anchor: Governance,
@@ -227,8 +232,7 @@ async function promotedOnThreads(
   for (let i = 0; i < blobs.length; i += perBatch) {
     const builder = new NoteBatchBuilder();
     const part = blobs.slice(i, i + perBatch);
-    for (const blob of part)
-      builder.add(blob, Buffer.from(notes.get(blob)!.join('\n')), candidates.get(blob)!, false);
+    for (const blob of part) builder.add(blob, notes.get(blob)!, candidates.get(blob)!, false);
     checks.push(
       pool.check(builder.take(i)).then((checked) => {
         checked.notes.forEach((note, n) => {

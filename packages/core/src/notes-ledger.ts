@@ -40,6 +40,7 @@ const FANOUT_THRESHOLD = 256;
 /** linesOnMany up to this many blobs walks the tree per blob; more lists the whole tree once. */
 const WALK_LIMIT = 256;
 const NEWLINE = Buffer.from('\n');
+const EMPTY = Buffer.alloc(0);
 /** Notes read per cat-file window while streaming entries(). */
 const ENTRY_WINDOW = 512;
 const MAX_APPEND_ATTEMPTS = 40;
@@ -241,14 +242,18 @@ class NotesTreeReader {
   }
 
   async readLines(oids: readonly string[]): Promise<string[]> {
+    return parseNote(await this.readContent(oids));
+  }
+
+  /** The raw content of a note (several objects for one id, as a fanout change can leave, joined by a newline). */
+  async readContent(oids: readonly string[]): Promise<Buffer> {
     const objects = await this.batch.readMany([...oids]);
-    const lines: string[] = [];
-    for (const [index, object] of objects.entries()) {
+    const contents = objects.map((object, index) => {
       if (!object)
         throw new DelegateGitError('LEDGER', `the notes tree is damaged: note ${oids[index]} is missing.`);
-      lines.push(...parseNote(object.content));
-    }
-    return sortedUnique(lines);
+      return object.content;
+    });
+    return contents.length === 1 ? contents[0]! : Buffer.concat(contents.flatMap((c) => [c, NEWLINE]));
   }
 }
 
@@ -488,21 +493,24 @@ export class NotesLedger {
    */
   async linesOnMany(blobs: string[], at?: string): Promise<Map<string, string[]>> {
     const all = new Map<string, string[]>();
-    await this.linesOnManyInWindows(blobs, at, Number.POSITIVE_INFINITY, (window) => {
-      for (const [blob, lines] of window) all.set(blob, lines);
+    await this.notesOnManyInWindows(blobs, at, Number.POSITIVE_INFINITY, (window) => {
+      for (const [blob, content] of window) all.set(blob, parseNote(content));
     });
     return all;
   }
 
   /**
-   * linesOnMany, handed over `size` blobs at a time in request order as git answers, so that a caller can work on
-   * the first while git still reads the rest (every note is requested at once; git answers in order).
+   * The raw content of the note on each blob (empty when none; several objects for one id, as a fanout change can
+   * leave, joined by a newline), handed over `size` blobs at a time in request order as git answers, so that a
+   * caller can work on the first while git still reads the rest (every note is requested at once; git answers in
+   * order). Raw, because a caller that hands notes to threads never needs their lines, and thousands of 2 KB lines
+   * held as strings cost the main thread more in garbage collection than reading them.
    */
-  async linesOnManyInWindows(
+  async notesOnManyInWindows(
     blobs: string[],
     at: string | undefined,
     size: number,
-    onWindow: (window: Map<string, string[]>) => void | Promise<void>,
+    onWindow: (window: Map<string, Buffer>) => void | Promise<void>,
   ): Promise<void> {
     blobs.forEach(assertObjectId);
     if (blobs.length === 0) return;
@@ -511,8 +519,8 @@ export class NotesLedger {
       const reads = await this.noteReads(reader, unique);
       for (let start = 0; start < unique.length; start += size) {
         const ids = unique.slice(start, start + size);
-        const lines = await Promise.all(reads.slice(start, start + size));
-        await onWindow(new Map(ids.map((blob, i) => [blob, lines[i]!])));
+        const contents = await Promise.all(reads.slice(start, start + size));
+        await onWindow(new Map(ids.map((blob, i) => [blob, contents[i]!])));
       }
     });
   }
@@ -522,16 +530,16 @@ export class NotesLedger {
     reader: NotesTreeReader | null,
     unique: readonly string[],
   ): Promise<Map<string, string[]>> {
-    const lines = await Promise.all(await this.noteReads(reader, unique));
-    return new Map(unique.map((blob, i) => [blob, lines[i]!]));
+    const contents = await Promise.all(await this.noteReads(reader, unique));
+    return new Map(unique.map((blob, i) => [blob, parseNote(contents[i]!)]));
   }
 
-  /** The reads of each id's lines, all requested now: each id's path walked when few, the tree listed once when many. */
+  /** The reads of each id's note, all requested now: each id's path walked when few, the tree listed once when many. */
   private async noteReads(
     reader: NotesTreeReader | null,
     unique: readonly string[],
-  ): Promise<Array<Promise<string[]>>> {
-    if (!reader) return unique.map(() => Promise.resolve([]));
+  ): Promise<Array<Promise<Buffer>>> {
+    if (!reader) return unique.map(() => Promise.resolve(EMPTY));
     let noteOids: string[][];
     if (unique.length <= WALK_LIMIT) {
       const locations = await Promise.all(unique.map((blob) => reader.locate(blob)));
@@ -540,7 +548,9 @@ export class NotesLedger {
       const listing = await listNotes(this.cwd, this.env, reader.rootTree);
       noteOids = unique.map((blob) => listing.get(blob) ?? []);
     }
-    const reads = noteOids.map((oids) => reader.readLines(oids));
+    const reads = noteOids.map((oids) =>
+      oids.length === 0 ? Promise.resolve(EMPTY) : reader.readContent(oids),
+    );
     // Awaited window by window; one that fails before its turn must not be reported as unhandled meanwhile.
     for (const read of reads) read.catch(() => {});
     return reads;

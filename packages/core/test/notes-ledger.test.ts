@@ -214,16 +214,22 @@ describe('NotesLedger basics', () => {
     blobs.forEach((blob, i) => {
       expect(lines.get(blob)).toEqual(i < 350 ? [`line ${i}`] : []);
     });
-    // A window at a time, in request order, each blob once (a duplicate asked for is answered once).
+    // A window at a time, in request order, each blob once (a duplicate asked for is answered once), as raw notes.
     const windows: string[][] = [];
     const seen = new Map<string, string[]>();
-    await ledger.linesOnManyInWindows([...blobs, blobs[0]!], undefined, 150, (window) => {
+    const raw = new Map<string, string>();
+    await ledger.notesOnManyInWindows([...blobs, blobs[0]!], undefined, 150, (window) => {
       windows.push([...window.keys()]);
-      for (const [blob, l] of window) seen.set(blob, l);
+      for (const [blob, content] of window) {
+        seen.set(blob, parseNote(content));
+        raw.set(blob, content.toString('utf8'));
+      }
     });
     expect(windows.map((w) => w.length)).toEqual([150, 150, 100]);
     expect(windows.flat()).toEqual(blobs);
     expect(seen).toEqual(lines);
+    expect(raw.get(blobs[0]!)).toBe('line 0\n');
+    expect(raw.get(blobs[399]!)).toBe('');
   });
 });
 
