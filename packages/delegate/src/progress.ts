@@ -2,6 +2,7 @@
  * A one-line progress display for the worker's generation. On a terminal it rewrites the same line; anywhere
  * else (CI logs, pipes, --json) it stays silent so machine output is never interleaved with it.
  */
+import { monotonicMs } from './clock.js';
 import type { WorkerProgress } from './worker-client.js';
 
 export interface ProgressLine {
@@ -26,12 +27,12 @@ export function createProgressLine(stream: NodeJS.WriteStream): ProgressLine {
     // Carriage return + "erase line" keeps the display on one line however long the previous text was.
     stream.write(`\r\x1b[2K${formatProgress(progress)}`);
     painted = true;
-    lastPaint = performance.now();
+    lastPaint = monotonicMs();
   };
   return {
     update(progress) {
       last = progress;
-      if (performance.now() - lastPaint >= REPAINT_INTERVAL_MS) paint(progress);
+      if (monotonicMs() - lastPaint >= REPAINT_INTERVAL_MS) paint(progress);
     },
     done() {
       if (last) paint(last);

@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { monotonicMs } from './clock.js';
 import { parseTestOutput } from './test-output.js';
 
 export interface RunResult {
@@ -63,10 +64,10 @@ export async function runCommand(command: string, opts: RunOptions): Promise<Run
   const captureDir = fs.mkdtempSync(path.join(os.tmpdir(), 'delegate-git-run-'));
   const stdoutPath = path.join(captureDir, 'stdout');
   const stderrPath = path.join(captureDir, 'stderr');
-  const started = performance.now();
+  const started = monotonicMs();
   try {
     const outcome = await spawnInGroup(command, { ...opts, timeoutMs, grace, stdoutPath, stderrPath });
-    const durationMs = Math.round(performance.now() - started);
+    const durationMs = Math.round(monotonicMs() - started);
     let output = [readCapture(stdoutPath), readCapture(stderrPath)]
       .map((text) => text.trimEnd())
       .filter((text) => text !== '')
@@ -224,8 +225,8 @@ async function reapGroup(pgid: number | undefined, grace: number): Promise<void>
 }
 
 async function waitForGroupExit(pgid: number, withinMs: number): Promise<boolean> {
-  const deadline = performance.now() + withinMs;
-  while (performance.now() < deadline) {
+  const deadline = monotonicMs() + withinMs;
+  while (monotonicMs() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, GROUP_POLL_MS));
     if (!groupHasLiveMembers(pgid)) return true;
   }

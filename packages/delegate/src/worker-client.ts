@@ -10,6 +10,7 @@
  */
 import http, { type IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream';
+import { monotonicMs } from './clock.js';
 
 export interface WorkerMessage {
   role: 'system' | 'user';
@@ -96,7 +97,7 @@ export function resolveCompletionsUrl(endpoint: string): URL {
 export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Promise<WorkerReply> {
   const url = resolveCompletionsUrl(req.endpoint);
   const endpointHost = url.host;
-  const started = performance.now();
+  const started = monotonicMs();
   const deadline = AbortSignal.timeout(req.timeoutMs);
   const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
 
@@ -249,7 +250,7 @@ class ReplyCollector {
         `The stream from the worker at ${endpointHost} ended before the reply was finished (no finish_reason, no [DONE]).`,
       );
     }
-    const durationMs = Math.round(performance.now() - this.started);
+    const durationMs = Math.round(monotonicMs() - this.started);
     const usage = this.serverUsage
       ? { ...this.serverUsage, counted: false }
       : {
@@ -290,7 +291,7 @@ class ReplyCollector {
 
   private reportProgress(): void {
     if (!this.onProgress) return;
-    const elapsedMs = performance.now() - this.started;
+    const elapsedMs = monotonicMs() - this.started;
     this.onProgress({
       completionTokens: this.tokenChunks,
       elapsedMs,
