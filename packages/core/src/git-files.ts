@@ -3,10 +3,10 @@
  * directories and the index are, what a ref names, and the tree of a commit git has not packed yet. Each answers
  * only when it is certain, and `undefined` (or null) otherwise, so the caller asks git.
  */
-import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { inflateZlib } from './inflate.js';
+import { hexDigestOf } from './object-hash.js';
 
 export interface GitDirs {
   /** The repository's (or, in a linked worktree, the worktree's) git dir: HEAD and the index. */
@@ -98,7 +98,7 @@ export function looseCommitTree(dirs: GitDirs, commit: string): string | null {
   }
   if (object === null) return null;
   const algorithm = commit.length === 40 ? 'sha1' : 'sha256';
-  if (createHash(algorithm).update(object).digest('hex') !== commit) return null;
+  if (hexDigestOf(algorithm, object) !== commit) return null;
   const tree = /^commit \d+\0tree ([0-9a-f]+)\n/.exec(Buffer.from(object).toString('latin1', 0, 100));
   return tree && tree[1]!.length === commit.length ? tree[1]! : null;
 }

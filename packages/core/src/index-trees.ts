@@ -5,8 +5,8 @@
  * digested under the same governance (known by its tree id) is not read again: the cost follows what changed since
  * the last commit, not the size of the index.
  */
-import { createHash } from 'node:crypto';
 import type { CacheTreeNode, GitIndex } from './index-file.js';
+import { digestOf } from './object-hash.js';
 
 /** How governedness is told, and what is already known of directories by tree id. */
 export interface GovernedDigests {
@@ -127,6 +127,6 @@ class Walk {
 
   /** `body` is latin1: its length is its length in bytes. */
   private hashObject(type: string, body: string): Buffer {
-    return createHash(this.algorithm).update(`${type} ${body.length}\0${body}`, 'latin1').digest();
+    return Buffer.from(digestOf(this.algorithm, `${type} ${body.length}\0${body}`));
   }
 }

@@ -9,9 +9,9 @@
  * The hook learns the digests of the trees an index will commit, so the next commit finds its HEAD known. The file
  * is searched as text, not parsed (it is read on every commit), and keeps the newest facts only.
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { hexDigestOf } from './object-hash.js';
 
 const FILE = 'quiet-trees-2';
 const KEEP = 4096;
@@ -90,7 +90,5 @@ export class QuietTrees {
 }
 
 function keyOf(tree: string, dir: string, policyBlob: string, tip: string | null): string {
-  return createHash('sha1')
-    .update(`${tree}\0${policyBlob}\0${tip ?? '-'}\0${dir}`, 'latin1')
-    .digest('hex');
+  return hexDigestOf('sha1', `${tree}\0${policyBlob}\0${tip ?? '-'}\0${dir}`);
 }
