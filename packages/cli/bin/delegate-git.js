@@ -10,7 +10,8 @@
 // point costs every command about 13 ms more CPU to start in Node 20 (its module loader), measured against this file.
 'use strict';
 const fs = require('node:fs');
-const { createRequire } = require('node:module');
+// Module itself, not require('node:module'): that also loads the ES module loader (about 0.5 ms of every command).
+const { createRequire } = module.constructor;
 const path = require('node:path');
 const vm = require('node:vm');
 
