@@ -6,13 +6,7 @@
  * Signing goes through node:crypto (over 10x faster than noble); what it produces is plain RFC 8032 Ed25519,
  * deterministic, so any verifier reproduces the same bytes.
  */
-import {
-  createPrivateKey,
-  generateKeyPairSync,
-  type KeyObject,
-  sign as nodeSign,
-  randomBytes,
-} from 'node:crypto';
+import { createPrivateKey, type KeyObject, sign as nodeSign, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,8 +54,13 @@ function signingKeyError(message: string, cause?: unknown): DelegateGitError {
   return new DelegateGitError('SIGNING_KEY', message, cause === undefined ? undefined : { cause });
 }
 
+/**
+ * A key from 32 random bytes, which is what an Ed25519 private key is (RFC 8032 5.1.5). Not generateKeyPairSync: in
+ * Node 20, a garbage collection that finalizes its key generation job while the new key is being exported deadlocks
+ * the process (the job's destructor waits for the key's lock, which the export holds); it hung `keygen` once in CI.
+ */
 export function generateSigningKey(): SigningKey {
-  return new NodeSigningKey(generateKeyPairSync('ed25519').privateKey);
+  return signingKeyFromSeed(randomBytes(SEED_LENGTH));
 }
 
 /** `where` names the key's origin in error messages ("the key file /x/y.key"). */
