@@ -33,6 +33,7 @@ import {
 } from '../../packages/core/src/index.js';
 import { cleanGitEnv, makeTempDir, removeDir } from './git-repo.js';
 import { cliBin } from './paths.js';
+import { STUCK_AFTER, spawnFailure } from './stuck.js';
 
 /**
  * The CLI the stories run: the built one (cliBin), or another build of it named by DELEGATE_GIT_E2E_CLI (for
@@ -94,8 +95,8 @@ export function operatorEnv(story: Story, name: string): NodeJS.ProcessEnv {
 }
 
 function spawn(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, input?: string): Run {
-  const result = spawnSync(command, args, { cwd, env, input, maxBuffer: 1 << 28 });
-  if (result.error) throw result.error;
+  const result = spawnSync(command, args, { cwd, env, input, maxBuffer: 1 << 28, ...STUCK_AFTER });
+  if (result.error) throw spawnFailure(result.error, command, args);
   return {
     code: result.status ?? 128,
     stdout: result.stdout.toString('utf8'),

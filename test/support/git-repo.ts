@@ -5,6 +5,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { STUCK_AFTER, spawnFailure } from './stuck.js';
 
 /** This process's environment without GIT_* variables, with fixed dates so commits are reproducible in shape. */
 export function cleanGitEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
@@ -20,8 +21,14 @@ export function cleanGitEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 
 /** Runs git synchronously in `cwd` and returns stdout (throws with stderr on a non-zero exit). */
 export function runGit(cwd: string, args: string[], input?: string | Buffer): string {
-  const result = spawnSync('git', args, { cwd, env: cleanGitEnv(), input, maxBuffer: 1 << 30 });
-  if (result.error) throw result.error;
+  const result = spawnSync('git', args, {
+    cwd,
+    env: cleanGitEnv(),
+    input,
+    maxBuffer: 1 << 30,
+    ...STUCK_AFTER,
+  });
+  if (result.error) throw spawnFailure(result.error, 'git', args);
   if (result.status !== 0) {
     throw new Error(`git ${args.join(' ')} failed (${result.status}): ${result.stderr.toString('utf8')}`);
   }
