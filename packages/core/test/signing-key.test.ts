@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -80,19 +80,24 @@ describe('keys from bytes and PEM', () => {
     const pem = key.toPem();
     expect(pem).toMatch(/^-----BEGIN PRIVATE KEY-----\n[\s\S]+-----END PRIVATE KEY-----\n$/);
     expectSameKey(key, signingKeyFromPem(pem));
+    // Each generated key is a fresh random one.
+    expect(generateSigningKey().publicKey.base64).not.toBe(key.publicKey.base64);
   });
 
   it('refuses text that is not a PEM private key, and a key that is not Ed25519', () => {
     expectSigningKeyError(() => signingKeyFromPem('hello'), /is not a PEM private key/);
     const damaged = '-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n';
     expectSigningKeyError(() => signingKeyFromPem(damaged), /could not be read as a PKCS#8 private key/);
-    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({
-      format: 'pem',
-      type: 'pkcs8',
-    });
-    expectSigningKeyError(() => signingKeyFromPem(ec.toString()), /holds a ec key, not an Ed25519 key/);
-    const publicPem = generateKeyPairSync('ed25519')
-      .publicKey.export({ format: 'pem', type: 'spki' })
+    // Encoded by the generation itself: exporting a KeyObject whose generation job the GC may finalize meanwhile can
+    // deadlock Node 20 (see generateSigningKey).
+    const ec = generateKeyPairSync('ec', {
+      namedCurve: 'P-256',
+      privateKeyEncoding: { format: 'pem', type: 'pkcs8' },
+      publicKeyEncoding: { format: 'pem', type: 'spki' },
+    }).privateKey;
+    expectSigningKeyError(() => signingKeyFromPem(ec), /holds a ec key, not an Ed25519 key/);
+    const publicPem = createPublicKey(signingKeyFromSeed(new Uint8Array(32).fill(7)).toPem())
+      .export({ format: 'pem', type: 'spki' })
       .toString();
     expectSigningKeyError(() => signingKeyFromPem(publicPem), /could not be read/);
   });
