@@ -198,6 +198,22 @@ export class PublicKey {
     }
   }
 
+  /**
+   * verify's answer (node:crypto), computed on libuv's thread pool: the caller's thread goes on decoding other records
+   * meanwhile. The same rule and the same OpenSSL call as verify, so the two never disagree.
+   */
+  verifySoon(message: Uint8Array, signature: Uint8Array): Promise<boolean> {
+    if (!(message instanceof Uint8Array) || signatureProblem(signature) !== null)
+      return Promise.resolve(false);
+    return new Promise((resolve) => {
+      try {
+        nodeVerify(null, message, this.#nodeKey(), signature, (error, valid) => resolve(!error && valid));
+      } catch {
+        resolve(false);
+      }
+    });
+  }
+
   #nodeKey(): KeyObject {
     this.#keyObject ??= createPublicKey({
       key: Buffer.concat([SPKI_ED25519_PREFIX, this.#raw]),

@@ -5,7 +5,14 @@
  */
 import { createHash } from 'node:crypto';
 import { addLines } from './path-index.js';
-import { decodeRecord, type LedgerRecord, type RecordTrust, verifyRecord } from './record.js';
+import {
+  decodeRecord,
+  type LedgerRecord,
+  type LineJudgement,
+  type RecordTrust,
+  verifyRecord,
+  verifyRecordSoon,
+} from './record.js';
 import type { TrustRoot } from './trust-root.js';
 
 export type LineOutcome =
@@ -54,9 +61,34 @@ export function examineLine(
   repositoryId: string,
 ): ExaminedLine {
   const decoded = decodeRecord(line);
-  if (!decoded.ok) {
+  // A misplaced line is verified too: judging the files on its blob weighs it (promotion.ts), as any record there.
+  if (!decoded.ok) return examined(line, annotated, decoded);
+  const { record } = decoded;
+  return examined(line, annotated, {
+    ok: true,
+    record,
+    trust: verifyRecord(record, trustRoot, repositoryId),
+  });
+}
+
+/** examineLine's answer, with the signature checked on the thread pool while this thread goes on. */
+export async function examineLineSoon(
+  line: string,
+  annotated: string,
+  trustRoot: TrustRoot,
+  repositoryId: string,
+): Promise<ExaminedLine> {
+  const decoded = decodeRecord(line);
+  if (!decoded.ok) return examined(line, annotated, decoded);
+  const { record } = decoded;
+  const trust = await verifyRecordSoon(record, trustRoot, repositoryId);
+  return examined(line, annotated, { ok: true, record, trust });
+}
+
+function examined(line: string, annotated: string, judged: LineJudgement): ExaminedLine {
+  if (!judged.ok) {
     const facts: LineFacts = {
-      undecodable: decoded.reason,
+      undecodable: judged.reason,
       misplaced: false,
       elsewhere: false,
       trust: null,
@@ -66,7 +98,7 @@ export function examineLine(
     };
     return { facts, record: null, trust: null };
   }
-  const r = decoded.record;
+  const { record: r, trust } = judged;
   const paths: string[] = [];
   let elsewhere = false;
   for (const s of r.subjects) {
@@ -86,8 +118,6 @@ export function examineLine(
           Number.isNaN(createdAt) ? 0 : createdAt,
           paths,
         ];
-  // A misplaced line is verified too: judging the files on its blob weighs it (promotion.ts), as any record there.
-  const trust = verifyRecord(r, trustRoot, repositoryId);
   const facts: LineFacts = {
     undecodable: null,
     misplaced: paths.length === 0,

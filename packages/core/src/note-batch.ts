@@ -118,9 +118,18 @@ export function examineNote(
   repositoryId: string,
 ): { note: CheckedNote; examined: ExaminedLine[] } {
   const examined = lines.map((line) => examineLine(line, annotated, trustRoot, repositoryId));
+  return { note: weighNote(lines, examined, candidates, wantLines), examined };
+}
+
+/** A note's examined lines weighed for its candidates (the lines are sent back when asked or when one is refused). */
+export function weighNote(
+  lines: string[],
+  examined: ExaminedLine[],
+  candidates: BatchCandidate[] | null,
+  wantLines: boolean,
+): CheckedNote {
   const facts = examined.map((e) => e.facts);
-  if (candidates === null)
-    return { note: { facts, promotions: null, lines: wantLines ? lines : null }, examined };
+  if (candidates === null) return { facts, promotions: null, lines: wantLines ? lines : null };
   // As judge.ts's judgeLines gives them: every record that decodes, with its trust; why the others do not.
   const records: JudgedRecord[] = [];
   const unreadable: string[] = [];
@@ -133,8 +142,7 @@ export function examineNote(
     const p = promotionOf(candidate, records, rules, [], unreadable);
     return p.promoted ? p : null;
   });
-  const note = { facts, promotions, lines: wantLines || promotions.includes(null) ? lines : null };
-  return { note, examined };
+  return { facts, promotions, lines: wantLines || promotions.includes(null) ? lines : null };
 }
 
 /**

@@ -125,7 +125,7 @@ export function startLedgerCheck(sources: LedgerCheckSources, u: RefUpdate): Led
       if (!g) return null;
       const digest = await sha256(annotated);
       const candidates = await candidatesFor(g, annotated, digest, sources.pushedFiles);
-      const { examined, promoted } = checkPushedNote(g, annotated, note, candidates);
+      const { examined, promoted } = await checkPushedNote(g, annotated, note, candidates);
       const problems = lines.map((line) => problemOf(examined.get(line), annotated, digest));
       return { governance: g, problems, promoted, sha256: digest };
     })();

@@ -114,30 +114,82 @@ export function verifyRecord(
   repositoryId: string,
   backend: Ed25519Backend = 'node',
 ): RecordTrust {
-  if (record.repositoryId !== repositoryId)
-    return { ok: false, reason: 'the record belongs to another repository' };
+  if (record.repositoryId !== repositoryId) return OTHER_REPOSITORY;
   const message = pae(IN_TOTO_PAYLOAD_TYPE, record.body);
+  return trustOf(record, signaturesOf(record, trustRoot), (s) =>
+    s.key.publicKey.verify(message, s.signature, backend),
+  );
+}
+
+/**
+ * verifyRecord's answer, with the signatures checked on the thread pool (node:crypto), so the calling thread decodes
+ * other records meanwhile: the server gate checks a push's new lines this way.
+ */
+export async function verifyRecordSoon(
+  record: LedgerRecord,
+  trustRoot: TrustRoot,
+  repositoryId: string,
+): Promise<RecordTrust> {
+  if (record.repositoryId !== repositoryId) return OTHER_REPOSITORY;
+  const message = pae(IN_TOTO_PAYLOAD_TYPE, record.body);
+  const signatures = signaturesOf(record, trustRoot);
+  const valid = await Promise.all(
+    signatures.map((s) => (isCheckable(s) ? s.key.publicKey.verifySoon(message, s.signature) : false)),
+  );
+  return trustOf(record, signatures, (_, i) => valid[i]!);
+}
+
+const OTHER_REPOSITORY: RecordTrust = { ok: false, reason: 'the record belongs to another repository' };
+
+/** One of a record's signatures: its trusted key (undefined: none has its keyid) and its bytes (null: not base64). */
+interface RecordSignature {
+  keyid: string;
+  key: TrustedKey | undefined;
+  signature: Buffer | null;
+}
+
+type CheckableSignature = RecordSignature & { key: TrustedKey; signature: Buffer };
+
+function isCheckable(s: RecordSignature): s is CheckableSignature {
+  return s.key !== undefined && s.signature !== null;
+}
+
+function signaturesOf(record: LedgerRecord, trustRoot: TrustRoot): RecordSignature[] {
+  return record.envelope.signatures.map(({ keyid, sig }) => {
+    const signature = Buffer.from(sig, 'base64');
+    return {
+      keyid,
+      key: trustRoot.byKeyid(keyid),
+      signature: signature.toString('base64') === sig ? signature : null,
+    };
+  });
+}
+
+/** The first signature that verifies under a key allowed to sign the record wins; else the last reason heard. */
+function trustOf(
+  record: LedgerRecord,
+  signatures: RecordSignature[],
+  verifies: (s: CheckableSignature, index: number) => boolean,
+): RecordTrust {
   let refusal: RecordTrust | null = null;
-  for (const { keyid, sig } of record.envelope.signatures) {
-    const key = trustRoot.byKeyid(keyid);
-    if (!key) {
+  for (const [i, s] of signatures.entries()) {
+    if (!s.key) {
       refusal ??= {
         ok: false,
-        reason: `signed by a key that is not in the trust root (keyid ${keyid.slice(0, 12)})`,
+        reason: `signed by a key that is not in the trust root (keyid ${s.keyid.slice(0, 12)})`,
       };
       continue;
     }
-    const signature = Buffer.from(sig, 'base64');
-    if (signature.toString('base64') !== sig || !key.publicKey.verify(message, signature, backend)) {
-      refusal = { ok: false, reason: `the signature by ${key.name} does not verify`, signer: key };
+    if (!isCheckable(s) || !verifies(s, i)) {
+      refusal = { ok: false, reason: `the signature by ${s.key.name} does not verify`, signer: s.key };
       continue;
     }
-    const problem = keyRefusal(key, roleFor(record), record.createdAt);
+    const problem = keyRefusal(s.key, roleFor(record), record.createdAt);
     if (problem) {
-      refusal = { ok: false, reason: problem, signer: key };
+      refusal = { ok: false, reason: problem, signer: s.key };
       continue;
     }
-    return { ok: true, signer: key };
+    return { ok: true, signer: s.key };
   }
   return refusal ?? { ok: false, reason: 'the record has no signature' };
 }

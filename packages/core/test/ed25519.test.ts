@@ -69,7 +69,7 @@ describe('RFC 8032 §7.1 test vectors', () => {
   });
 });
 
-describe('Wycheproof EdDSA vectors give the expected result in both back-ends', () => {
+describe('Wycheproof EdDSA vectors give the expected result in both back-ends, and on the thread pool', () => {
   const files = [
     { file: 'wycheproof_eddsa.json', total: 151, valid: 88, invalid: 63 },
     { file: 'wycheproof_eddsa_legacy.json', total: 145, valid: 84, invalid: 61 },
@@ -78,11 +78,12 @@ describe('Wycheproof EdDSA vectors give the expected result in both back-ends', 
 
   it.each(files)(
     '$file: $total tests, $valid valid and $invalid invalid',
-    ({ file, total, valid, invalid }) => {
+    async ({ file, total, valid, invalid }) => {
       const vectors = readVectors(file) as WycheproofFile;
       expect(vectors.numberOfTests).toBe(total);
       const counts = { valid: 0, invalid: 0 };
       const mismatches: string[] = [];
+      const pooled: Promise<void>[] = [];
       for (const group of vectors.testGroups) {
         const pk = group.publicKey?.pk ?? group.key?.pk;
         expect(pk, 'every group names its public key').toBeTypeOf('string');
@@ -94,8 +95,19 @@ describe('Wycheproof EdDSA vectors give the expected result in both back-ends', 
               mismatches.push(`tcId ${test.tcId} (${test.comment}) ${backend}: ${outcome.reason ?? 'valid'}`);
             }
           }
+          // verifySoon (the server gate's) is reached only with a key that has no problem.
+          if (publicKeyProblem(hex(pk!)) === null) {
+            const soon = PublicKey.fromRaw(hex(pk!)).verifySoon(hex(test.msg), hex(test.sig));
+            pooled.push(
+              soon.then((v) => {
+                if (v !== (test.result === 'valid')) mismatches.push(`tcId ${test.tcId} verifySoon: ${v}`);
+              }),
+            );
+          }
         }
       }
+      await Promise.all(pooled);
+      expect(pooled.length).toBeGreaterThan(total / 2);
       expect(mismatches).toEqual([]);
       expect(counts).toEqual({ valid, invalid });
       runTotal += counts.valid + counts.invalid;
@@ -188,7 +200,7 @@ describe('signature malleability and tampering', () => {
     }
   });
 
-  it('rejects an R with a small-order component, which the cofactored equation alone would accept', () => {
+  it('rejects an R with a small-order component, which the cofactored equation alone would accept', async () => {
     // Only the key's owner can make this: R = [r]B + T with T of order 2, and S computed over that R.
     const seed = hex('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
     const owner = signingKeyFromSeed(seed);
@@ -211,6 +223,8 @@ describe('signature malleability and tampering', () => {
       expect(owner.publicKey.verify(message, honest, backend)).toBe(true); // control
       expect(owner.publicKey.verify(message, withTorsion, backend)).toBe(false);
     }
+    expect(await owner.publicKey.verifySoon(message, honest)).toBe(true);
+    expect(await owner.publicKey.verifySoon(message, withTorsion)).toBe(false);
   });
 });
 
@@ -274,7 +288,7 @@ describe('PublicKey', () => {
     expect(copy.raw).toEqual(key.raw);
   });
 
-  it('never throws on malformed input, and answers false', () => {
+  it('never throws on malformed input, and answers false (verifySoon too)', async () => {
     const message = new Uint8Array([1, 2, 3]);
     const signature = generateSigningKey().sign(message);
     const bad: unknown[] = [
@@ -292,6 +306,11 @@ describe('PublicKey', () => {
       expect(key.verify('text' as unknown as Uint8Array, signature, backend)).toBe(false);
       expect(key.verify(message, signature, backend)).toBe(false); // another key's signature
     }
+    for (const sig of bad) expect(await key.verifySoon(message, sig as Uint8Array)).toBe(false);
+    expect(await key.verifySoon('text' as unknown as Uint8Array, signature)).toBe(false);
+    expect(await key.verifySoon(message, signature)).toBe(false);
+    const signer = generateSigningKey();
+    expect(await signer.publicKey.verifySoon(message, signer.sign(message))).toBe(true); // control
     expect(key.verify(message, signature, 'other' as Ed25519Backend)).toBe(false);
     expect(verifyStrict(new Uint8Array(3), message, signature, 'node')).toEqual({
       valid: false,

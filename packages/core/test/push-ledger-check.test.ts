@@ -92,19 +92,19 @@ const cases: Array<{ name: string; line: string; expected: string | RegExp | nul
   ];
 
 describe('a new line’s problem, judged alone or read from its checked note', () => {
-  it.each(cases)('$name', ({ line, expected, digest }) => {
+  it.each(cases)('$name', async ({ line, expected, digest }) => {
     const sha256 = digest === undefined ? file.sha256 : digest;
     const alone = lineProblem(governance, file.gitBlob, sha256, line);
-    const { examined } = checkPushedNote(governance, file.gitBlob, [line], null);
+    const { examined } = await checkPushedNote(governance, file.gitBlob, [line], null);
     expect(problemOf(examined.get(line), file.gitBlob, sha256)).toBe(alone);
     if (expected === null) expect(alone).toBeNull();
     else if (typeof expected === 'string') expect(alone).toBe(expected);
     else expect(alone).toMatch(expected);
   });
 
-  it('reads every line of a note of several, and promotes the pushed file the note’s records promote', () => {
+  it('reads every line of a note of several, and promotes the pushed file the note’s records promote', async () => {
     const lines = [valid, verdictLine(mallory, [file]), 'not a record'].sort();
-    const checked = checkPushedNote(governance, file.gitBlob, lines, [
+    const checked = await checkPushedNote(governance, file.gitBlob, lines, [
       {
         candidate: { path: file.path, sha256: file.sha256, gitBlob: file.gitBlob },
         rules: governance.policy,
@@ -118,8 +118,8 @@ describe('a new line’s problem, judged alone or read from its checked note', (
     expect(checked.promoted.get(file.path)?.by).toEqual(['alice']);
   });
 
-  it('control: a file the note’s records do not promote is left to judgeFiles (no decision)', () => {
-    const checked = checkPushedNote(
+  it('control: a file the note’s records do not promote is left to judgeFiles (no decision)', async () => {
+    const checked = await checkPushedNote(
       governance,
       file.gitBlob,
       [verdictLine(mallory, [file])],

@@ -12,7 +12,13 @@ import {
 } from '../../../test/support/records.js';
 import { canonicalize } from '../src/canonical-json.js';
 import type { Ed25519Backend } from '../src/ed25519.js';
-import { decodeRecord, isRepositoryPath, type LedgerRecord, verifyRecord } from '../src/record.js';
+import {
+  decodeRecord,
+  isRepositoryPath,
+  type LedgerRecord,
+  verifyRecord,
+  verifyRecordSoon,
+} from '../src/record.js';
 import { parseRfc3339Utc, type Statement } from '../src/statement.js';
 
 const alice = testKey({ name: 'alice', roles: ['delegator'] });
@@ -163,8 +169,16 @@ describe('decodeRecord', () => {
 });
 
 describe('verifyRecord', () => {
-  const judge = (line: string, backend: Ed25519Backend = 'node', repositoryId = TEST_REPOSITORY_ID) => {
-    const trust = verifyRecord(decode(line), trustRoot, repositoryId, backend);
+  /** verifyRecord with a back-end, or verifyRecordSoon ('pool': node:crypto on the thread pool). */
+  const judge = async (
+    line: string,
+    way: Ed25519Backend | 'pool' = 'node',
+    repositoryId = TEST_REPOSITORY_ID,
+  ) => {
+    const trust =
+      way === 'pool'
+        ? await verifyRecordSoon(decode(line), trustRoot, repositoryId)
+        : verifyRecord(decode(line), trustRoot, repositoryId, way);
     return trust.ok ? `ok by ${trust.signer.name}` : trust.reason;
   };
 
@@ -172,92 +186,97 @@ describe('verifyRecord', () => {
   const withSignatures = (line: string, signatures: Array<{ keyid: string; sig: string }>) =>
     canonicalize({ ...JSON.parse(line), signatures });
 
-  describe.each(['node', 'noble'] as const)('with the %s back-end', (backend) => {
-    it('accepts a verdict by a delegator and a review by a reviewer', () => {
-      expect(judge(verdictLine(alice, [file]), backend)).toBe('ok by alice');
-      expect(judge(signedLine(rita, testReviewStatement(rita, [file])), backend)).toBe('ok by rita');
-      expect(judge(verdictLine(both, [file]), backend)).toBe('ok by both');
-      expect(judge(signedLine(both, testReviewStatement(both, [file])), backend)).toBe('ok by both');
-    });
+  describe.each(['node', 'noble', 'pool'] as const)(
+    'with the %s back-end (pool: verifyRecordSoon)',
+    (backend) => {
+      it('accepts a verdict by a delegator and a review by a reviewer', async () => {
+        expect(await judge(verdictLine(alice, [file]), backend)).toBe('ok by alice');
+        expect(await judge(signedLine(rita, testReviewStatement(rita, [file])), backend)).toBe('ok by rita');
+        expect(await judge(verdictLine(both, [file]), backend)).toBe('ok by both');
+        expect(await judge(signedLine(both, testReviewStatement(both, [file])), backend)).toBe('ok by both');
+      });
 
-    it('refuses a record made for another repository', () => {
-      expect(judge(verdictLine(alice, [file], { repositoryId: 'another-repository' }), backend)).toBe(
-        'the record belongs to another repository',
-      );
-      expect(judge(verdictLine(alice, [file]), backend, 'another-repository')).toBe(
-        'the record belongs to another repository',
-      );
-    });
+      it('refuses a record made for another repository', async () => {
+        expect(await judge(verdictLine(alice, [file], { repositoryId: 'another-repository' }), backend)).toBe(
+          'the record belongs to another repository',
+        );
+        expect(await judge(verdictLine(alice, [file]), backend, 'another-repository')).toBe(
+          'the record belongs to another repository',
+        );
+      });
 
-    it('refuses a key that is not in the trust root', () => {
-      expect(judge(verdictLine(mallory, [file]), backend)).toBe(
-        `signed by a key that is not in the trust root (keyid ${mallory.signer.publicKey.keyid.slice(0, 12)})`,
-      );
-    });
+      it('refuses a key that is not in the trust root', async () => {
+        expect(await judge(verdictLine(mallory, [file]), backend)).toBe(
+          `signed by a key that is not in the trust root (keyid ${mallory.signer.publicKey.keyid.slice(0, 12)})`,
+        );
+      });
 
-    it('keyid is only a hint: a trusted keyid on a signature by another key does not verify', () => {
-      const forged = JSON.parse(verdictLine(mallory, [file]));
-      const line = withSignatures(verdictLine(mallory, [file]), [
-        { keyid: alice.signer.publicKey.keyid, sig: forged.signatures[0].sig },
-      ]);
-      expect(judge(line, backend)).toBe('the signature by alice does not verify');
-    });
+      it('keyid is only a hint: a trusted keyid on a signature by another key does not verify', async () => {
+        const forged = JSON.parse(verdictLine(mallory, [file]));
+        const line = withSignatures(verdictLine(mallory, [file]), [
+          { keyid: alice.signer.publicKey.keyid, sig: forged.signatures[0].sig },
+        ]);
+        expect(await judge(line, backend)).toBe('the signature by alice does not verify');
+      });
 
-    it('refuses a changed signature byte and a signature that is not strict base64', () => {
-      const line = verdictLine(alice, [file]);
-      const { keyid, sig } = JSON.parse(line).signatures[0];
-      const bytes = Buffer.from(sig, 'base64');
-      bytes[10]! ^= 1;
-      expect(judge(withSignatures(line, [{ keyid, sig: bytes.toString('base64') }]), backend)).toBe(
-        'the signature by alice does not verify',
-      );
-      expect(judge(withSignatures(line, [{ keyid, sig: sig.replace(/=+$/, '') }]), backend)).toBe(
-        'the signature by alice does not verify',
-      );
-      expect(judge(withSignatures(line, [{ keyid, sig: sig.slice(0, 40) }]), backend)).toBe(
-        'the signature by alice does not verify',
-      );
-    });
+      it('refuses a changed signature byte and a signature that is not strict base64', async () => {
+        const line = verdictLine(alice, [file]);
+        const { keyid, sig } = JSON.parse(line).signatures[0];
+        const bytes = Buffer.from(sig, 'base64');
+        bytes[10]! ^= 1;
+        expect(await judge(withSignatures(line, [{ keyid, sig: bytes.toString('base64') }]), backend)).toBe(
+          'the signature by alice does not verify',
+        );
+        expect(await judge(withSignatures(line, [{ keyid, sig: sig.replace(/=+$/, '') }]), backend)).toBe(
+          'the signature by alice does not verify',
+        );
+        expect(await judge(withSignatures(line, [{ keyid, sig: sig.slice(0, 40) }]), backend)).toBe(
+          'the signature by alice does not verify',
+        );
+      });
 
-    it('refuses the wrong role: a reviewer signing a verdict, a delegator signing a review', () => {
-      expect(judge(verdictLine(rita, [file]), backend)).toBe('signer rita does not have the delegator role');
-      expect(judge(signedLine(alice, testReviewStatement(alice, [file])), backend)).toBe(
-        'signer alice does not have the reviewer role',
-      );
-    });
+      it('refuses the wrong role: a reviewer signing a verdict, a delegator signing a review', async () => {
+        expect(await judge(verdictLine(rita, [file]), backend)).toBe(
+          'signer rita does not have the delegator role',
+        );
+        expect(await judge(signedLine(alice, testReviewStatement(alice, [file])), backend)).toBe(
+          'signer alice does not have the reviewer role',
+        );
+      });
 
-    it('refuses a revoked key even for a record dated before the revocation', () => {
-      expect(judge(verdictLine(revoked, [file], { createdAt: '2026-01-01T00:00:00Z' }), backend)).toBe(
-        "signer revoked's key was revoked",
-      );
-    });
+      it('refuses a revoked key even for a record dated before the revocation', async () => {
+        expect(
+          await judge(verdictLine(revoked, [file], { createdAt: '2026-01-01T00:00:00Z' }), backend),
+        ).toBe("signer revoked's key was revoked");
+      });
 
-    it('refuses a record outside the key’s validity window, and accepts one inside it', () => {
-      expect(judge(verdictLine(old, [file], { createdAt: '2025-12-31T23:59:59Z' }), backend)).toBe(
-        'ok by old',
-      );
-      expect(judge(verdictLine(old, [file], { createdAt: '2026-01-01T00:00:00.001Z' }), backend)).toBe(
-        "signer old's key had expired when the record was made",
-      );
-      expect(judge(verdictLine(future, [file], { createdAt: '2027-01-01T00:00:00Z' }), backend)).toBe(
-        'ok by future',
-      );
-      expect(judge(verdictLine(future, [file], { createdAt: '2026-12-31T23:59:59.999Z' }), backend)).toBe(
-        "signer future's key was not yet valid when the record was made",
-      );
-    });
+      it('refuses a record outside the key’s validity window, and accepts one inside it', async () => {
+        expect(await judge(verdictLine(old, [file], { createdAt: '2025-12-31T23:59:59Z' }), backend)).toBe(
+          'ok by old',
+        );
+        expect(
+          await judge(verdictLine(old, [file], { createdAt: '2026-01-01T00:00:00.001Z' }), backend),
+        ).toBe("signer old's key had expired when the record was made");
+        expect(await judge(verdictLine(future, [file], { createdAt: '2027-01-01T00:00:00Z' }), backend)).toBe(
+          'ok by future',
+        );
+        expect(
+          await judge(verdictLine(future, [file], { createdAt: '2026-12-31T23:59:59.999Z' }), backend),
+        ).toBe("signer future's key was not yet valid when the record was made");
+      });
 
-    it('accepts a record when any one signature counts, and reports the refusal when none does', () => {
-      const good = JSON.parse(verdictLine(alice, [file])).signatures[0];
-      const stranger = JSON.parse(verdictLine(mallory, [file])).signatures[0];
-      const line = withSignatures(verdictLine(alice, [file]), [stranger, good]);
-      expect(judge(line, backend)).toBe('ok by alice');
-      const bad = { ...good, sig: Buffer.alloc(64).toString('base64') };
-      expect(judge(withSignatures(line, [stranger, bad]), backend)).toBe(
-        'the signature by alice does not verify',
-      );
-    });
-  });
+      it('accepts a record when any one signature counts, and reports the refusal when none does', async () => {
+        const good = JSON.parse(verdictLine(alice, [file])).signatures[0];
+        const stranger = JSON.parse(verdictLine(mallory, [file])).signatures[0];
+        const line = withSignatures(verdictLine(alice, [file]), [stranger, good]);
+        expect(await judge(line, backend)).toBe('ok by alice');
+        const bad = { ...good, sig: Buffer.alloc(64).toString('base64') };
+        expect(await judge(withSignatures(line, [stranger, bad]), backend)).toBe(
+          'the signature by alice does not verify',
+        );
+      });
+    },
+  );
 });
 
 describe('isRepositoryPath', () => {
