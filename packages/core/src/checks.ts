@@ -280,7 +280,11 @@ async function notesTip(repo: Repository): Promise<string | null> {
   return object && object.type === 'commit' ? object.oid : null;
 }
 
-const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+/** The empty tree's id in each object format (git knows this object without storing it). */
+const EMPTY_TREE = {
+  sha1: '4b825dc642cb6eb9a060e54bf8d69288fbee4904',
+  sha256: '6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321',
+} as const;
 
 /** `git diff-index --cached --raw -z -M -C` against HEAD (or the empty tree before the first commit). */
 export async function stagedChanges(
@@ -288,10 +292,13 @@ export async function stagedChanges(
 ): Promise<{ base: string | null; changes: StagedChange[] }> {
   const head = await repo.objects.read('HEAD');
   const base = head && head.type === 'commit' ? head.oid : null;
-  const out = await git(['diff-index', '--cached', '--raw', '-z', '-M', '-C', base ?? EMPTY_TREE], {
-    cwd: repo.cwd,
-    env: repo.env,
-  });
+  const out = await git(
+    ['diff-index', '--cached', '--raw', '-z', '-M', '-C', base ?? EMPTY_TREE[repo.layout.objectFormat]],
+    {
+      cwd: repo.cwd,
+      env: repo.env,
+    },
+  );
   return { base, changes: parseRawDiff(splitZ(out)) };
 }
 

@@ -414,6 +414,8 @@ export interface RepositoryLayout {
   /** Shared by all worktrees (differs from gitDir in a linked worktree). */
   commonDir: string;
   isBare: boolean;
+  /** The repository's object format (`git init --object-format`): the hash of every object id. */
+  objectFormat: 'sha1' | 'sha256';
 }
 
 /** One `git rev-parse` call (git >= 2.31 for --path-format). Paths are absolute. */
@@ -425,6 +427,7 @@ export async function repositoryLayout(cwd: string, env?: NodeJS.ProcessEnv): Pr
     '--path-format=absolute',
     '--is-bare-repository',
     '--is-inside-work-tree',
+    '--show-object-format',
     '--git-dir',
     '--git-common-dir',
     '--show-cdup',
@@ -439,12 +442,16 @@ export async function repositoryLayout(cwd: string, env?: NodeJS.ProcessEnv): Pr
     }
     throw gitFailure(args, result);
   }
-  const [bare, insideWorkTree, gitDir, commonDir, cdup] = result.stdout.toString('utf8').split('\n');
-  if (!gitDir || !commonDir) throw gitFailure(args, { code: 0, stderr: 'unexpected output' });
+  const [bare, insideWorkTree, objectFormat, gitDir, commonDir, cdup] = result.stdout
+    .toString('utf8')
+    .split('\n');
+  if (!gitDir || !commonDir || (objectFormat !== 'sha1' && objectFormat !== 'sha256'))
+    throw gitFailure(args, { code: 0, stderr: 'unexpected output' });
   return {
     topLevel: insideWorkTree === 'true' ? path.resolve(realpathSync(cwd), cdup ?? '') : null,
     gitDir,
     commonDir,
     isBare: bare === 'true',
+    objectFormat,
   };
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -220,6 +221,7 @@ describe('repositoryLayout', () => {
       gitDir: path.join(r.dir, '.git'),
       commonDir: path.join(r.dir, '.git'),
       isBare: false,
+      objectFormat: 'sha1',
     });
   });
 
@@ -239,6 +241,19 @@ describe('repositoryLayout', () => {
       gitDir: r.dir,
       commonDir: r.dir,
       isBare: true,
+      objectFormat: 'sha1',
+    });
+  });
+
+  it('reports the object format of a SHA-256 repository (control: SHA-1 above)', async () => {
+    const dir = tempDir();
+    execFileSync('git', ['init', '-q', '--bare', '--object-format=sha256', dir], { env });
+    expect(await repositoryLayout(dir, env)).toEqual({
+      topLevel: null,
+      gitDir: dir,
+      commonDir: dir,
+      isBare: true,
+      objectFormat: 'sha256',
     });
   });
 
