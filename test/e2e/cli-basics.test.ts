@@ -480,6 +480,7 @@ const CASES: Record<string, CommandCase> = {
   delegate: { args: ['delegate', UNIT, '--key', OPERATOR], repository: true, policy: true, signs: true },
   config: { args: ['config', 'get'], repository: true, policy: false, signs: false },
   worker: { args: ['worker', 'replay', RECORDING], repository: false, policy: false, signs: false },
+  scan: { args: ['scan', UNIT], repository: false, policy: false, signs: false },
 };
 
 /** The commands main.ts dispatches to, read from its source. */

@@ -104,9 +104,15 @@ function spawn(command: string, args: string[], cwd: string, env: NodeJS.Process
   };
 }
 
-/** Runs the built CLI in `cwd` (never throws: the exit code and output are what tests assert). */
-export function cli(story: Story, cwd: string, args: string[], env: NodeJS.ProcessEnv = story.env): Run {
-  return spawn(process.execPath, [storyCli, ...args], cwd, env);
+/** Runs the built CLI in `cwd` (never throws: the exit code and output are what tests assert), `input` on stdin. */
+export function cli(
+  story: Story,
+  cwd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = story.env,
+  input?: string,
+): Run {
+  return spawn(process.execPath, [storyCli, ...args], cwd, env, input);
 }
 
 /** Like cli, but a non-zero exit fails the test with the command's output. */

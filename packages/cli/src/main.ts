@@ -20,6 +20,7 @@ const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
   delegate: () => import('./commands/delegate.js'),
   config: () => import('./commands/config.js'),
   worker: () => import('./commands/worker.js'),
+  scan: () => import('./commands/scan.js'),
 };
 
 export const VERSION = '0.1.0';

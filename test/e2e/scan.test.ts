@@ -1,0 +1,76 @@
+/**
+ * `delegate-git scan`: the credential scan `delegate` runs, on files or standard input. A finding names where it is
+ * and which rule found it, never the secret; a file that cannot be read stops the scan with exit 2. Each refusal is
+ * paired with a control that passes.
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli, makeStory, type Story, writeFiles } from '../support/cli-story.js';
+
+// Secret-shaped values are assembled at runtime so no credential-looking literal sits in the repository.
+const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+const githubToken = () =>
+  ['ghp', Array.from(randomBytes(36), (b) => ALNUM[b % ALNUM.length]).join('')].join('_');
+
+let story: Story;
+let dir: string;
+const token = githubToken();
+
+beforeAll(() => {
+  story = makeStory();
+  dir = story.root;
+  const digest = createHash('sha256').update('x').digest('hex');
+  writeFiles(dir, {
+    'leak.ts': `export const a = 1;\nconst token = "${token}";\n`,
+    'clean.ts': `// digest ${digest}, request ${randomUUID()}\nexport const b = 2;\n`,
+  });
+});
+
+afterAll(() => story.cleanup());
+
+describe('delegate-git scan', () => {
+  it('names the file, line, column and rule of a credential, never the credential; a clean file exits 0', () => {
+    const found = cli(story, dir, ['scan', 'clean.ts', 'leak.ts']);
+    expect(found.code).toBe(1);
+    expect(found.stdout).toBe('leak.ts:2:16 github ghp_…\n');
+    expect(found.stdout + found.stderr).not.toContain(token);
+    expect(found.stderr).toContain('1 finding(s) in 2 source(s)');
+
+    const clean = cli(story, dir, ['scan', 'clean.ts']);
+    expect(clean.code, clean.stderr).toBe(0);
+    expect(clean.stdout).toBe('');
+  });
+
+  it('reads standard input when no file is named, or for "-"', () => {
+    const text = `KEY=${token}\n`;
+    for (const args of [['scan'], ['scan', '-']]) {
+      const found = cli(story, dir, args, story.env, text);
+      expect(found.code).toBe(1);
+      expect(found.stdout).toBe('-:1:5 github ghp_…\n');
+    }
+    expect(cli(story, dir, ['scan'], story.env, 'nothing secret here\n').code).toBe(0);
+  });
+
+  it('--json lists the findings by source', () => {
+    const run = cli(story, dir, ['scan', '--json', 'leak.ts', 'clean.ts']);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toEqual({
+      scanned: 2,
+      findings: [{ source: 'leak.ts', rule: 'github', line: 2, column: 16, preview: 'ghp_…' }],
+    });
+  });
+
+  it('stops with exit 2, scanning nothing, at a file it cannot read or a directory', () => {
+    for (const [name, reason] of [
+      ['missing.ts', 'cannot read missing.ts (ENOENT)'],
+      ['.', '. is a directory'],
+    ] as const) {
+      const run = cli(story, dir, ['scan', 'leak.ts', name]);
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain(reason);
+      expect(run.stderr).toContain('Nothing was scanned.');
+    }
+    expect(cli(story, dir, ['scan', '--verbose']).code).toBe(2); // an unknown flag
+  });
+});
