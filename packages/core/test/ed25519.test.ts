@@ -56,17 +56,21 @@ describe('RFC 8032 §7.1 test vectors', () => {
     expect(vectors).toHaveLength(5);
   });
 
-  it.each(vectors.map((v, i) => [i, v] as const))('vector %i: key, signature and verification', (_, v) => {
-    const key = signingKeyFromSeed(hex(v.secretKey));
-    expect(toHex(key.publicKey.raw)).toBe(v.publicKey);
-    expect(toHex(key.sign(hex(v.message)))).toBe(v.signature);
-    for (const backend of BACKENDS) {
-      expect(verifyStrict(hex(v.publicKey), hex(v.message), hex(v.signature), backend)).toEqual({
-        valid: true,
-      });
-      expect(key.publicKey.verify(hex(v.message), hex(v.signature), backend)).toBe(true);
-    }
-  });
+  it.each(vectors.map((v, i) => [i, v] as const))(
+    'vector %i: key, signature and verification',
+    async (_, v) => {
+      const key = signingKeyFromSeed(hex(v.secretKey));
+      expect(toHex(key.publicKey.raw)).toBe(v.publicKey);
+      expect(toHex(key.sign(hex(v.message)))).toBe(v.signature);
+      for (const backend of BACKENDS) {
+        expect(verifyStrict(hex(v.publicKey), hex(v.message), hex(v.signature), backend)).toEqual({
+          valid: true,
+        });
+        expect(key.publicKey.verify(hex(v.message), hex(v.signature), backend)).toBe(true);
+      }
+      expect(await key.publicKey.verifySoon(hex(v.message), hex(v.signature))).toBe(true);
+    },
+  );
 });
 
 describe('Wycheproof EdDSA vectors give the expected result in both back-ends, and on the thread pool', () => {
@@ -119,7 +123,7 @@ describe('Wycheproof EdDSA vectors give the expected result in both back-ends, a
   });
 });
 
-describe('ed25519-speccheck edge cases: all rejected, for the stated reason, in both back-ends', () => {
+describe('ed25519-speccheck edge cases: all rejected, for the stated reason, in both back-ends and on the thread pool', () => {
   const cases = readVectors('speccheck_cases.json') as SpeccheckCase[];
   const expectedReason = [
     'public key small order',
@@ -140,13 +144,18 @@ describe('ed25519-speccheck edge cases: all rejected, for the stated reason, in 
     expect(cases).toHaveLength(12);
   });
 
-  it.each(cases.map((c, i) => [i, expectedReason[i]!, c] as const))('case %i: %s', (_, reason, c) => {
+  it.each(cases.map((c, i) => [i, expectedReason[i]!, c] as const))('case %i: %s', async (_, reason, c) => {
     for (const backend of BACKENDS) {
       expect(verifyStrict(hex(c.pub_key), hex(c.message), hex(c.signature), backend)).toEqual({
         valid: false,
         reason,
       });
     }
+    // verifySoon is reached only with a key that has no problem (cases 6 and 7: S >= L).
+    if (publicKeyProblem(hex(c.pub_key)) === null)
+      expect(await PublicKey.fromRaw(hex(c.pub_key)).verifySoon(hex(c.message), hex(c.signature))).toBe(
+        false,
+      );
   });
 
   it('a key with a problem is refused when a PublicKey is built, with TRUST_ROOT', () => {
