@@ -96,6 +96,21 @@ describe('pre-commit: governed content', () => {
     expect(refTip(story, dir, 'HEAD')).not.toBe(head);
   });
 
+  it('names a file whose name holds a line break on one line, C-quoted as git quotes it; its verdict lets it through', async () => {
+    const name = 'src/new\nNOT PROMOTED  src/spoof.ts';
+    stage(dir, { [name]: 'export const b = 2;\n', 'src/plain name.ts': 'export const c = 3;\n' });
+    const refused = commit(story, dir, 'a strange name');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  "src/new\\nNOT PROMOTED  src/spoof.ts"\n');
+    expect(refused.stderr).toContain('NOT PROMOTED  src/plain name.ts\n'); // control: an ordinary name as it is
+    expect(refused.stderr).not.toMatch(/^delegate-git: NOT PROMOTED {2}src\/spoof\.ts$/m);
+
+    await recordVerdict(story, dir, name);
+    await recordVerdict(story, dir, 'src/plain name.ts');
+    const passed = commit(story, dir, 'promoted');
+    expect(passed.code, passed.stderr).toBe(0);
+  });
+
   it('refuses content whose verdict was UNIT_FAILED; the passing redo commits', async () => {
     stage(dir, { 'src/failed.ts': 'export const broken = ;\n' });
     await recordVerdict(story, dir, 'src/failed.ts', { verdict: 'UNIT_FAILED' });

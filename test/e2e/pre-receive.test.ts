@@ -90,6 +90,19 @@ describe('pre-receive: content and the ledger', () => {
     expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
   });
 
+  it('refuses a file whose name holds a line break, naming it C-quoted on one line; attested, it is accepted', () => {
+    const name = 'src/odd\u2028name\n.ts';
+    stageFile(work, name, 'export const odd = 1;\n');
+    expect(commit(story, work, 'an odd name, hook skipped', ['--no-verify']).code).toBe(0);
+    const refused = gitRun(story, work, ['push', 'origin', 'main']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/main', '"src/odd\u2028name\\n.ts"', 'no verdict'));
+
+    cliOk(story, work, ['attest', '--approve', name, '--yes']);
+    const accepted = gitRun(story, work, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+
   it('refuses the branch pushed without the notes that promote it; the same branch with its notes is accepted', () => {
     stageFile(work, 'src/late.ts', 'export const late = 1;\n');
     cliOk(story, work, ['attest', '--approve', 'src/late.ts', '--yes']);

@@ -1,18 +1,21 @@
 import type { CheckReport } from '@delegate-git/core';
+import { shownPath } from '@delegate-git/core/shown-path';
 
 /** One line per file, the reason under each refusal, what to do, and a summary line. */
 export function renderReport(report: CheckReport): string {
   const out: string[] = [];
   const governed = report.results.filter((r) => r.governed);
   for (const r of report.results) {
-    if (!r.governed) out.push(`not governed  ${r.path}`);
+    if (!r.governed) out.push(`not governed  ${shownPath(r.path)}`);
     else if (r.promoted)
-      out.push(`PROMOTED      ${r.path}\n    ${r.reason}${r.by.length ? ` (${r.by.join(', ')})` : ''}`);
-    else out.push(`NOT PROMOTED  ${r.path}\n    ${r.reason}`);
+      out.push(
+        `PROMOTED      ${shownPath(r.path)}\n    ${r.reason}${r.by.length ? ` (${r.by.join(', ')})` : ''}`,
+      );
+    else out.push(`NOT PROMOTED  ${shownPath(r.path)}\n    ${r.reason}`);
   }
   for (const d of report.deletions) {
     out.push(
-      `${d.blocks ? 'DELETION REFUSED' : 'deleted (governed)'}  ${d.path}${d.reason ? `\n    ${d.reason}` : ''}`,
+      `${d.blocks ? 'DELETION REFUSED' : 'deleted (governed)'}  ${shownPath(d.path)}${d.reason ? `\n    ${d.reason}` : ''}`,
     );
   }
   const refused = governed.filter((r) => !r.promoted);

@@ -80,6 +80,7 @@ export function adoptGlobExpressions(list: unknown): void {
   if (!Array.isArray(list)) return;
   for (const e of list as Array<Partial<GlobExpression>>) {
     if (typeof e?.glob !== 'string' || typeof e.source !== 'string' || typeof e.flags !== 'string') continue;
+    if (!e.flags.includes('s')) continue; // compiled before expressions were dotAll: compiled again
     if (expressions.has(e.glob)) continue;
     try {
       expressions.set(e.glob, new RegExp(e.source, e.flags));
@@ -94,7 +95,10 @@ const expressions = new Map<string, RegExp>();
 function expressionOf(glob: string): RegExp {
   let re = expressions.get(glob);
   if (!re) {
-    re = picomatch.makeRe(glob, { dot: true });
+    // picomatch writes `**` with `.`, which does not match a line break (\n, \r, U+2028, U+2029) unless the
+    // expression is dotAll: without it, "src/**" would not govern a file named "src/a\nb.ts".
+    const compiled = picomatch.makeRe(glob, { dot: true });
+    re = new RegExp(compiled.source, `${compiled.flags.replace('s', '')}s`);
     expressions.set(glob, re);
   }
   return re;

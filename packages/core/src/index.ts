@@ -18,6 +18,7 @@ export * from './record.js';
 export * from './recording.js';
 export * from './repository.js';
 export { describeIssue } from './schema.js';
+export * from './shown-path.js';
 export * from './signing-key.js';
 export * from './snapshot.js';
 export * from './statement.js';

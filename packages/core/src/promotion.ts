@@ -2,7 +2,9 @@
  * The single promotion rule every gate uses (DESIGN 4.1), as a pure function of what the ledger holds.
  * I/O (reading notes, verifying signatures, hashing content) happens before; this only decides and explains.
  */
+
 import type { LedgerRecord, RecordTrust } from './record.js';
+import { shownPath } from './shown-path.js';
 import type { VerdictName } from './statement.js';
 
 export interface Candidate {
@@ -147,7 +149,8 @@ function reasonFromHistory(
   if (last)
     return `its content changed after the last verdict (${last.verdict}), and no record covers this version`;
   const elsewhere = onBlob.flatMap((j) => j.record.subjects).find((s) => s.path !== c.path);
-  if (elsewhere) return `no verdict for this path (the same content is recorded as ${elsewhere.path})`;
+  if (elsewhere)
+    return `no verdict for this path (the same content is recorded as ${shownPath(elsewhere.path)})`;
   return REASONS.noVerdict;
 }
 

@@ -121,6 +121,18 @@ describe('governedMatcher', () => {
     expect(governed('lib/package.json', false)).toBe(false);
   });
 
+  it('governs a path whose name holds a line break, as any other (picomatch alone would not match it under **)', () => {
+    const governed = governedMatcher(
+      policyOf({ protect: ['src/**', 'lib/*.ts', '**/*.sql'], exclude: ['src/gen/**'] }),
+    );
+    for (const brk of ['\n', '\r', '\u2028', '\u2029']) {
+      for (const p of [`src/a${brk}b.ts`, `src/dir${brk}/x.ts`, `lib/a${brk}.ts`, `db/m${brk}/1.sql`])
+        expect(governed.isProtected(p), JSON.stringify(p)).toBe(true);
+      expect(governed.isProtected(`src/gen/a${brk}b.ts`)).toBe(false); // exclude matches it too
+      expect(governed.isProtected(`docs/a${brk}b.md`)).toBe(false); // control: outside protect
+    }
+  });
+
   it('matches dot files and dot directories', () => {
     const governed = governedMatcher(policyOf({ protect: ['**'] }));
     expect(governed('.github/workflows/ci.yml', false)).toBe(true);
@@ -219,8 +231,15 @@ describe('glob expressions kept with a validated policy', () => {
   it('are what picomatch compiles, and an adopted one is used as it is (it stands for the glob from then on)', () => {
     const kept = globExpressions(policyOf(['kept/**']));
     expect(kept).toEqual([{ glob: 'kept/**', ...sourceOf('kept/**') }]);
-    // A glob not compiled yet in this process takes the expression given for it, here one that matches only "x".
-    adoptGlobExpressions([{ glob: 'adopted/**', source: '^x$', flags: '' }]);
+    // A glob not compiled yet in this process takes the expression given for it, here one that matches only "x";
+    // one kept before expressions were dotAll (no "s" flag) is compiled again instead.
+    adoptGlobExpressions([
+      { glob: 'adopted/**', source: '^x$', flags: 's' },
+      { glob: 'stale/**', source: '^x$', flags: '' },
+    ]);
+    const stale = governedMatcher(policyOf(['stale/**']));
+    expect(stale.classify('stale/a\nb.ts')).toBe('governed');
+    expect(stale.classify('x')).toBe('if-recorded');
     const adopted = governedMatcher(policyOf(['adopted/**']));
     expect(adopted.classify('adopted/a.ts')).toBe('if-recorded');
     expect(adopted.classify('x')).toBe('governed');
@@ -233,7 +252,8 @@ describe('glob expressions kept with a validated policy', () => {
   });
 });
 
+/** picomatch's expression for the glob, made dotAll (so `**` also matches a name holding a line break). */
 function sourceOf(glob: string): { source: string; flags: string } {
   const re = picomatch.makeRe(glob, { dot: true });
-  return { source: re.source, flags: re.flags };
+  return { source: re.source, flags: `${re.flags}s` };
 }

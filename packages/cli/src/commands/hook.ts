@@ -1,6 +1,8 @@
 // Only the quick path is loaded up front: most commits stage nothing governed (or only what was already found
 // promoted), and the hook runs on every one.
+
 import { type QuickAnswer, quickPreCommit, rememberIndexTree } from '@delegate-git/core/quiet-commit';
+import { shownPath } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Given, type Io, parseCommandArgs, usageError } from '../command.js';
 import { renderReport } from '../report-text.js';
 
@@ -53,7 +55,7 @@ async function preCommit(io: Io, given?: QuickAnswer): Promise<number> {
     }
     if (code === 0) {
       // Deleting a governed path passes unless the policy protects deletions, but it is never silent.
-      for (const d of report.deletions) io.err(`delegate-git: deleted (governed) ${d.path}\n`);
+      for (const d of report.deletions) io.err(`delegate-git: deleted (governed) ${shownPath(d.path)}\n`);
       return 0;
     }
     io.err(prefixLines(renderReport(report)));
@@ -87,7 +89,9 @@ async function preReceive(io: Io): Promise<number> {
         'delegate-git: no policy was in force yet; this push was judged by its own policy (first push).\n',
       );
     for (const r of result.refusals) {
-      const where = [r.ref, r.commit?.slice(0, 12), r.path].filter(Boolean).join(' ');
+      const where = [r.ref, r.commit?.slice(0, 12), r.path === undefined ? undefined : shownPath(r.path)]
+        .filter(Boolean)
+        .join(' ');
       io.err(`delegate-git: refused ${where}: ${r.reason}\n`);
     }
     if (result.refusals.length > 0) {

@@ -10,6 +10,7 @@ import {
   workerOf,
   worktreeSnapshot,
 } from '@delegate-git/core';
+import { shownPath } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -124,7 +125,7 @@ function shortTime(createdAt: string | null): string {
 function displayPath(entry: LogEntry): string {
   const [first, ...more] = entry.subjects;
   if (!first) return '-';
-  return more.length > 0 ? `${first.path} (+${more.length})` : first.path;
+  return more.length > 0 ? `${shownPath(first.path)} (+${more.length})` : shownPath(first.path);
 }
 
 export function renderLog(entries: readonly LogEntry[]): string {

@@ -10,6 +10,7 @@ import {
   verifyRecord,
   worktreeSnapshot,
 } from '@delegate-git/core';
+import { shownPath } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -79,7 +80,9 @@ export default {
           io.out(
             `  ${r.valid ? 'valid  ' : 'INVALID'}  ${r.kind} ${r.outcome}  by ${r.signer ?? 'unknown key'}  at ${r.createdAt}\n`,
           );
-          io.out(`           ${r.reason}; subjects: ${(r.subjects ?? []).map((s) => s.path).join(', ')}\n`);
+          io.out(
+            `           ${r.reason}; subjects: ${(r.subjects ?? []).map((s) => shownPath(s.path)).join(', ')}\n`,
+          );
         }
       }
       return 0;

@@ -7,6 +7,7 @@ import {
   verificationExitCode,
   verifyLedger,
 } from '@delegate-git/core';
+import { shownPath } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs } from '../command.js';
 
 const help = `
@@ -76,7 +77,7 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
   const { refused, promoted } = counts(v);
   const out: string[] = [];
   for (const p of v.invalid) out.push(`INVALID LINE  blob ${p.blob} line ${p.line}: ${p.reason}`);
-  for (const f of refused) out.push(`NOT PROMOTED  ${f.path}: ${f.reason}`);
+  for (const f of refused) out.push(`NOT PROMOTED  ${shownPath(f.path)}: ${f.reason}`);
   if (v.appendOnly.problem) out.push(`LEDGER REWRITTEN  ${v.appendOnly.problem}`);
   for (const r of v.appendOnly.removed)
     out.push(
@@ -103,7 +104,7 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     md.push('### Problems', '');
     for (const p of v.invalid)
       md.push(`- invalid record on blob \`${p.blob.slice(0, 12)}\` line ${p.line}: ${p.reason}`);
-    for (const f of refused) md.push(`- \`${f.path}\` is not promoted: ${f.reason}`);
+    for (const f of refused) md.push(`- \`${shownPath(f.path)}\` is not promoted: ${f.reason}`);
     if (v.appendOnly.problem) md.push(`- ledger rewritten: ${v.appendOnly.problem}`);
     if (v.appendOnly.removed.length)
       md.push(`- ${v.appendOnly.removed.length} record line(s) removed from the ledger:`);
