@@ -136,6 +136,27 @@ describe('attest: what an approval promotes', () => {
     expect(refused.stderr).toContain('approved by bob for an earlier version');
   });
 
+  it('approves a symbolic link as git stages it (the text of its target), so the commit that adds it passes', () => {
+    writeFiles(dir, { 'src/target.ts': 'export const target = 1;\n' });
+    fs.symlinkSync('target.ts', path.join(dir, 'src/alias.ts'));
+    attestOk(story, dir, 'approve', ['src/target.ts', 'src/alias.ts'], { key: 'bob' });
+    const link = checkPath(dir, 'src/alias.ts');
+    expect(link.run.code).toBe(0);
+    gitOk(story, dir, ['add', 'src/target.ts', 'src/alias.ts']);
+    expect(link.result.gitBlob).toBe(gitOk(story, dir, ['rev-parse', ':src/alias.ts']));
+    expect(link.result.sha256).toBe(createHash('sha256').update('target.ts').digest('hex'));
+    const committed = commit(story, dir, 'a file and a link to it');
+    expect(committed.code, committed.stderr).toBe(0);
+
+    // Control: the link pointed elsewhere is other content, and is refused until approved.
+    fs.unlinkSync(path.join(dir, 'src/alias.ts'));
+    fs.symlinkSync('../README.md', path.join(dir, 'src/alias.ts'));
+    gitOk(story, dir, ['add', 'src/alias.ts']);
+    const refused = commit(story, dir, 'the link moved');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/alias.ts');
+  });
+
   it('records one statement whose subjects are exactly (path, sha256, gitBlob), on each blob, with the reviewer from the trust root', () => {
     writeFiles(dir, { 'src/one.ts': 'export const one = 1;\n', 'src/two.ts': 'export const two = 2;\n' });
     const files = ['src/one.ts', 'src/two.ts'];

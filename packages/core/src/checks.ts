@@ -16,6 +16,7 @@ import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, type Snapshot, splitZ, treeFiles, worktreeSnapshot } from './snapshot.js';
 import { parseRawDiff, removedPaths, type StagedChange } from './staged-changes.js';
+import { worktreeBlobs } from './worktree-blobs.js';
 
 export { parseRawDiff, type StagedChange } from './staged-changes.js';
 
@@ -89,29 +90,28 @@ export async function checkWorktreePaths(
   const top = requireWorkTree(repo);
   const governance = await loadGovernance(worktreeSnapshot(top));
   const rel = paths.map((p) => toRepositoryPath(top, cwd, p));
-  const present: string[] = [];
+  // Stored (-w): the blobs are what judging reads, and what a record made next would name.
+  const ids = await worktreeBlobs(top, rel, { env: repo.env, write: true });
+  const files: FileToJudge[] = [];
   const missing: CheckResult[] = [];
-  for (const p of rel) {
+  for (const [i, p] of rel.entries()) {
+    const blob = ids[i];
+    if (blob) {
+      files.push({ path: p, blob });
+      continue;
+    }
     const exists =
       (await gitTry(['ls-files', '--error-unmatch', '--', p], { cwd: top, env: repo.env })).code === 0;
-    const onDisk = await worktreeSnapshot(top).readFile(p);
-    if (onDisk === null) {
-      missing.push({
-        path: p,
-        blob: '',
-        sha256: '',
-        promoted: false,
-        governed: exists,
-        reason: 'the file does not exist in the work tree',
-        by: [],
-      });
-    } else present.push(p);
+    missing.push({
+      path: p,
+      blob: '',
+      sha256: '',
+      promoted: false,
+      governed: exists,
+      reason: 'the file does not exist in the work tree',
+      by: [],
+    });
   }
-  // hash-object -w applies the clean filters (so the id is what staging would record) and stores the blob.
-  const ids = present.length
-    ? splitLines(await git(['hash-object', '-w', '--', ...present], { cwd: top, env: repo.env }))
-    : [];
-  const files = present.map((p, i) => ({ path: p, blob: ids[i]! }));
   const results = await judgeIn(repo, governance, files, true);
   return {
     results: [...results, ...missing],
@@ -341,8 +341,4 @@ export function toRepositoryPath(top: string, cwd: string, p: string): string {
     throw new DelegateGitError('USAGE', `${p} is outside the repository at ${top}. Name a file inside it.`);
   }
   return rel.split(path.sep).join('/');
-}
-
-function splitLines(out: Buffer): string[] {
-  return out.toString('utf8').split('\n').filter(Boolean);
 }

@@ -23,3 +23,4 @@ export * from './signing-key.js';
 export * from './snapshot.js';
 export * from './statement.js';
 export * from './trust-root.js';
+export * from './worktree-blobs.js';

@@ -1,10 +1,8 @@
-import path from 'node:path';
 import {
   assertKeyMaySign,
   checkStaged,
   DelegateGitError,
   type Governance,
-  git,
   gitSnapshot,
   gitTry,
   judgeFiles,
@@ -18,6 +16,7 @@ import {
   rfc3339,
   stagedFiles,
   toRepositoryPath,
+  worktreeBlobs,
   worktreeSnapshot,
 } from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
@@ -132,19 +131,14 @@ async function worktreeTargets(
   paths: string[],
 ): Promise<Target[]> {
   const rel = paths.map((p) => toRepositoryPath(top, cwd, p));
-  for (const p of rel) {
-    if ((await worktreeSnapshot(top).readFile(p)) === null) {
-      throw new DelegateGitError(
-        'USAGE',
-        `${p} does not exist in the work tree; there is no content to review.`,
-      );
-    }
-  }
-  const out = await git(['hash-object', '-w', '--', ...rel.map((p) => path.join(top, p))], {
-    cwd: top,
-    env: repo.env,
-  });
-  const ids = out.toString('utf8').split('\n').filter(Boolean);
+  // Stored: the record about to be made names them, and the commit will hold them.
+  const ids = await worktreeBlobs(top, rel, { env: repo.env, write: true });
+  const absent = rel.find((_, i) => ids[i] === null);
+  if (absent !== undefined)
+    throw new DelegateGitError(
+      'USAGE',
+      `${absent} does not exist in the work tree; there is no content to review.`,
+    );
   return rel.map((p, i) => ({ path: p, blob: ids[i]! }));
 }
 

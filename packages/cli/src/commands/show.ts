@@ -1,13 +1,12 @@
-import path from 'node:path';
 import {
   decodeRecord,
   gitSnapshot,
-  gitText,
   gitTry,
   loadGovernance,
   Repository,
   toRepositoryPath,
   verifyRecord,
+  worktreeBlobs,
   worktreeSnapshot,
 } from '@delegate-git/core';
 import { shownPath } from '@delegate-git/core/shown-path';
@@ -46,7 +45,13 @@ export default {
       } else {
         if (repo.layout.topLevel === null) throw usageError('show', 'In a bare repository, name a blob id.');
         label = toRepositoryPath(repo.layout.topLevel, io.cwd, target);
-        blob = await gitText(['hash-object', '--', path.join(repo.layout.topLevel, label)], opts);
+        const [id] = await worktreeBlobs(repo.layout.topLevel, [label], { env: repo.env, write: false });
+        if (!id)
+          throw usageError(
+            'show',
+            `${label} does not exist in the work tree; name a path there or a blob id.`,
+          );
+        blob = id;
       }
       const snapshot = repo.layout.topLevel
         ? worktreeSnapshot(repo.layout.topLevel)
