@@ -382,6 +382,14 @@ describe('check --json', () => {
     expect(out.results.filter((r) => !r.promoted).map((r) => r.path)).toEqual(['src/b.ts']);
     expect(cli(story, dir, ['check', '--rev', 'HEAD~1', '--json']).code).toBe(0);
   });
+
+  it('inside the git directory, --staged says there is no work tree there (exit 2); --rev works there', () => {
+    const gitDir = path.join(dir, '.git');
+    const staged = cli(story, gitDir, ['check', '--staged']);
+    expect(staged.code).toBe(2);
+    expect(staged.stderr).toContain('inside the git directory, not the work tree');
+    expect(cli(story, gitDir, ['check', '--rev', 'HEAD~1']).code).toBe(0);
+  });
 });
 
 interface ShowJson {

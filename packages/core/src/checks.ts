@@ -328,7 +328,9 @@ function requireWorkTree(repo: Repository): string {
   if (repo.layout.topLevel === null) {
     throw new DelegateGitError(
       'NOT_A_REPOSITORY',
-      'This is a bare repository: there is no work tree or index to check. Use --rev <rev>.',
+      repo.layout.isBare
+        ? 'This is a bare repository: there is no work tree or index to check. Use --rev <rev>.'
+        : 'This directory is inside the git directory, not the work tree: run this in the work tree, or use --rev <rev>.',
     );
   }
   return repo.layout.topLevel;

@@ -51,8 +51,7 @@ describe('worktreeBlobs', () => {
     const paths = ['src/a.ts', 'src/missing.ts', 'src/a.ts/under-a-file', 'src/l.ts'];
     const read = await worktreeBlobs(r.dir, paths, { write: false });
     expect(read.map((id) => id !== null)).toEqual([true, false, false, true]);
-    for (const id of [read[0]!, read[3]!])
-      expect(() => r.git(['cat-file', '-e', id])).toThrow(); // not stored yet
+    for (const id of [read[0]!, read[3]!]) expect(() => r.git(['cat-file', '-e', id])).toThrow(); // not stored yet
     const written = await worktreeBlobs(r.dir, paths, { write: true });
     expect(written).toEqual(read);
     for (const id of [written[0]!, written[3]!]) r.git(['cat-file', '-e', id]); // stored now

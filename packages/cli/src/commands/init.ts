@@ -81,7 +81,9 @@ export default {
       if (top === null) {
         throw new DelegateGitError(
           'USAGE',
-          'This is a bare repository. Run `delegate-git init --server` here for the pre-receive hook, or `delegate-git init` in a clone.',
+          repo.layout.isBare
+            ? 'This is a bare repository. Run `delegate-git init --server` here for the pre-receive hook, or `delegate-git init` in a clone.'
+            : 'This directory is inside the git directory, not the work tree: run `delegate-git init` in the work tree.',
         );
       }
       const done: string[] = [];
