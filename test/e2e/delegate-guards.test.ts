@@ -231,6 +231,29 @@ describe('delegate-git config', () => {
     },
   );
 
+  test('a settings file that is not JSON stops get, set and delegate with exit 2 and advice that works; the file is kept', async () => {
+    const file = path.join(repo.stateDir, 'config.json');
+    const good = fs.readFileSync(file, 'utf8');
+    fs.writeFileSync(file, '{"worker": ');
+    try {
+      for (const args of [
+        ['config', 'get'],
+        ['config', 'set', 'verification.repeats', '4'],
+      ]) {
+        const { code, stderr } = await repo.cli(args);
+        expect(code).toBe(2);
+        expect(stderr).toContain('config.json is not valid JSON');
+        expect(stderr).toContain('Fix it by hand, or delete it to start from the defaults');
+      }
+      const delegated = await repo.delegate(creating('src/never.js'));
+      expect(delegated.code).toBe(2);
+      expect(fs.readFileSync(file, 'utf8')).toBe('{"worker": ');
+    } finally {
+      fs.writeFileSync(file, good);
+    }
+    expect((await repo.cli(['config', 'get', 'verification.repeats'])).code).toBe(0); // control: restored
+  });
+
   test('control: a good value for the same key is written', async () => {
     expect((await repo.cli(['config', 'set', 'verification.repeats', '5'])).code).toBe(0);
     expect(

@@ -38,6 +38,9 @@ export type OperatorSettings = z.infer<typeof settingsSchema>;
 
 export const CONFIG_HINT =
   'Fix it with `delegate-git config set <key> <value>` (see `delegate-git config --help`).';
+/** For a file `config set` cannot read either. */
+const UNREADABLE_HINT =
+  'Fix it by hand, or delete it to start from the defaults (`delegate-git config set <key> <value>` then writes a new one).';
 
 export function parseSettings(value: unknown, source: string): OperatorSettings {
   const result = settingsSchema.safeParse(value, { reportInput: true });
@@ -57,11 +60,11 @@ export function readRawSettings(file: string): Record<string, unknown> {
   } catch (error) {
     throw new DelegateGitError(
       'CONFIG',
-      `${file} is not valid JSON (${(error as Error).message}). ${CONFIG_HINT}`,
+      `${file} is not valid JSON (${(error as Error).message}). ${UNREADABLE_HINT}`,
     );
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new DelegateGitError('CONFIG', `${file} must hold a JSON object. ${CONFIG_HINT}`);
+    throw new DelegateGitError('CONFIG', `${file} must hold a JSON object. ${UNREADABLE_HINT}`);
   }
   return value as Record<string, unknown>;
 }
