@@ -135,3 +135,29 @@ describe('sync refused by the server', () => {
     expect(refTip(story, server, LEDGER)).toBe(honest);
   });
 });
+
+describe('sync with a remote it cannot reach', () => {
+  it('exits 2 saying which remote and what to check, with git’s reason and no stack; reachable again, it syncs', () => {
+    const server = makeServer(story, 'moving.git', { hook: false });
+    const work = cloneInto(story, server, 'moving');
+    adopt(story, work, ['src/**']);
+    const url = gitOk(story, work, ['remote', 'get-url', 'origin']);
+    gitOk(story, work, ['remote', 'set-url', 'origin', `${server}-gone`]);
+
+    const failed = cli(story, work, ['sync']);
+    expect(failed.code).toBe(2);
+    expect(failed.stderr).toMatch(
+      /^delegate-git sync: could not fetch the ledger from origin: .*does not appear to be a git repository/,
+    );
+    expect(failed.stderr).toContain(
+      'Check that origin (`git remote get-url origin`) can be reached and read',
+    );
+    expect(failed.stderr).not.toContain('unexpected error');
+    expect(failed.stderr.trim().split('\n')).toHaveLength(1);
+
+    gitOk(story, work, ['remote', 'set-url', 'origin', url]);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
+  });
+});

@@ -1,4 +1,11 @@
-import { gitText, gitTry, LEDGER_REF, loadRecordedPaths, Repository } from '@delegate-git/core';
+import {
+  DelegateGitError,
+  gitText,
+  gitTry,
+  LEDGER_REF,
+  loadRecordedPaths,
+  Repository,
+} from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -40,7 +47,11 @@ export default {
         const fetched = await gitTry(['fetch', '--quiet', remote, `+${LEDGER_REF}:${tracking}`], opts);
         const remoteHas = fetched.code === 0;
         if (!remoteHas && !/couldn't find remote ref/i.test(fetched.stderr)) {
-          throw new Error(`git fetch ${remote} failed: ${fetched.stderr.trim()}`);
+          throw new DelegateGitError(
+            'GIT',
+            `could not fetch the ledger from ${remote}: ${fetched.stderr.trim().replace(/\s*\n\s*/g, ' ')} ` +
+              `Check that ${remote} (\`git remote get-url ${remote}\`) can be reached and read, then run sync again.`,
+          );
         }
         const local = await repo.ledger.tip();
         if (remoteHas) {
