@@ -218,6 +218,8 @@ describe('delegate-git config', () => {
     ['verification.repeats', '0', 'verification.repeats'],
     ['worker.timeoutMs', '"soon"', 'worker.timeoutMs'],
     ['worker.colour', 'blue', 'has unknown field(s) "colour"'],
+    ['worker.endpoint', 'notaurl', 'worker.endpoint: must be an http:// or https:// URL'],
+    ['worker.endpoint', 'ftp://127.0.0.1/v1', 'worker.endpoint: must be an http:// or https:// URL'],
   ])(
     'a bad value is refused with exit 2 and nothing changes: config set %s %s',
     async (key, value, named) => {
@@ -252,6 +254,24 @@ describe('delegate-git config', () => {
       fs.writeFileSync(file, good);
     }
     expect((await repo.cli(['config', 'get', 'verification.repeats'])).code).toBe(0); // control: restored
+  });
+
+  test('an unknown setting is named, with where to find the settings; an endpoint from the environment must be a URL', async () => {
+    const unknown = await repo.cli(['config', 'get', 'worker.colour']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain(
+      'There is no setting "worker.colour". `delegate-git config get` lists them all',
+    );
+
+    const requests = worker.requests.length;
+    const refused = await repo.delegate(creating('src/never.js'), {
+      env: { DELEGATE_GIT_WORKER_ENDPOINT: '127.0.0.1:1234' },
+    });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      'DELEGATE_GIT_WORKER_ENDPOINT ("127.0.0.1:1234") must be an http:// or https:// URL',
+    );
+    expect(worker.requests.length).toBe(requests); // the worker was never called
   });
 
   test('control: a good value for the same key is written', async () => {

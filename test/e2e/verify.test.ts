@@ -486,6 +486,13 @@ describe('a ledger rewritten since the baseline', () => {
     expect(code).toBe(1);
     expect(result.appendOnly.problem).toContain(`the baseline ${missing} is not in this repository`);
   });
+
+  it('a baseline that is no commit id and names nothing is a usage error (exit 2), not a rewritten ledger', () => {
+    const typo = verify(dir, ['--baseline', 'last-verified']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('--baseline "last-verified" names no commit here');
+    expect(typo.stdout).toBe('');
+  });
 });
 
 describe('an empty ledger', () => {

@@ -15,6 +15,7 @@ import { type Governance, loadGovernance } from './governance.js';
 import { type GovernanceChangeProblem, unapprovedGovernanceChanges } from './governance-history.js';
 import { type PassStats, passOverLedger } from './ledger-pass.js';
 import { lineOutcome } from './line-check.js';
+import { isObjectId } from './notes-ledger.js';
 import { type addLines, PathIndex, recordFacts, writeCache } from './path-index.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
@@ -257,6 +258,13 @@ async function checkAppendOnly(
       cwd: repo.cwd,
       env: repo.env,
     });
+    if (exists.code !== 0 && !isObjectId(baseline)) {
+      // Only a full id that is gone says the history was replaced; any other name that does not resolve is a typo.
+      throw new DelegateGitError(
+        'USAGE',
+        `--baseline ${JSON.stringify(baseline)} names no commit here. Give the full id of the notes commit verified last.`,
+      );
+    }
     if (exists.code !== 0) {
       return {
         checked: `baseline ${baseline}`,

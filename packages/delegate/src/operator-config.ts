@@ -10,7 +10,12 @@ import * as z from 'zod/mini';
 const settingsSchema = z.strictObject({
   worker: z.prefault(
     z.strictObject({
-      endpoint: z._default(z.string().check(z.minLength(1)), 'http://127.0.0.1:1234/v1'),
+      endpoint: z._default(
+        z
+          .string()
+          .check(z.refine(isHttpUrl, 'must be an http:// or https:// URL, like http://127.0.0.1:1234/v1')),
+        'http://127.0.0.1:1234/v1',
+      ),
       model: z._default(z.string(), 'local-model'),
       apiKeyEnv: z._default(z.nullable(z.string()), null),
       timeoutMs: z._default(z.int().check(z.positive()), 300_000),
@@ -35,6 +40,15 @@ const settingsSchema = z.strictObject({
 });
 
 export type OperatorSettings = z.infer<typeof settingsSchema>;
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
 
 export const CONFIG_HINT =
   'Fix it with `delegate-git config set <key> <value>` (see `delegate-git config --help`).';
@@ -71,7 +85,13 @@ export function readRawSettings(file: string): Record<string, unknown> {
 
 export function loadSettings(file: string, env: NodeJS.ProcessEnv = process.env): OperatorSettings {
   const settings = parseSettings(readRawSettings(file), file);
-  if (env.DELEGATE_GIT_WORKER_ENDPOINT) settings.worker.endpoint = env.DELEGATE_GIT_WORKER_ENDPOINT;
+  const endpoint = env.DELEGATE_GIT_WORKER_ENDPOINT;
+  if (endpoint && !isHttpUrl(endpoint))
+    throw new DelegateGitError(
+      'CONFIG',
+      `DELEGATE_GIT_WORKER_ENDPOINT (${JSON.stringify(endpoint)}) must be an http:// or https:// URL, like http://127.0.0.1:1234/v1. Fix or unset it.`,
+    );
+  if (endpoint) settings.worker.endpoint = endpoint;
   if (env.DELEGATE_GIT_WORKER_MODEL) settings.worker.model = env.DELEGATE_GIT_WORKER_MODEL;
   return settings;
 }
@@ -95,7 +115,10 @@ export function settingAt(settings: OperatorSettings, key: string): unknown {
   let node: unknown = settings;
   for (const part of key.split('.')) {
     if (typeof node !== 'object' || node === null || !(part in node)) {
-      throw new DelegateGitError('CONFIG', `There is no setting "${key}". ${CONFIG_HINT}`);
+      throw new DelegateGitError(
+        'CONFIG',
+        `There is no setting "${key}". \`delegate-git config get\` lists them all; \`delegate-git config --help\` says what each does.`,
+      );
     }
     node = (node as Record<string, unknown>)[part];
   }
