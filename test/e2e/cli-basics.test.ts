@@ -405,6 +405,32 @@ interface ShowJson {
   }>;
 }
 
+describe('a ledger ref that names no notes commit', () => {
+  it('stops the hook, verify, log and attest with exit 2 and how to repair it, instead of reading no ledger', () => {
+    const dir = copyWorkTree(story, base, 'damaged');
+    const tip = refTip(story, dir, LEDGER)!;
+    const blob = gitOk(story, dir, ['hash-object', '-w', '--', POLICY_PATH]);
+    gitOk(story, dir, ['update-ref', LEDGER, blob]);
+    const repair = `${LEDGER} points to a blob (${blob.slice(0, 12)}), not a notes commit`;
+
+    writeFiles(dir, { 'src/z.ts': 'export const z = 1;\n' });
+    gitOk(story, dir, ['add', 'src/z.ts']);
+    const committed = commit(story, dir, 'while the ledger is damaged');
+    expect(committed.code).not.toBe(0);
+    expect(committed.stderr).toContain(repair);
+    for (const args of [['verify'], ['log'], ['attest', '--approve', 'src/z.ts', '--yes']]) {
+      const run = cli(story, dir, args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr, args.join(' ')).toContain(repair);
+      expect(run.stderr).toContain('git reflog show');
+    }
+
+    gitOk(story, dir, ['update-ref', LEDGER, tip]); // control: repaired as the message says
+    expect(cli(story, dir, ['verify']).code).toBe(0);
+    expect(cli(story, dir, ['log']).stdout).toContain('src/a.ts');
+  });
+});
+
 describe('show', () => {
   it('decodes and verifies each record on a path or a blob; a stranger-signed line shows as invalid', () => {
     const dir = copyWorkTree(story, base, 'show');

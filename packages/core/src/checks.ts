@@ -10,6 +10,7 @@ import { git, gitTry } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
 import { changesGovernance } from './governed-paths.js';
 import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
+import { damagedLedger } from './notes-ledger.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy } from './policy.js';
 import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
@@ -277,7 +278,8 @@ async function stagedPolicy(
 /** The ledger's tip through the object reader the check already has open (one spawn fewer than rev-parse). */
 async function notesTip(repo: Repository): Promise<string | null> {
   const object = await repo.objects.read(repo.ledger.ref);
-  return object && object.type === 'commit' ? object.oid : null;
+  if (object && object.type !== 'commit') throw damagedLedger(repo.ledger.ref, object.type, object.oid);
+  return object ? object.oid : null;
 }
 
 /** The empty tree's id in each object format (git knows this object without storing it). */

@@ -199,7 +199,13 @@ class NotesTreeReader {
   /** The notes tree of a notes commit (or ref), or null when it does not exist. */
   static async open(batch: CatFileBatch, at: string): Promise<NotesTreeReader | null> {
     const root = await batch.read(`${at}^{tree}`);
-    if (!root) return null;
+    if (!root) {
+      const named = await batch.read(at);
+      if (named?.type === 'commit')
+        throw new DelegateGitError('LEDGER', `the notes commit ${at}'s tree is missing.`);
+      if (named) throw damagedLedger(at, named.type, named.oid);
+      return null;
+    }
     const reader = new NotesTreeReader(batch, root.oid);
     reader.trees.set(root.oid, Promise.resolve(parseTreeObject(root.content, root.oid.length / 2)));
     return reader;
@@ -430,7 +436,23 @@ export async function* notesIn(
 /** The ledger's tip read through a cat-file process (`<ref>^{commit}`): what `tip()` answers, without a rev-parse. */
 async function tipThrough(batch: CatFileBatch, ref: string): Promise<string | null> {
   const commit = await batch.read(`${ref}^{commit}`);
-  return commit?.oid ?? null;
+  if (commit) return commit.oid;
+  const other = await batch.read(ref);
+  if (other) throw damagedLedger(ref, other.type, other.oid);
+  return null;
+}
+
+/**
+ * The refusal for a ledger ref that names no commit (set by hand, or damaged): reading it as "no ledger yet" would
+ * make every record vanish without a word.
+ */
+export function damagedLedger(ref: string, type: string, oid: string): DelegateGitError {
+  return new DelegateGitError(
+    'LEDGER',
+    `${ref} points to a ${type} (${oid.slice(0, 12)}), not a notes commit: the ledger ref is damaged. ` +
+      `Point it back at its last notes commit (\`git reflog show ${ref}\`, then \`git update-ref ${ref} <commit>\`), ` +
+      `or fetch the ledger again from a remote that has it.`,
+  );
 }
 
 export class NotesLedger {
@@ -460,8 +482,14 @@ export class NotesLedger {
   async tip(): Promise<string | null> {
     const result = await gitTry(['rev-parse', '--verify', '--quiet', `${this.ref}^{commit}`], this.options());
     if (result.code === 0) return result.stdout.toString('utf8').trim();
-    if (result.code === 1) return null;
-    throw new DelegateGitError('LEDGER', gitFailure(['rev-parse', this.ref], result).message);
+    if (result.code !== 1)
+      throw new DelegateGitError('LEDGER', gitFailure(['rev-parse', this.ref], result).message);
+    // No commit there: no ref at all (no ledger yet), or a ref naming something else.
+    const named = await gitTry(['rev-parse', '--verify', '--quiet', this.ref], this.options());
+    if (named.code !== 0) return null;
+    const oid = named.stdout.toString('utf8').trim();
+    const type = await gitTry(['cat-file', '-t', oid], this.options());
+    throw damagedLedger(this.ref, type.stdout.toString('utf8').trim() || 'missing object', oid);
   }
 
   private async withReader<T>(
@@ -574,6 +602,7 @@ export class NotesLedger {
     if (result.code === 0) return result.stdout.toString('utf8').trim();
     if (at !== undefined)
       throw new DelegateGitError('LEDGER', `${at} is not a notes commit in this repository.`);
+    await this.tip(); // no ledger yet, or (this throws) a ref that names something else
     return null;
   }
 
