@@ -89,6 +89,10 @@ export class QuietTrees {
   }
 }
 
+/** DIGEST_RULES names how governed entries are chosen; a digest made under other rules is never taken. */
 function keyOf(tree: string, dir: string, policyBlob: string, tip: string | null): string {
-  return hexDigestOf('sha1', `${tree}\0${policyBlob}\0${tip ?? '-'}\0${dir}`);
+  return hexDigestOf('sha1', `${DIGEST_RULES}\0${tree}\0${policyBlob}\0${tip ?? '-'}\0${dir}`);
 }
+
+/** 2: globs match names holding a line break (governed-paths.ts). */
+const DIGEST_RULES = 2;
