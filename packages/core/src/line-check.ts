@@ -61,9 +61,9 @@ export function examineLine(
   repositoryId: string,
 ): ExaminedLine {
   const decoded = decodeRecord(line);
-  // A misplaced line is verified too: judging the files on its blob weighs it (promotion.ts), as any record there.
   if (!decoded.ok) return examined(line, annotated, decoded);
   const { record } = decoded;
+  // A misplaced line is verified too: judging the files on its blob weighs it (promotion.ts), as any record there.
   return examined(line, annotated, {
     ok: true,
     record,
