@@ -127,7 +127,7 @@ export async function checkWorktreePaths(
 export async function checkRevision(repo: Repository, rev: string): Promise<CheckReport> {
   const commit = await resolveCommit(repo, rev);
   const governance = await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
-  const files = await treeFiles(repo.cwd, commit, [], repo.env);
+  const files = await treeFiles(repo.cwd, commit, [], repo.env, { submodules: true });
   const results = await judgeIn(repo, governance, files, false);
   return {
     results,
@@ -171,9 +171,9 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
     ? await loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir)
     : NOTHING_RECORDED;
   const isGoverned = (p: string) => matcher(p, recorded.has(p));
-  const files = changes
+  const files: FileToJudge[] = changes
     .filter((c) => c.status !== 'D' && isGoverned(c.path))
-    .map((c) => ({ path: c.path, blob: c.blob }));
+    .map((c) => ({ path: c.path, blob: c.blob, submodule: c.submodule }));
   // A rename judges its new path and removes its old one: moving a file out of governance is deleting it there.
   const deletions = removed.filter(isGoverned).map((p) => {
     const reason = deletionRefusal(policy, p, matcher);

@@ -25,6 +25,8 @@ import type { TrustRoot } from './trust-root.js';
 export interface FileToJudge {
   path: string;
   blob: string;
+  /** A submodule (gitlink): `blob` is a commit of another repository, so no record can promote it. */
+  submodule?: boolean;
 }
 
 export interface JudgeContext {
@@ -60,7 +62,7 @@ export function governedFiles<T extends { path: string }>(
 }
 
 export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContext): Promise<Judgement[]> {
-  const known = files.map((f) => ctx.decisions?.get(f.path, f.blob));
+  const known = files.map((f) => (f.submodule ? submoduleRefusal(f) : ctx.decisions?.get(f.path, f.blob)));
   const fresh = await judgeUncached(
     files.filter((_, i) => !known[i]),
     ctx,
@@ -164,6 +166,7 @@ export interface FileFacts {
 
 /** One file's judgement: the gates (judgeFiles) and `verify` (revision-judge.ts) both decide through here. */
 export async function judgementOf(f: FileToJudge, facts: FileFacts): Promise<Judgement> {
+  if (f.submodule) return submoduleRefusal(f);
   const { sha256 } = facts;
   if (sha256 === undefined) {
     return { path: f.path, blob: f.blob, sha256: '', promoted: false, reason: CONTENT_UNREADABLE, by: [] };
@@ -183,6 +186,18 @@ export async function judgementOf(f: FileToJudge, facts: FileFacts): Promise<Jud
 }
 
 const CONTENT_UNREADABLE = 'its content could not be read';
+
+/**
+ * Records judge file content, and a submodule's entry is a commit of another repository: in a governed path it is
+ * never promoted, so the way to have one there is to take its path out of governance, a reviewed policy change.
+ */
+export const SUBMODULE_REFUSED =
+  'a submodule: records judge file content, and a submodule is a commit of another repository, so none promotes it; ' +
+  'to keep it, exclude its path in the policy (a change reviewers approve)';
+
+function submoduleRefusal(f: FileToJudge): Judgement {
+  return { path: f.path, blob: f.blob, sha256: '', promoted: false, reason: SUBMODULE_REFUSED, by: [] };
+}
 const NO_NOTE = Buffer.alloc(0);
 
 /** From this many blobs with records on, their records are checked on worker threads, as `verify` does. */

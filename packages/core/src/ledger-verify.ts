@@ -113,7 +113,7 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
   const appendOnly = ledgerTip ? checkAppendOnly(repo, ledgerTip, opts.baseline) : null;
   appendOnly?.catch(() => {}); // awaited below
   // The revision's files are listed, read and hashed while the notes are listed: the threads weigh their records.
-  const files = treeFiles(repo.cwd, commit, [], repo.env);
+  const files = treeFiles(repo.cwd, commit, [], repo.env, { submodules: true });
   const plan = files.then((f) => planRevision(f, governance, repo.objects));
   plan.catch(() => {}); // awaited below
   const atRevision = new Map<string, NoteAtRevision>();

@@ -314,6 +314,7 @@ interface Introduced {
   path: string;
   blob: string;
   commit: string;
+  submodule?: boolean;
 }
 
 async function judgeRefUpdate(
@@ -373,7 +374,7 @@ async function pushedFilesJudgedBy(
     const own = await governanceInForce(reads, u, u, result).catch(() => null);
     if (own === null || own !== g) continue;
     for (const f of (await changes[i]!).introduced)
-      byBlob.set(f.blob, [...(byBlob.get(f.blob) ?? []), f.path]);
+      if (!f.submodule) byBlob.set(f.blob, [...(byBlob.get(f.blob) ?? []), f.path]);
   }
   return byBlob;
 }
@@ -433,7 +434,7 @@ async function newChanges(repo: Repository, tip: string): Promise<NewChanges> {
   let pending: string[] = [];
   const flush = () => {
     for (const c of parseRawDiff(pending)) {
-      if (c.status !== 'D') introduced.push({ path: c.path, blob: c.blob, commit });
+      if (c.status !== 'D') introduced.push({ path: c.path, blob: c.blob, commit, submodule: c.submodule });
       if (c.status === 'D' || c.status === 'R')
         deleted.push({ path: c.from ?? c.path, blob: c.blob, commit });
     }

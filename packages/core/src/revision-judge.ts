@@ -45,6 +45,7 @@ export async function planRevision(
   const plan: RevisionPlan = { candidates: new Map(), ifRecorded: new Set(), sha256: new Map() };
   const governed: FileToJudge[] = [];
   for (const f of files) {
+    if (f.submodule) continue; // no content to read or records to weigh: judgementOf refuses it
     const c = classify(f.path);
     if (c === 'governed') governed.push(f);
     else if (c === 'if-recorded') plan.ifRecorded.add(f.blob);
@@ -90,7 +91,7 @@ export async function judgeRevision(
 ): Promise<CheckResult[]> {
   const governed = governedFiles(files, governance, index);
   await hashContents(
-    governed.map((f) => f.blob),
+    governed.filter((f) => !f.submodule).map((f) => f.blob),
     plan.sha256,
     objects,
   );

@@ -10,6 +10,8 @@ export interface SnapshotFile {
   path: string;
   blob: string;
   mode: string;
+  /** A submodule (gitlink, listed only when asked for): `blob` is a commit of another repository. */
+  submodule?: boolean;
 }
 
 export interface Snapshot {
@@ -86,12 +88,13 @@ export async function stagedFiles(
   return files;
 }
 
-/** Files of a tree (`git ls-tree -r -z`). */
+/** Files of a tree (`git ls-tree -r -z`); `submodules`: its gitlinks too, marked (the gates judge them). */
 export async function treeFiles(
   cwd: string,
   rev: string,
   pathspecs: string[] = [],
   env?: NodeJS.ProcessEnv,
+  opts: { submodules?: boolean } = {},
 ): Promise<SnapshotFile[]> {
   const out = await git(['ls-tree', '-r', '-z', '--full-tree', rev, '--', ...pathspecs], { cwd, env });
   const files: SnapshotFile[] = [];
@@ -99,8 +102,10 @@ export async function treeFiles(
     // "<mode> <type> <object>\t<path>"
     const tab = entry.indexOf('\t');
     const [mode, type, blob] = entry.slice(0, tab).split(' ');
-    if (type === 'blob' && mode && blob && isRegularFile(mode))
-      files.push({ path: entry.slice(tab + 1), blob, mode });
+    if (!mode || !blob) continue;
+    if (type === 'blob' && isRegularFile(mode)) files.push({ path: entry.slice(tab + 1), blob, mode });
+    else if (type === 'commit' && opts.submodules)
+      files.push({ path: entry.slice(tab + 1), blob, mode, submodule: true });
   }
   return files;
 }

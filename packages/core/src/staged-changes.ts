@@ -8,6 +8,8 @@ export interface StagedChange {
   path: string;
   blob: string;
   from?: string;
+  /** A submodule (gitlink): `blob` is a commit of another repository, content no record can name. */
+  submodule?: true;
 }
 
 /** Parses `--raw -z` records: ":<mode> <mode> <old> <new> <status>\0<path>[\0<path>]". */
@@ -24,19 +26,23 @@ export function parseRawDiff(fields: string[]): StagedChange[] {
     if (status === 'R' || status === 'C') {
       const from = fields[i++]!;
       const to = fields[i++]!;
-      changes.push({ status, path: to, blob: newBlob, from });
+      changes.push({ status, path: to, blob: newBlob, from, ...submodule(newMode) });
     } else {
       const p = fields[i++]!;
-      // Submodules are not judged; but a file replaced by one is gone, as if deleted.
-      if (newMode === '160000') {
-        if (oldMode !== '160000' && oldMode !== '000000')
-          changes.push({ status: 'D', path: p, blob: newBlob });
+      if (newMode === '160000' && oldMode !== '160000') {
+        // A file replaced by a submodule is gone, as if deleted; the submodule itself is judged as added.
+        if (oldMode !== '000000') changes.push({ status: 'D', path: p, blob: newBlob });
+        changes.push({ status: 'A', path: p, blob: newBlob, submodule: true });
         continue;
       }
-      changes.push({ status, path: p, blob: newBlob });
+      changes.push({ status, path: p, blob: newBlob, ...submodule(newMode) });
     }
   }
   return changes;
+}
+
+function submodule(mode: string): { submodule?: true } {
+  return mode === '160000' ? { submodule: true } : {};
 }
 
 /** The paths a change set removes: deletions, and the old path of each rename. */

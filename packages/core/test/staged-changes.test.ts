@@ -53,4 +53,48 @@ describe('parseRawDiff', () => {
       ]);
     });
   }
+
+  it('marks submodules: added, moved to another commit, replacing a file (which is deleted); removed ones are deletions', () => {
+    const dir = makeTempDir();
+    dirs.push(dir);
+    execFileSync('git', ['init', '-q', dir], { env: cleanGitEnv() });
+    runGit(dir, ['config', 'user.name', 'T']);
+    runGit(dir, ['config', 'user.email', 't@example.com']);
+    fs.writeFileSync(path.join(dir, 'file.ts'), 'a file\n');
+    runGit(dir, ['add', 'file.ts']);
+    runGit(dir, ['commit', '-q', '-m', 'one']);
+    const one = runGitText(dir, ['rev-parse', 'HEAD']);
+    const gitlink = (p: string, commit: string) =>
+      runGit(dir, ['update-index', '--add', '--cacheinfo', `160000,${commit},${p}`]);
+    gitlink('moved', one);
+    gitlink('removed', one);
+    gitlink('to-file', one);
+    runGit(dir, ['commit', '-q', '-m', 'two']);
+    const two = runGitText(dir, ['rev-parse', 'HEAD']);
+    gitlink('added', two);
+    gitlink('moved', two);
+    runGit(dir, ['update-index', '--force-remove', 'removed', 'file.ts', 'to-file']);
+    gitlink('file.ts', two);
+    runGit(dir, [
+      'update-index',
+      '--add',
+      '--cacheinfo',
+      `100644,${runGitText(dir, ['hash-object', '-w', '--stdin'], 'x\n')},to-file`,
+    ]);
+    const out = execFileSync('git', ['diff-index', '--cached', '--raw', '-z', 'HEAD'], {
+      cwd: dir,
+      env: cleanGitEnv(),
+    });
+    const changes = parseRawDiff(splitZ(out)).sort(
+      (a, b) => a.path.localeCompare(b.path) || a.status.localeCompare(b.status),
+    );
+    expect(changes).toEqual([
+      { status: 'A', path: 'added', blob: two, submodule: true },
+      { status: 'A', path: 'file.ts', blob: two, submodule: true },
+      { status: 'D', path: 'file.ts', blob: two },
+      { status: 'M', path: 'moved', blob: two, submodule: true },
+      { status: 'D', path: 'removed', blob: '0'.repeat(40) },
+      { status: 'T', path: 'to-file', blob: runGitText(dir, ['rev-parse', ':to-file']) },
+    ]);
+  });
 });
