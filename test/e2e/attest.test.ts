@@ -518,7 +518,7 @@ describe('attest: confirmation and usage', () => {
     expect(none.stderr).toContain('Name the paths to review, or use --staged.');
     const missing = attest(story, dir, 'approve', ['src/missing.ts']);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('src/missing.ts does not exist in the work tree');
+    expect(missing.stderr).toContain('src/missing.ts is not a file in the work tree');
     expect(ledgerTip(story, dir)).toBe(tip);
   });
 });

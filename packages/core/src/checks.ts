@@ -109,7 +109,7 @@ export async function checkWorktreePaths(
       sha256: '',
       promoted: false,
       governed: exists,
-      reason: 'the file does not exist in the work tree',
+      reason: 'it is not a file in the work tree (nothing is there, or a directory or submodule)',
       by: [],
     });
   }

@@ -137,7 +137,7 @@ async function worktreeTargets(
   if (absent !== undefined)
     throw new DelegateGitError(
       'USAGE',
-      `${absent} does not exist in the work tree; there is no content to review.`,
+      `${absent} is not a file in the work tree (nothing is there, or a directory or submodule); there is no content to review.`,
     );
   return rel.map((p, i) => ({ path: p, blob: ids[i]! }));
 }

@@ -49,7 +49,7 @@ export default {
         if (!id)
           throw usageError(
             'show',
-            `${label} does not exist in the work tree; name a path there or a blob id.`,
+            `${label} is not a file in the work tree; name a file there or a blob id.`,
           );
         blob = id;
       }
