@@ -539,6 +539,16 @@ describe('an empty ledger', () => {
     expect(run.stderr).toContain('delegate-git init');
     expect(run.stdout).toBe('');
   });
+
+  it('before the first commit there is no revision: exit 2 saying HEAD is unborn (a mistyped rev says so instead)', () => {
+    const fresh = makeWorkTree(story, 'no-commit-yet');
+    const run = verify(fresh);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('HEAD has no commit yet (branch main is unborn)');
+    const typo = verify(fresh, ['--rev', 'mian']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('"mian" is not a commit in this repository');
+  });
 });
 
 describe('a corrupt policy at the revision', () => {

@@ -312,18 +312,22 @@ async function committedGovernance(repo: Repository, commit: string | null): Pro
   return loadGovernance(snapshot);
 }
 
-async function resolveCommit(repo: Repository, rev: string): Promise<string> {
-  const r = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], {
-    cwd: repo.cwd,
-    env: repo.env,
-  });
-  if (r.code !== 0) {
+/** The commit `rev` names; refused (GIT) when it names none, an unborn HEAD said as such. */
+export async function resolveCommit(repo: Repository, rev: string): Promise<string> {
+  const opts = { cwd: repo.cwd, env: repo.env };
+  const r = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], opts);
+  if (r.code === 0) return r.stdout.toString('utf8').trim();
+  const branch = rev === 'HEAD' ? await gitTry(['symbolic-ref', '-q', '--short', 'HEAD'], opts) : null;
+  if (branch?.code === 0) {
     throw new DelegateGitError(
       'GIT',
-      `"${rev}" is not a commit in this repository. Name a branch, tag or commit id.`,
+      `HEAD has no commit yet (branch ${branch.stdout.toString('utf8').trim()} is unborn): there is no revision to judge until the first commit.`,
     );
   }
-  return r.stdout.toString('utf8').trim();
+  throw new DelegateGitError(
+    'GIT',
+    `"${rev}" is not a commit in this repository. Name a branch, tag or commit id.`,
+  );
 }
 
 function requireWorkTree(repo: Repository): string {

@@ -8,7 +8,7 @@
  */
 import { access } from 'node:fs/promises';
 import path from 'node:path';
-import type { CheckResult } from './checks.js';
+import { type CheckResult, resolveCommit } from './checks.js';
 import { DelegateGitError } from './errors.js';
 import { gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
@@ -82,16 +82,7 @@ export function verificationExitCode(v: LedgerVerification): 0 | 1 {
 
 export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): Promise<LedgerVerification> {
   const rev = opts.rev ?? 'HEAD';
-  const resolved = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], {
-    cwd: repo.cwd,
-    env: repo.env,
-  });
-  if (resolved.code !== 0)
-    throw new DelegateGitError(
-      'GIT',
-      `"${rev}" is not a commit in this repository. Name a branch, tag or commit id.`,
-    );
-  const commit = resolved.stdout.toString().trim();
+  const commit = await resolveCommit(repo, rev);
   const governance = await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
   const ledgerTip = await repo.ledger.tip();
   const result: LedgerVerification = {
