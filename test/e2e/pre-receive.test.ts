@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 /**
  * The server gate end to end: a bare remote set up with `delegate-git init --server`, a clone set up with
  * `delegate-git init`, and real `git push` (atomic where the ledger travels with the branch). Every refusal is
@@ -273,3 +274,36 @@ function withOnePayloadByteChanged(line: string): string {
     signatures: envelope.signatures,
   });
 }
+
+describe('pre-receive: the server’s own git configuration', () => {
+  const sshKeygen = spawnSync('ssh-keygen', ['-?']).error === undefined;
+
+  /** An adopted pair whose server carries `settings`, and a root commit (an orphan branch) with a governed file. */
+  function rootCommitPushed(name: string, settings: Record<string, string>, sign: string[] = []) {
+    const { server, work } = adoptedPair(name);
+    for (const [key, value] of Object.entries(settings)) gitOk(story, server, ['config', key, value]);
+    gitOk(story, work, ['checkout', '-q', '--orphan', 'orphan']);
+    stageFile(work, 'src/orphan.ts', 'export const orphan = 1;\n');
+    expect(gitRun(story, work, [...sign, 'commit', '-q', '--no-verify', '-m', 'a root commit']).code).toBe(0);
+    return { work, refused: gitRun(story, work, ['push', 'origin', 'orphan']) };
+  }
+
+  it('judges what a pushed root commit adds when log.showRoot is false; promoted, it is accepted', () => {
+    const { work, refused } = rootCommitPushed('no-root', { 'log.showRoot': 'false' });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/orphan', 'src/orphan.ts', 'no verdict'));
+    cliOk(story, work, ['attest', '--approve', 'src/orphan.ts', '--yes']);
+    const accepted = gitRun(story, work, ['push', '--atomic', 'origin', 'orphan', LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+
+  // Signing needs ssh-keygen; without it this case cannot be made here, and says so by being skipped.
+  it.skipIf(!sshKeygen)('reads signed commits correctly when log.showSignature is true', () => {
+    const key = path.join(story.root, 'signing-key');
+    expect(spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key]).status).toBe(0);
+    const sign = ['-c', 'gpg.format=ssh', '-c', `user.signingkey=${key}.pub`, '-c', 'commit.gpgSign=true'];
+    const { refused } = rootCommitPushed('signed', { 'log.showSignature': 'true' }, sign);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/orphan', 'src/orphan.ts', 'no verdict'));
+  });
+});

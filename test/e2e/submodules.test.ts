@@ -80,6 +80,21 @@ describe('a submodule in a governed path', () => {
     expect(cli(story, work, ['check', '--rev', 'HEAD~1']).code).toBe(0);
   });
 
+  it('is refused even when .gitmodules says `ignore = all` (which hides it from git diff), at commit and at push', () => {
+    addSubmodule(work, 'src/hidden');
+    gitOk(story, work, ['config', '-f', '.gitmodules', 'submodule.src/hidden.ignore', 'all']);
+    gitOk(story, work, ['add', '.gitmodules']);
+    expect(gitOk(story, work, ['diff', '--cached', '--name-only'])).not.toContain('src/hidden'); // what git hides
+    const refused = commit(story, work, 'a hidden submodule');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/hidden');
+    expect(commit(story, work, 'past the hook', ['--no-verify']).code).toBe(0);
+    const pushed = gitRun(story, work, ['push', 'origin', 'main']);
+    expect(pushed.code).not.toBe(0);
+    expect(pushed.stderr).toContain('src/hidden: a submodule');
+    gitOk(story, work, ['reset', '-q', '--hard', 'HEAD~1']);
+  });
+
   it('is kept once a reviewer approves a policy that excludes its path; the server accepts it then', () => {
     gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']); // without the commit the server refused
     fs.rmSync(path.join(work, 'src'), { recursive: true, force: true });

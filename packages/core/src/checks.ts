@@ -16,7 +16,7 @@ import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy
 import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, type Snapshot, splitZ, treeFiles, worktreeSnapshot } from './snapshot.js';
-import { parseRawDiff, removedPaths, type StagedChange } from './staged-changes.js';
+import { parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
 import { worktreeBlobs } from './worktree-blobs.js';
 
 export { parseRawDiff, type StagedChange } from './staged-changes.js';
@@ -288,19 +288,16 @@ const EMPTY_TREE = {
   sha256: '6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321',
 } as const;
 
-/** `git diff-index --cached --raw -z -M -C` against HEAD (or the empty tree before the first commit). */
+/** The index against HEAD (or the empty tree before the first commit), as stagedDiffArgs reads it. */
 export async function stagedChanges(
   repo: Repository,
 ): Promise<{ base: string | null; changes: StagedChange[] }> {
   const head = await repo.objects.read('HEAD');
   const base = head && head.type === 'commit' ? head.oid : null;
-  const out = await git(
-    ['diff-index', '--cached', '--raw', '-z', '-M', '-C', base ?? EMPTY_TREE[repo.layout.objectFormat]],
-    {
-      cwd: repo.cwd,
-      env: repo.env,
-    },
-  );
+  const out = await git(stagedDiffArgs(base ?? EMPTY_TREE[repo.layout.objectFormat]), {
+    cwd: repo.cwd,
+    env: repo.env,
+  });
   return { base, changes: parseRawDiff(splitZ(out)) };
 }
 

@@ -8,7 +8,7 @@
  */
 import { parseRawDiff } from './checks.js';
 import { isDelegateGitError } from './errors.js';
-import { git, gitTry } from './git.js';
+import { git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { judgeFiles } from './judge.js';
 import { loadPathIndex, type PathIndex } from './path-index.js';
@@ -40,6 +40,7 @@ export async function unapprovedGovernanceChanges(
   const out = await git(
     [
       'log',
+      ...PINNED_LOG,
       '--raw',
       '-z',
       '--no-abbrev',
@@ -96,7 +97,7 @@ export async function unapprovedGovernanceChanges(
 /** The policy file and every keys directory any version of the policy in this history named. */
 async function governancePathspecs(repo: Repository, commit: string): Promise<string[]> {
   const opts = { cwd: repo.cwd, env: repo.env };
-  const versions = (await git(['log', '--format=%H', commit, '--', POLICY_PATH], opts))
+  const versions = (await git(['log', '--no-show-signature', '--format=%H', commit, '--', POLICY_PATH], opts))
     .toString('utf8')
     .split('\n')
     .filter(Boolean);

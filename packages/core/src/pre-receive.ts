@@ -5,7 +5,7 @@
  */
 import { parseRawDiff } from './checks.js';
 import { DecisionCache } from './decision-cache.js';
-import { CatFileBatch, git, gitTry } from './git.js';
+import { CatFileBatch, git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { governedFiles, judgeFiles } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
@@ -414,6 +414,10 @@ async function newChanges(repo: Repository, tip: string): Promise<NewChanges> {
   const out = await git(
     [
       'log',
+      // What the server's own config could change is pinned: log.showRoot=false would hide what a root commit adds,
+      // log.showSignature=true would mix signature checks into the output, and a .gitmodules `ignore = all` (pushed
+      // with the commit) would hide a submodule's changes.
+      ...PINNED_LOG,
       '--raw',
       '-z',
       '--no-abbrev',

@@ -31,7 +31,7 @@ import { parseGitIndex } from './index-file.js';
 import { indexTree } from './index-trees.js';
 import type { Policy } from './policy.js';
 import { QuietTrees } from './quiet-trees.js';
-import { parseRawDiff, removedPaths, type StagedChange } from './staged-changes.js';
+import { parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
 
 const LEDGER_REF = 'refs/notes/delegations';
 
@@ -66,7 +66,7 @@ async function askGit(
   const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\nHEAD^{tree}\n`;
   // The diff first: it takes longest, and the first spawn of a process also loads node:child_process.
   const [diff, ids, commonDir] = await Promise.all([
-    run(['diff-index', '--cached', '--raw', '-z', '-M', '-C', 'HEAD'], cwd, env),
+    run(stagedDiffArgs('HEAD'), cwd, env),
     run(['cat-file', '--batch-check'], cwd, env, names),
     dirs?.commonDir ?? commonDirFromGit(cwd, env),
   ]);

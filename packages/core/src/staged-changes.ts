@@ -2,6 +2,14 @@
  * What the index changes against HEAD, as `git diff-index --raw -z` prints it. Its own module because the
  * pre-commit hook's quick path reads it before loading anything else.
  */
+/**
+ * The arguments of `git diff-index` the gates read the index through, against `base`. Submodule changes are always
+ * listed: a `.gitmodules` entry with `ignore = all`, which the commit itself may carry, would hide them otherwise.
+ */
+export function stagedDiffArgs(base: string): string[] {
+  return ['diff-index', '--cached', '--raw', '-z', '-M', '-C', '--ignore-submodules=none', base];
+}
+
 /** A change to one path. A rename (R) also removes `from`: the gates treat that as deleting it. */
 export interface StagedChange {
   status: 'A' | 'M' | 'R' | 'C' | 'T' | 'D';
