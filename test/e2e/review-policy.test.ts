@@ -5,6 +5,8 @@
  * (pre-commit), at push (pre-receive on a bare remote set up by `init --server`) and in CI (`verify`). Each refusal is
  * paired with a control that passes.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   adopt,
@@ -343,6 +345,14 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
       ),
     );
     expect(inCi.stdout).toContain('verify: FAILED');
+    // The same answer from a subdirectory with diff.relative set (which makes a `git log` run there leave out
+    // .delegate-git/; the commands run at the top level, and their log is pinned with --no-relative as well).
+    fs.mkdirSync(path.join(work, 'docs'), { recursive: true });
+    gitOk(story, work, ['config', 'diff.relative', 'true']);
+    const fromSubdir = cli(story, path.join(work, 'docs'), ['verify', '--rev', 'HEAD']);
+    gitOk(story, work, ['config', '--unset', 'diff.relative']);
+    expect(fromSubdir.code, fromSubdir.stdout).toBe(1);
+    expect(fromSubdir.stdout).toContain('without the approval');
 
     // Control: an existing reviewer approving that key file afterwards settles it for CI.
     attestOk(story, work, 'approve', [keyFile]);

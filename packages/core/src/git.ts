@@ -374,10 +374,11 @@ export class CatFileBatch {
 
 /**
  * Options every `git log` the gates parse is given, so that no configuration changes what it lists: the root
- * commit's changes are always shown (`log.showRoot`), no signature check is printed (`log.showSignature`), and
- * submodule changes are never hidden (`diff.ignoreSubmodules`, or `ignore` in a `.gitmodules` a commit carries).
+ * commit's changes are always shown (`log.showRoot`), no signature check is printed (`log.showSignature`),
+ * submodule changes are never hidden (`diff.ignoreSubmodules`, or `ignore` in a `.gitmodules` a commit carries),
+ * and paths outside the current directory are never left out (`diff.relative`, when run from a subdirectory).
  */
-export const PINNED_LOG = ['--root', '--no-show-signature', '--ignore-submodules=none'] as const;
+export const PINNED_LOG = ['--root', '--no-show-signature', '--ignore-submodules=none', '--no-relative'] as const;
 
 /** Writes a blob (`hash-object -w --stdin`) and returns its id. */
 export async function writeBlob(
