@@ -378,7 +378,12 @@ export class CatFileBatch {
  * submodule changes are never hidden (`diff.ignoreSubmodules`, or `ignore` in a `.gitmodules` a commit carries),
  * and paths outside the current directory are never left out (`diff.relative`, when run from a subdirectory).
  */
-export const PINNED_LOG = ['--root', '--no-show-signature', '--ignore-submodules=none', '--no-relative'] as const;
+export const PINNED_LOG = [
+  '--root',
+  '--no-show-signature',
+  '--ignore-submodules=none',
+  '--no-relative',
+] as const;
 
 /** Writes a blob (`hash-object -w --stdin`) and returns its id. */
 export async function writeBlob(
