@@ -191,7 +191,7 @@ const CONTENT_UNREADABLE = 'its content could not be read';
  * Records judge file content, and a submodule's entry is a commit of another repository: in a governed path it is
  * never promoted, so the way to have one there is to take its path out of governance, a reviewed policy change.
  */
-export const SUBMODULE_REFUSED =
+const SUBMODULE_REFUSED =
   'a submodule: records judge file content, and a submodule is a commit of another repository, so none promotes it; ' +
   'to keep it, exclude its path in the policy (a change reviewers approve)';
 

@@ -414,10 +414,7 @@ async function newChanges(repo: Repository, tip: string): Promise<NewChanges> {
   const out = await git(
     [
       'log',
-      // What the server's own config could change is pinned: log.showRoot=false would hide what a root commit adds,
-      // log.showSignature=true would mix signature checks into the output, and a .gitmodules `ignore = all` (pushed
-      // with the commit) would hide a submodule's changes.
-      ...PINNED_LOG,
+      ...PINNED_LOG, // the server's own config cannot change what is listed
       '--raw',
       '-z',
       '--no-abbrev',
