@@ -302,8 +302,11 @@ describe('pre-receive: the server’s own git configuration', () => {
     const key = path.join(story.root, 'signing-key');
     expect(spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key]).status).toBe(0);
     const sign = ['-c', 'gpg.format=ssh', '-c', `user.signingkey=${key}.pub`, '-c', 'commit.gpgSign=true'];
-    const { refused } = rootCommitPushed('signed', { 'log.showSignature': 'true' }, sign);
+    const { work, refused } = rootCommitPushed('signed', { 'log.showSignature': 'true' }, sign);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(refusedLine('refs/heads/orphan', 'src/orphan.ts', 'no verdict'));
+    cliOk(story, work, ['attest', '--approve', 'src/orphan.ts', '--yes']);
+    const accepted = gitRun(story, work, ['push', '--atomic', 'origin', 'orphan', LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
   });
 });

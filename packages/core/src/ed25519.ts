@@ -141,6 +141,11 @@ function refuseKey(problem: KeyProblem, got: string): never {
   );
 }
 
+/** What both ways of verifying refuse before OpenSSL sees the bytes (the strict rule's byte checks on S and R). */
+function wellFormed(message: Uint8Array, signature: Uint8Array): boolean {
+  return message instanceof Uint8Array && signatureProblem(signature) === null;
+}
+
 /** A validated public key. Constructing one refuses a key with a problem. */
 export class PublicKey {
   readonly #raw: Uint8Array;
@@ -188,7 +193,7 @@ export class PublicKey {
    * (RFC 8032), no prehash. Never throws: false on any malformed input. Default backend 'node'.
    */
   verify(message: Uint8Array, signature: Uint8Array, backend: Ed25519Backend = 'node'): boolean {
-    if (!(message instanceof Uint8Array) || signatureProblem(signature) !== null) return false;
+    if (!wellFormed(message, signature)) return false;
     try {
       if (backend === 'node') return nodeVerify(null, message, this.#nodeKey(), signature);
       if (backend === 'noble') return this.#verifyNoble(message, signature);
@@ -203,8 +208,7 @@ export class PublicKey {
    * meanwhile. The same rule and the same OpenSSL call as verify, so the two never disagree.
    */
   verifySoon(message: Uint8Array, signature: Uint8Array): Promise<boolean> {
-    if (!(message instanceof Uint8Array) || signatureProblem(signature) !== null)
-      return Promise.resolve(false);
+    if (!wellFormed(message, signature)) return Promise.resolve(false);
     return new Promise((resolve) => {
       try {
         nodeVerify(null, message, this.#nodeKey(), signature, (error, valid) => resolve(!error && valid));

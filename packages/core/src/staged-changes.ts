@@ -34,7 +34,7 @@ export function parseRawDiff(fields: string[]): StagedChange[] {
     if (status === 'R' || status === 'C') {
       const from = fields[i++]!;
       const to = fields[i++]!;
-      changes.push({ status, path: to, blob: newBlob, from, ...submodule(newMode) });
+      changes.push(marked({ status, path: to, blob: newBlob, from }, newMode));
     } else {
       const p = fields[i++]!;
       if (newMode === '160000' && oldMode !== '160000') {
@@ -43,14 +43,16 @@ export function parseRawDiff(fields: string[]): StagedChange[] {
         changes.push({ status: 'A', path: p, blob: newBlob, submodule: true });
         continue;
       }
-      changes.push({ status, path: p, blob: newBlob, ...submodule(newMode) });
+      changes.push(marked({ status, path: p, blob: newBlob }, newMode));
     }
   }
   return changes;
 }
 
-function submodule(mode: string): { submodule?: true } {
-  return mode === '160000' ? { submodule: true } : {};
+/** The change, marked as a submodule's when its new mode is a gitlink's (the gates run this on every staged path). */
+function marked(change: StagedChange, newMode: string): StagedChange {
+  if (newMode === '160000') change.submodule = true;
+  return change;
 }
 
 /** The paths a change set removes: deletions, and the old path of each rename. */

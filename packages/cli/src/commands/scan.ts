@@ -54,25 +54,23 @@ export default {
 
 function readText(cwd: string, name: string): string {
   const file = path.resolve(cwd, name);
-  let size: number;
   try {
     const stat = statSync(file);
     if (stat.isDirectory())
       throw refusal(
         `${name} is a directory. Name files (for a tree: git ls-files -z <dir> | xargs -0 delegate-git scan).`,
       );
-    size = stat.size;
+    if (stat.size > MAX_BYTES)
+      throw refusal(
+        `${name} is ${stat.size} bytes, over the ${MAX_BYTES}-byte limit; scan a smaller file or part of it.`,
+      );
+    return readFileSync(file, 'utf8');
   } catch (error) {
     if (error instanceof DelegateGitError) throw error;
     throw refusal(
       `cannot read ${name} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}).`,
     );
   }
-  if (size > MAX_BYTES)
-    throw refusal(
-      `${name} is ${size} bytes, over the ${MAX_BYTES}-byte limit; scan a smaller file or part of it.`,
-    );
-  return readFileSync(file, 'utf8');
 }
 
 async function readStdin(): Promise<string> {
