@@ -208,6 +208,100 @@ describe('pre-commit: governed content', () => {
   });
 });
 
+describe('pre-commit: the commits git makes itself, and what git leaves out', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'merges');
+  });
+  afterEach(() => {
+    gitRun(story, dir, ['merge', '--abort']);
+    gitOk(story, dir, ['checkout', '-q', '-f', 'main']);
+    resetWorkTree(story, dir);
+  });
+
+  /** Two branches from main, each with its own promoted edit of one governed file (top and bottom lines). */
+  async function divergedEdits(name: string): Promise<string> {
+    const file = `src/${name}.ts`;
+    stage(dir, { [file]: 'export const a = 1;\nexport const b = 2;\n' });
+    await recordVerdict(story, dir, file);
+    expect(commit(story, dir, `${name}: base`).code).toBe(0);
+    gitOk(story, dir, ['checkout', '-q', '-b', `${name}-top`]);
+    stage(dir, { [file]: '// top\nexport const a = 1;\nexport const b = 2;\n' });
+    await recordVerdict(story, dir, file);
+    expect(commit(story, dir, `${name}: top`).code).toBe(0);
+    gitOk(story, dir, ['checkout', '-q', '-b', `${name}-bottom`, 'main']);
+    stage(dir, { [file]: 'export const a = 1;\nexport const b = 2;\n// bottom\n' });
+    await recordVerdict(story, dir, file);
+    expect(commit(story, dir, `${name}: bottom`).code).toBe(0);
+    return file;
+  }
+
+  it('refuses a merge that combines two promoted versions into content nobody judged; approved, `git commit` concludes it', async () => {
+    const file = await divergedEdits('merged');
+    gitOk(story, dir, ['checkout', '-q', 'merged-top']);
+    const head = refTip(story, dir, 'HEAD');
+    const refused = gitRun(story, dir, ['merge', '--no-edit', 'merged-bottom']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`NOT PROMOTED  ${file}`);
+    expect(refused.stderr).toContain('merge commit refused');
+    expect(refTip(story, dir, 'HEAD')).toBe(head);
+    // git keeps the merge staged; the merged content approved, the merge concludes (through pre-commit).
+    expect(fs.readFileSync(path.join(dir, file), 'utf8')).toBe(
+      '// top\nexport const a = 1;\nexport const b = 2;\n// bottom\n',
+    );
+    cliOk(story, dir, ['attest', '--approve', file, '--yes']);
+    const concluded = commit(story, dir, 'merge, approved', ['--no-edit']);
+    expect(concluded.code, concluded.stderr).toBe(0);
+    expect(gitOk(story, dir, ['rev-list', '--parents', '-n', '1', 'HEAD']).split(' ')).toHaveLength(3);
+  });
+
+  it('says which governed files are in conflict instead of judging them (exit 2); resolved and approved, the merge commits', async () => {
+    const file = await divergedEdits('conflicted');
+    gitOk(story, dir, ['checkout', '-q', 'conflicted-top']);
+    stage(dir, { [file]: '// top, again\nexport const a = 1;\nexport const b = 2;\n' });
+    await recordVerdict(story, dir, file);
+    expect(commit(story, dir, 'conflicted: top again').code).toBe(0);
+    gitOk(story, dir, ['checkout', '-q', 'conflicted-bottom']);
+    stage(dir, { [file]: '// bottom, first\nexport const a = 1;\nexport const b = 2;\n// bottom\n' });
+    await recordVerdict(story, dir, file);
+    expect(commit(story, dir, 'conflicted: bottom first').code).toBe(0);
+    expect(gitRun(story, dir, ['merge', '--no-edit', 'conflicted-top']).code).not.toBe(0);
+
+    const inConflict = cli(story, dir, ['check', '--staged']);
+    expect(inConflict.code).toBe(2);
+    expect(inConflict.stderr).toContain(`Governed files are in conflict (${file})`);
+
+    stage(dir, { [file]: '// resolved\nexport const a = 1;\nexport const b = 2;\n' });
+    expect(cli(story, dir, ['check', '--staged']).code).toBe(1);
+    cliOk(story, dir, ['attest', '--approve', file, '--yes']);
+    const concluded = commit(story, dir, 'conflict resolved', ['--no-edit']);
+    expect(concluded.code, concluded.stderr).toBe(0);
+  });
+
+  it('lets a merge through whose every governed file is promoted (control: a merge that only brings promoted content)', async () => {
+    const file = await divergedEdits('brought');
+    gitOk(story, dir, ['checkout', '-q', 'main']);
+    const merged = gitRun(story, dir, ['merge', '--no-ff', '--no-edit', 'brought-top']);
+    expect(merged.code, merged.stderr).toBe(0);
+    expect(gitOk(story, dir, ['rev-list', '--parents', '-n', '1', 'HEAD']).split(' ')).toHaveLength(3);
+    expect(gitOk(story, dir, ['show', `HEAD:${file}`])).toContain('// top');
+  });
+
+  it('judges what the commit holds: an intent-to-add governed file is left out by git and passes; staged, it is refused', () => {
+    writeFiles(dir, { 'src/later.ts': 'export const later = 1;\n' });
+    gitOk(story, dir, ['add', '--intent-to-add', 'src/later.ts']);
+    stage(dir, { 'README.md': 'free\n' });
+    const passed = commit(story, dir, 'readme, with an intent-to-add file');
+    expect(passed.code, passed.stderr).toBe(0);
+    expect(gitOk(story, dir, ['ls-tree', '--name-only', '-r', 'HEAD'])).not.toContain('src/later.ts');
+
+    gitOk(story, dir, ['add', 'src/later.ts']);
+    const refused = commit(story, dir, 'the file staged');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/later.ts');
+  });
+});
+
 describe('pre-commit: deleting governed paths', () => {
   let dir: string;
   beforeAll(async () => {

@@ -11,6 +11,7 @@ import {
   cliOk,
   commit,
   gitOk,
+  gitRun,
   makeStory,
   makeWorkTree,
   recordVerdict,
@@ -75,6 +76,7 @@ describe('init: an existing pre-commit hook', () => {
 
     adopt(story, dir, ['src/**']);
     expect(fs.readFileSync(path.join(hooks, 'pre-commit'), 'utf8')).toContain(MARKER);
+    expect(fs.readFileSync(path.join(hooks, 'pre-merge-commit'), 'utf8')).toContain(MARKER);
     expect(fs.readFileSync(path.join(hooks, 'pre-commit.chained'), 'utf8')).toBe(foreign);
     expect(lines(marker)).toHaveLength(1); // the adopting commit ran it
 
@@ -118,7 +120,11 @@ describe('init: where git runs hooks', () => {
     const init = cliOk(story, dir, ['init', '--protect', 'src/**']);
     const installed = path.join(dir, '.githooks', 'pre-commit');
     expect(init.stdout).toContain(`installed the pre-commit hook: ${installed}`);
+    expect(init.stdout).toContain(
+      `installed the pre-merge-commit hook: ${installed.replace(/pre-commit$/, 'pre-merge-commit')}`,
+    );
     expect(fs.readFileSync(installed, 'utf8')).toContain(MARKER);
+    expect(fs.readFileSync(path.join(dir, '.githooks', 'pre-merge-commit'), 'utf8')).toContain(MARKER);
     expect(fs.existsSync(path.join(dir, '.git', 'hooks', 'pre-commit'))).toBe(false);
     expect(gitOk(story, dir, ['config', 'core.hooksPath'])).toBe(path.join(dir, '.githooks'));
 
@@ -148,18 +154,26 @@ describe('init: where git runs hooks', () => {
   });
 });
 
+/**
+ * A repository set up as husky 9 sets one up, reduced to its core: `.husky/_/<hook>` (generated, ignored) runs the
+ * committed `.husky/<hook>` with `sh -e`, for husky's own list of hooks, which has no pre-merge-commit.
+ */
+function huskyRepository(name: string, preCommit: string): string {
+  const dir = makeWorkTree(story, name);
+  writeFiles(dir, { '.husky/pre-commit': preCommit, '.husky/_/.gitignore': '*\n' });
+  executable(
+    path.join(dir, '.husky', '_', 'pre-commit'),
+    '#!/usr/bin/env sh\ns="$(dirname "$(dirname "$0")")/$(basename "$0")"\n[ -f "$s" ] || exit 0\nsh -e "$s" "$@"\n',
+  );
+  gitOk(story, dir, ['config', 'core.hooksPath', '.husky/_']);
+  return dir;
+}
+
 describe('init: husky', () => {
   it('appends one line to .husky/pre-commit, makes core.hooksPath absolute, and guards worktrees too', async () => {
-    const dir = makeWorkTree(story, 'husky');
     const marker = path.join(story.root, 'husky-ran.txt');
     const existing = `echo husky-step >> '${marker}'\n`;
-    writeFiles(dir, { '.husky/pre-commit': existing, '.husky/_/.gitignore': '*\n' });
-    // What husky 9 generates, reduced to its core: .husky/_/<hook> runs .husky/<hook> with `sh -e`.
-    executable(
-      path.join(dir, '.husky', '_', 'pre-commit'),
-      '#!/usr/bin/env sh\ns="$(dirname "$(dirname "$0")")/$(basename "$0")"\n[ -f "$s" ] || exit 0\nsh -e "$s" "$@"\n',
-    );
-    gitOk(story, dir, ['config', 'core.hooksPath', '.husky/_']);
+    const dir = huskyRepository('husky', existing);
 
     const init = cliOk(story, dir, ['init', '--protect', 'src/**']);
     expect(init.stdout).toContain('.husky/pre-commit (husky;');
@@ -198,5 +212,35 @@ describe('init: husky', () => {
     const passedThere = commit(story, linked, 'promoted in a worktree');
     expect(passedThere.code, passedThere.stderr).toBe(0);
     expect(lines(marker)).toHaveLength(4);
+  });
+
+  it('guards the commit of a merge too: a line in .husky/pre-merge-commit, run through a hook in .husky/_', async () => {
+    const dir = huskyRepository('husky-merge', '');
+    const init = cliOk(story, dir, ['init', '--protect', 'src/**']);
+    expect(init.stdout).toContain('installed the pre-merge-commit hook: .husky/pre-merge-commit (husky;');
+    const added = lines(path.join(dir, '.husky', 'pre-merge-commit'));
+    expect(added.filter((l) => l.includes('delegate-git hook pre-merge-commit'))).toHaveLength(1);
+    expect(fs.readFileSync(path.join(dir, '.husky', '_', 'pre-merge-commit'), 'utf8')).toContain(MARKER);
+    cliOk(story, dir, ['init']);
+    expect(lines(path.join(dir, '.husky', 'pre-merge-commit'))).toEqual(added);
+    gitOk(story, dir, ['add', '.delegate-git', '.husky']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+
+    // The other side brings a governed file committed without the hook: the merge's own commit is refused.
+    gitOk(story, dir, ['checkout', '-q', '-b', 'side']);
+    stage(dir, { 'src/side.ts': 'export const side = 1;\n' });
+    expect(commit(story, dir, 'unpromoted, hook skipped', ['--no-verify']).code).toBe(0);
+    gitOk(story, dir, ['checkout', '-q', 'main']);
+    stage(dir, { 'README.md': 'main moves on\n' });
+    expect(commit(story, dir, 'main moves on').code).toBe(0);
+    const refused = gitRun(story, dir, ['merge', '--no-edit', 'side']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/side.ts');
+    gitOk(story, dir, ['merge', '--abort']);
+
+    // Control: once the file is promoted, the same merge commits.
+    await recordVerdict(story, dir, 'src/side.ts', { content: 'export const side = 1;\n' });
+    const merged = gitRun(story, dir, ['merge', '--no-edit', 'side']);
+    expect(merged.code, merged.stderr).toBe(0);
   });
 });

@@ -16,8 +16,10 @@ import {
   commit,
   gitOk,
   gitRun,
+  ledgerCommitWith,
   makeServer,
   makeStory,
+  mktree,
   noteLines,
   refTip,
   resetWorkTree,
@@ -202,6 +204,131 @@ describe('pre-receive: content and the ledger', () => {
   });
 });
 
+describe('pre-receive: the ledger holds only notes', () => {
+  let server: string;
+  let work: string;
+  beforeAll(() => {
+    ({ server, work } = adoptedPair('only-notes'));
+  });
+  afterEach(() => realign(work));
+
+  const refusal = (shown: string, why: string) =>
+    `refused refs/notes/delegations: the update adds ${shown}, which is ${why}; the ledger holds only notes`;
+  const NO_ID = 'not a note on a full object id';
+
+  /** A new record in the clone's ledger (nothing committed): the honest update each refused one is paired with. */
+  function honestUpdate(file: string): string {
+    writeFiles(work, { [file]: `export const x = ${JSON.stringify(file)};\n` });
+    cliOk(story, work, ['attest', '--approve', file, '--yes']);
+    return refTip(story, work, LEDGER)!;
+  }
+
+  /** Pushes the ledger at `junk` (refused, the server's ledger unchanged), then at `honest` (accepted). */
+  function refusedThenAccepted(junk: string, honest: string): string {
+    const before = refTip(story, server, LEDGER);
+    gitOk(story, work, ['update-ref', LEDGER, junk]);
+    const refused = gitRun(story, work, ['push', 'origin', LEDGER]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('refs/notes/delegations (pre-receive hook declined)');
+    expect(refTip(story, server, LEDGER)).toBe(before);
+
+    gitOk(story, work, ['update-ref', LEDGER, honest]);
+    const accepted = gitRun(story, work, ['push', 'origin', LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(honest);
+    return refused.stderr;
+  }
+
+  it('refuses files named by no id, one line each (ten, then a count); the same update without them is accepted', () => {
+    const honest = honestUpdate('src/files.ts');
+    const junk = stageBlob('junk\n');
+    // Git's order names the first ten: README, the C-quoted name, and junk-0 to junk-7.
+    const names = ['README', 'NEWS\nfake line', ...Array.from({ length: 10 }, (_, i) => `junk-${i}`)];
+    const stderr = refusedThenAccepted(
+      ledgerCommitWith(
+        story,
+        work,
+        names.map((n) => `100644 blob ${junk}\t${n}`),
+      ),
+      honest,
+    );
+    expect(stderr).toContain(refusal('README', NO_ID));
+    expect(stderr).toContain(refusal('"NEWS\\nfake line"', NO_ID));
+    expect(stderr).toContain(refusal('junk-7', NO_ID));
+    expect(stderr).not.toContain('junk-8');
+    expect(stderr.split('\n').filter((l) => l.includes('the ledger holds only notes'))).toHaveLength(10);
+    expect(stderr).toContain(
+      'refused refs/notes/delegations: the update adds 2 more entries that are not notes',
+    );
+  });
+
+  it('refuses a directory of no fanout (named once, empty or not) and a file in a fanout directory; without them, accepted', () => {
+    const honest = honestUpdate('src/dirs.ts');
+    const junk = stageBlob('junk\n');
+    const holding = mktree(story, work, [`100644 blob ${junk}\tfoo`]);
+    const empty = mktree(story, work, []);
+    const stderr = refusedThenAccepted(
+      ledgerCommitWith(story, work, [
+        `040000 tree ${holding}\tzz`,
+        `040000 tree ${empty}\tempty`,
+        `040000 tree ${holding}\tab`,
+      ]),
+      honest,
+    );
+    expect(stderr).toContain(refusal('zz', NO_ID));
+    expect(stderr).toContain(refusal('empty', NO_ID));
+    expect(stderr).toContain(refusal('ab/foo', NO_ID));
+    expect(stderr).not.toContain('zz/foo');
+  });
+
+  it('refuses a submodule, an executable file and a link where a note would be; the same update without them is accepted', () => {
+    const honest = honestUpdate('src/modes.ts');
+    const [a, b, c] = ['a\n', 'b\n', 'c\n'].map((content) => stageBlob(content)) as [string, string, string];
+    const stderr = refusedThenAccepted(
+      ledgerCommitWith(story, work, [
+        `160000 commit ${refTip(story, work, 'HEAD')}\t${a}`,
+        `100755 blob ${stageBlob('a record line\n')}\t${b}`,
+        `120000 blob ${stageBlob('a link target\n')}\t${c}`,
+      ]),
+      honest,
+    );
+    expect(stderr).toContain(refusal(a, 'a submodule (mode 160000), not a note file (mode 100644)'));
+    expect(stderr).toContain(refusal(b, 'an executable file (mode 100755), not a note file (mode 100644)'));
+    expect(stderr).toContain(refusal(c, 'a symbolic link (mode 120000), not a note file (mode 100644)'));
+  });
+
+  it('refuses the first push of a ledger that holds a file besides its notes; without it, the first push is accepted', () => {
+    const firstServer = makeServer(story, 'first-junk.git');
+    const first = cloneInto(story, firstServer, 'first-junk');
+    adopt(story, first, ['src/**']);
+    const honest = refTip(story, first, LEDGER)!;
+    const junk = stageBlob('junk\n', first);
+    gitOk(story, first, [
+      'update-ref',
+      LEDGER,
+      ledgerCommitWith(story, first, [`100644 blob ${junk}\tREADME`]),
+    ]);
+
+    const refused = gitRun(story, first, ATOMIC);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(refusal('README', NO_ID));
+    expect(refTip(story, firstServer, LEDGER)).toBeNull();
+    expect(refTip(story, firstServer, 'refs/heads/main')).toBeNull();
+
+    gitOk(story, first, ['update-ref', LEDGER, honest]);
+    const accepted = gitRun(story, first, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(refTip(story, firstServer, LEDGER)).toBe(honest);
+  });
+
+  /** Writes `content` as a blob in `dir` (default: the clone) and returns its id. */
+  function stageBlob(content: string, dir = work): string {
+    const file = 'blob-input';
+    fs.writeFileSync(path.join(dir, '.git', file), content);
+    return gitOk(story, dir, ['hash-object', '-w', path.join('.git', file)]);
+  }
+});
+
 describe('pre-receive: the policy in force judges', () => {
   let server: string;
   let work: string;
@@ -307,6 +434,84 @@ describe('pre-receive: the server’s own git configuration', () => {
     expect(refused.stderr).toMatch(refusedLine('refs/heads/orphan', 'src/orphan.ts', 'no verdict'));
     cliOk(story, work, ['attest', '--approve', 'src/orphan.ts', '--yes']);
     const accepted = gitRun(story, work, ['push', '--atomic', 'origin', 'orphan', LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+});
+
+describe('pre-receive: content that arrives by other refs', () => {
+  let server: string;
+  let work: string;
+  beforeAll(() => {
+    ({ server, work } = adoptedPair('other-refs'));
+  });
+  afterEach(() => realign(work));
+
+  /** A commit of an unpromoted governed file, made without the hook, on no branch. */
+  function unpromotedCommit(file: string): string {
+    stageFile(work, file, `export const x = ${JSON.stringify(file)};\n`);
+    expect(commit(story, work, `${file}, hook skipped`, ['--no-verify']).code).toBe(0);
+    const made = refTip(story, work, 'HEAD')!;
+    gitOk(story, work, ['reset', '-q', '--hard', 'HEAD~1']);
+    return made;
+  }
+
+  it('judges every file of a tree a tag names (plain or annotated); a promoted tree and a blob are accepted', () => {
+    const tree = gitOk(story, work, ['rev-parse', `${unpromotedCommit('src/tree.ts')}^{tree}`]);
+    const plain = gitRun(story, work, ['push', 'origin', `${tree}:refs/tags/plain-tree`]);
+    expect(plain.code).not.toBe(0);
+    expect(plain.stderr).toMatch(refusedLine('refs/tags/plain-tree', 'src/tree.ts', 'no verdict'));
+    gitOk(story, work, ['tag', '-a', '-m', 'a tree', 'annotated-tree', tree]);
+    const annotated = gitRun(story, work, ['push', 'origin', 'refs/tags/annotated-tree']);
+    expect(annotated.code).not.toBe(0);
+    expect(annotated.stderr).toMatch(refusedLine('refs/tags/annotated-tree', 'src/tree.ts', 'no verdict'));
+    expect(gitOk(story, server, ['tag', '--list'])).toBe('');
+
+    const promoted = gitRun(story, work, ['push', 'origin', 'HEAD^{tree}:refs/tags/promoted-tree']);
+    expect(promoted.code, promoted.stderr).toBe(0);
+    const blob = gitOk(story, work, ['rev-parse', `${tree}:src/tree.ts`]);
+    const aBlob = gitRun(story, work, ['push', 'origin', `${blob}:refs/tags/a-blob`]);
+    expect(aBlob.code, aBlob.stderr).toBe(0);
+  });
+
+  it('judges a commit a branch brings even when a notes ref brought it first; promoted, it is accepted', () => {
+    const made = unpromotedCommit('src/staged-on-notes.ts');
+    const staging = gitRun(story, work, ['push', 'origin', `${made}:refs/notes/staging`]);
+    expect(staging.code, staging.stderr).toBe(0);
+    const refused = gitRun(story, work, ['push', 'origin', `${made}:refs/heads/main`]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/main', 'src/staged-on-notes.ts', 'no verdict'));
+
+    gitOk(story, work, ['reset', '-q', '--hard', made]);
+    cliOk(story, work, ['attest', '--approve', 'src/staged-on-notes.ts', '--yes']);
+    const accepted = gitRun(story, work, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+});
+
+describe('pre-receive: a default branch that does not exist', () => {
+  it('trusts a first push, then refuses new refs until HEAD names the branch that holds the policy', () => {
+    const server = makeServer(story, 'dangling-head.git');
+    gitOk(story, server, ['symbolic-ref', 'HEAD', 'refs/heads/master']);
+    const work = cloneInto(story, server, 'dangling-head');
+    gitOk(story, work, ['symbolic-ref', 'HEAD', 'refs/heads/main']); // the clone took master from the server
+    adopt(story, work, ['src/**']);
+    const first = gitRun(story, work, ATOMIC);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toContain('this push was judged by its own policy (first push)');
+
+    // Not a first push any more: a new ref would otherwise be judged by its own (here weakened) policy.
+    gitOk(story, work, ['checkout', '-q', '-b', 'feature']);
+    stageFile(work, 'README.md', 'a feature\n');
+    expect(commit(story, work, 'a feature').code).toBe(0);
+    const refused = gitRun(story, work, ['push', 'origin', 'feature']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(
+      'refused refs/heads/feature: no policy in force to judge by: HEAD names refs/heads/master, which does not exist here.',
+    );
+    expect(refused.stderr).not.toContain('first push');
+
+    gitOk(story, server, ['symbolic-ref', 'HEAD', 'refs/heads/main']);
+    const accepted = gitRun(story, work, ['push', 'origin', 'feature']);
     expect(accepted.code, accepted.stderr).toBe(0);
   });
 });

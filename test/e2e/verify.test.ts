@@ -20,6 +20,7 @@ import {
   commit,
   copyWorkTree,
   gitOk,
+  ledgerCommitWith,
   makeStory,
   makeWorkTree,
   noteLines,
@@ -252,6 +253,61 @@ describe('lines that do not verify', () => {
     // Control: on its own blob the very same line still verifies.
     const ownLine = ledgerLines(dir, blobs.a).indexOf(original) + 1;
     expect(result.invalid.some((p) => p.blob === blobs.a && p.line === ownLine)).toBe(false);
+  });
+});
+
+describe('entries of the ledger tree that are no notes', () => {
+  it('are problems (exit 1), each named in text, Markdown and JSON; control: the same ledger without them verifies', () => {
+    const dir = copyWorkTree(story, template, 'not-notes');
+    const before = verifyJson(dir);
+    expect(before.code).toBe(0);
+    expect(before.result.foreignEntries).toEqual([]);
+
+    const junk = gitOk(story, dir, ['hash-object', '-w', POLICY_PATH]);
+    const honest = refTip(story, dir, LEDGER)!;
+    gitOk(story, dir, [
+      'update-ref',
+      LEDGER,
+      ledgerCommitWith(story, dir, [
+        `100644 blob ${junk}\tREADME`,
+        `160000 commit ${gitOk(story, dir, ['rev-parse', 'HEAD'])}\t${'f'.repeat(40)}`,
+      ]),
+    ]);
+
+    const { code, result } = verifyJson(dir);
+    expect(code).toBe(1);
+    expect(result.exitCode).toBe(1);
+    // Git's order; nothing else is wrong, and the submodule is not read as a note (the ledger is not damaged).
+    expect(result.foreignEntries).toEqual([
+      { path: 'README', mode: '100644' },
+      { path: 'f'.repeat(40), mode: '160000' },
+    ]);
+    expect(result.notes).toBe(before.result.notes);
+    expect(result.invalid).toEqual([]);
+    expect(result.files.every((f) => f.promoted)).toBe(true);
+    expect(result.appendOnly.removed).toEqual([]);
+
+    const text = verify(dir);
+    expect(text.code).toBe(1);
+    const lines = text.stdout.split('\n');
+    expect(lines).toContain('NOT A NOTE    README: not a note on a full object id');
+    expect(lines).toContain(
+      `NOT A NOTE    ${'f'.repeat(40)}: a submodule (mode 160000), not a note file (mode 100644)`,
+    );
+    expect(text.stdout).toContain('by revoked keys, 2 tree entries that are not notes');
+    expect(text.stdout).toContain('verify: FAILED');
+
+    const md = verify(dir, ['--markdown']).stdout;
+    const problems = md.indexOf('### Problems');
+    expect(problems).toBeGreaterThan(0);
+    const named = md.indexOf("- `README` in the ledger's tree is not a note on a full object id");
+    expect(named).toBeGreaterThan(problems);
+    expect(named).toBeLessThan(md.indexOf('| revision |'));
+
+    gitOk(story, dir, ['update-ref', LEDGER, honest]);
+    const after = verify(dir);
+    expect(after.code, after.stdout).toBe(0);
+    expect(after.stdout).not.toContain('NOT A NOTE');
   });
 });
 
@@ -588,6 +644,7 @@ describe('the JSON shape', () => {
         'bySigner',
         'invalid',
         'revoked',
+        'foreignEntries',
         'files',
         'appendOnly',
         'exitCode',

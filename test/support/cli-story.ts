@@ -266,3 +266,21 @@ export function resetWorkTree(story: Story, dir: string): void {
   gitOk(story, dir, ['reset', '-q', '--hard']);
   gitOk(story, dir, ['clean', '-q', '-fd']);
 }
+
+/** `git mktree` of `entries` ("<mode> <type> <id>\t<name>", one level, any name) in `dir`: the tree's id. */
+export function mktree(story: Story, dir: string, entries: string[]): string {
+  const run = spawn('git', ['mktree', '-z'], dir, story.env, entries.map((e) => `${e}\0`).join(''));
+  if (run.code !== 0) throw new Error(`git mktree exited ${run.code}:\n${run.stderr}`);
+  return run.stdout.trim();
+}
+
+/**
+ * A notes commit on top of `dir`'s ledger whose tree also holds `entries` (mktree lines, at the top of the notes
+ * tree): what a pusher can write by hand that is no note. The ledger ref is left where it was.
+ */
+export function ledgerCommitWith(story: Story, dir: string, entries: string[]): string {
+  const tip = gitOk(story, dir, ['rev-parse', '--verify', 'refs/notes/delegations']);
+  const listed = gitOk(story, dir, ['ls-tree', '-z', tip]).split('\0').filter(Boolean);
+  const tree = mktree(story, dir, [...listed, ...entries]);
+  return gitOk(story, dir, ['commit-tree', tree, '-p', tip, '-m', 'entries that are no notes']);
+}

@@ -28,12 +28,17 @@ run().then((code) => {
 });
 
 /**
- * The pre-commit hook runs on every commit, and most stage nothing governed: its quick answer comes from a small
+ * The pre-commit hook (and pre-merge-commit, the same gate for the commit of a merge) runs on every commit, and
+ * most stage nothing governed: its quick answer comes from a small
  * script of its own (dist/pre-commit-quick.cjs), and the whole CLI is loaded only when the full check must run,
  * handed that answer so nothing is asked twice. Any other command loads the CLI.
  */
 async function run() {
-  if (argv.length === 2 && argv[0] === 'hook' && argv[1] === 'pre-commit') {
+  if (
+    argv.length === 2 &&
+    argv[0] === 'hook' &&
+    (argv[1] === 'pre-commit' || argv[1] === 'pre-merge-commit')
+  ) {
     const quick = await load('pre-commit-quick.cjs', 'hook-pre-commit-quick')
       .quickPreCommit(process.cwd(), process.env)
       .catch(() => undefined); // the full check then asks again, and reports what is wrong

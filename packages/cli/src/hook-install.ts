@@ -17,19 +17,23 @@ function cliEntry(): string {
   return fileURLToPath(new URL('../bin/delegate-git.js', import.meta.url));
 }
 
-async function hookTemplate(name: 'pre-commit' | 'pre-receive'): Promise<string> {
-  const text = await readFile(new URL(`./hooks/${name}`, import.meta.url), 'utf8');
+/** The hooks this package installs. The two client hooks run the same gate over the index. */
+export type HookName = 'pre-commit' | 'pre-merge-commit' | 'pre-receive';
+
+async function hookTemplate(name: HookName): Promise<string> {
+  const template = name === 'pre-receive' ? 'pre-receive' : 'pre-commit';
+  const text = await readFile(new URL(`./hooks/${template}`, import.meta.url), 'utf8');
   return text
+    .replaceAll('@HOOK@', name)
     .replaceAll('@DELEGATE_GIT_CLI@', cliEntry())
     .replaceAll('@DELEGATE_GIT_NODE@', process.execPath);
 }
 
 /** Writes `<dir>/<name>`, moving a foreign hook aside to `<name>.chained` (which ours runs first). */
-export async function installHookFile(dir: string, name: 'pre-commit' | 'pre-receive'): Promise<string> {
+export async function installHookFile(dir: string, name: HookName): Promise<string> {
   const file = path.join(dir, name);
   if (existsSync(file)) {
-    const current = await readFile(file, 'utf8');
-    if (!current.includes(MARKER)) {
+    if (!(await isOurs(file))) {
       const chained = `${file}.chained`;
       if (existsSync(chained)) {
         throw new DelegateGitError(
@@ -47,40 +51,62 @@ export async function installHookFile(dir: string, name: 'pre-commit' | 'pre-rec
 }
 
 /**
- * Client side. With husky: append one line to .husky/pre-commit and make core.hooksPath absolute, because husky's
- * relative `.husky/_` does not exist in linked worktrees (it is generated, not committed), so a worktree would run
- * no hook at all. Without husky: the hooks directory git uses.
+ * Client side: pre-commit, and pre-merge-commit, which git runs instead of pre-commit for the commit `git merge`
+ * (or `git pull`) makes by itself; without it a merge that combines two promoted versions of a governed file
+ * commits content nobody judged. Returns where each went, for init to say.
+ *
+ * With husky: append one line to `.husky/<hook>` and make core.hooksPath absolute, because husky's relative
+ * `.husky/_` does not exist in linked worktrees (it is generated, not committed), so a worktree would run no hook
+ * at all. Without husky: the hooks directory git uses.
  */
-export async function installPreCommit(repo: Repository): Promise<string> {
+export async function installClientHooks(repo: Repository): Promise<string[]> {
   const top = repo.layout.topLevel!;
   const opts = { cwd: top, env: repo.env };
   const hooksPath = (await gitTry(['config', 'core.hooksPath'], opts)).stdout.toString().trim();
+  const dir = hooksPath ? path.resolve(top, hooksPath) : path.join(repo.layout.commonDir, 'hooks');
+  if (hooksPath && dir !== hooksPath) await gitText(['config', 'core.hooksPath', dir], opts);
   const husky =
     existsSync(path.join(top, '.husky')) &&
     (hooksPath === '.husky/_' || hooksPath === '.husky' || hooksPath.endsWith('/.husky/_'));
-  if (husky) {
-    // The committed husky line runs this clone's installed hook (which knows where its delegate-git is), and falls
-    // back to the project's own dependency in clones that have not run init yet.
-    await installHookFile(path.join(repo.layout.commonDir, 'delegate-git', 'hooks'), 'pre-commit');
-    const file = path.join(top, '.husky', 'pre-commit');
-    const line =
-      'h="$(git rev-parse --git-common-dir)/delegate-git/hooks/pre-commit"; if [ -x "$h" ]; then "$h"; else npx --no-install delegate-git hook pre-commit; fi';
-    const current = existsSync(file) ? await readFile(file, 'utf8') : '';
-    if (!current.includes('delegate-git hook pre-commit')) {
-      await writeFileAtomic(
-        file,
-        `${current}${current && !current.endsWith('\n') ? '\n' : ''}${line}\n`,
-        0o755,
-      );
-    }
-    const absolute = path.resolve(top, hooksPath);
-    if (absolute !== hooksPath) await gitText(['config', 'core.hooksPath', absolute], opts);
-    return `${path.relative(top, file)} (husky; core.hooksPath set to ${absolute} so linked worktrees run it too)`;
+  if (!husky)
+    return [await installHookFile(dir, 'pre-commit'), await installHookFile(dir, 'pre-merge-commit')];
+  const installed = [
+    await appendHuskyLine(repo, top, dir, 'pre-commit'),
+    await appendHuskyLine(repo, top, dir, 'pre-merge-commit'),
+  ];
+  // husky 9 generates no pre-merge-commit in .husky/_, so git would never run .husky/pre-merge-commit: ours goes
+  // there (git ignores that directory's content). Should husky one day write its own, it runs the line above.
+  const generated = path.join(dir, 'pre-merge-commit');
+  if (path.basename(dir) === '_' && (!existsSync(generated) || (await isOurs(generated))))
+    installed.push(await installHookFile(dir, 'pre-merge-commit'));
+  return installed;
+}
+
+async function isOurs(file: string): Promise<boolean> {
+  return (await readFile(file, 'utf8')).includes(MARKER);
+}
+
+/**
+ * The committed husky line runs this clone's installed hook (which knows where its delegate-git is), and falls
+ * back to the project's own dependency in clones that have not run init yet.
+ */
+async function appendHuskyLine(
+  repo: Repository,
+  top: string,
+  hooksDir: string,
+  name: 'pre-commit' | 'pre-merge-commit',
+): Promise<string> {
+  await installHookFile(path.join(repo.layout.commonDir, 'delegate-git', 'hooks'), name);
+  const file = path.join(top, '.husky', name);
+  const line = `h="$(git rev-parse --git-common-dir)/delegate-git/hooks/${name}"; if [ -x "$h" ]; then "$h"; else npx --no-install delegate-git hook ${name}; fi`;
+  // A new file gets a shebang: husky 8 has git run .husky/<hook> itself.
+  const current = existsSync(file) ? await readFile(file, 'utf8') : '#!/usr/bin/env sh\n';
+  if (!current.includes(`delegate-git hook ${name}`)) {
+    await writeFileAtomic(
+      file,
+      `${current}${current === '' || current.endsWith('\n') ? '' : '\n'}${line}\n`,
+      0o755,
+    );
   }
-  let dir: string;
-  if (hooksPath) {
-    dir = path.resolve(top, hooksPath);
-    if (dir !== hooksPath) await gitText(['config', 'core.hooksPath', dir], opts);
-  } else dir = path.join(repo.layout.commonDir, 'hooks');
-  return installHookFile(dir, 'pre-commit');
+  return `${path.relative(top, file)} (husky; core.hooksPath set to ${hooksDir} so linked worktrees run it too)`;
 }

@@ -15,6 +15,7 @@ import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy } from './policy.js';
 import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
+import { shownPath } from './shown-path.js';
 import { gitSnapshot, type Snapshot, splitZ, treeFiles, worktreeSnapshot } from './snapshot.js';
 import { parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
 import { worktreeBlobs } from './worktree-blobs.js';
@@ -171,6 +172,7 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
     ? await loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir)
     : NOTHING_RECORDED;
   const isGoverned = (p: string) => matcher(p, recorded.has(p));
+  refuseUnmerged(changes.filter((c) => isGoverned(c.path)));
   const files: FileToJudge[] = changes
     .filter((c) => c.status !== 'D' && isGoverned(c.path))
     .map((c) => ({ path: c.path, blob: c.blob, submodule: c.submodule }));
@@ -299,6 +301,16 @@ export async function stagedChanges(
     env: repo.env,
   });
   return { base, changes: parseRawDiff(splitZ(out)) };
+}
+
+/** A governed path in conflict has no staged content to judge yet (git commits nothing before it is resolved either). */
+function refuseUnmerged(changes: readonly StagedChange[]): void {
+  const unmerged = changes.filter((c) => c.status === 'U').map((c) => shownPath(c.path));
+  if (unmerged.length === 0) return;
+  throw new DelegateGitError(
+    'GIT',
+    `Governed files are in conflict (${unmerged.join(', ')}), so the index holds no content of theirs to judge yet. Resolve each and \`git add\` it, then check again.`,
+  );
 }
 
 /** The governance committed at `commit`, or undefined when it has none yet (the commit that adopts delegate-git). */

@@ -1,13 +1,20 @@
 /**
  * What an update of the ledger from one notes commit to another changes, read once: the lines it drops (the
- * append-only check) and the lines it adds (what must be verified, and what extends the path index). One
- * `git diff-tree` names the notes that changed; only those are read, at both commits, through the caller's object
- * reader. The answers are exactly NotesLedger.droppedLines and NotesLedger.addedLines for the same two commits.
+ * append-only check), the lines it adds (what must be verified, and what extends the path index), and the entries it
+ * adds that are no notes (which the ledger must not hold). One `git diff-tree` names the notes that changed; only
+ * those are read, at both commits, through the caller's object reader. The lines are exactly
+ * NotesLedger.droppedLines and NotesLedger.addedLines for the same two commits.
  */
 
 import { DelegateGitError } from './errors.js';
 import { type CatFileBatch, gitRecords } from './git.js';
-import { annotatedIdOfPath, isObjectId } from './notes-ledger.js';
+import {
+  annotatedIdOfPath,
+  ForeignEntries,
+  type ForeignEntry,
+  isObjectId,
+  NOTE_MODE,
+} from './notes-ledger.js';
 import { NotesTree, readNoteLines } from './notes-tree.js';
 
 export interface NotesDiffEntry {
@@ -18,36 +25,50 @@ export interface NotesDiffEntry {
   /** The note blob before and after (git's all-zero id where there is none). */
   oldOid: string;
   newOid: string;
+  /** The entry's mode before and after (`000000` where there is none): only NOTE_MODE holds a note. */
+  oldMode: string;
+  newMode: string;
+}
+
+/** What `git diff-tree -r -t` says changed between two notes commits. */
+export interface NotesDiff {
+  /** The note paths that changed (held a note before or after). */
+  notes: NotesDiffEntry[];
+  /** What the newer commit adds or changes that is no note, in git's order (the ledger holds only notes). */
+  foreign: ForeignEntry[];
 }
 
 export interface LedgerChange {
   dropped: Array<{ annotated: string; line: string }>;
   added: Array<{ annotated: string; lines: string[] }>;
+  /** The entries the newer commit adds or changes that are no notes. */
+  foreign: ForeignEntry[];
   /** The newer notes commit's tree, with the notes read so far remembered (reuse it for further reads there). */
   newer: NotesTree;
 }
 
-/** Parses `git diff-tree -r -z` output fields (":<modes> <ids> <status>", then the path) into note changes. */
-export function parseNotesDiff(fields: Iterable<string>): NotesDiffEntry[] {
-  const out: NotesDiffEntry[] = [];
+/**
+ * Parses `git diff-tree -r -t -z` output fields (":<modes> <ids> <status>", then the path) into note changes and the
+ * entries added or changed that are no notes (a deletion adds nothing).
+ */
+export function parseNotesDiff(fields: Iterable<string>): NotesDiff {
+  const notes: NotesDiffEntry[] = [];
+  const foreign = new ForeignEntries();
   let meta: string[] | null = null;
   for (const field of fields) {
     if (meta === null) {
       meta = field.startsWith(':') ? field.split(' ') : null;
       continue;
     }
+    const [listedOldMode = '', newMode = '', oldOid = '', newOid = '', status = ''] = meta;
+    const oldMode = listedOldMode.slice(1); // after the record's leading ":"
     const annotated = annotatedIdOfPath(field);
-    if (annotated)
-      out.push({
-        annotated,
-        path: field,
-        status: meta[4] ?? '',
-        oldOid: meta[2] ?? '',
-        newOid: meta[3] ?? '',
-      });
+    if (annotated && (oldMode === NOTE_MODE || newMode === NOTE_MODE))
+      notes.push({ annotated, path: field, status, oldOid, newOid, oldMode, newMode });
+    if (status !== 'D') foreign.see(newMode, field);
     meta = null;
   }
-  return out;
+  return { notes, foreign: foreign.found };
 }
 
 /**
@@ -67,7 +88,7 @@ export function changedIds(diff: readonly NotesDiffEntry[]): { forDropped: strin
 /**
  * The note blobs an id had at the older commit, from its notes at the newer one and the diff between the two: a
  * path the diff does not name is the same in both; a path it names as added was not there; a modified, retyped
- * or deleted path had the diff's old blob. So the older tree is never walked.
+ * or deleted path had the diff's old blob, if that was a note. So the older tree is never walked.
  */
 export function olderNoteBlobs(
   newer: ReadonlyArray<{ path: string; oid: string }>,
@@ -76,7 +97,7 @@ export function olderNoteBlobs(
   const changed = new Map(changes.map((c) => [c.path, c]));
   const blobs: string[] = [];
   for (const note of newer) if (!changed.has(note.path)) blobs.push(note.oid);
-  for (const c of changes) if (c.status !== 'A') blobs.push(c.oldOid);
+  for (const c of changes) if (c.oldMode === NOTE_MODE) blobs.push(c.oldOid);
   return blobs;
 }
 
@@ -101,17 +122,20 @@ export function compareNotes(
   return { dropped, added };
 }
 
-/** The notes `git diff-tree -r` reports between two notes commits (full ids, both present in the object store). */
+/**
+ * What `git diff-tree -r` reports between two notes commits (full ids, both present in the object store). `-t` names
+ * the directories too: an empty one shows only so, and a foreign one is named once rather than by each file in it.
+ */
 export async function readNotesDiff(
   git: { cwd: string; env?: NodeJS.ProcessEnv },
   older: string,
   newer: string,
-): Promise<NotesDiffEntry[]> {
+): Promise<NotesDiff> {
   for (const id of [older, newer])
     if (!isObjectId(id))
       throw new DelegateGitError('LEDGER', `${JSON.stringify(id)} is not a notes commit id.`);
   return parseNotesDiff(
-    await collect(gitRecords(['diff-tree', '-r', '-z', '--no-renames', older, newer], git, '\0')),
+    await collect(gitRecords(['diff-tree', '-r', '-t', '-z', '--no-renames', older, newer], git, '\0')),
   );
 }
 
@@ -125,10 +149,13 @@ export async function readLedgerChange(
   git: { cwd: string; env?: NodeJS.ProcessEnv; batch: CatFileBatch },
   older: string,
   newer: string,
-  diff: Promise<NotesDiffEntry[]> = readNotesDiff(git, older, newer),
+  diff: Promise<NotesDiff> = readNotesDiff(git, older, newer),
   onAdded?: (annotated: string, lines: string[], note: string[]) => void,
 ): Promise<LedgerChange> {
-  const [changes, newerTree] = await Promise.all([diff, NotesTree.open(git.batch, newer)]);
+  const [{ notes: changes, foreign }, newerTree] = await Promise.all([
+    diff,
+    NotesTree.open(git.batch, newer),
+  ]);
   const byId = new Map<string, NotesDiffEntry[]>();
   for (const c of changes) byId.set(c.annotated, [...(byId.get(c.annotated) ?? []), c]);
   const ids = changedIds(changes);
@@ -150,7 +177,7 @@ export async function readLedgerChange(
   );
   const before = new Map(all.map((id, i) => [id, sides[i]!.before]));
   const after = new Map(all.map((id, i) => [id, sides[i]!.after]));
-  return { ...compareNotes(ids, before, after), newer: newerTree };
+  return { ...compareNotes(ids, before, after), foreign, newer: newerTree };
 }
 
 async function collect(records: AsyncIterable<string>): Promise<string[]> {

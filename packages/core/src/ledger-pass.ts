@@ -20,7 +20,7 @@ import {
   type NoteBatch,
   NoteBatchBuilder,
 } from './note-batch.js';
-import { noteOfTreeRecord, parseNote } from './notes-ledger.js';
+import { type ForeignEntries, noteOfTreeRecord, parseNote } from './notes-ledger.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
 import {
@@ -51,6 +51,8 @@ export interface PassOptions {
   wantLines?: (annotated: string) => boolean;
   /** Remember the facts for the next run, and reuse the last run's (default true). */
   cache?: boolean;
+  /** Told of every entry of the ledger's tree that is no note, from the same listing. */
+  foreign?: ForeignEntries;
 }
 
 export interface PassStats {
@@ -105,7 +107,7 @@ export async function passOverLedger(
 ): Promise<PassStats> {
   const { trustRoot, policy } = governance;
   const wantLines = opts.wantLines ?? (() => false);
-  const listing = notesOf(repo, tip)[Symbol.asyncIterator]();
+  const listing = notesOf(repo, tip, opts.foreign)[Symbol.asyncIterator]();
   const candidatesOf = (await opts.candidates) ?? new Map<string, BatchCandidate[]>();
   const cacheDir = (opts.cache ?? true) ? repo.cacheDir : null;
   const remembered = VerifiedCacheReader.open(cacheDir, trustRoot, policy.repositoryId);
@@ -274,19 +276,24 @@ function linesOf(objects: ReadonlyArray<{ content: Buffer } | null>): string[] {
  * left a flat entry beside a fanned-out one; git shows them concatenated), in annotated-id order, streamed from
  * `ls-tree -r`. Only one group of notes is held at a time: git lists a tree in name order, so the entries whose
  * paths start with the same character (a fanout directory and any flat names beside it) come together, and an
- * annotated id starts with its path's first character.
+ * annotated id starts with its path's first character. With `foreign`, the listing names directories too, and every
+ * entry that is no note is handed to it.
  */
-export async function* notesOf(repo: Repository, tip: string): AsyncGenerator<[string, string[]]> {
+export async function* notesOf(
+  repo: Repository,
+  tip: string,
+  foreign?: ForeignEntries,
+): AsyncGenerator<[string, string[]]> {
   let group = new Map<string, string[]>();
   let first = '';
   const sorted = () => [...group].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  for await (const record of gitRecords(
-    ['ls-tree', '-r', '-z', '--full-tree', tip],
-    { cwd: repo.cwd, env: repo.env },
-    '\0',
-  )) {
+  const args = ['ls-tree', '-r', ...(foreign ? ['-t'] : []), '-z', '--full-tree', tip];
+  for await (const record of gitRecords(args, { cwd: repo.cwd, env: repo.env }, '\0')) {
     const note = noteOfTreeRecord(record);
-    if (!note) continue;
+    if (!note) {
+      foreign?.seeRecord(record);
+      continue;
+    }
     const { annotated, oid } = note;
     if (annotated[0] !== first) {
       yield* sorted();

@@ -1,10 +1,11 @@
 /**
  * The CI gate (`verify`, DESIGN 4.2): every ledger line verifies, every governed file at a revision is promoted, and
  * the ledger only ever grew. One pass over the ledger (ledger-pass.ts) serves all three: each line is decoded and
- * its signature checked once, on worker threads; the governed-paths index is built from the same pass; the
- * revision's files are weighed against the records on their blobs as those are checked (revision-judge.ts); the
- * append-only check runs beside it in git processes of its own. Lines are streamed, so memory follows the number of
- * problems (and paths recorded), not the size of the records.
+ * its signature checked once, on worker threads; its listing also finds what the ledger's tree holds besides notes
+ * (it must hold only notes); the governed-paths index is built from the same pass; the revision's files are weighed
+ * against the records on their blobs as those are checked (revision-judge.ts); the append-only check runs beside it
+ * in git processes of its own. Lines are streamed, so memory follows the number of problems (and paths recorded),
+ * not the size of the records.
  */
 import { access } from 'node:fs/promises';
 import path from 'node:path';
@@ -15,7 +16,7 @@ import { type Governance, loadGovernance } from './governance.js';
 import { type GovernanceChangeProblem, unapprovedGovernanceChanges } from './governance-history.js';
 import { type PassStats, passOverLedger } from './ledger-pass.js';
 import { lineOutcome } from './line-check.js';
-import { isObjectId } from './notes-ledger.js';
+import { ForeignEntries, type ForeignEntry, isObjectId } from './notes-ledger.js';
 import { type addLines, PathIndex, recordFacts, writeCache } from './path-index.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
@@ -46,6 +47,11 @@ export interface LedgerVerification {
   invalid: LineProblem[];
   /** Records of revoked keys: valid once, they no longer count; content they promoted needs promoting again. */
   revoked: LineProblem[];
+  /**
+   * Entries of the ledger's tree at its tip that are no notes (not a regular file named by a full object id, nor a
+   * fanout directory), in git's order; a foreign directory is named once. Every reader skips them.
+   */
+  foreignEntries: ForeignEntry[];
   files: CheckResult[];
   /**
    * Changes to the policy file or the keys directory, anywhere in the revision's history, that were not approved under
@@ -74,6 +80,7 @@ export interface VerifyOptions {
 export function verificationExitCode(v: LedgerVerification): 0 | 1 {
   const bad =
     v.invalid.length > 0 ||
+    v.foreignEntries.length > 0 ||
     v.files.some((f) => !f.promoted) ||
     v.appendOnly.removed.length > 0 ||
     v.appendOnly.problem;
@@ -96,6 +103,7 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
     bySigner: {},
     invalid: [],
     revoked: [],
+    foreignEntries: [],
     files: [],
     governanceChanges: [],
     appendOnly: { checked: 'no ledger', removed: [] },
@@ -179,6 +187,7 @@ async function verifyLines(
     return p.candidates;
   });
   const byPath: IndexEntries = new Map();
+  const foreign = new ForeignEntries();
   const stats = await passOverLedger(
     repo,
     governance,
@@ -218,8 +227,10 @@ async function verifyLines(
       candidates: planned,
       wantLines: (annotated) => plan!.ifRecorded.has(annotated),
       cache: opts.cache,
+      foreign,
     },
   );
+  out.foreignEntries = foreign.found;
   const index = new PathIndex(byPath);
   // The gate's index cache for this tip, unless an earlier run (or a gate) saved it already.
   const saved = await access(path.join(repo.cacheDir, `path-index-${tip}.json`)).then(

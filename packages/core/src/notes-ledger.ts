@@ -93,6 +93,12 @@ const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const SHA1_ID = /^[0-9a-f]{40}$/;
 const FANOUT_DIR = /^[0-9a-f]{2}$/;
 const TREE_MODE = '40000';
+/** The mode of every note (git notes writes nothing else), as git prints it and as a tree object stores it. */
+export const NOTE_MODE = '100644';
+const NOTE_RECORD = `${NOTE_MODE} blob `;
+/** A directory's mode as `ls-tree` and `diff-tree` print it (a tree object stores it without the leading zero). */
+const LISTED_TREE_MODE = '040000';
+const FANOUT_PATH = /^[0-9a-f]{2}(?:\/[0-9a-f]{2})*$/;
 
 export function isObjectId(value: string): boolean {
   return OBJECT_ID.test(value);
@@ -113,16 +119,71 @@ export function annotatedIdOfPath(notePath: string): string | null {
   return isObjectId(id) && /^[0-9a-f]+$/.test(last) ? id : null;
 }
 
-/** A record of `ls-tree -r -z` ("<6-digit mode> <type> <id>\t<path>") that is a note: its annotated id and blob. */
+/**
+ * A record of `ls-tree -r -z` ("<6-digit mode> <type> <id>\t<path>") that is a note: its annotated id and blob. Only
+ * what git notes writes is a note, a regular file (NOTE_MODE) at a note path; anything else is a foreign entry.
+ */
 export function noteOfTreeRecord(
   record: string,
 ): { annotated: string; oid: string; notePath: string } | null {
-  if (!record.startsWith(' blob ', 6)) return null;
+  if (!record.startsWith(NOTE_RECORD)) return null;
   const tab = record.indexOf('\t');
   const oid = record.slice(12, tab);
   const notePath = record.slice(tab + 1);
   const annotated = annotatedIdOfPath(notePath);
   return annotated && isObjectId(oid) ? { annotated, oid, notePath } : null;
+}
+
+/** An entry of a notes tree that is neither a note nor a fanout directory: git notes never writes one. */
+export interface ForeignEntry {
+  /** From the notes tree's root. */
+  path: string;
+  /** As git prints it (`100755`, `120000`, `160000`, `040000`, ...). */
+  mode: string;
+}
+
+/** Whether an entry of a notes tree listing (mode as git prints it) is foreign: neither a note nor a fanout directory. */
+export function isForeignEntry(mode: string, path: string): boolean {
+  if (mode === LISTED_TREE_MODE) return !FANOUT_PATH.test(path);
+  return mode !== NOTE_MODE || annotatedIdOfPath(path) === null;
+}
+
+const MODE_NAMES: Record<string, string> = {
+  '040000': 'a directory',
+  '100755': 'an executable file',
+  '120000': 'a symbolic link',
+  '160000': 'a submodule',
+};
+
+/** Why a foreign entry is no note, in words that follow "which is". */
+export function whyNotANote(entry: ForeignEntry): string {
+  if (annotatedIdOfPath(entry.path) === null) return 'not a note on a full object id';
+  const what = MODE_NAMES[entry.mode] ?? 'an entry';
+  return `${what} (mode ${entry.mode}), not a note file (mode ${NOTE_MODE})`;
+}
+
+/**
+ * The foreign entries of a listing of a notes tree that names directories as well as what they hold (`ls-tree -r -t`,
+ * `diff-tree -r -t`: an empty directory shows only so), in git's order, where a directory comes just before its
+ * contents: what lies in a foreign directory is part of it, so only the directory is named.
+ */
+export class ForeignEntries {
+  readonly found: ForeignEntry[] = [];
+  private within: string | null = null;
+
+  /** Takes one entry of the listing. */
+  see(mode: string, path: string): void {
+    if (this.within !== null && path.startsWith(this.within)) return;
+    this.within = null;
+    if (!isForeignEntry(mode, path)) return;
+    this.found.push({ path, mode });
+    if (mode === LISTED_TREE_MODE) this.within = `${path}/`;
+  }
+
+  /** Takes a record of `ls-tree -r -t -z` ("<mode> <type> <id>\t<path>"). */
+  seeRecord(record: string): void {
+    this.see(record.slice(0, record.indexOf(' ')), record.slice(record.indexOf('\t') + 1));
+  }
 }
 
 /** True when a notes directory is fanned out: it holds at least one 2-hex-digit subdirectory. */
@@ -134,7 +195,7 @@ function isFannedOut(entries: readonly TreeEntry[]): boolean {
 function noteEntriesAt(entries: readonly TreeEntry[], consumed: number, idLength: number): TreeEntry[] {
   return entries.filter(
     (entry) =>
-      entry.mode !== TREE_MODE && entry.name.length === idLength - consumed && /^[0-9a-f]+$/.test(entry.name),
+      entry.mode === NOTE_MODE && entry.name.length === idLength - consumed && /^[0-9a-f]+$/.test(entry.name),
   );
 }
 
@@ -236,7 +297,7 @@ class NotesTreeReader {
       const rest = id.slice(consumed);
       let next: TreeEntry | undefined;
       for (const entry of entries) {
-        if (entry.name === rest && entry.mode !== TREE_MODE)
+        if (entry.name === rest && entry.mode === NOTE_MODE)
           location.notes.push({ path: dir + rest, oid: entry.oid });
         else if (entry.mode === TREE_MODE && entry.name === rest.slice(0, 2) && rest.length > 2) next = entry;
       }
@@ -263,21 +324,25 @@ class NotesTreeReader {
   }
 }
 
-/** `ls-tree -r -z` of a notes tree as annotated id → note blob ids (deepest first), streamed from git. */
+/**
+ * `ls-tree -r -z` of a notes tree as annotated id → note blob ids (deepest first), streamed from git; with `foreign`,
+ * the same listing (directories included) also tells it every entry that is no note.
+ */
 async function listNotes(
   cwd: string,
   env: NodeJS.ProcessEnv | undefined,
   treeish: string,
+  foreign?: ForeignEntries,
 ): Promise<Map<string, string[]>> {
   const notes = new Map<string, string[]>();
   const depth = new Map<string, number>();
-  for await (const record of gitRecords(
-    ['ls-tree', '-r', '-z', '--full-tree', treeish],
-    { cwd, env },
-    '\0',
-  )) {
+  const args = ['ls-tree', '-r', ...(foreign ? ['-t'] : []), '-z', '--full-tree', treeish];
+  for await (const record of gitRecords(args, { cwd, env }, '\0')) {
     const note = noteOfTreeRecord(record);
-    if (!note) continue;
+    if (!note) {
+      foreign?.seeRecord(record);
+      continue;
+    }
     const { annotated, oid, notePath } = note;
     const existing = notes.get(annotated);
     const level = notePath.length;
@@ -608,25 +673,33 @@ export class NotesLedger {
 
   /**
    * Streams every note (annotated id and its lines) without holding the whole ledger: only the listing of ids is
-   * kept; note contents are read in windows, the next window requested while the current one is consumed.
+   * kept; note contents are read in windows, the next window requested while the current one is consumed. `foreign`
+   * hears of every entry that is no note before the first note is yielded.
    */
-  async *entries(at?: string): AsyncIterable<{ annotated: string; lines: string[] }> {
-    const listed = await this.noteContents(at);
+  async *entries(
+    at?: string,
+    foreign?: ForeignEntries,
+  ): AsyncIterable<{ annotated: string; lines: string[] }> {
+    const listed = await this.noteContents(at, foreign);
     if (listed) yield* notesIn(listed.windows);
   }
 
   /**
    * Every note's raw content (several objects for one id, as a fanout change can leave, joined by a newline), a
    * window at a time in the listing's order, once `count` has said how many notes there are: for a caller that
-   * hands notes on to threads. Null when there is no ledger at `at`.
+   * hands notes on to threads. Null when there is no ledger at `at`. `foreign` hears of every entry that is no note
+   * before the first window.
    */
-  async noteContents(at?: string): Promise<{
+  async noteContents(
+    at?: string,
+    foreign?: ForeignEntries,
+  ): Promise<{
     count: number;
     windows: AsyncIterable<Array<{ annotated: string; content: Buffer }>>;
   } | null> {
     const treeish = await this.resolveTree(at);
     if (!treeish) return null;
-    const listing = await listNotes(this.cwd, this.env, treeish);
+    const listing = await listNotes(this.cwd, this.env, treeish, foreign);
     const ids = [...listing.keys()];
     const options = this.options();
     async function* windows() {

@@ -6,7 +6,7 @@
  */
 import { DelegateGitError } from './errors.js';
 import { type CatFileBatch, parseTreeObject, type TreeEntry } from './git.js';
-import { isObjectId, parseNote, sortedUnique } from './notes-ledger.js';
+import { isObjectId, NOTE_MODE, parseNote, sortedUnique } from './notes-ledger.js';
 
 const TREE_MODE = '40000';
 
@@ -61,7 +61,9 @@ export class NotesTree {
 
   /**
    * Every note entry for `id` (path and blob): git reads a note at any depth of its fanout path (`abcd…`,
-   * `ab/cd…`, `ab/cd/ef…`) and concatenates duplicates, so each level of the path is looked at.
+   * `ab/cd…`, `ab/cd/ef…`) and concatenates duplicates, so each level of the path is looked at. Only a regular file
+   * there is a note, as for every reader of the ledger (noteOfTreeRecord): an executable file, a link or a submodule
+   * is a foreign entry.
    */
   notesOf(id: string): Promise<Array<{ path: string; oid: string }>> {
     assertObjectId(id);
@@ -81,7 +83,7 @@ export class NotesTree {
     for (;;) {
       const rest = id.slice(consumed);
       for (const entry of entries.get(rest) ?? [])
-        if (entry.mode !== TREE_MODE) found.push({ path: dir + rest, oid: entry.oid });
+        if (entry.mode === NOTE_MODE) found.push({ path: dir + rest, oid: entry.oid });
       const next =
         rest.length > 2
           ? (entries.get(rest.slice(0, 2)) ?? []).findLast((e) => e.mode === TREE_MODE)

@@ -10,13 +10,16 @@ import { type Governance, loadGovernance } from './governance.js';
 import { governedFiles, judgeFiles } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
 import type { LedgerChange } from './ledger-change.js';
-import { LEDGER_REF, NotesLedger } from './notes-ledger.js';
+import { ForeignEntries, type ForeignEntry, LEDGER_REF, NotesLedger, whyNotANote } from './notes-ledger.js';
 import { NotesTree } from './notes-tree.js';
 import { type KnownAddition, loadPathIndex, loadRecordedPaths, type PathIndex } from './path-index.js';
 import { deletionRefusal, type GovernedMatcher, governedMatcher, type Policy } from './policy.js';
 import { type CheckedPromotions, type LedgerCheck, startLedgerCheck } from './push-ledger-check.js';
 import type { Repository } from './repository.js';
-import { gitSnapshot } from './snapshot.js';
+import { shownPath } from './shown-path.js';
+import { gitSnapshot, treeFiles } from './snapshot.js';
+
+export { LEDGER_REF };
 
 export interface RefUpdate {
   oldId: string;
@@ -95,7 +98,7 @@ async function judgeWith(
 
   const forNotes = await forNotesRead;
   const notesAfter = await notesAfterRead;
-  if (notesUpdate && ledger) await judgeLedgerUpdate(repo, notesUpdate, forNotes, ledger, result);
+  if (notesUpdate && ledger) await judgeLedgerUpdate(reads, notesUpdate, forNotes, ledger, result);
   if (contentUpdates.length === 0) return result;
 
   // The ledger after the push, read once for every pushed ref and only as far as needed: the paths it ever
@@ -136,6 +139,7 @@ function early<T>(promise: Promise<T>): Promise<T> {
 
 /** Git reads a push needs more than once (the default branch, a commit's governance), each made once. */
 class PushReads {
+  private branch: Promise<string | null> | null = null;
   private head: Promise<string | null> | null = null;
   private readonly commits = new Map<string, Promise<string | null>>();
   private readonly governance = new Map<string, Promise<Governance>>();
@@ -186,12 +190,30 @@ class PushReads {
     return matcher;
   }
 
-  /** The commit of the branch HEAD names (the default branch), or null when HEAD is detached or unborn. */
-  headCommit(): Promise<string | null> {
-    this.head ??= gitTry(['symbolic-ref', '-q', 'HEAD'], { cwd: this.repo.cwd, env: this.repo.env }).then(
-      (r) => (r.code === 0 ? this.commit(r.stdout.toString().trim()) : null),
+  /** The branch HEAD names (the default branch), or null when HEAD is detached. */
+  defaultBranch(): Promise<string | null> {
+    this.branch ??= gitTry(['symbolic-ref', '-q', 'HEAD'], { cwd: this.repo.cwd, env: this.repo.env }).then(
+      (r) => (r.code === 0 ? r.stdout.toString().trim() : null),
     );
+    return this.branch;
+  }
+
+  /** The commit of the default branch, or null when HEAD is detached or names a branch that does not exist. */
+  headCommit(): Promise<string | null> {
+    this.head ??= this.defaultBranch().then((ref) => (ref === null ? null : this.commit(ref)));
     return this.head;
+  }
+
+  /** Whether any ref but a notes ref exists here: content the policy in force was meant to govern. */
+  async holdsContent(): Promise<boolean> {
+    const refs = await git(['for-each-ref', '--format=%(refname)'], {
+      cwd: this.repo.cwd,
+      env: this.repo.env,
+    });
+    return refs
+      .toString('utf8')
+      .split('\n')
+      .some((ref) => ref !== '' && !ref.startsWith('refs/notes/'));
   }
 
   /**
@@ -208,7 +230,12 @@ class PushReads {
   }
 }
 
-/** The governance a ref is judged by: the ref's current tip, else the default branch; else the pushed commit (first push). */
+/**
+ * The governance a ref is judged by: the ref's current tip, else the default branch; else, in a repository that holds
+ * nothing yet, the pushed commit's (trust on first push). Null when none may be chosen: a repository that holds
+ * content but whose HEAD names a branch that does not exist (a server made with one default branch name and
+ * pushed another) is not a first push, whatever it lacks.
+ */
 async function governanceInForce(
   reads: PushReads,
   update: RefUpdate | null,
@@ -223,13 +250,20 @@ async function governanceInForce(
     if (commit !== null) return reads.governanceAt(commit);
   }
   const first = update ?? bootstrapFrom;
-  if (!first) return null;
+  if (!first || (await reads.holdsContent())) return null;
   result.bootstrap = true;
   return reads.governanceAt(first.newId);
 }
 
+/** Why a ref has no governance in force (governanceInForce gave none), and what the server's admin can do. */
+async function noGovernanceReason(reads: PushReads): Promise<string> {
+  const branch = await reads.defaultBranch();
+  const head = branch === null ? 'HEAD is detached' : `HEAD names ${branch}, which does not exist here`;
+  return `no policy in force to judge by: ${head}. Point HEAD at the branch that holds the policy (on the server: git symbolic-ref HEAD refs/heads/<branch>) and push again`;
+}
+
 async function judgeLedgerUpdate(
-  repo: Repository,
+  reads: PushReads,
   u: RefUpdate,
   governance: Governance | null,
   ledger: LedgerCheck,
@@ -251,11 +285,14 @@ async function judgeLedgerUpdate(
       );
     }
   }
+  const { added, foreign } = ledger.change ? await ledger.change : await wholeLedger(reads.repo, u.newId);
+  for (const reason of foreignRefusals(foreign)) refuse(reason);
   if (!governance)
     return refuse(
-      'no policy is in force on this repository to verify the ledger against; push a branch with the policy first',
+      (await reads.holdsContent())
+        ? await noGovernanceReason(reads)
+        : 'no policy is in force on this repository to verify the ledger against; push a branch with the policy first',
     );
-  const added = ledger.change ? (await ledger.change).added : await repo.ledger.addedLines(null, u.newId);
   const problems = await Promise.all(
     added.map(({ annotated, lines }) => ledger.problems(governance, annotated, lines)),
   );
@@ -266,6 +303,32 @@ async function judgeLedgerUpdate(
       if (problem) refuse(`note on blob ${annotated.slice(0, 12)}: ${problem}`);
     });
   });
+}
+
+/** A first push of the ledger adds all of it: every note, and every entry that is no note. */
+async function wholeLedger(repo: Repository, at: string): Promise<Pick<LedgerChange, 'added' | 'foreign'>> {
+  const foreign = new ForeignEntries();
+  const added: LedgerChange['added'] = [];
+  for await (const note of repo.ledger.entries(at, foreign)) added.push(note);
+  return { added, foreign: foreign.found };
+}
+
+/** Entries that are no notes named one by one in a refusal; the rest are counted. */
+const FOREIGN_NAMED = 10;
+
+/**
+ * The ledger holds only notes: every reader skips anything else, so it would stay in the append-only history unread
+ * and unchecked for good.
+ */
+function foreignRefusals(foreign: readonly ForeignEntry[]): string[] {
+  const named = foreign
+    .slice(0, FOREIGN_NAMED)
+    .map(
+      (e) => `the update adds ${shownPath(e.path)}, which is ${whyNotANote(e)}; the ledger holds only notes`,
+    );
+  const more = foreign.length - named.length;
+  if (more > 0) named.push(`the update adds ${more} more entr${more === 1 ? 'y' : 'ies'} that are not notes`);
+  return named;
 }
 
 /** The ledger as it will be after the push, as the pushed refs are judged against it. */
@@ -325,7 +388,10 @@ async function judgeRefUpdate(
   result: PushJudgement,
 ) {
   const governance = await governanceInForce(reads, u, u, result);
-  if (!governance) return;
+  if (!governance) {
+    result.refusals.push({ ref: u.ref, reason: await noGovernanceReason(reads) });
+    return;
+  }
   const { introduced, deleted, commits } = await changes;
   result.commits += commits;
   const matcher = reads.matcher(governance.policy);
@@ -409,7 +475,10 @@ async function recordedPathsFor(
 
 const NOTHING_RECORDED: ReadonlySet<string> = new Set();
 
-/** Every commit reachable from `tip` and from no existing ref, with what each adds or changes against its first parent. */
+/**
+ * Every commit reachable from `tip` and from no existing ref but notes refs, with what each adds or changes against
+ * its first parent.
+ */
 async function newChanges(repo: Repository, tip: string): Promise<NewChanges> {
   const out = await git(
     [
@@ -424,6 +493,9 @@ async function newChanges(repo: Repository, tip: string): Promise<NewChanges> {
       '--format=%x01%H',
       tip,
       '--not',
+      // Commits on notes refs were never judged as content (those refs are not content updates): one pushed to
+      // refs/notes/<any> first must still count as new when a branch or tag brings it.
+      '--exclude=refs/notes/*',
       '--all',
     ],
     { cwd: repo.cwd, env: repo.env },
@@ -449,5 +521,24 @@ async function newChanges(repo: Repository, tip: string): Promise<NewChanges> {
     } else if (token.length > 0) pending.push(token.replace(/^\n/, ''));
   }
   flush();
+  if (commits === 0) return treeRefChanges(repo, tip);
   return { introduced, deleted, commits };
+}
+
+/**
+ * A ref may name a tree (or a tag of one) rather than a commit: no commit is new, yet the tree can hold governed
+ * content nobody judged, for anyone to check out from that ref. Every file of such a tree is judged as if a root
+ * commit added it. A ref naming a commit already here, or a blob (content without a path), brings nothing to judge.
+ */
+async function treeRefChanges(repo: Repository, tip: string): Promise<NewChanges> {
+  const peeled = await repo.objects.read(`${tip}^{}`);
+  if (peeled?.type !== 'tree') return { introduced: [], deleted: [], commits: 0 };
+  const files = await treeFiles(repo.cwd, peeled.oid, [], repo.env, { submodules: true });
+  const introduced = files.map((f) => ({
+    path: f.path,
+    blob: f.blob,
+    commit: peeled.oid,
+    submodule: f.submodule,
+  }));
+  return { introduced, deleted: [], commits: 0 };
 }

@@ -115,7 +115,7 @@ export function startLedgerCheck(sources: LedgerCheckSources, u: RefUpdate): Led
   // The blobs the new lines sit on are asked for as soon as the diff names them, beside the notes themselves.
   const governed = early(
     Promise.all([diff, sources.governance]).then(([d, g]) => {
-      for (const id of changedIds(d).forAdded) sha256(id);
+      for (const id of changedIds(d.notes).forAdded) sha256(id);
       return g;
     }),
   );

@@ -3,16 +3,29 @@
  * pre-commit hook's quick path reads it before loading anything else.
  */
 /**
- * The arguments of `git diff-index` the gates read the index through, against `base`. Submodule changes are always
- * listed: a `.gitmodules` entry with `ignore = all`, which the commit itself may carry, would hide them otherwise.
+ * The arguments of `git diff-index` the gates read the index through, against `base`: what the commit will hold.
+ * Submodule changes are always listed: a `.gitmodules` entry with `ignore = all`, which the commit itself may carry,
+ * would hide them otherwise. An intent-to-add entry (`git add -N`) is not: git leaves it out of the commit, while
+ * diff-index would show it as an empty file added.
  */
 export function stagedDiffArgs(base: string): string[] {
-  return ['diff-index', '--cached', '--raw', '-z', '-M', '-C', '--ignore-submodules=none', base];
+  return [
+    'diff-index',
+    '--cached',
+    '--raw',
+    '-z',
+    '-M',
+    '-C',
+    '--ignore-submodules=none',
+    '--ita-invisible-in-index',
+    base,
+  ];
 }
 
 /** A change to one path. A rename (R) also removes `from`: the gates treat that as deleting it. */
 export interface StagedChange {
-  status: 'A' | 'M' | 'R' | 'C' | 'T' | 'D';
+  /** git's letter; U: unmerged (a conflict not resolved yet, no content staged). */
+  status: 'A' | 'M' | 'R' | 'C' | 'T' | 'D' | 'U';
   path: string;
   blob: string;
   from?: string;

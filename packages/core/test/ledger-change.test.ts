@@ -1,7 +1,8 @@
 /**
  * The server gate's reads of the ledger (notes-tree.ts, ledger-change.ts) against NotesLedger's own, on notes
  * commits laid out every way git or a foreign tool leaves them: flat, fanned out one and two levels, a flat
- * duplicate beside a fanned-out note, notes moved by fanout, modified, deleted, and lines dropped.
+ * duplicate beside a fanned-out note, notes moved by fanout, modified, deleted, lines dropped, and entries that are
+ * no notes (which every reader skips alike, and which the diff and the listing name).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -15,8 +16,14 @@ import {
   type TempRepo,
 } from '../../../test/support/git-repo.js';
 import { CatFileBatch } from '../src/git.js';
-import { changedIds, olderNoteBlobs, parseNotesDiff, readLedgerChange } from '../src/ledger-change.js';
-import { NotesLedger } from '../src/notes-ledger.js';
+import {
+  changedIds,
+  olderNoteBlobs,
+  parseNotesDiff,
+  readLedgerChange,
+  readNotesDiff,
+} from '../src/ledger-change.js';
+import { ForeignEntries, NotesLedger } from '../src/notes-ledger.js';
 import { NotesTree } from '../src/notes-tree.js';
 
 const env = cleanGitEnv();
@@ -35,16 +42,24 @@ describe('reading a ledger update once (the server gate) gives NotesLedger’s a
   let ids: string[];
   const commits: Record<string, string> = {};
 
-  /** A notes commit holding exactly these notes: (id, layout) → lines. Written through a scratch index. */
-  function notesCommit(name: string, notes: Array<[id: string, layout: Layout, lines: string[]]>): string {
+  /**
+   * A notes commit holding exactly these notes: (id, layout) → lines, and `others` (`git update-index --index-info`
+   * lines). Written through a scratch index.
+   */
+  function notesCommit(
+    name: string,
+    notes: Array<[id: string, layout: Layout, lines: string[]]>,
+    others: string[] = [],
+  ): string {
     const indexFile = path.join(scratch, `${name}.index`);
     const gitEnv = { ...env, GIT_INDEX_FILE: indexFile };
-    const info = notes
-      .map(
+    const info = [
+      ...notes.map(
         ([id, layout, lines]) =>
           `100644 ${r.blob(lines.map((l) => `${l}\n`).join(''))}\t${notePath(id, layout)}\n`,
-      )
-      .join('');
+      ),
+      ...others.map((line) => `${line}\n`),
+    ].join('');
     execFileSync('git', ['update-index', '--add', '--index-info'], { cwd: r.dir, env: gitEnv, input: info });
     const tree = execFileSync('git', ['write-tree'], { cwd: r.dir, env: gitEnv }).toString().trim();
     commits[name] = r.gitText(['commit-tree', tree, '-m', name]);
@@ -93,26 +108,52 @@ describe('reading a ledger update once (the server gate) gives NotesLedger’s a
       [y, 'fan2', ['deep line', 'deep line 2']],
     ]);
     // 5: the duplicate folded into the fanned note (nothing lost), the deep one moved up.
-    notesCommit('folded', [
-      ...fanned
-        .filter(([id]) => id !== ids[10])
-        .map(([id, layout, lines]): [string, Layout, string[]] =>
-          id === x
-            ? [id, layout, [...lines, 'from the flat duplicate']]
-            : id === ids[12]
-              ? [id, layout, ['a12']]
-              : id === y
-                ? [id, layout, [...lines, 'deep line', 'deep line 2']]
-                : [id, layout, lines],
-        ),
-    ]);
+    const folded = fanned
+      .filter(([id]) => id !== ids[10])
+      .map(([id, layout, lines]): [string, Layout, string[]] =>
+        id === x
+          ? [id, layout, [...lines, 'from the flat duplicate']]
+          : id === ids[12]
+            ? [id, layout, ['a12']]
+            : id === y
+              ? [id, layout, [...lines, 'deep line', 'deep line 2']]
+              : [id, layout, lines],
+      );
+    notesCommit('folded', folded);
+    // 6: the same notes, and beside them what a pusher can add that is no note: a file and a directory named by no
+    // id, and at note paths a submodule (one beside a note on the same id), an executable file and a symbolic link.
+    notesCommit('foreign', folded, foreignEntries());
   });
+
+  /** The entries of the `foreign` commit that are no notes, as `update-index --index-info` lines. */
+  function foreignEntries(): string[] {
+    const flat = commits.flat!;
+    return [
+      `100644 ${r.blob('a line\n')}\tREADME`,
+      `100644 ${r.blob('in a directory\n')}\tzz/foo`,
+      `160000 ${flat}\t${ids[5]}`,
+      `100755 ${r.blob('an executable line\n')}\t${ids[26]}`,
+      `120000 ${r.blob('a link line\n')}\t${notePath(ids[27]!, 'fan1')}`,
+      `160000 ${flat}\t${ids[28]}`,
+    ];
+  }
+
+  /** What the `foreign` commit holds besides notes, sorted by path (the directory zz/ named once). */
+  const foreignListed = () =>
+    [
+      { path: 'README', mode: '100644' },
+      { path: 'zz', mode: '040000' },
+      { path: ids[5]!, mode: '160000' },
+      { path: ids[26]!, mode: '100755' },
+      { path: notePath(ids[27]!, 'fan1'), mode: '120000' },
+      { path: ids[28]!, mode: '160000' },
+    ].sort(byPath);
   afterAll(() => {
     r.cleanup();
     removeDir(scratch);
   });
 
-  const names = ['flat', 'grown', 'fanned', 'duplicated', 'rewritten', 'folded'];
+  const names = ['flat', 'grown', 'fanned', 'duplicated', 'rewritten', 'folded', 'foreign'];
   const pairs = names.flatMap((a) => names.filter((b) => b !== a).map((b) => [a, b] as const));
 
   it.each(pairs)('from %s to %s: the same dropped and added lines', async (from, to) => {
@@ -159,6 +200,40 @@ describe('reading a ledger update once (the server gate) gives NotesLedger’s a
     }
   });
 
+  it('reads no note from an entry that is no regular file, on an id that has a note beside it or none', async () => {
+    const batch = new CatFileBatch({ cwd: r.dir, env });
+    try {
+      const tree = await NotesTree.open(batch, commits.foreign!);
+      expect(await tree.linesOn(ids[5]!)).toEqual(['a5', 'b5']);
+      for (const id of [ids[26]!, ids[27]!, ids[28]!]) {
+        expect(await tree.linesOn(id)).toEqual([]);
+        expect(await ledger.linesOn(id, commits.foreign)).toEqual([]);
+      }
+      // Control: the same ids read at a commit where they hold notes.
+      expect(await ledger.linesOn(ids[5]!, commits.folded)).toEqual(['a5', 'b5']);
+    } finally {
+      await batch.close();
+    }
+  });
+
+  it('names every entry that is no note, from the diff of an update and from a listing of the tree', async () => {
+    const added = await readNotesDiff({ cwd: r.dir, env }, commits.folded!, commits.foreign!);
+    expect(added.notes).toEqual([]);
+    expect([...added.foreign].sort(byPath)).toEqual(foreignListed());
+    // Removing them adds nothing that is no note.
+    expect((await readNotesDiff({ cwd: r.dir, env }, commits.foreign!, commits.folded!)).foreign).toEqual([]);
+
+    const listed = new ForeignEntries();
+    const notes: string[] = [];
+    for await (const { annotated } of ledger.entries(commits.foreign, listed)) notes.push(annotated);
+    expect([...listed.found].sort(byPath)).toEqual(foreignListed());
+    // Control: every note is still read, and a tree without such entries lists none.
+    expect(notes).toEqual([...(await ledger.list(commits.folded)).keys()]);
+    const none = new ForeignEntries();
+    for await (const _ of ledger.entries(commits.folded, none));
+    expect(none.found).toEqual([]);
+  });
+
   it('refuses what is not a notes commit, or not a full blob id, as NotesLedger does', async () => {
     const batch = new CatFileBatch({ cwd: r.dir, env });
     try {
@@ -176,8 +251,9 @@ describe('reading a ledger update once (the server gate) gives NotesLedger’s a
 
 describe('the note blobs an id had before, from the diff and its notes after', () => {
   const id = 'ab'.repeat(20);
+  const modes: Record<string, string> = { A: '000000 100644', M: '100644 100644', D: '100644 000000' };
   const diffOf = (status: string, p: string, oldOid: string, newOid: string) =>
-    parseNotesDiff([`:100644 100644 ${oldOid} ${newOid} ${status}`, p]);
+    parseNotesDiff([`:${modes[status]} ${oldOid} ${newOid} ${status}`, p]).notes;
 
   it('keeps unchanged paths, drops added ones, and takes the old blob of modified and deleted ones', () => {
     const flat = { path: id, oid: 'f'.repeat(40) };
@@ -204,10 +280,73 @@ describe('the note blobs an id had before, from the diff and its notes after', (
       `:100644 000000 ${'4'.repeat(40)} ${'0'.repeat(40)} D`,
       `cd/${'cd'.repeat(19)}`,
     ]);
-    expect(diff.map((d) => [d.annotated, d.status])).toEqual([
+    expect(diff.notes.map((d) => [d.annotated, d.status])).toEqual([
       [id, 'M'],
       ['cd'.repeat(20), 'D'],
     ]);
-    expect(changedIds(diff)).toEqual({ forDropped: [id, 'cd'.repeat(20)].sort(), forAdded: [id] });
+    expect(changedIds(diff.notes)).toEqual({ forDropped: [id, 'cd'.repeat(20)].sort(), forAdded: [id] });
+    expect(diff.foreign).toEqual([{ path: 'not-a-note.txt', mode: '100644' }]);
   });
 });
+
+describe('a diff of the ledger split into notes and entries that are no notes', () => {
+  const zero = '0'.repeat(40);
+  const oid = (c: string) => c.repeat(40);
+  const note = (n: number) => `${n}`.repeat(40);
+  const record = (
+    oldMode: string,
+    newMode: string,
+    status: string,
+    p: string,
+    from = zero,
+    to = oid('9'),
+  ) => [`:${oldMode} ${newMode} ${from} ${to} ${status}`, p];
+
+  it('keeps notes apart, and names each entry added or changed that is no note once', () => {
+    const diff = parseNotesDiff([
+      ...record('000000', '100644', 'A', note(1)), // a note
+      ...record('000000', '040000', 'A', '22'), // a fanout directory and a note in it
+      ...record('000000', '100644', 'A', `22/${'2'.repeat(38)}`),
+      ...record('000000', '100644', 'A', 'README'),
+      ...record('000000', '040000', 'A', 'zz'), // a directory of no id: named, not what is in it
+      ...record('000000', '100644', 'A', 'zz/foo'),
+      ...record('000000', '040000', 'A', 'zz/sub'),
+      ...record('000000', '100644', 'A', 'zz/sub/bar'),
+      ...record('000000', '040000', 'A', 'zz-empty'), // an empty directory shows only with -t
+      ...record('000000', '160000', 'A', note(3)), // a submodule where a note would be
+      ...record('100644', '100755', 'M', note(4), oid('a')), // a note made executable: gone as a note
+      ...record('100644', '120000', 'T', note(5), oid('b')), // a note made a link
+      ...record('100755', '100644', 'M', note(6), oid('c')), // an executable file made a note
+      ...record('100644', '000000', 'D', 'old-junk', oid('d'), zero), // a deletion adds nothing
+      ...record('040000', '000000', 'D', 'yy', oid('e'), zero),
+    ]);
+    expect(diff.foreign).toEqual([
+      { path: 'README', mode: '100644' },
+      { path: 'zz', mode: '040000' },
+      { path: 'zz-empty', mode: '040000' },
+      { path: note(3), mode: '160000' },
+      { path: note(4), mode: '100755' },
+      { path: note(5), mode: '120000' },
+    ]);
+    expect(diff.notes.map((d) => [d.path, d.status, d.oldMode, d.newMode])).toEqual([
+      [note(1), 'A', '000000', '100644'],
+      [`22/${'2'.repeat(38)}`, 'A', '000000', '100644'],
+      [note(4), 'M', '100644', '100755'],
+      [note(5), 'T', '100644', '120000'],
+      [note(6), 'M', '100755', '100644'],
+    ]);
+  });
+
+  it('a note turned into something else loses its lines; a file turned into a note had none before', () => {
+    const { notes } = parseNotesDiff([
+      ...record('100644', '120000', 'T', note(5), oid('b')),
+      ...record('100755', '100644', 'M', note(6), oid('c')),
+    ]);
+    expect(olderNoteBlobs([], notes.slice(0, 1))).toEqual([oid('b')]);
+    expect(olderNoteBlobs([{ path: note(6), oid: oid('9') }], notes.slice(1))).toEqual([]);
+  });
+});
+
+function byPath(a: { path: string }, b: { path: string }): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+}

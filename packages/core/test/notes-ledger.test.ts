@@ -17,10 +17,13 @@ import { CatFileBatch } from '../src/git.js';
 import {
   annotatedIdOfPath,
   compareBytewise,
+  isForeignEntry,
   LEDGER_REF,
   NotesLedger,
+  noteOfTreeRecord,
   parseNote,
   serializeNote,
+  whyNotANote,
 } from '../src/notes-ledger.js';
 
 const env = cleanGitEnv();
@@ -98,6 +101,40 @@ describe('note text', () => {
     expect(annotatedIdOfPath(`012/${id.slice(3)}`)).toBeNull();
     expect(annotatedIdOfPath('README')).toBeNull();
     expect(annotatedIdOfPath(id.slice(1))).toBeNull();
+  });
+
+  it('takes only a regular file at a note path for a note (what git notes writes); anything else is foreign', () => {
+    const id = '0123456789abcdef0123456789abcdef01234567';
+    const oid = 'f'.repeat(40);
+    expect(noteOfTreeRecord(`100644 blob ${oid}\t01/${id.slice(2)}`)).toEqual({
+      annotated: id,
+      oid,
+      notePath: `01/${id.slice(2)}`,
+    });
+    for (const [mode, type] of [
+      ['100755', 'blob'],
+      ['120000', 'blob'],
+      ['160000', 'commit'],
+    ])
+      expect(noteOfTreeRecord(`${mode} ${type} ${oid}\t${id}`)).toBeNull();
+    expect(isForeignEntry('100644', id)).toBe(false);
+    expect(isForeignEntry('040000', '01')).toBe(false);
+    expect(isForeignEntry('040000', '01/23')).toBe(false);
+    for (const [mode, p] of [
+      ['100755', id],
+      ['120000', id],
+      ['160000', id],
+      ['040000', id],
+      ['100644', 'README'],
+      ['040000', 'zz'],
+      ['040000', '012'],
+      ['100644', '01/README'],
+    ])
+      expect(isForeignEntry(mode!, p!), `${mode} ${p}`).toBe(true);
+    expect(whyNotANote({ path: 'zz', mode: '040000' })).toBe('not a note on a full object id');
+    expect(whyNotANote({ path: id, mode: '160000' })).toBe(
+      'a submodule (mode 160000), not a note file (mode 100644)',
+    );
   });
 });
 

@@ -8,10 +8,12 @@ import { renderReport } from '../report-text.js';
 
 const help = `
 Usage: delegate-git hook pre-commit
+       delegate-git hook pre-merge-commit
        delegate-git hook pre-receive     (reads "<old> <new> <ref>" lines on stdin, as git gives them)
 
 What the installed hook scripts run. pre-commit judges the staged content (the index) of every governed
-file the commit changes; pre-receive judges every new commit of every pushed ref against the ledger as it
+file the commit changes; pre-merge-commit does the same for the commit a merge makes by itself (git runs
+that hook instead of pre-commit there); pre-receive judges every new commit of every pushed ref against the ledger as it
 will be after the push, by the policy already in force on the server, and refuses any deletion, rewrite or
 unverifiable line of refs/notes/delegations. Both refuse on 1 (not promoted) and on 2 (could not check).
 In policy mode "warn", pre-commit reports refusals and lets the commit through.
@@ -27,14 +29,23 @@ export default {
     const { positionals } = parseCommandArgs('hook', argv, {});
     const [name, ...extra] = positionals;
     if (extra.length > 0) throw usageError('hook', 'Name exactly one hook.');
-    if (name === 'pre-commit') return preCommit(io, given?.quickPreCommit);
+    if (name === 'pre-commit' || name === 'pre-merge-commit')
+      return preCommit(io, name, given?.quickPreCommit);
     if (name === 'pre-receive') return preReceive(io);
-    throw usageError('hook', `Unknown hook "${name ?? ''}": use pre-commit or pre-receive.`);
+    const known = 'pre-commit, pre-merge-commit or pre-receive';
+    throw usageError(
+      'hook',
+      name === undefined ? `Name the hook to run: ${known}.` : `Unknown hook "${name}": use ${known}.`,
+    );
   },
 } satisfies CommandModule;
 
 /** `quick`: the answer bin/delegate-git.js already got from dist/pre-commit-quick.cjs. */
-async function preCommit(io: Io, given?: QuickAnswer): Promise<number> {
+async function preCommit(
+  io: Io,
+  name: 'pre-commit' | 'pre-merge-commit',
+  given?: QuickAnswer,
+): Promise<number> {
   const quick = given ?? (await quickPreCommit(io.cwd, io.env));
   if (quick.passes) return 0;
   // The modules of the staged check only, not all of core (a commit staging governed files pays for what it loads).
@@ -65,7 +76,11 @@ async function preCommit(io: Io, given?: QuickAnswer): Promise<number> {
       );
       return 0;
     }
-    io.err('delegate-git: commit refused.\n');
+    io.err(
+      name === 'pre-commit'
+        ? 'delegate-git: commit refused.\n'
+        : 'delegate-git: merge commit refused. The merge stays staged: promote these files, then conclude it with `git commit`.\n',
+    );
     return code;
   } finally {
     await repo.close();
@@ -76,7 +91,7 @@ async function preReceive(io: Io): Promise<number> {
   await sizeThreadPool();
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  const [{ judgePush, parseRefUpdates }, { Repository }] = await Promise.all([
+  const [{ judgePush, parseRefUpdates, LEDGER_REF }, { Repository }] = await Promise.all([
     import('@delegate-git/core/pre-receive'),
     import('@delegate-git/core/repository'),
   ]);
@@ -95,12 +110,16 @@ async function preReceive(io: Io): Promise<number> {
       io.err(`delegate-git: refused ${where}: ${r.reason}\n`);
     }
     if (result.refusals.length > 0) {
-      // Only content refusals are fixed by promoting; a refused ledger update is fixed by syncing, not by attesting.
+      // Only content refusals are fixed by promoting; a refused ledger update is fixed by syncing, not by attesting;
+      // any other refusal says what to do itself.
       const content = result.refusals.some((r) => r.path !== undefined);
+      const ledger = result.refusals.some((r) => r.ref === LEDGER_REF);
       io.err(
         content
           ? 'delegate-git: push refused. Promote each file (delegate it, or `delegate-git attest --approve <path>` by a reviewer) and push the ledger with it: git push --atomic <remote> <branch> refs/notes/delegations\n'
-          : 'delegate-git: push refused. The ledger only grows: run `delegate-git sync` (fetch, merge, push without force) instead of rewriting refs/notes/delegations.\n',
+          : ledger
+            ? 'delegate-git: push refused. The ledger only grows, and only by records that verify: to catch up with the server, run `delegate-git sync` (fetch, merge, push without force) instead of rewriting refs/notes/delegations.\n'
+            : 'delegate-git: push refused.\n',
       );
       return 1;
     }

@@ -24,7 +24,7 @@ import {
 } from '@delegate-git/core';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
-import { installHookFile, installPreCommit } from '../hook-install.js';
+import { installClientHooks, installHookFile } from '../hook-install.js';
 import { registerKey } from '../trust-files.js';
 
 const help = `
@@ -40,15 +40,16 @@ Sets up delegate-git in the current git repository. Idempotent: what exists is k
     root are the repository's trust anchor;
   - sets notes.delegations.mergeStrategy=cat_sort_uniq and, for each remote, fetches its ledger into
     refs/notes/remotes/<remote>/delegations;
-  - installs the pre-commit hook (into husky when the repository uses it, else where git runs hooks; an
-    existing hook is chained, never replaced).
+  - installs the pre-commit hook, and the pre-merge-commit hook that git runs instead for the commit of a
+    merge (into husky when the repository uses it, else where git runs hooks; an existing hook is chained,
+    never replaced).
 
 Options:
   --protect <glob>   paths that must be promoted whether or not they were ever delegated (repeatable);
                      asked for on a terminal when omitted
   --key <name>       your signing key's name (default: your login name)
   --keys-dir <dir>   where the trust root lives in the repository (default ${DEFAULT_KEYS_DIR})
-  --no-hook          do not install the pre-commit hook
+  --no-hook          do not install the pre-commit and pre-merge-commit hooks
   --server           in a bare repository: install hooks/pre-receive (chaining an existing one)
   --json             print what was done as JSON
 
@@ -115,7 +116,12 @@ export default {
         await approveAnchor(repo, top, policy, registered.file, keyName, key, email, done);
       } else done.unshift(`kept the existing ${POLICY_PATH}`);
       await configureNotes(repo, done);
-      if (!values['no-hook']) done.push(`installed the pre-commit hook: ${await installPreCommit(repo)}`);
+      if (!values['no-hook']) {
+        const [preCommit, ...preMerge] = await installClientHooks(repo);
+        done.push(`installed the pre-commit hook: ${preCommit}`);
+        // git runs pre-merge-commit, not pre-commit, for the commit a merge makes by itself.
+        done.push(`installed the pre-merge-commit hook: ${preMerge.join(', ')}`);
+      }
       if (values.json)
         io.out(
           `${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, done }, null, 2)}\n`,
@@ -243,10 +249,14 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
   // The ledger is append-only on the server too: git itself refuses a forced notes update before the hook runs.
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
   await gitText(['config', 'delegate-git.server', 'true'], opts);
-  if (asJson) io.out(`${JSON.stringify({ hook: file }, null, 2)}\n`);
+  // New refs are judged by the default branch's policy, so the branch HEAD names must be the one pushed first.
+  const head = (await gitTry(['symbolic-ref', '-q', 'HEAD'], opts)).stdout.toString().trim();
+  if (asJson) io.out(`${JSON.stringify({ hook: file, defaultBranch: head || null }, null, 2)}\n`);
   else
     io.out(
-      `  installed ${file}\n  pushes are now judged by the policy and trust root in force on this repository\n`,
+      `  installed ${file}\n  pushes are now judged by the policy and trust root in force on this repository\n` +
+        `  new refs are judged by the policy of the default branch, ${head || '(none: HEAD is detached)'}: push the adopting commit to that branch,\n` +
+        '  or point HEAD at yours (git symbolic-ref HEAD refs/heads/<branch>)\n',
     );
   return 0;
 }

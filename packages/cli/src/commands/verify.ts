@@ -6,6 +6,7 @@ import {
   Repository,
   verificationExitCode,
   verifyLedger,
+  whyNotANote,
 } from '@delegate-git/core';
 import { shownPath } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs } from '../command.js';
@@ -14,9 +15,10 @@ const help = `
 Usage: delegate-git verify [--rev <rev>] [--baseline <notes-commit>] [--json | --markdown]
 
 The ledger job for CI. Checks that every line of every note in refs/notes/delegations parses and verifies
-against the trust root at <rev> (default HEAD); that every governed file in <rev>'s tree is promoted; and that
-the ledger is append-only (since --baseline, which must be an ancestor of the current ledger, or else across
-its whole history). Exit 0 all good, 1 a problem (each listed), 2 could not answer.
+against the trust root at <rev> (default HEAD), and that the ledger's tree holds nothing but notes; that every
+governed file in <rev>'s tree is promoted; and that the ledger is append-only (since --baseline, which must be an
+ancestor of the current ledger, or else across its whole history). Exit 0 all good, 1 a problem (each listed),
+2 could not answer.
 Records of revoked keys are reported but are not problems by themselves: they simply no longer count.
   --markdown   a summary for a job page (also appended to $GITHUB_STEP_SUMMARY when that is set)
   --json       the full result for machines
@@ -77,6 +79,7 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
   const { refused, promoted } = counts(v);
   const out: string[] = [];
   for (const p of v.invalid) out.push(`INVALID LINE  blob ${p.blob} line ${p.line}: ${p.reason}`);
+  for (const e of v.foreignEntries) out.push(`NOT A NOTE    ${shownPath(e.path)}: ${whyNotANote(e)}`);
   for (const f of refused) out.push(`NOT PROMOTED  ${shownPath(f.path)}: ${f.reason}`);
   if (v.appendOnly.problem) out.push(`LEDGER REWRITTEN  ${v.appendOnly.problem}`);
   for (const r of v.appendOnly.removed)
@@ -86,7 +89,7 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
   for (const p of v.revoked)
     out.push(`revoked       blob ${p.blob} line ${p.line}: ${p.reason} (no longer counts)`);
   out.push(
-    `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} valid record(s) in ${v.lines} line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${v.revoked.length} by revoked keys`,
+    `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} valid record(s) in ${v.lines} line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${v.revoked.length} by revoked keys${foreignCount(v, ', ')}`,
     `${v.rev} (${v.commit.slice(0, 12)}): ${v.files.length} governed file(s), ${promoted} promoted, ${refused.length} refused`,
     `append-only (${v.appendOnly.checked}): ${v.appendOnly.problem || v.appendOnly.removed.length ? 'VIOLATED' : 'ok'}`,
     exitCode === 0 ? 'verify: ok' : 'verify: FAILED',
@@ -104,6 +107,12 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     md.push('### Problems', '');
     for (const p of v.invalid)
       md.push(`- invalid record on blob \`${p.blob.slice(0, 12)}\` line ${p.line}: ${p.reason}`);
+    for (const e of v.foreignEntries.slice(0, MAX_LISTED))
+      md.push(`- \`${shownPath(e.path)}\` in the ledger's tree is ${whyNotANote(e)}`);
+    if (v.foreignEntries.length > MAX_LISTED)
+      md.push(
+        `- … and ${v.foreignEntries.length - MAX_LISTED} more entries that are not notes (see \`--json\`)`,
+      );
     for (const f of refused) md.push(`- \`${shownPath(f.path)}\` is not promoted: ${f.reason}`);
     if (v.appendOnly.problem) md.push(`- ledger rewritten: ${v.appendOnly.problem}`);
     if (v.appendOnly.removed.length)
@@ -122,7 +131,7 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     '|---|---|',
     `| revision | \`${v.rev}\` (${v.commit.slice(0, 12)}) |`,
     `| ledger tip | ${v.ledgerTip ? `\`${v.ledgerTip.slice(0, 12)}\`` : 'none'} |`,
-    `| records | ${v.records} valid in ${v.lines} line(s) on ${v.notes} blob(s); ${v.invalid.length} invalid; ${v.revoked.length} by revoked keys |`,
+    `| records | ${v.records} valid in ${v.lines} line(s) on ${v.notes} blob(s); ${v.invalid.length} invalid; ${v.revoked.length} by revoked keys${foreignCount(v, '; ')} |`,
     `| governed files | ${v.files.length}: ${promoted} promoted, ${refused.length} refused |`,
     `| append-only | ${v.appendOnly.problem || v.appendOnly.removed.length ? 'violated' : 'ok'} (${v.appendOnly.checked}) |`,
     '',
@@ -144,6 +153,13 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     '',
   );
   return `${md.join('\n')}\n`;
+}
+
+/** Entries of the ledger's tree that are no notes, counted beside the records when there are any. */
+function foreignCount(v: LedgerVerification, separator: string): string {
+  const n = v.foreignEntries.length;
+  if (n === 0) return '';
+  return `${separator}${n === 1 ? '1 tree entry that is not a note' : `${n} tree entries that are not notes`}`;
 }
 
 /** Removed lines listed one by one in the job summary; the rest are counted (all of them are in --json). */
