@@ -6,7 +6,7 @@ import path from 'node:path';
 import { DecisionCache, governanceDigest } from './decision-cache.js';
 import { rememberGovernanceDigest } from './decision-store.js';
 import { DelegateGitError } from './errors.js';
-import { git, gitTry } from './git.js';
+import { git, gitTry, literalPathspecs } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
 import { changesGovernance } from './governed-paths.js';
 import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
@@ -103,7 +103,12 @@ export async function checkWorktreePaths(
       continue;
     }
     const exists =
-      (await gitTry(['ls-files', '--error-unmatch', '--', p], { cwd: top, env: repo.env })).code === 0;
+      (
+        await gitTry(['ls-files', '--error-unmatch', '--', ...literalPathspecs([p])], {
+          cwd: top,
+          env: repo.env,
+        })
+      ).code === 0;
     missing.push({
       path: p,
       blob: '',

@@ -8,7 +8,7 @@
  */
 import { parseRawDiff } from './checks.js';
 import { isDelegateGitError } from './errors.js';
-import { git, gitTry, PINNED_LOG } from './git.js';
+import { git, gitTry, literalPathspecs, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { judgeFiles } from './judge.js';
 import { loadPathIndex, type PathIndex } from './path-index.js';
@@ -49,7 +49,7 @@ export async function unapprovedGovernanceChanges(
       '--format=%x01%H %P',
       commit,
       '--',
-      ...pathspecs,
+      ...literalPathspecs(pathspecs),
     ],
     opts,
   );
@@ -128,7 +128,10 @@ async function governanceInForce(
   while (at !== null) {
     const governance = await readGovernance(repo, at);
     if (governance !== null) return governance;
-    const last = await gitTry(['rev-list', '-1', '--first-parent', at, '--', ...pathspecs], opts);
+    const last = await gitTry(
+      ['rev-list', '-1', '--first-parent', at, '--', ...literalPathspecs(pathspecs)],
+      opts,
+    );
     const changedAt = last.code === 0 ? last.stdout.toString('utf8').trim() : '';
     if (changedAt === '') return null;
     const parent = await gitTry(['rev-parse', '--verify', '-q', `${changedAt}^1`], opts);

@@ -4,7 +4,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { type CatFileBatch, git } from './git.js';
+import { type CatFileBatch, git, literalPathspecs } from './git.js';
 
 export interface SnapshotFile {
   path: string;
@@ -76,7 +76,7 @@ export async function stagedFiles(
   pathspecs: string[] = [],
   env?: NodeJS.ProcessEnv,
 ): Promise<SnapshotFile[]> {
-  const out = await git(['ls-files', '-s', '-z', '--', ...pathspecs], { cwd, env });
+  const out = await git(['ls-files', '-s', '-z', '--', ...literalPathspecs(pathspecs)], { cwd, env });
   const files: SnapshotFile[] = [];
   for (const entry of splitZ(out)) {
     // "<mode> <blob> <stage>\t<path>"
