@@ -1,0 +1,135 @@
+/**
+ * The GitHub Action's verify step (ledger-tools/verify.sh), run as the action runs it: in a plain clone, which has no
+ * ledger until the step fetches it, with the inputs in the environment and the step output in $GITHUB_OUTPUT.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adopt,
+  cliOk,
+  cloneInto,
+  gitOk,
+  makeServer,
+  makeStory,
+  refTip,
+  type Story,
+  storyCli,
+  writeFiles,
+} from '../support/cli-story.js';
+import { repoRoot } from '../support/paths.js';
+
+const LEDGER = 'refs/notes/delegations';
+const action = path.join(repoRoot, 'ledger-tools');
+
+let story: Story;
+beforeAll(() => {
+  story = makeStory();
+});
+afterAll(() => story.cleanup());
+
+interface Step {
+  code: number;
+  stdout: string;
+  stderr: string;
+  output: string;
+}
+
+/** Runs verify.sh in `dir` as the action does; `baseline`: the tip remembered by an earlier run. */
+function verifyStep(dir: string, env: Record<string, string> = {}, baseline?: string): Step {
+  const output = path.join(story.root, `output-${Math.random().toString(36).slice(2)}`);
+  fs.writeFileSync(output, '');
+  const baselineFile = path.join(story.root, `baseline-${Math.random().toString(36).slice(2)}`);
+  if (baseline !== undefined) fs.writeFileSync(baselineFile, `${baseline}\n`);
+  const run = spawnSync('sh', [path.join(action, 'verify.sh')], {
+    cwd: dir,
+    env: {
+      ...story.env,
+      DELEGATE_GIT_CLI: `${process.execPath} ${storyCli}`,
+      DELEGATE_GIT_BASELINE: baselineFile,
+      GITHUB_OUTPUT: output,
+      ...env,
+    },
+    encoding: 'utf8',
+  });
+  return {
+    code: run.status ?? 128,
+    stdout: run.stdout,
+    stderr: run.stderr,
+    output: fs.readFileSync(output, 'utf8'),
+  };
+}
+
+/** A remote without a server hook (as on github.com), and a clone that adopted delegate-git and pushed its ledger. */
+function hostedPair(name: string): { remote: string; work: string } {
+  const remote = makeServer(story, `${name}.git`, { hook: false });
+  const work = cloneInto(story, remote, `${name}-work`);
+  adopt(story, work, ['src/**']);
+  writeFiles(work, { 'src/a.ts': 'export const a = 1;\n' });
+  cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes']);
+  gitOk(story, work, ['add', 'src/a.ts']);
+  gitOk(story, work, ['commit', '-q', '-m', 'a promoted file']);
+  gitOk(story, work, ['push', '-q', 'origin', 'main', LEDGER]);
+  return { remote, work };
+}
+
+describe('the ledger action', () => {
+  it('fetches the ledger a plain clone lacks, verifies it, and reports the verified tip', () => {
+    const { remote, work } = hostedPair('plain');
+    const ci = cloneInto(story, remote, 'plain-ci');
+    expect(refTip(story, ci, LEDGER)).toBeNull();
+    const step = verifyStep(ci);
+    expect(step.code, step.stdout + step.stderr).toBe(0);
+    expect(step.stdout).toContain('verify: ok');
+    expect(step.output).toBe(`ledger-tip=${refTip(story, work, LEDGER)}\n`);
+    expect(refTip(story, ci, LEDGER)).toBe(refTip(story, work, LEDGER));
+  });
+
+  it('fails a ledger rewritten since the remembered baseline; the same ledger against its own tip passes', () => {
+    const { remote, work } = hostedPair('rewritten');
+    const ci = cloneInto(story, remote, 'rewritten-ci');
+    const verified = refTip(story, work, LEDGER)!;
+    expect(verifyStep(ci, {}, verified).code).toBe(0);
+
+    // Without a server hook, a force-push can replace the ledger with one that lacks the last record.
+    gitOk(story, work, ['update-ref', LEDGER, `${verified}^`]);
+    gitOk(story, work, ['push', '-q', '--force', 'origin', LEDGER]);
+    const step = verifyStep(ci, {}, verified);
+    expect(step.code).toBe(1);
+    expect(step.stdout).toContain('verify: FAILED');
+    expect(step.stdout).toContain(`LEDGER REWRITTEN  the baseline ${verified.slice(0, 12)} is not an ancestor`);
+    expect(step.output).toBe(`ledger-tip=${refTip(story, work, LEDGER)}\n`);
+  });
+
+  it('takes its inputs as data: a revision holding shell syntax is a bad revision (exit 2) and runs nothing', () => {
+    const { remote } = hostedPair('inputs');
+    const ci = cloneInto(story, remote, 'inputs-ci');
+    const marker = path.join(story.root, 'injected');
+    const step = verifyStep(ci, { DELEGATE_GIT_REV: `HEAD; touch ${marker}` });
+    expect(step.code).toBe(2);
+    expect(fs.existsSync(marker)).toBe(false);
+    // Control: the same step with a plain revision.
+    expect(verifyStep(ci, { DELEGATE_GIT_REV: 'HEAD' }).code).toBe(0);
+  });
+
+  it('says when the remote has no ledger yet, and reports no tip', () => {
+    const remote = makeServer(story, 'empty-ledger.git', { hook: false });
+    const work = cloneInto(story, remote, 'empty-ledger-work');
+    writeFiles(work, { 'README.md': 'no ledger here\n' });
+    gitOk(story, work, ['add', 'README.md']);
+    gitOk(story, work, ['commit', '-q', '-m', 'no delegate-git yet']);
+    gitOk(story, work, ['push', '-q', 'origin', 'main']);
+    const step = verifyStep(cloneInto(story, remote, 'empty-ledger-ci'));
+    expect(step.stdout).toContain('::notice::no ledger on origin yet');
+    expect(step.output).toBe('ledger-tip=\n');
+  });
+
+  it('action.yml runs this script and passes every input through the environment, never into a script text', () => {
+    const text = fs.readFileSync(path.join(action, 'action.yml'), 'utf8');
+    expect(text).toContain('run: sh "$GITHUB_ACTION_PATH/verify.sh"');
+    const runs = text.split(/\n\s*- name: /).filter((step) => /\n\s*run: /.test(step));
+    expect(runs.length).toBeGreaterThan(0);
+    for (const step of runs) expect(step.slice(step.search(/\n\s*run: /))).not.toContain('${{');
+  });
+});
