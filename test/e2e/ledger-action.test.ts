@@ -98,7 +98,9 @@ describe('the ledger action', () => {
     const step = verifyStep(ci, {}, verified);
     expect(step.code).toBe(1);
     expect(step.stdout).toContain('verify: FAILED');
-    expect(step.stdout).toContain(`LEDGER REWRITTEN  the baseline ${verified.slice(0, 12)} is not an ancestor`);
+    expect(step.stdout).toContain(
+      `LEDGER REWRITTEN  the baseline ${verified.slice(0, 12)} is not an ancestor`,
+    );
     expect(step.output).toBe(`ledger-tip=${refTip(story, work, LEDGER)}\n`);
   });
 
