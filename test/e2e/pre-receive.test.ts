@@ -388,6 +388,37 @@ describe('pre-receive: the policy in force judges', () => {
   });
 });
 
+describe('pre-receive: a ref cannot choose the policy that judges another', () => {
+  it('judges what the default branch receives by its own policy, though a ref moved on under an older one holds it', () => {
+    const { work } = adoptedPair('policy-shopping');
+    const older = refTip(story, work, 'HEAD')!;
+    // The reviewer tightens the policy: lib/** is protected too.
+    const policyFile = path.join(work, POLICY);
+    const policy = JSON.parse(fs.readFileSync(policyFile, 'utf8')) as { protect: string[] };
+    policy.protect.push('lib/**');
+    fs.writeFileSync(policyFile, `${JSON.stringify(policy, null, 2)}\n`);
+    cliOk(story, work, ['attest', '--approve', POLICY, '--yes']);
+    gitOk(story, work, ['add', POLICY]);
+    expect(commit(story, work, 'protect lib too').code).toBe(0);
+    expect(gitRun(story, work, ATOMIC).code).toBe(0);
+
+    // A pusher makes a ref at the older commit (nothing new: accepted) and moves it on under its looser policy.
+    expect(gitRun(story, work, ['push', 'origin', `${older}:refs/heads/anchor`]).code).toBe(0);
+    stageFile(work, 'lib/x.ts', 'export const x = 1;\n');
+    expect(commit(story, work, 'lib, hook skipped', ['--no-verify']).code).toBe(0);
+    const moved = gitRun(story, work, ['push', 'origin', 'HEAD:refs/heads/anchor']);
+    expect(moved.code, moved.stderr).toBe(0);
+
+    const refused = gitRun(story, work, ['push', 'origin', 'main']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/main', 'lib/x.ts', 'no verdict'));
+    // Control: promoted, the same commit goes to the default branch.
+    cliOk(story, work, ['attest', '--approve', 'lib/x.ts', '--yes']);
+    const accepted = gitRun(story, work, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+});
+
 /** A valid note line with one byte of its signed payload changed (the signature no longer matches). */
 function withOnePayloadByteChanged(line: string): string {
   const envelope = JSON.parse(line) as { payload: string; payloadType: string; signatures: unknown[] };
@@ -471,6 +502,28 @@ describe('pre-receive: content that arrives by other refs', () => {
     const blob = gitOk(story, work, ['rev-parse', `${tree}:src/tree.ts`]);
     const aBlob = gitRun(story, work, ['push', 'origin', `${blob}:refs/tags/a-blob`]);
     expect(aBlob.code, aBlob.stderr).toBe(0);
+  });
+
+  it('judges objects as stored, not what a pushed refs/replace/* ref puts in their place (the server and verify)', () => {
+    stageFile(work, 'README.md', 'nothing governed\n');
+    expect(commit(story, work, 'a harmless commit').code).toBe(0);
+    const harmless = refTip(story, work, 'HEAD')!;
+    gitOk(story, work, ['reset', '-q', '--hard', 'HEAD~1']);
+    const made = unpromotedCommit('src/replaced.ts');
+    gitOk(story, work, ['replace', made, harmless]);
+    const replacement = gitRun(story, work, ['push', 'origin', `refs/replace/${made}`]);
+    expect(replacement.code, replacement.stderr).toBe(0);
+    // verify reads the commit itself, as a clone checks it out, though this clone has the replacement too.
+    const verified = cli(story, work, ['verify', '--rev', made]);
+    expect(verified.code).toBe(1);
+    expect(verified.stdout).toContain('NOT PROMOTED  src/replaced.ts');
+    gitOk(story, work, ['replace', '-d', made]);
+
+    const refused = gitRun(story, work, ['push', 'origin', `${made}:refs/heads/main`]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/main', 'src/replaced.ts', 'no verdict'));
+    const accepted = gitRun(story, work, ['push', 'origin', `${harmless}:refs/heads/main`]);
+    expect(accepted.code, accepted.stderr).toBe(0);
   });
 
   it('judges a commit a branch brings even when a notes ref brought it first; promoted, it is accepted', () => {

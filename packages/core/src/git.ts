@@ -66,10 +66,25 @@ export function gitFailure(
   );
 }
 
+/**
+ * The environment every git process of delegate-git runs in: the caller's, with replace objects ignored. A
+ * `refs/replace/<id>` ref makes git read another object in place of <id> (anyone can push one), so a gate that
+ * honoured them would judge content other than what the commit holds and what a clone checks out.
+ */
+export function gitEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  let pinned = pinnedEnvs.get(env);
+  if (!pinned) {
+    pinned = { ...env, GIT_NO_REPLACE_OBJECTS: '1' };
+    pinnedEnvs.set(env, pinned);
+  }
+  return pinned;
+}
+const pinnedEnvs = new WeakMap<NodeJS.ProcessEnv, NodeJS.ProcessEnv>();
+
 function startGit(args: readonly string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }) {
   return spawn('git', args, {
     cwd: opts.cwd,
-    env: opts.env ?? process.env,
+    env: gitEnv(opts.env),
     stdio: 'pipe',
     windowsHide: true,
   });
@@ -79,7 +94,7 @@ function startGit(args: readonly string[], opts: { cwd: string; env?: NodeJS.Pro
 function startGitWithoutInput(args: readonly string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }) {
   return spawn('git', args, {
     cwd: opts.cwd,
-    env: opts.env ?? process.env,
+    env: gitEnv(opts.env),
     stdio: ['ignore', 'pipe', 'pipe'],
     windowsHide: true,
   });
@@ -142,7 +157,7 @@ export class WaitingGit {
   ) {
     this.child = spawn('git', args, {
       cwd: opts.cwd,
-      env: opts.env ?? process.env,
+      env: gitEnv(opts.env),
       stdio: 'pipe',
       windowsHide: true,
       detached: process.platform !== 'win32',

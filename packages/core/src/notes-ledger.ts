@@ -286,26 +286,43 @@ class NotesTreeReader {
     return entries;
   }
 
-  /** Follows an id's fanout path the way git does: a note may sit at any depth. */
+  /**
+   * Follows an id's fanout path the way git does: a note may sit at any depth, and a (malformed) tree that names a
+   * fanout directory twice has git read the notes of both. `levels` follows the last of such twins.
+   */
   async locate(id: string): Promise<NoteLocation> {
     const location: NoteLocation = { notes: [], levels: [] };
-    let dir = '';
-    let consumed = 0;
-    let entries = await this.tree(this.rootTree);
-    for (;;) {
-      location.levels.push({ dir, consumed, entries });
-      const rest = id.slice(consumed);
-      let next: TreeEntry | undefined;
-      for (const entry of entries) {
-        if (entry.name === rest && entry.mode === NOTE_MODE)
-          location.notes.push({ path: dir + rest, oid: entry.oid });
-        else if (entry.mode === TREE_MODE && entry.name === rest.slice(0, 2) && rest.length > 2) next = entry;
-      }
-      if (!next) return location;
-      dir = `${dir}${next.name}/`;
-      consumed += 2;
-      entries = await this.tree(next.oid);
+    await this.walk(id, this.rootTree, '', 0, location, true);
+    return location;
+  }
+
+  private async walk(
+    id: string,
+    tree: string,
+    dir: string,
+    consumed: number,
+    location: NoteLocation,
+    onLevels: boolean,
+  ): Promise<void> {
+    const entries = await this.tree(tree);
+    if (onLevels) location.levels.push({ dir, consumed, entries });
+    const rest = id.slice(consumed);
+    const deeper: TreeEntry[] = [];
+    for (const entry of entries) {
+      if (entry.name === rest && entry.mode === NOTE_MODE)
+        location.notes.push({ path: dir + rest, oid: entry.oid });
+      else if (entry.mode === TREE_MODE && entry.name === rest.slice(0, 2) && rest.length > 2)
+        deeper.push(entry);
     }
+    for (const [i, next] of deeper.entries())
+      await this.walk(
+        id,
+        next.oid,
+        `${dir}${next.name}/`,
+        consumed + 2,
+        location,
+        onLevels && i === deeper.length - 1,
+      );
   }
 
   async readLines(oids: readonly string[]): Promise<string[]> {

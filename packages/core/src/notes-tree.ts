@@ -75,24 +75,20 @@ export class NotesTree {
     return notes;
   }
 
+  /** A (malformed) tree may name a fanout directory twice: git reads the notes of both, and so does this. */
   private async locate(id: string): Promise<Array<{ path: string; oid: string }>> {
     const found: Array<{ path: string; oid: string }> = [];
-    let dir = '';
-    let consumed = 0;
-    let entries = await this.tree(this.rootTree);
-    for (;;) {
+    const walk = async (tree: string, dir: string, consumed: number): Promise<void> => {
+      const entries = await this.tree(tree);
       const rest = id.slice(consumed);
       for (const entry of entries.get(rest) ?? [])
         if (entry.mode === NOTE_MODE) found.push({ path: dir + rest, oid: entry.oid });
-      const next =
-        rest.length > 2
-          ? (entries.get(rest.slice(0, 2)) ?? []).findLast((e) => e.mode === TREE_MODE)
-          : undefined;
-      if (!next) return found;
-      dir = `${dir}${next.name}/`;
-      consumed += 2;
-      entries = await this.tree(next.oid);
-    }
+      if (rest.length <= 2) return;
+      for (const next of entries.get(rest.slice(0, 2)) ?? [])
+        if (next.mode === TREE_MODE) await walk(next.oid, `${dir}${next.name}/`, consumed + 2);
+    };
+    await walk(this.rootTree, '', 0);
+    return found;
   }
 
   private tree(oid: string): Promise<TreeIndex> {

@@ -76,7 +76,9 @@ async function judgeWith(
   const contentUpdates = updates.filter((u) => !u.ref.startsWith('refs/notes/') && !ZERO.test(u.newId));
   // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
   // awaited where it is needed.
-  const changes = contentUpdates.map((u) => early(newChanges(repo, u.newId)));
+  const changes = contentUpdates.map((u) =>
+    early(judgingCommit(reads, u).then((base) => newChanges(repo, u.newId, base))),
+  );
   const forNotesRead = early(governanceInForce(reads, null, contentUpdates[0], result));
   const ledger = notesUpdate
     ? startLedgerCheck(
@@ -231,10 +233,19 @@ class PushReads {
 }
 
 /**
- * The governance a ref is judged by: the ref's current tip, else the default branch; else, in a repository that holds
- * nothing yet, the pushed commit's (trust on first push). Null when none may be chosen: a repository that holds
- * content but whose HEAD names a branch that does not exist (a server made with one default branch name and
- * pushed another) is not a first push, whatever it lacks.
+ * The commit whose governance judges an update, and whose history the update is judged against: the ref's current
+ * tip, else (a new ref, or one naming no commit) the default branch's. Null when neither is a commit here.
+ */
+async function judgingCommit(reads: PushReads, update: RefUpdate | null): Promise<string | null> {
+  const own = update && !ZERO.test(update.oldId) ? await reads.commit(update.oldId) : null;
+  return own ?? reads.headCommit();
+}
+
+/**
+ * The governance a ref is judged by: judgingCommit's; else, in a repository that holds nothing yet, the pushed
+ * commit's (trust on first push). Null when none may be chosen: a repository that holds content but whose HEAD
+ * names a branch that does not exist (a server made with one default branch name and pushed another) is not a
+ * first push, whatever it lacks.
  */
 async function governanceInForce(
   reads: PushReads,
@@ -242,13 +253,8 @@ async function governanceInForce(
   bootstrapFrom: RefUpdate | undefined,
   result: PushJudgement,
 ): Promise<Governance | null> {
-  const candidates: Array<() => Promise<string | null>> = [];
-  if (update && !ZERO.test(update.oldId)) candidates.push(() => reads.commit(update.oldId));
-  candidates.push(() => reads.headCommit());
-  for (const candidate of candidates) {
-    const commit = await candidate();
-    if (commit !== null) return reads.governanceAt(commit);
-  }
+  const commit = await judgingCommit(reads, update);
+  if (commit !== null) return reads.governanceAt(commit);
   const first = update ?? bootstrapFrom;
   if (!first || (await reads.holdsContent())) return null;
   result.bootstrap = true;
@@ -476,10 +482,13 @@ async function recordedPathsFor(
 const NOTHING_RECORDED: ReadonlySet<string> = new Set();
 
 /**
- * Every commit reachable from `tip` and from no existing ref but notes refs, with what each adds or changes against
- * its first parent.
+ * Every commit reachable from `tip` and not from `base` (judgingCommit: the commit whose policy judges them), with
+ * what each adds or changes against its first parent. Not "from no existing ref": a pusher could otherwise make a
+ * ref at an old commit, move it on under that commit's older policy, and then bring its commits to the default
+ * branch as commits already here. Without a base (a first push, or a ref no policy can judge, which is refused),
+ * the commits no ref but a notes ref holds: notes refs are not judged as content.
  */
-async function newChanges(repo: Repository, tip: string): Promise<NewChanges> {
+async function newChanges(repo: Repository, tip: string, base: string | null): Promise<NewChanges> {
   const out = await git(
     [
       'log',
@@ -493,10 +502,7 @@ async function newChanges(repo: Repository, tip: string): Promise<NewChanges> {
       '--format=%x01%H',
       tip,
       '--not',
-      // Commits on notes refs were never judged as content (those refs are not content updates): one pushed to
-      // refs/notes/<any> first must still count as new when a branch or tag brings it.
-      '--exclude=refs/notes/*',
-      '--all',
+      ...(base === null ? ['--exclude=refs/notes/*', '--all'] : [base]),
     ],
     { cwd: repo.cwd, env: repo.env },
   );

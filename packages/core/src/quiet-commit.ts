@@ -344,7 +344,7 @@ async function run(
   return new Promise((resolve) => {
     const child = spawn('git', args, {
       cwd,
-      env,
+      env: { ...env, GIT_NO_REPLACE_OBJECTS: '1' }, // as gitEnv (git.ts), which this path does not load
       stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'ignore'],
     });
     const chunks: Buffer[] = [];

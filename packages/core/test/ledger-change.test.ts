@@ -234,6 +234,46 @@ describe('reading a ledger update once (the server gate) gives NotesLedger’s a
     expect(none.found).toEqual([]);
   });
 
+  it('reads the notes of a fanout directory named twice (a malformed tree) as git does: both', async () => {
+    const id = r.blob('twice\n');
+    const raw = (entries: Array<[mode: string, name: string, oid: string]>) =>
+      Buffer.concat(
+        entries.map(([mode, name, oid]) =>
+          Buffer.concat([Buffer.from(`${mode} ${name}\0`), Buffer.from(oid, 'hex')]),
+        ),
+      );
+    const literally = (content: Buffer) =>
+      execFileSync('git', ['hash-object', '-t', 'tree', '-w', '--literally', '--stdin'], {
+        cwd: r.dir,
+        env,
+        input: content,
+      })
+        .toString()
+        .trim();
+    const half = (line: string) => literally(raw([['100644', id.slice(2), r.blob(`${line}\n`)]]));
+    const root = literally(
+      raw([
+        ['40000', id.slice(0, 2), half('approved')],
+        ['40000', id.slice(0, 2), half('rejected')],
+      ]),
+    );
+    const commit = r.gitText(['commit-tree', root, '-m', 'a fanout directory named twice']);
+    r.git(['update-ref', 'refs/notes/twice', commit]);
+    const byGit = r.gitText(['notes', '--ref', 'twice', 'show', id]).split('\n').filter(Boolean).sort();
+    expect(byGit).toEqual(['approved', 'rejected']);
+
+    const batch = new CatFileBatch({ cwd: r.dir, env });
+    try {
+      expect(await (await NotesTree.open(batch, commit)).linesOn(id)).toEqual(byGit);
+    } finally {
+      await batch.close();
+    }
+    // Walked (a few ids) and listed (many), as the other readers read it.
+    const many = [id, ...Array.from({ length: 300 }, () => randomBytes(20).toString('hex'))];
+    for (const wanted of [[id], many])
+      expect((await ledger.linesOnMany(wanted, commit)).get(id)).toEqual(byGit);
+  });
+
   it('refuses what is not a notes commit, or not a full blob id, as NotesLedger does', async () => {
     const batch = new CatFileBatch({ cwd: r.dir, env });
     try {

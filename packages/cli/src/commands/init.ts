@@ -248,6 +248,9 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
   const opts = { cwd: repo.cwd, env: repo.env };
   // The ledger is append-only on the server too: git itself refuses a forced notes update before the hook runs.
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
+  // Malformed objects (a tree naming an entry twice, say) are refused before the hook runs: what git and a reader
+  // make of one need not agree.
+  await gitText(['config', 'receive.fsckObjects', 'true'], opts);
   await gitText(['config', 'delegate-git.server', 'true'], opts);
   // New refs are judged by the default branch's policy, so the branch HEAD names must be the one pushed first.
   const head = (await gitTry(['symbolic-ref', '-q', 'HEAD'], opts)).stdout.toString().trim();
