@@ -158,6 +158,32 @@ describe('the worker endpoint', () => {
   });
 });
 
+describe('the worker API key', () => {
+  afterAll(() => repo.configSet('worker.apiKeyEnv', 'null'));
+
+  test('a key variable named in the settings but not set stops with exit 2, naming it, before the worker is called', async () => {
+    await repo.configSet('worker.apiKeyEnv', 'DG_TEST_WORKER_KEY');
+    const before = worker.requestCount();
+    const { code, stderr } = await repo.delegate(creating('src/keyless.js'));
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      'worker.apiKeyEnv names the environment variable DG_TEST_WORKER_KEY, which is not set',
+    );
+    expect(worker.requestCount()).toBe(before);
+    expect(repo.exists('src/keyless.js')).toBe(false);
+  });
+
+  test('control: with the variable set, the key goes to the worker as a bearer token', async () => {
+    await repo.configSet('worker.apiKeyEnv', 'DG_TEST_WORKER_KEY');
+    worker.enqueue({ content: fileBlock('src/keyed.js', 'export const keyed = 1;') });
+    const { code } = await repo.delegate(creating('src/keyed.js'), {
+      env: { DG_TEST_WORKER_KEY: 'local-secret' },
+    });
+    expect(code).toBe(0);
+    expect(worker.requests.at(-1)?.headers.authorization).toBe('Bearer local-secret');
+  });
+});
+
 describe('the signing key', () => {
   test('a key outside the trust root is refused with exit 2 before the worker is called', async () => {
     const keygen = await repo.cli(['keygen', 'stranger']);

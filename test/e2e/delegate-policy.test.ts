@@ -177,4 +177,31 @@ describe('retry context', () => {
     expect(plain.predicate.unit).not.toHaveProperty('retryContextFiles');
     expect(lastPrompt()).not.toContain('Context Around the Previous Failure');
   });
+
+  test('an attempt the worker gave no answer to (HTTP 503, a truncated reply) leaves the offer to the next one', async () => {
+    const tap = path.join(repo.root, 'x-failure-2.tap');
+    fs.writeFileSync(
+      tap,
+      "TAP version 13\nnot ok 1 - x again\n  ---\n  location: 'src/x.js:20:1'\n  ...\n1..1\n",
+    );
+    const failed = await delegateCreating(repo, 'src/v.js', { runVerification: `cat '${tap}'; exit 1` });
+    expect(failed.receipt?.verdict).toBe('UNIT_FAILED');
+
+    const unit = {
+      taskName: 'u',
+      instruction: 'Create src/u.js.',
+      targetFiles: ['src/u.js'],
+      runVerification: 'true',
+    };
+    worker.enqueue({ status: 503, errorBody: { error: { message: 'model loading' } } });
+    expect((await repo.delegate(unit)).receipt?.verdict).toBe('WORKER_ERROR');
+    worker.enqueue({ content: '```js file="src/u.js"\nexport const', finishReason: 'length' });
+    expect((await repo.delegate(unit)).receipt?.verdict).toBe('WORKER_ERROR');
+
+    const answered = await delegateCreating(repo, 'src/u.js', { runVerification: 'true' });
+    expect(answered.receipt?.verdict).toBe('UNIT_PASSED');
+    expect(answered.receipt?.contextWidened.map((c) => [c.path, c.lineRange])).toEqual([
+      ['src/x.js', [10, 30]],
+    ]);
+  });
 });

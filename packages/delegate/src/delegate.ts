@@ -119,6 +119,15 @@ async function delegateWith(
 ): Promise<DelegationReceipt> {
   const { repo, settings } = opts;
   const top = repo.layout.topLevel!;
+  const keyName = settings.worker.apiKeyEnv;
+  const apiKey = keyName ? opts.env?.[keyName]?.trim() : undefined;
+  if (keyName && !apiKey) {
+    // Sent without it, the request would come back 401 and read as a worker problem.
+    throw new DelegateGitError(
+      'CONFIG',
+      `worker.apiKeyEnv names the environment variable ${keyName}, which is not set (or empty) here. Set it to the worker's API key, or clear the setting (delegate-git config set worker.apiKeyEnv "") if the server needs none.`,
+    );
+  }
   const receipt = emptyReceipt(unit);
   const refuse = (verdict: Verdict, message: string, errors: string[] = []) =>
     Object.assign(receipt, { verdict, message, errors });
@@ -148,7 +157,7 @@ async function delegateWith(
     reply = await callWorker({
       endpoint: settings.worker.endpoint,
       model: settings.worker.model,
-      apiKey: settings.worker.apiKeyEnv ? opts.env?.[settings.worker.apiKeyEnv] : undefined,
+      apiKey,
       timeoutMs: settings.worker.timeoutMs,
       maxTokens: settings.worker.maxTokens,
       messages: buildWorkerMessages(unit, context.context, context.retry),
@@ -156,12 +165,12 @@ async function delegateWith(
       onSent: () => writers.start(),
     });
   } catch (error) {
-    if (error instanceof WorkerError)
-      return refuse(
-        'WORKER_ERROR',
-        `The worker failed (${error.kind}): ${error.message.replace(/\.$/, '')}. Nothing was written.`,
-      );
-    throw error;
+    if (!(error instanceof WorkerError)) throw error;
+    await offerAgain(repo, ws, context.taken);
+    return refuse(
+      'WORKER_ERROR',
+      `The worker failed (${error.kind}): ${error.message.replace(/\.$/, '')}. Nothing was written.`,
+    );
   }
   receipt.tokens = reply.usage;
   receipt.worker = {
@@ -171,6 +180,7 @@ async function delegateWith(
     truncated: reply.truncated,
   };
   if (reply.truncated) {
+    await offerAgain(repo, ws, context.taken);
     return refuse(
       'WORKER_ERROR',
       `The worker's reply was cut by its token limit (finish_reason "length") after ${reply.usage.completion} tokens, so it is incomplete and was not parsed. Nothing was written. Raise worker.maxTokens or split the unit.`,
@@ -378,7 +388,7 @@ async function gatherContext(
   const declared = await readContext(unit.contextFiles ?? [], { workspace: ws });
   if (!declared.ok) return declared;
   receipt.context = declared.context.map(({ text: _text, ...meta }) => meta);
-  if (settings.retryContext !== 'auto') return { ...declared, retry: undefined };
+  if (settings.retryContext !== 'auto') return { ...declared, retry: undefined, taken: [] };
   const locations = await takeRetryLocations(retryStore(repo), ws);
   const declaredPaths = new Set(
     (unit.contextFiles ?? []).map((c) => canonicalisePath(path.resolve(ws, c.path))),
@@ -387,16 +397,25 @@ async function gatherContext(
     const abs = canonicalisePath(path.resolve(ws, rel));
     return declaredPaths.has(abs) || contractFiles.includes(abs);
   });
-  if (windows.length === 0) return { ...declared, retry: undefined };
+  if (windows.length === 0) return { ...declared, retry: undefined, taken: locations };
   // Best effort: widened context that cannot be read (budget, missing file) is dropped, never a refusal.
   const widened = await readContext([...(unit.contextFiles ?? []), ...windows], { workspace: ws });
-  if (!widened.ok) return { ...declared, retry: undefined };
+  if (!widened.ok) return { ...declared, retry: undefined, taken: locations };
   const extra = widened.context.slice(declared.context.length);
   receipt.contextWidened = extra.map(({ text: _text, ...meta }) => meta);
   return {
     ...declared,
     retry: { note: 'The previous attempt at this unit failed at the locations shown below.', context: extra },
+    taken: locations,
   };
+}
+
+/**
+ * A failed unit's locations are offered to the next attempt once; an attempt whose worker gave no answer did not use
+ * the offer, so it stands for the attempt after.
+ */
+async function offerAgain(repo: Repository, ws: string, taken: string[]): Promise<void> {
+  if (taken.length > 0) await rememberRetryLocations(retryStore(repo), ws, taken);
 }
 
 function retryStore(repo: Repository): string {

@@ -71,6 +71,19 @@ export const DEFAULT_WORKER_MAX_TOKENS = 2048;
 /** An error body is read up to this many bytes: enough for any server's message, bounded against a stream. */
 const MAX_ERROR_BODY_BYTES = 16_000;
 
+/**
+ * A reply (or one event of its stream) larger than this is refused: code for one unit is a few hundred kilobytes at
+ * most, and a server that streams without end would otherwise take the process's memory.
+ */
+const MAX_REPLY_CHARS = 32 * 1024 * 1024;
+
+/**
+ * The finish reasons of a reply that ended because the model was done. `length` is a truncation (reported as such);
+ * any other (`content_filter`, vLLM's `abort`, `tool_calls`, an empty string) or none at all means the text may stop
+ * anywhere, so it is never parsed as a complete answer.
+ */
+const FINISHED = new Set(['stop', 'eos', 'eos_token', 'stop_sequence', 'end_turn']);
+
 /** `http://host:port/v1` → `http://host:port/v1/chat/completions`; a full completions URL is kept. */
 export function resolveCompletionsUrl(endpoint: string): URL {
   let url: URL;
@@ -153,19 +166,24 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
       (response.headers.location ? `redirected to ${oneLine(response.headers.location)}` : null);
     throw new WorkerError(
       'http',
-      `The worker at ${endpointHost} answered HTTP ${status}${serverMessage ? `: ${serverMessage}` : ''}. Check the model name and the server's log.`,
+      `The worker at ${endpointHost} answered HTTP ${status}${serverMessage ? `: ${serverMessage}` : ''}. ${httpAdvice(status, url, response.headers['retry-after'])}`,
       status,
     );
   }
 
   const collector = new ReplyCollector(started, req.onProgress);
-  const contentType = response.headers['content-type'] ?? '';
+  const contentType = (response.headers['content-type'] ?? '').toLowerCase();
+  const onEvent = (event: StreamEvent) => collector.acceptEvent(event, endpointHost);
   try {
     const chunks = responseBody(response, combined);
-    if (contentType.includes('text/event-stream')) {
-      await readEventStream(chunks, (data) => collector.acceptChunk(parseJson(data, endpointHost)));
-    } else {
-      collector.acceptCompletion(parseJson(await readText(chunks), endpointHost));
+    if (contentType.includes('text/event-stream')) await readEventStream(chunks, onEvent, endpointHost);
+    else {
+      const text = await readText(chunks, MAX_REPLY_CHARS + 1);
+      if (text.length > MAX_REPLY_CHARS) throw tooLarge(endpointHost);
+      // Some servers label a stream text/plain or application/json: its first field gives it away.
+      if (/^\s*(?:data|event|error|:)/.test(text))
+        await readEventStream([Buffer.from(text, 'utf8')], onEvent, endpointHost);
+      else collector.acceptCompletion(parseJson(text, endpointHost));
     }
   } catch (error) {
     const translated = translate(error, 'while the reply was streaming');
@@ -197,7 +215,20 @@ class ReplyCollector {
     private readonly onProgress?: (progress: WorkerProgress) => void,
   ) {}
 
-  acceptChunk(chunk: unknown): void {
+  /**
+   * One server-sent event. An error can come as an `error` event, as llama.cpp's `error:` field, or as an `error`
+   * member of a chunk; whatever follows it (llama.cpp still sends `[DONE]`) does not make the reply complete.
+   */
+  acceptEvent(event: StreamEvent, endpointHost: string): void {
+    if (event.error !== null || event.type === 'error') {
+      const text = event.error ?? event.data ?? '';
+      const message = extractServerMessage(text) ?? 'no message';
+      throw new WorkerError('protocol', `The worker reported an error mid-reply: ${message}`);
+    }
+    if (event.data !== null) this.acceptChunk(parseJson(event.data, endpointHost), endpointHost);
+  }
+
+  acceptChunk(chunk: unknown, endpointHost: string): void {
     if (chunk === DONE) {
       this.sawDone = true;
       return;
@@ -207,12 +238,12 @@ class ReplyCollector {
     this.sawAnything = true;
     if (typeof record.model === 'string') this.model = record.model;
     this.acceptUsage(record.usage);
-    const choices = Array.isArray(record.choices) ? record.choices : [];
-    const choice = asRecord(choices[0]);
+    const choice = firstChoice(record.choices);
     const delta = asRecord(choice.delta);
     const piece = typeof delta.content === 'string' ? delta.content : '';
     const reasoning = reasoningText(delta);
     if (piece) this.content += piece;
+    if (this.content.length > MAX_REPLY_CHARS) throw tooLarge(endpointHost);
     if (reasoning) this.reasoningChars += reasoning.length;
     if (piece || reasoning) {
       // Servers emit about one token per chunk; the count is only used when no usage arrives.
@@ -236,7 +267,7 @@ class ReplyCollector {
     this.sawDone = true;
     if (typeof record.model === 'string') this.model = record.model;
     this.acceptUsage(record.usage);
-    const choice = asRecord(choices[0]);
+    const choice = firstChoice(choices);
     const message = asRecord(choice.message);
     this.content = typeof message.content === 'string' ? message.content : '';
     this.reasoningChars = reasoningText(message).length;
@@ -244,10 +275,25 @@ class ReplyCollector {
   }
 
   finish({ req, endpointHost }: { req: WorkerRequest; endpointHost: string }): WorkerReply {
-    if (!this.sawAnything || (!this.sawDone && this.finishReason === null)) {
+    const reason = this.finishReason;
+    if (!this.sawAnything || reason === null) {
       throw new WorkerError(
         'protocol',
-        `The stream from the worker at ${endpointHost} ended before the reply was finished (no finish_reason, no [DONE]).`,
+        `The reply from the worker at ${endpointHost} ended before the model said it was finished (no finish_reason${this.sawDone ? ', though [DONE] came' : ''}), so it may stop anywhere and was not parsed.`,
+      );
+    }
+    if (reason !== 'length' && !FINISHED.has(reason)) {
+      throw new WorkerError(
+        'protocol',
+        `The worker stopped its reply early (finish_reason ${JSON.stringify(reason)}), so it may stop anywhere and was not parsed.`,
+      );
+    }
+    const content = stripThinking(this.content);
+    if (reason !== 'length' && content.trim() === '') {
+      const reasoning = this.reasoningChars + (this.content.length - content.length);
+      throw new WorkerError(
+        'protocol',
+        `The reply from the worker at ${endpointHost} holds no answer${reasoning > 0 ? ` (only ${reasoning} characters of reasoning)` : ''}.`,
       );
     }
     const durationMs = Math.round(monotonicMs() - this.started);
@@ -262,9 +308,9 @@ class ReplyCollector {
           counted: true,
         };
     return {
-      content: stripThinking(this.content),
-      finishReason: this.finishReason,
-      truncated: this.finishReason === 'length',
+      content,
+      finishReason: reason,
+      truncated: reason === 'length',
       usage,
       durationMs,
       model: this.model ?? req.model,
@@ -300,15 +346,24 @@ class ReplyCollector {
   }
 }
 
-/** Removes `<think>…</think>` blocks; an unclosed `<think>` swallows the rest; a lone leading `</think>` (the
- * opening tag lived in the chat template) drops everything before it. */
+/**
+ * Removes the reasoning a reply starts with: `<think>…</think>` blocks at its start (an unclosed one is all
+ * reasoning), or, when the opening tag lived in the chat template, everything up to the first `</think>` that comes
+ * before any code fence. Never anything after the answer has begun: a file may hold the text `<think>` itself.
+ */
 export function stripThinking(text: string): string {
-  let result = text.replace(/<think>[\s\S]*?<\/think>/g, '');
-  const open = result.indexOf('<think>');
-  if (open !== -1) result = result.slice(0, open);
-  const close = result.indexOf('</think>');
-  if (close !== -1) result = result.slice(close + '</think>'.length);
-  return result.replace(/^\s*\n/, '');
+  let rest = text;
+  for (;;) {
+    const start = rest.search(/\S/);
+    if (start === -1 || !rest.startsWith('<think>', start)) break;
+    const close = rest.indexOf('</think>', start);
+    rest = close === -1 ? '' : rest.slice(close + '</think>'.length);
+  }
+  if (rest === text) {
+    const close = text.indexOf('</think>');
+    if (close !== -1 && !text.slice(0, close).includes('```')) rest = text.slice(close + '</think>'.length);
+  }
+  return rest.replace(/^\s*\n/, '');
 }
 
 const DONE = Symbol('done');
@@ -404,26 +459,58 @@ async function readText(chunks: AsyncIterable<Buffer>, limit = Number.POSITIVE_I
   return new TextDecoder().decode(length > limit ? bytes.subarray(0, limit) : bytes);
 }
 
-/** Minimal SSE reader: `data:` lines accumulate, a blank line dispatches the event. */
-async function readEventStream(chunks: AsyncIterable<Buffer>, onData: (data: string) => void): Promise<void> {
+/** One server-sent event: its `event:` type, its `data:` lines joined, and llama.cpp's `error:` field. */
+interface StreamEvent {
+  type: string | null;
+  data: string | null;
+  error: string | null;
+}
+
+/**
+ * A server-sent events reader: lines end with CRLF, LF or CR; `data:` lines accumulate and a blank line dispatches
+ * the event; `event:` names it; `error:` is how llama.cpp reports a failure mid-stream. An event cut off by the end
+ * of the stream is dispatched too (the collector then finds the reply unfinished).
+ */
+async function readEventStream(
+  chunks: AsyncIterable<Buffer> | Iterable<Buffer>,
+  onEvent: (event: StreamEvent) => void,
+  endpointHost: string,
+): Promise<void> {
   const decoder = new TextDecoder();
   let buffer = '';
-  let data: string[] = [];
+  let scanned = 0; // the buffer before this holds no line end: a long line is not searched again per chunk
+  let event: StreamEvent = { type: null, data: null, error: null };
   const dispatch = () => {
-    if (data.length > 0) onData(data.join('\n'));
-    data = [];
+    if (event.data !== null || event.error !== null || event.type === 'error') onEvent(event);
+    event = { type: null, data: null, error: null };
+  };
+  const field = (line: string) => {
+    const colon = line.indexOf(':');
+    if (colon === 0) return; // a comment (`: keep-alive`)
+    const name = colon === -1 ? line : line.slice(0, colon);
+    const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    if (name === 'data') event.data = event.data === null ? value : `${event.data}\n${value}`;
+    else if (name === 'event') event.type = value;
+    else if (name === 'error') event.error = value;
   };
   const consumeLines = (final: boolean) => {
-    let newline = buffer.indexOf('\n');
-    while (newline !== -1) {
-      const line = buffer.slice(0, newline).replace(/\r$/, '');
-      buffer = buffer.slice(newline + 1);
+    for (;;) {
+      const at = buffer.slice(scanned).search(/[\r\n]/);
+      if (at === -1) break;
+      const end = scanned + at;
+      // A CR at the end of what arrived may be the first half of a CRLF.
+      if (buffer[end] === '\r' && end === buffer.length - 1 && !final) break;
+      const next = buffer[end] === '\r' && buffer[end + 1] === '\n' ? end + 2 : end + 1;
+      const line = buffer.slice(0, end);
+      buffer = buffer.slice(next);
+      scanned = 0;
       if (line === '') dispatch();
-      else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-      newline = buffer.indexOf('\n');
+      else field(line);
     }
+    scanned = buffer.length;
+    if (buffer.length > MAX_REPLY_CHARS) throw tooLarge(endpointHost);
     if (final) {
-      if (buffer.startsWith('data:')) data.push(buffer.slice(5).replace(/^ /, ''));
+      if (buffer !== '') field(buffer.replace(/\r$/, ''));
       buffer = '';
       dispatch();
     }
@@ -434,6 +521,31 @@ async function readEventStream(chunks: AsyncIterable<Buffer>, onData: (data: str
   }
   buffer += decoder.decode();
   consumeLines(true);
+}
+
+function tooLarge(endpointHost: string): WorkerError {
+  return new WorkerError(
+    'protocol',
+    `The reply from the worker at ${endpointHost} is larger than ${MAX_REPLY_CHARS / 1024 / 1024} MB; nothing of it was used.`,
+  );
+}
+
+/** What to look at for an HTTP error status. */
+function httpAdvice(status: number, url: URL, retryAfter: string | undefined): string {
+  if (status === 401 || status === 403)
+    return 'Check the API key (worker.apiKeyEnv names the environment variable that holds it).';
+  if (status === 404) return `Check the endpoint (the request went to ${url.href}) and the model name.`;
+  if (status === 429)
+    return `The server is busy${retryAfter ? ` (it asks to wait ${oneLine(retryAfter)} s)` : ''}; try again later.`;
+  if (status >= 500) return "Check the server's log.";
+  return "Check the model name and the server's log.";
+}
+
+/** The choice with index 0 (a server may interleave several chunks of choices), or the only one if none is numbered. */
+function firstChoice(choices: unknown): Record<string, unknown> {
+  const list = Array.isArray(choices) ? choices.map(asRecord) : [];
+  const numbered = list.some((c) => typeof c.index === 'number');
+  return (numbered ? list.find((c) => c.index === 0) : list[0]) ?? {};
 }
 
 /** The human message an OpenAI-style error body carries (`{error:{message}}`, `{error:"…"}`, `{message}`). */
@@ -453,8 +565,9 @@ function extractServerMessage(text: string): string | null {
   }
 }
 
+/** A server's text on one line, bounded, with control characters (terminal escapes among them) made spaces. */
 function oneLine(text: string): string {
-  const collapsed = text.replace(/\s+/g, ' ').trim();
+  const collapsed = text.replace(/[\u0000-\u001f\u007f-\u009f\s]+/g, ' ').trim();
   return collapsed.length > 300 ? `${collapsed.slice(0, 300)}…` : collapsed;
 }
 

@@ -303,12 +303,138 @@ describe('callWorker: the wire (node:http transport)', () => {
   });
 });
 
+describe('callWorker: only a reply the model finished is an answer', () => {
+  /** A server that streams exactly `body` (already SSE text) with this content type. */
+  async function streaming<T>(body: string, run: (url: string) => Promise<T>, type = 'text/event-stream') {
+    const server = await rawServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': type });
+      res.end(body);
+    });
+    try {
+      return await run(server.url);
+    } finally {
+      await server.close();
+    }
+  }
+  const file = '```js file="src/a.js"\nconsole.log(1);\n```\n';
+  const DONE = 'data: [DONE]\n\n';
+
+  it("refuses llama.cpp's error field mid-stream with the server's message, though [DONE] follows", async () => {
+    const body = `${delta(file)}error: {"code":500,"message":"llama_decode failed: KV cache full"}\n\n${DONE}`;
+    const error = await streaming(body, (url) => expectWorkerError(callWorker(request({ endpoint: url }))));
+    expect(error).toMatchObject({ kind: 'protocol' });
+    expect(error.message).toContain('error mid-reply: llama_decode failed: KV cache full');
+    // Control: the same stream without the error line is an answer.
+    const reply = await streaming(`${delta(file, 'stop')}${DONE}`, (url) =>
+      callWorker(request({ endpoint: url })),
+    );
+    expect(reply.content).toBe(file);
+  });
+
+  it('refuses an error event, whatever its data holds', async () => {
+    const body = `${delta(file)}event: error\ndata: {"message":"worker crashed"}\n\n`;
+    const error = await streaming(body, (url) => expectWorkerError(callWorker(request({ endpoint: url }))));
+    expect(error.message).toContain('error mid-reply: worker crashed');
+  });
+
+  it('refuses [DONE] without a finish_reason, and any finish_reason but a finished one', async () => {
+    const noReason = await streaming(`${delta(file)}${DONE}`, (url) =>
+      expectWorkerError(callWorker(request({ endpoint: url }))),
+    );
+    expect(noReason.message).toContain('no finish_reason, though [DONE] came');
+    for (const reason of ['content_filter', 'abort', 'tool_calls', '']) {
+      const early = await streaming(`${delta(file, reason)}${DONE}`, (url) =>
+        expectWorkerError(callWorker(request({ endpoint: url }))),
+      );
+      expect(early.message).toContain(`finish_reason ${JSON.stringify(reason)}`);
+    }
+    // Control: the reasons servers give for a finished reply.
+    for (const reason of ['stop', 'eos', 'stop_sequence']) {
+      const reply = await streaming(`${delta(file, reason)}${DONE}`, (url) =>
+        callWorker(request({ endpoint: url })),
+      );
+      expect(reply.content).toBe(file);
+    }
+  });
+
+  it('refuses a reply that holds no answer, only reasoning', async () => {
+    const reasoning = sse({
+      choices: [{ index: 0, delta: { reasoning_content: 'thinking hard' }, finish_reason: null }],
+    });
+    for (const body of [`${reasoning}${delta('', 'stop')}`, `${delta('<think>all of it', 'stop')}`]) {
+      const error = await streaming(body, (url) => expectWorkerError(callWorker(request({ endpoint: url }))));
+      expect(error.message).toMatch(/holds no answer \(only \d+ characters of reasoning\)/);
+    }
+  });
+
+  it('reads CR-only line ends, a stream labelled as JSON, and the choice with index 0 among interleaved ones', async () => {
+    const cr = `${delta(file, 'stop').replaceAll('\n', '\r')}${DONE.replaceAll('\n', '\r')}`;
+    expect((await streaming(cr, (url) => callWorker(request({ endpoint: url })))).content).toBe(file);
+    const labelled = await streaming(
+      `${delta(file, 'stop')}${DONE}`,
+      (url) => callWorker(request({ endpoint: url })),
+      'application/json',
+    );
+    expect(labelled.content).toBe(file);
+    const other = sse({ choices: [{ index: 1, delta: { content: 'OTHER' }, finish_reason: 'length' }] });
+    const interleaved = await streaming(`${other}${delta(file, 'stop')}${other}${DONE}`, (url) =>
+      callWorker(request({ endpoint: url })),
+    );
+    expect(interleaved.content).toBe(file);
+  });
+
+  it('says what to check for each kind of HTTP error: the key, the endpoint posted to, the wait asked for', async () => {
+    const server = await rawServer((req, res) => {
+      req.resume();
+      const status = Number(req.url?.split('/')[2] ?? 500);
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        ...(status === 429 ? { 'retry-after': '30' } : {}),
+      });
+      res.end(JSON.stringify({ error: { message: `status ${status}` } }));
+    });
+    try {
+      const answer = (status: number) =>
+        expectWorkerError(callWorker(request({ endpoint: `${server.url.replace('/v1', '')}/s/${status}` })));
+      expect((await answer(401)).message).toContain('Check the API key (worker.apiKeyEnv');
+      expect((await answer(404)).message).toContain(
+        `the request went to ${server.url.replace('/v1', '')}/s/404/chat/completions`,
+      );
+      expect((await answer(429)).message).toContain(
+        'The server is busy (it asks to wait 30 s); try again later.',
+      );
+      expect((await answer(502)).message).toContain("status 502. Check the server's log.");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("puts a server's text on one line without its control characters (no terminal escapes)", async () => {
+    const body = `${sse({ error: { message: 'bad \u001b[2J\u001b]0;pwned\u0007 model' } })}`;
+    const error = await streaming(body, (url) => expectWorkerError(callWorker(request({ endpoint: url }))));
+    expect(error.message).toContain('error mid-reply: bad [2J ]0;pwned model');
+    expect(error.message).not.toMatch(/[\u0000-\u001f]/);
+  });
+});
+
 describe('stripThinking', () => {
-  it('removes closed blocks, an unclosed tail, and a template-opened block', () => {
-    expect(stripThinking('<think>a</think>b<think>c</think>d')).toBe('bd');
-    expect(stripThinking('answer <think>never closed')).toBe('answer ');
+  it('removes the blocks a reply starts with, an unclosed one whole, and a template-opened block', () => {
+    expect(stripThinking('<think>a</think><think>c</think>d')).toBe('d');
+    expect(stripThinking('\n <think>a</think>\n\nd')).toBe('d');
+    expect(stripThinking('<think>never closed')).toBe('');
     expect(stripThinking('reasoning only\n</think>\n\nthe answer')).toBe('the answer');
     expect(stripThinking('no reasoning here')).toBe('no reasoning here');
+  });
+
+  it('never touches the answer once it has begun: a file may hold the tags themselves', () => {
+    const file = '```js file="src/a.js"\nconst s = "<think>x</think>";\nconst t = "<think>";\n```\n';
+    expect(stripThinking(file)).toBe(file);
+    expect(stripThinking(`<think>plan</think>\n${file}`)).toBe(file);
+    expect(stripThinking(`${file}\nNote: no </think> needed.\n`)).toBe(
+      `${file}\nNote: no </think> needed.\n`,
+    );
+    expect(stripThinking('answer <think>never closed')).toBe('answer <think>never closed');
   });
 });
 
