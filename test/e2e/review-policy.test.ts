@@ -411,4 +411,42 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     const committed = commit(story, work, 'trust trent, approved');
     expect(committed.code, committed.stderr).toBe(0);
   });
+
+  it('going back to an earlier approved policy needs a new approval at commit, push and in CI; re-approved, it passes', async () => {
+    const earlier = fs.readFileSync(path.join(work, POLICY), 'utf8');
+    // The approval of the version in force must be later than the earlier version's (milliseconds apart at least).
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    editPolicy(work, (p) => {
+      p.protect = ['src/**', 'lib/**'];
+    });
+    attestOk(story, work, 'approve', [POLICY]);
+    expect(stageAndCommit(work, POLICY, 'protect lib too').code).toBe(0);
+    pushAccepted('tightened policy');
+
+    // The earlier policy carries its old approval, made before the tightened one was approved.
+    fs.writeFileSync(path.join(work, POLICY), earlier);
+    const atCommit = stageAndCommit(work, POLICY, 'back to the earlier policy');
+    expect(atCommit.code).not.toBe(0);
+    expect(atCommit.stderr).toContain(`NOT PROMOTED  ${POLICY}`);
+    expect(atCommit.stderr).toContain(
+      `approved by ${OPERATOR} only before the version it replaces was approved: going back to earlier content needs a new approval`,
+    );
+    expect(commit(story, work, 'back to the earlier policy', ['--no-verify']).code).toBe(0);
+    const rolledBack = gitOk(story, work, ['rev-parse', 'HEAD']);
+    const atPush = pushRefused('rolled-back policy');
+    expect(atPush.stderr).toMatch(
+      new RegExp(
+        `refused refs/heads/main ${rolledBack.slice(0, 12)} ${POLICY.replace(/\./g, '\\.')}: approved by ${OPERATOR} only before`,
+      ),
+    );
+    const inCi = cli(story, work, ['verify', '--rev', 'HEAD']);
+    expect(inCi.code, inCi.stdout).toBe(1);
+    expect(inCi.stdout).toContain(`NOT PROMOTED  ${POLICY}`);
+
+    // Control: the reviewer approves the earlier policy again, now; the same commit passes everywhere.
+    attestOk(story, work, 'approve', [POLICY]);
+    pushAccepted('rolled-back policy, approved again');
+    const settled = cli(story, work, ['verify', '--rev', 'HEAD']);
+    expect(settled.code, settled.stdout).toBe(0);
+  });
 });

@@ -180,7 +180,7 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   refuseUnmerged(changes.filter((c) => isGoverned(c.path)));
   const files: FileToJudge[] = changes
     .filter((c) => c.status !== 'D' && isGoverned(c.path))
-    .map((c) => ({ path: c.path, blob: c.blob, submodule: c.submodule }));
+    .map((c) => ({ path: c.path, blob: c.blob, submodule: c.submodule, replaces: c.replaces }));
   // A rename judges its new path and removes its old one: moving a file out of governance is deleting it there.
   const deletions = removed.filter(isGoverned).map((p) => {
     const reason = deletionRefusal(policy, p, matcher);

@@ -76,7 +76,7 @@ export async function unapprovedGovernanceChanges(
         (c) =>
           isGovernanceFile(before.policy, c.path) || (own !== null && isGovernanceFile(own.policy, c.path)),
       )
-      .map((c) => ({ path: c.path, blob: c.blob }));
+      .map((c) => ({ path: c.path, blob: c.blob, replaces: c.replaces }));
     if (changed.length === 0) continue;
     const judged = await judgeFiles(changed, {
       governance: own ?? before,

@@ -14,6 +14,7 @@ import type { PathIndex } from './path-index.js';
 import { governedMatcher, isGovernanceFile } from './policy.js';
 import {
   type EarlierRecord,
+  firstApproval,
   type JudgedRecord,
   type Promotion,
   type PromotionRules,
@@ -27,6 +28,11 @@ export interface FileToJudge {
   blob: string;
   /** A submodule (gitlink): `blob` is a commit of another repository, so no record can promote it. */
   submodule?: boolean;
+  /**
+   * The blob the change replaces at this path (a modification). For the policy and key files, approvals must not
+   * be older than that version's first approval (PromotionRules.approvedSince).
+   */
+  replaces?: string;
 }
 
 export interface JudgeContext {
@@ -62,19 +68,23 @@ export function governedFiles<T extends { path: string }>(
 }
 
 export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContext): Promise<Judgement[]> {
-  const known = files.map((f) => (f.submodule ? submoduleRefusal(f) : ctx.decisions?.get(f.path, f.blob)));
-  const fresh = await judgeUncached(
-    files.filter((_, i) => !known[i]),
-    ctx,
+  // A decision is kept per (path, blob); a change that replaces a version is judged with that version too.
+  const known = files.map((f) =>
+    f.submodule ? submoduleRefusal(f) : f.replaces ? undefined : ctx.decisions?.get(f.path, f.blob),
   );
-  for (const j of fresh) if (j.sha256 !== '') ctx.decisions?.set(j);
+  const asked = files.filter((_, i) => !known[i]);
+  const fresh = await judgeUncached(asked, ctx);
+  fresh.forEach((j, i) => {
+    if (j.sha256 !== '' && !asked[i]!.replaces) ctx.decisions?.set(j);
+  });
   let next = 0;
   return known.map((k) => k ?? fresh[next++]!);
 }
 
 async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): Promise<Judgement[]> {
   if (files.length === 0) return [];
-  const blobs = [...new Set(files.map((f) => f.blob))];
+  const replaced = files.flatMap((f) => (f.replaces ? [f.replaces] : []));
+  const blobs = [...new Set([...files.map((f) => f.blob), ...replaced])];
   // Threads take a while to start: start them while git reads, when the batch is large enough to use them.
   const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
   const anchor = ctx.anchor ?? ctx.governance;
@@ -95,7 +105,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
         if (object) sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
       }
       if (!pool) return;
-      const part = [...window.keys()].flatMap((blob) => filesOf.get(blob)!);
+      const part = [...window.keys()].flatMap((blob) => filesOf.get(blob) ?? []);
       const check = promotedOnThreads(pool, part, window, sha256, ctx.governance, anchor).then((promoted) => {
         for (const [key, p] of promoted) onThreads.set(key, p);
       });
@@ -140,6 +150,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
         governance: ctx.governance,
         anchor,
         recordsOn: (governanceFile) => recordsFor(f.blob, governanceFile),
+        recordsOnReplaced: () => (f.replaces ? recordsFor(f.replaces, true).records : []),
         earlier: async (trustRoot) => {
           index ??= typeof ctx.index === 'function' ? await ctx.index() : ctx.index;
           return index.earlier(f.path, f.blob, trustRoot);
@@ -160,6 +171,8 @@ export interface FileFacts {
   anchor: Governance;
   /** The records on its blob, trusted under the anchor for a governance file, else under `governance`. */
   recordsOn(governanceFile: boolean): { records: JudgedRecord[]; unreadable: string[] };
+  /** The records on the blob it replaces (FileToJudge.replaces), trusted under the anchor. */
+  recordsOnReplaced?(): JudgedRecord[];
   /** What the ledger said about the path on other content: asked only to word a refusal. */
   earlier(trustRoot: TrustRoot): EarlierRecord[] | Promise<EarlierRecord[]>;
 }
@@ -175,7 +188,11 @@ export async function judgementOf(f: FileToJudge, facts: FileFacts): Promise<Jud
     const { promoted, reason, by } = facts.threaded;
     return { path: f.path, promoted, reason, by, blob: f.blob, sha256 };
   }
-  const { governanceFile, rules, trustRoot } = rulesFor(f.path, facts.governance, facts.anchor);
+  const { governanceFile, rules: ruled, trustRoot } = rulesFor(f.path, facts.governance, facts.anchor);
+  const rules =
+    governanceFile && f.replaces && facts.recordsOnReplaced
+      ? { ...ruled, approvedSince: firstApproval(f.path, f.replaces, facts.recordsOnReplaced()) }
+      : ruled;
   const candidate = { path: f.path, sha256, gitBlob: f.blob };
   const { records, unreadable } = facts.recordsOn(governanceFile);
   let promotion = promotionOf(candidate, records, rules, [], unreadable);

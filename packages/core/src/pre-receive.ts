@@ -384,6 +384,8 @@ interface Introduced {
   blob: string;
   commit: string;
   submodule?: boolean;
+  /** The blob a modification replaces (judgeFiles weighs it for the policy and key files). */
+  replaces?: string;
 }
 
 async function judgeRefUpdate(
@@ -402,7 +404,7 @@ async function judgeRefUpdate(
   result.commits += commits;
   const matcher = reads.matcher(governance.policy);
   const governed = governedFiles(introduced, governance, await recordedPathsFor(matcher, introduced, after));
-  const unique = [...new Map(governed.map((f) => [`${f.path}\0${f.blob}`, f])).values()];
+  const unique = [...new Map(governed.map((f) => [`${f.path}\0${f.blob}\0${f.replaces ?? ''}`, f])).values()];
   result.files += unique.length;
   const judged = await judgeFiles(unique, {
     governance,
@@ -513,7 +515,8 @@ async function newChanges(repo: Repository, tip: string, base: string | null): P
   let pending: string[] = [];
   const flush = () => {
     for (const c of parseRawDiff(pending)) {
-      if (c.status !== 'D') introduced.push({ path: c.path, blob: c.blob, commit, submodule: c.submodule });
+      if (c.status !== 'D')
+        introduced.push({ path: c.path, blob: c.blob, commit, submodule: c.submodule, replaces: c.replaces });
       if (c.status === 'D' || c.status === 'R')
         deleted.push({ path: c.from ?? c.path, blob: c.blob, commit });
     }

@@ -30,6 +30,12 @@ export interface EarlierRecord {
 export interface PromotionRules {
   requireReview: boolean;
   reviewThreshold: number;
+  /**
+   * For a change to the policy or a key file: approvals count only when made no earlier than this time (the first
+   * approval of the version the change replaces). An approval covers exact content for good, so without this,
+   * putting back an older approved policy, or a key file from before its revocation, would need no one's approval.
+   */
+  approvedSince?: number;
 }
 
 export interface Promotion {
@@ -72,9 +78,16 @@ export function promotionOf(
   const aboutIt = onBlob.filter(({ record }) => record.subjects.some((s) => sameContent(s, candidate)));
   const trusted = aboutIt.filter((j) => j.trust.ok);
 
-  const { approvers, rejectors } = reviewOutcome(trusted);
+  const { approvers, rejectors, stale } = reviewOutcome(trusted, rules.approvedSince);
   if (rejectors.length > 0) {
     return refuse(path, `rejected by ${names(rejectors)}`, rejectors);
+  }
+  if (approvers.length === 0 && stale.length > 0) {
+    return refuse(
+      path,
+      `approved by ${names(stale)} only before the version it replaces was approved: going back to earlier content needs a new approval`,
+      stale,
+    );
   }
   const passers = unique(
     trusted.filter((j) => j.record.kind === 'verdict' && j.record.verdict === 'UNIT_PASSED').map(signerName),
@@ -156,9 +169,13 @@ function reasonFromHistory(
 
 /**
  * Each reviewer's latest decision on this content counts once: a later approval lifts their own rejection; on a tie
- * the rejection stands (fail closed). Distinct reviewers are distinct keys.
+ * the rejection stands (fail closed). Distinct reviewers are distinct keys. An approval made before `approvedSince`
+ * does not count (`stale`); a rejection always does.
  */
-function reviewOutcome(trusted: readonly JudgedRecord[]): { approvers: string[]; rejectors: string[] } {
+function reviewOutcome(
+  trusted: readonly JudgedRecord[],
+  approvedSince = Number.NEGATIVE_INFINITY,
+): { approvers: string[]; rejectors: string[]; stale: string[] } {
   const byKey = new Map<string, JudgedRecord>();
   for (const j of trusted) {
     if (j.record.kind !== 'review' || !j.trust.ok) continue;
@@ -168,11 +185,31 @@ function reviewOutcome(trusted: readonly JudgedRecord[]): { approvers: string[];
   }
   const approvers: string[] = [];
   const rejectors: string[] = [];
+  const stale: string[] = [];
   for (const j of byKey.values()) {
-    if (j.record.kind === 'review')
-      (j.record.decision === 'approve' ? approvers : rejectors).push(signerName(j));
+    if (j.record.kind !== 'review') continue;
+    if (j.record.decision === 'reject') rejectors.push(signerName(j));
+    else (j.record.createdAt >= approvedSince ? approvers : stale).push(signerName(j));
   }
-  return { approvers: approvers.sort(), rejectors: rejectors.sort() };
+  return { approvers: approvers.sort(), rejectors: rejectors.sort(), stale: stale.sort() };
+}
+
+/**
+ * When the version a change replaces was first approved, by reviewers trusted here (records on that blob about
+ * that path); undefined when it never was (nothing to go back from).
+ */
+export function firstApproval(
+  path: string,
+  blob: string,
+  onBlob: readonly JudgedRecord[],
+): number | undefined {
+  let first: number | undefined;
+  for (const { record, trust } of onBlob) {
+    if (!trust.ok || record.kind !== 'review' || record.decision !== 'approve') continue;
+    if (!record.subjects.some((s) => s.path === path && s.gitBlob === blob)) continue;
+    if (first === undefined || record.createdAt < first) first = record.createdAt;
+  }
+  return first;
 }
 
 function isLater(a: JudgedRecord, b: JudgedRecord): boolean {

@@ -31,6 +31,8 @@ export interface StagedChange {
   from?: string;
   /** A submodule (gitlink): `blob` is a commit of another repository, content no record can name. */
   submodule?: true;
+  /** For a modification (M, T): the blob it replaces at this path. */
+  replaces?: string;
 }
 
 /** Parses `--raw -z` records: ":<mode> <mode> <old> <new> <status>\0<path>[\0<path>]". */
@@ -42,7 +44,8 @@ export function parseRawDiff(fields: string[]): StagedChange[] {
     const oldMode = meta.slice(1, 7);
     const newMode = meta.slice(8, 14);
     const statusAt = meta.lastIndexOf(' ') + 1;
-    const newBlob = meta.slice(meta.lastIndexOf(' ', statusAt - 2) + 1, statusAt - 1);
+    const newBlobAt = meta.lastIndexOf(' ', statusAt - 2) + 1;
+    const newBlob = meta.slice(newBlobAt, statusAt - 1);
     const status = meta.charAt(statusAt) as StagedChange['status'];
     if (status === 'R' || status === 'C') {
       const from = fields[i++]!;
@@ -56,7 +59,9 @@ export function parseRawDiff(fields: string[]): StagedChange[] {
         changes.push({ status: 'A', path: p, blob: newBlob, submodule: true });
         continue;
       }
-      changes.push(marked({ status, path: p, blob: newBlob }, newMode));
+      const change = marked({ status, path: p, blob: newBlob }, newMode);
+      if (status === 'M' || status === 'T') change.replaces = meta.slice(15, newBlobAt - 1);
+      changes.push(change);
     }
   }
   return changes;

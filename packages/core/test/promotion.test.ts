@@ -13,6 +13,7 @@ import {
 import { judgeLines } from '../src/judge.js';
 import {
   type EarlierRecord,
+  firstApproval,
   type JudgedRecord,
   type PromotionRules,
   promotionOf,
@@ -298,5 +299,39 @@ describe('promotionsOf', () => {
       ['src/a.ts', true, REASONS.passed],
       ['src/b.ts', false, REASONS.changedAfterVerdict],
     ]);
+  });
+});
+
+describe('a change that goes back to earlier content (the policy and key files)', () => {
+  const REVIEWED: PromotionRules = { requireReview: true, reviewThreshold: 1 };
+  const since = (at: string) => ({ ...REVIEWED, approvedSince: Date.parse(at) });
+  const approvedAt = (at: string) => reviewLine(rita, [file], { createdAt: at });
+
+  it('an approval older than the first approval of the version replaced does not count; one as old or newer does', () => {
+    const stale = promote([approvedAt(T1)], since(T2));
+    expect(stale).toEqual({
+      path: 'src/a.ts',
+      promoted: false,
+      reason:
+        'approved by rita only before the version it replaces was approved: going back to earlier content needs a new approval',
+      by: ['rita'],
+    });
+    expect(promote([approvedAt(T1), approvedAt(T2)], since(T2)).promoted).toBe(true);
+    expect(promote([approvedAt(T2)], since(T2)).promoted).toBe(true);
+    // Control: without a version replaced (an added file), the old approval counts.
+    expect(promote([approvedAt(T1)], REVIEWED).promoted).toBe(true);
+  });
+
+  it('the first approval of the version replaced is its earliest trusted one about that path and blob', () => {
+    const replaced = onBlob(
+      reviewLine(rita, [otherVersion], { createdAt: T2 }),
+      reviewLine(rob, [otherVersion], { createdAt: T1 }),
+      reviewLine(mallory, [otherVersion], { createdAt: '2026-01-01T00:00:00Z' }), // not in the trust root
+      reviewLine(rita, [subjectOf('src/b.ts', 'export const a = 2;\n')], {
+        createdAt: '2026-02-01T00:00:00Z',
+      }),
+    );
+    expect(firstApproval('src/a.ts', otherVersion.gitBlob, replaced)).toBe(Date.parse(T1));
+    expect(firstApproval('src/a.ts', file.gitBlob, replaced)).toBeUndefined();
   });
 });

@@ -46,8 +46,18 @@ describe('parseRawDiff', () => {
       const changes = parseRawDiff(splitZ(out)).sort((a, b) => a.path.localeCompare(b.path));
       expect(changes).toEqual([
         { status: 'D', path: 'gone.txt', blob: '0'.repeat(format === 'sha1' ? 40 : 64) },
-        { status: 'M', path: 'keep.txt', blob: blob('keep.txt') },
-        { status: 'T', path: 'link', blob: blob('link') },
+        {
+          status: 'M',
+          path: 'keep.txt',
+          blob: blob('keep.txt'),
+          replaces: runGitText(dir, ['rev-parse', 'HEAD:keep.txt']),
+        },
+        {
+          status: 'T',
+          path: 'link',
+          blob: blob('link'),
+          replaces: runGitText(dir, ['rev-parse', 'HEAD:link']),
+        },
         { status: 'R', path: 'new name.txt', blob: blob('new name.txt'), from: 'old name.txt' },
         { status: 'A', path: 'new/file.ts', blob: blob('new/file.ts') },
       ]);
@@ -92,9 +102,9 @@ describe('parseRawDiff', () => {
       { status: 'A', path: 'added', blob: two, submodule: true },
       { status: 'A', path: 'file.ts', blob: two, submodule: true },
       { status: 'D', path: 'file.ts', blob: two },
-      { status: 'M', path: 'moved', blob: two, submodule: true },
+      { status: 'M', path: 'moved', blob: two, submodule: true, replaces: one },
       { status: 'D', path: 'removed', blob: '0'.repeat(40) },
-      { status: 'T', path: 'to-file', blob: runGitText(dir, ['rev-parse', ':to-file']) },
+      { status: 'T', path: 'to-file', blob: runGitText(dir, ['rev-parse', ':to-file']), replaces: one },
     ]);
   });
 });
