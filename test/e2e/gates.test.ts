@@ -111,6 +111,16 @@ describe('pre-commit: governed content', () => {
     expect(passed.code, passed.stderr).toBe(0);
   });
 
+  it('governs a case variant of a protected directory (checked out into src/ where case is ignored); promoted, it commits', async () => {
+    stage(dir, { 'SRC/evil.ts': 'export const evil = 1;\n' });
+    const refused = commit(story, dir, 'a case variant');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  SRC/evil.ts');
+    await recordVerdict(story, dir, 'SRC/evil.ts');
+    const passed = commit(story, dir, 'a case variant, promoted');
+    expect(passed.code, passed.stderr).toBe(0);
+  });
+
   it('refuses content whose verdict was UNIT_FAILED; the passing redo commits', async () => {
     stage(dir, { 'src/failed.ts': 'export const broken = ;\n' });
     await recordVerdict(story, dir, 'src/failed.ts', { verdict: 'UNIT_FAILED' });

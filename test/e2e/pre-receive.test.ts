@@ -419,6 +419,36 @@ describe('pre-receive: a ref cannot choose the policy that judges another', () =
   });
 });
 
+describe('pre-receive: history from before the policy', () => {
+  it('accepts a new tag on a branch that predates the policy; a commit new to the repository under it is judged', () => {
+    const server = makeServer(story, 'legacy.git', { hook: false });
+    const work = cloneInto(story, server, 'legacy');
+    stageFile(work, 'src/old.ts', 'export const old = 1;\n');
+    expect(commit(story, work, 'before delegate-git').code).toBe(0);
+    gitOk(story, work, ['push', '-q', 'origin', 'main', 'main:refs/heads/release-1']);
+    cliOk(story, server, ['init', '--server']);
+    adopt(story, work, ['src/**']);
+    // Adopting a repository with history: its branch holds no policy yet, so the adopting one is taken on trust.
+    const adopted = gitRun(story, work, ATOMIC);
+    expect(adopted.code, adopted.stderr).toBe(0);
+    expect(adopted.stderr).toContain('this push was judged by its own policy (first push)');
+
+    const tagged = gitRun(story, work, ['push', 'origin', 'origin/release-1:refs/tags/v1.0.1']);
+    expect(tagged.code, tagged.stderr).toBe(0);
+    gitOk(story, work, ['checkout', '-q', '-b', 'fix', 'origin/release-1']);
+    stageFile(work, 'src/old.ts', 'export const old = 2;\n');
+    expect(commit(story, work, 'a fix, hook skipped', ['--no-verify']).code).toBe(0);
+    const refused = gitRun(story, work, ['push', 'origin', 'HEAD:refs/tags/v1.0.2']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(refusedLine('refs/tags/v1.0.2', 'src/old.ts', 'no verdict'));
+    // The branch itself holds no policy: the default branch's judges what it receives.
+    const onBranch = gitRun(story, work, ['push', 'origin', 'HEAD:release-1']);
+    expect(onBranch.code).not.toBe(0);
+    expect(onBranch.stderr).toMatch(refusedLine('refs/heads/release-1', 'src/old.ts', 'no verdict'));
+    expect(onBranch.stderr).not.toContain('first push');
+  });
+});
+
 /** A valid note line with one byte of its signed payload changed (the signature no longer matches). */
 function withOnePayloadByteChanged(line: string): string {
   const envelope = JSON.parse(line) as { payload: string; payloadType: string; signatures: unknown[] };

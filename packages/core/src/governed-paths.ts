@@ -42,8 +42,10 @@ export interface GovernedMatcher {
  * Built once per run, each glob compiled once to a regular expression (the hook asks about every staged path).
  */
 export function governedMatcher(policy: Policy): GovernedMatcher {
-  const protect = globsMatcher(policy.protect);
-  const exclude = globsMatcher(policy.exclude);
+  // protect ignores case, exclude does not: git checks `SRC/evil.js` out into an existing `src/` on a file system
+  // that ignores case (macOS, Windows), so `src/**` must govern it; governing more, never less, stays safe.
+  const protect = globsMatcher(policy.protect, true);
+  const exclude = globsMatcher(policy.exclude, false);
   const isGovernance = governanceFiles(policy);
   const classify = (path: string): Governedness => {
     if (isGovernance(path)) return 'governed';
@@ -61,15 +63,17 @@ export function governedMatcher(policy: Policy): GovernedMatcher {
 /** A glob as the regular expression picomatch compiles it to (kept with a validated policy: quiet-commit.ts). */
 export interface GlobExpression {
   glob: string;
+  nocase: boolean;
   source: string;
   flags: string;
 }
 
 export function globExpressions(policy: Policy): GlobExpression[] {
-  return [...policy.protect, ...policy.exclude].map((glob) => {
-    const re = expressionOf(glob);
-    return { glob, source: re.source, flags: re.flags };
-  });
+  const of = (glob: string, nocase: boolean) => {
+    const re = expressionOf(glob, nocase);
+    return { glob, nocase, source: re.source, flags: re.flags };
+  };
+  return [...policy.protect.map((g) => of(g, true)), ...policy.exclude.map((g) => of(g, false))];
 }
 
 /**
@@ -80,10 +84,12 @@ export function adoptGlobExpressions(list: unknown): void {
   if (!Array.isArray(list)) return;
   for (const e of list as Array<Partial<GlobExpression>>) {
     if (typeof e?.glob !== 'string' || typeof e.source !== 'string' || typeof e.flags !== 'string') continue;
-    if (!e.flags.includes('s')) continue; // compiled before expressions were dotAll: compiled again
-    if (expressions.has(e.glob)) continue;
+    if (typeof e.nocase !== 'boolean' || !e.flags.includes('s') || e.flags.includes('i') !== e.nocase)
+      continue;
+    const key = expressionKey(e.glob, e.nocase);
+    if (expressions.has(key)) continue;
     try {
-      expressions.set(e.glob, new RegExp(e.source, e.flags));
+      expressions.set(key, new RegExp(e.source, e.flags));
     } catch {
       // Not an expression: compiled again when asked for.
     }
@@ -92,32 +98,38 @@ export function adoptGlobExpressions(list: unknown): void {
 
 const expressions = new Map<string, RegExp>();
 
-function expressionOf(glob: string): RegExp {
-  let re = expressions.get(glob);
+function expressionKey(glob: string, nocase: boolean): string {
+  return `${nocase ? 'i' : '-'}${glob}`;
+}
+
+function expressionOf(glob: string, nocase: boolean): RegExp {
+  const key = expressionKey(glob, nocase);
+  let re = expressions.get(key);
   if (!re) {
     // picomatch writes `**` with `.`, which does not match a line break (\n, \r, U+2028, U+2029) unless the
     // expression is dotAll: without it, "src/**" would not govern a file named "src/a\nb.ts".
-    const compiled = picomatch.makeRe(glob, { dot: true });
+    const compiled = picomatch.makeRe(glob, { dot: true, nocase });
     re = new RegExp(compiled.source, `${compiled.flags.replace('s', '')}s`);
-    expressions.set(glob, re);
+    expressions.set(key, re);
   }
   return re;
 }
 
 /** picomatch's own test, without its per-call overhead: the path equals the glob, or the glob's expression matches. */
-function globsMatcher(globs: readonly string[]): (path: string) => boolean {
-  const key = JSON.stringify(globs);
+function globsMatcher(globs: readonly string[], nocase: boolean): (path: string) => boolean {
+  const key = `${nocase}${JSON.stringify(globs)}`;
   let matcher = compiledGlobs.get(key);
   if (!matcher) {
-    const compiled = globs.map((glob) => ({ glob, re: expressionOf(glob) }));
+    const fold = nocase ? (text: string) => text.toLowerCase() : (text: string) => text;
+    const compiled = globs.map((glob) => ({ glob: fold(glob), re: expressionOf(glob, nocase) }));
     const [only] = compiled;
     // One glob is the common policy: asked without a closure per path.
     matcher =
       compiled.length === 0
         ? () => false
         : compiled.length === 1
-          ? (path) => path === only!.glob || only!.re.test(path)
-          : (path) => compiled.some(({ glob, re }) => path === glob || re.test(path));
+          ? (path) => fold(path) === only!.glob || only!.re.test(path)
+          : (path) => compiled.some(({ glob, re }) => fold(path) === glob || re.test(path));
     compiledGlobs.set(key, matcher);
   }
   return matcher;

@@ -13,7 +13,13 @@ import type { LedgerChange } from './ledger-change.js';
 import { ForeignEntries, type ForeignEntry, LEDGER_REF, NotesLedger, whyNotANote } from './notes-ledger.js';
 import { NotesTree } from './notes-tree.js';
 import { type KnownAddition, loadPathIndex, loadRecordedPaths, type PathIndex } from './path-index.js';
-import { deletionRefusal, type GovernedMatcher, governedMatcher, type Policy } from './policy.js';
+import {
+  deletionRefusal,
+  type GovernedMatcher,
+  governedMatcher,
+  POLICY_PATH,
+  type Policy,
+} from './policy.js';
 import { type CheckedPromotions, type LedgerCheck, startLedgerCheck } from './push-ledger-check.js';
 import type { Repository } from './repository.js';
 import { shownPath } from './shown-path.js';
@@ -77,7 +83,7 @@ async function judgeWith(
   // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
   // awaited where it is needed.
   const changes = contentUpdates.map((u) =>
-    early(judgingCommit(reads, u).then((base) => newChanges(repo, u.newId, base))),
+    early(previousTip(reads, u).then((base) => newChanges(repo, u.newId, base))),
   );
   const forNotesRead = early(governanceInForce(reads, null, contentUpdates[0], result));
   const ledger = notesUpdate
@@ -206,6 +212,11 @@ class PushReads {
     return this.head;
   }
 
+  /** Whether a commit holds a policy file (any: a corrupt one is loaded, and refused, by governanceAt). */
+  async hasPolicy(commit: string): Promise<boolean> {
+    return (await this.governanceReader.read(`${commit}:${POLICY_PATH}`)) !== null;
+  }
+
   /** Whether any ref but a notes ref exists here: content the policy in force was meant to govern. */
   async holdsContent(): Promise<boolean> {
     const refs = await git(['for-each-ref', '--format=%(refname)'], {
@@ -232,20 +243,18 @@ class PushReads {
   }
 }
 
-/**
- * The commit whose governance judges an update, and whose history the update is judged against: the ref's current
- * tip, else (a new ref, or one naming no commit) the default branch's. Null when neither is a commit here.
- */
-async function judgingCommit(reads: PushReads, update: RefUpdate | null): Promise<string | null> {
-  const own = update && !ZERO.test(update.oldId) ? await reads.commit(update.oldId) : null;
-  return own ?? reads.headCommit();
+/** The commit a ref names before the push; null for a new ref, or one naming no commit. */
+function previousTip(reads: PushReads, update: RefUpdate | null): Promise<string | null> {
+  return update && !ZERO.test(update.oldId) ? reads.commit(update.oldId) : Promise.resolve(null);
 }
 
 /**
- * The governance a ref is judged by: judgingCommit's; else, in a repository that holds nothing yet, the pushed
- * commit's (trust on first push). Null when none may be chosen: a repository that holds content but whose HEAD
- * names a branch that does not exist (a server made with one default branch name and pushed another) is not a
- * first push, whatever it lacks.
+ * The governance a ref is judged by: the policy on the ref before the push; where it has none (a new ref, or a branch
+ * from before delegate-git was adopted), the default branch's. Where neither has one, the repository has not adopted
+ * delegate-git yet, and the pushed commit's policy is taken on trust (the first push, or the adopting commit of a
+ * repository with history). Null when none may be chosen: a repository that holds content but whose HEAD names a
+ * branch that does not exist (a server made with one default branch name and pushed another) may well have
+ * adopted it on a branch this hook cannot tell.
  */
 async function governanceInForce(
   reads: PushReads,
@@ -253,10 +262,12 @@ async function governanceInForce(
   bootstrapFrom: RefUpdate | undefined,
   result: PushJudgement,
 ): Promise<Governance | null> {
-  const commit = await judgingCommit(reads, update);
-  if (commit !== null) return reads.governanceAt(commit);
+  const own = await previousTip(reads, update);
+  if (own !== null && (await reads.hasPolicy(own))) return reads.governanceAt(own);
+  const head = await reads.headCommit();
+  if (head !== null && (await reads.hasPolicy(head))) return reads.governanceAt(head);
   const first = update ?? bootstrapFrom;
-  if (!first || (await reads.holdsContent())) return null;
+  if (!first || (head === null && (await reads.holdsContent()))) return null;
   result.bootstrap = true;
   return reads.governanceAt(first.newId);
 }
@@ -484,11 +495,11 @@ async function recordedPathsFor(
 const NOTHING_RECORDED: ReadonlySet<string> = new Set();
 
 /**
- * Every commit reachable from `tip` and not from `base` (judgingCommit: the commit whose policy judges them), with
- * what each adds or changes against its first parent. Not "from no existing ref": a pusher could otherwise make a
- * ref at an old commit, move it on under that commit's older policy, and then bring its commits to the default
- * branch as commits already here. Without a base (a first push, or a ref no policy can judge, which is refused),
- * the commits no ref but a notes ref holds: notes refs are not judged as content.
+ * The commits an update brings, with what each adds or changes against its first parent. For a ref that existed:
+ * every commit it did not hold, judged by its own policy, not only those no ref holds: a pusher could otherwise make
+ * a ref at an old commit, move it on under that commit's older policy, and bring its commits to the default branch
+ * as commits already here. For a new ref: the commits no ref holds (notes refs aside: they are not judged as
+ * content), so a tag on a maintenance branch that predates the policy does not bring that history to judge again.
  */
 async function newChanges(repo: Repository, tip: string, base: string | null): Promise<NewChanges> {
   const out = await git(

@@ -327,9 +327,9 @@ function cacheDirOf(commonDir: string): string {
   return path.join(commonDir, 'delegate-git', 'cache');
 }
 
-/** "2": the kept expressions are dotAll (governed-paths.ts); a policy kept before that is validated again. */
+/** "3": the kept expressions are dotAll, and protect's ignore case (governed-paths.ts); older ones are not read. */
 function validPolicyName(id: string): string {
-  return `policy-2-${id}.json`;
+  return `policy-3-${id}.json`;
 }
 
 /** stdout of a git command, or null when it fails in any way (the full check then says why). */

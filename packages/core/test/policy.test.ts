@@ -217,10 +217,24 @@ describe('governedMatcher', () => {
       '.hidden',
     ];
     for (const glob of globs) {
-      const reference = picomatch(glob, { dot: true });
+      const reference = picomatch(glob, { dot: true, nocase: true });
       const governed = governedMatcher(policyOf({ protect: [glob] }));
-      for (const p of paths) expect(governed.isProtected(p), `${glob} on ${p}`).toBe(reference(p));
+      for (const p of [...paths, ...paths.map((p) => p.toUpperCase())])
+        expect(governed.isProtected(p), `${glob} on ${p}`).toBe(reference(p));
     }
+  });
+
+  it('protect ignores case (git checks SRC/x out into src/ where case is ignored); exclude does not', () => {
+    const governed = governedMatcher(
+      policyOf({ protect: ['src/**', 'Docs/API.md'], exclude: ['src/gen/**'] }),
+    );
+    for (const p of ['SRC/evil.js', 'Src/a.ts', 'src/A.TS', 'docs/api.md', 'DOCS/API.MD'])
+      expect(governed.classify(p), p).toBe('governed');
+    expect(governed.classify('src/gen/a.ts')).toBe('ungoverned');
+    // Excluding less is the safe side: a case variant of an excluded path stays protected.
+    expect(governed.classify('SRC/GEN/a.ts')).toBe('governed');
+    // Control: a path no glob names, in any case.
+    expect(governed.classify('lib/src/a.ts')).toBe('if-recorded');
   });
 });
 
@@ -230,13 +244,16 @@ describe('glob expressions kept with a validated policy', () => {
 
   it('are what picomatch compiles, and an adopted one is used as it is (it stands for the glob from then on)', () => {
     const kept = globExpressions(policyOf(['kept/**']));
-    expect(kept).toEqual([{ glob: 'kept/**', ...sourceOf('kept/**') }]);
+    expect(kept).toEqual([{ glob: 'kept/**', nocase: true, ...sourceOf('kept/**', true) }]);
     // A glob not compiled yet in this process takes the expression given for it, here one that matches only "x";
-    // one kept before expressions were dotAll (no "s" flag) is compiled again instead.
+    // one kept before expressions were dotAll (no "s" flag), or without the case its use needs, is compiled again.
     adoptGlobExpressions([
-      { glob: 'adopted/**', source: '^x$', flags: 's' },
-      { glob: 'stale/**', source: '^x$', flags: '' },
+      { glob: 'adopted/**', nocase: true, source: '^x$', flags: 'is' },
+      { glob: 'stale/**', nocase: true, source: '^x$', flags: 'i' },
+      { glob: 'cased/**', nocase: true, source: '^x$', flags: 's' },
     ]);
+    const cased = governedMatcher(policyOf(['cased/**']));
+    expect(cased.classify('CASED/a.ts')).toBe('governed');
     const stale = governedMatcher(policyOf(['stale/**']));
     expect(stale.classify('stale/a\nb.ts')).toBe('governed');
     expect(stale.classify('x')).toBe('if-recorded');
@@ -253,7 +270,7 @@ describe('glob expressions kept with a validated policy', () => {
 });
 
 /** picomatch's expression for the glob, made dotAll (so `**` also matches a name holding a line break). */
-function sourceOf(glob: string): { source: string; flags: string } {
-  const re = picomatch.makeRe(glob, { dot: true });
+function sourceOf(glob: string, nocase: boolean): { source: string; flags: string } {
+  const re = picomatch.makeRe(glob, { dot: true, nocase });
   return { source: re.source, flags: `${re.flags}s` };
 }
