@@ -68,11 +68,18 @@ export function governedFiles<T extends { path: string }>(
 }
 
 export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContext): Promise<Judgement[]> {
-  // A decision is kept per (path, blob); a change that replaces a version is judged with that version too.
-  const known = files.map((f) =>
+  // Only a change to a governance file is judged with the version it replaces (PromotionRules.approvedSince); any
+  // other file is decided by its own content, and so may be taken from the decisions kept per (path, blob).
+  const anchor = ctx.anchor ?? ctx.governance;
+  const judged = files.map((f): FileToJudge => {
+    if (!f.replaces || rulesFor(f.path, ctx.governance, anchor).governanceFile) return f;
+    const { replaces: _, ...rest } = f;
+    return rest;
+  });
+  const known = judged.map((f) =>
     f.submodule ? submoduleRefusal(f) : f.replaces ? undefined : ctx.decisions?.get(f.path, f.blob),
   );
-  const asked = files.filter((_, i) => !known[i]);
+  const asked = judged.filter((_, i) => !known[i]);
   const fresh = await judgeUncached(asked, ctx);
   fresh.forEach((j, i) => {
     if (j.sha256 !== '' && !asked[i]!.replaces) ctx.decisions?.set(j);
