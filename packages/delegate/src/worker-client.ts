@@ -225,7 +225,18 @@ class ReplyCollector {
       const message = extractServerMessage(text) ?? 'no message';
       throw new WorkerError('protocol', `The worker reported an error mid-reply: ${message}`);
     }
-    if (event.data !== null) this.acceptChunk(parseJson(event.data, endpointHost), endpointHost);
+    if (event.data === null) return;
+    let chunk: unknown;
+    try {
+      chunk = parseJson(event.data, endpointHost);
+    } catch (error) {
+      if (!event.cut) throw error;
+      throw new WorkerError(
+        'protocol',
+        `The reply from the worker at ${endpointHost} broke off in mid-event.`,
+      );
+    }
+    this.acceptChunk(chunk, endpointHost);
   }
 
   acceptChunk(chunk: unknown, endpointHost: string): void {
@@ -464,6 +475,8 @@ interface StreamEvent {
   type: string | null;
   data: string | null;
   error: string | null;
+  /** Its last line had no end: the stream closed in the middle of it. */
+  cut?: boolean;
 }
 
 /**
@@ -510,7 +523,10 @@ async function readEventStream(
     scanned = buffer.length;
     if (buffer.length > MAX_REPLY_CHARS) throw tooLarge(endpointHost);
     if (final) {
-      if (buffer !== '') field(buffer.replace(/\r$/, ''));
+      if (buffer !== '') {
+        field(buffer.replace(/\r$/, ''));
+        event.cut = true;
+      }
       buffer = '';
       dispatch();
     }

@@ -410,6 +410,16 @@ describe('callWorker: only a reply the model finished is an answer', () => {
     }
   });
 
+  it('says a stream that closed in the middle of an event broke off; a last event without its blank line is read', async () => {
+    const whole = delta(file, 'stop');
+    const cut = await streaming(whole.slice(0, whole.length - 20), (url) =>
+      expectWorkerError(callWorker(request({ endpoint: url }))),
+    );
+    expect(cut.message).toContain('broke off in mid-event');
+    const unended = await streaming(whole.trimEnd(), (url) => callWorker(request({ endpoint: url })));
+    expect(unended.content).toBe(file);
+  });
+
   it("puts a server's text on one line without its control characters (no terminal escapes)", async () => {
     const body = `${sse({ error: { message: 'bad \u001b[2J\u001b]0;pwned\u0007 model' } })}`;
     const error = await streaming(body, (url) => expectWorkerError(callWorker(request({ endpoint: url }))));
