@@ -412,6 +412,75 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     expect(committed.code, committed.stderr).toBe(0);
   });
 
+  it('a branch rebased onto the default branch is not judged again by its older trust root', () => {
+    gitOk(story, work, ['checkout', '-q', '-b', 'older-feature']);
+    writeFiles(work, { 'README.md': 'a feature\n' });
+    expect(stageAndCommit(work, 'README.md', 'a feature').code).toBe(0);
+    expect(gitRun(story, work, ['push', 'origin', 'older-feature']).code).toBe(0);
+
+    // Meanwhile the default branch trusts a new reviewer, who promotes a file there.
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    const [carol] = registerKeys(story, work, [{ name: 'carol' }]);
+    commitApproved(story, work, [carol!.keyFile], [OPERATOR], 'trust carol');
+    pushAccepted('trust carol'); // her key is in force on the server before a record of hers arrives
+    writeFiles(work, { 'src/by-carol.ts': 'export const carol = 1;\n' });
+    attestOk(story, work, 'approve', ['src/by-carol.ts'], { key: 'carol' });
+    expect(stageAndCommit(work, 'src/by-carol.ts', 'promoted by carol').code).toBe(0);
+    pushAccepted('carol on main');
+
+    // The feature branch's own trust root does not list carol; main accepted those commits already. (Merging main
+    // into the branch instead is still refused: the merge commit's first-parent diff brings carol's record.)
+    gitOk(story, work, ['checkout', '-q', 'older-feature']);
+    gitOk(story, work, ['rebase', '-q', 'main']);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    const updated = gitRun(story, work, ['push', '--force', 'origin', 'older-feature']);
+    expect(updated.code, updated.stderr).toBe(0);
+  });
+
+  it('a rewind, or a merge whose first parent is the older commit, cannot put the earlier policy back at push', async () => {
+    const before = gitOk(story, work, ['rev-parse', 'HEAD']);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    editPolicy(work, (p) => {
+      p.protect = ['src/**', 'tests/**'];
+    });
+    attestOk(story, work, 'approve', [POLICY]);
+    expect(stageAndCommit(work, POLICY, 'protect tests too').code).toBe(0);
+    pushAccepted('tightened policy');
+    const tightened = gitOk(story, work, ['rev-parse', 'HEAD']);
+
+    // No commit's first-parent diff shows the policy going back: the change is between the branch's two tips.
+    const rewind = gitRun(story, work, ['push', '--force', 'origin', `${before}:main`]);
+    expect(rewind.code).not.toBe(0);
+    expect(rewind.stderr).toMatch(
+      new RegExp(
+        `refused refs/heads/main ${before.slice(0, 12)} ${POLICY.replace(/\./g, '\\.')}: approved by ${OPERATOR} only before`,
+      ),
+    );
+    gitOk(story, work, ['checkout', '-q', '--detach', before]);
+    gitOk(story, work, [
+      'merge',
+      '-q',
+      '-s',
+      'ours',
+      '--no-verify',
+      '-m',
+      'merge, keeping the older side',
+      tightened,
+    ]);
+    const merged = gitRun(story, work, ['push', 'origin', 'HEAD:main']);
+    expect(merged.code).not.toBe(0);
+    expect(merged.stderr).toContain(
+      `${POLICY}: approved by ${OPERATOR} only before the version it replaces was approved`,
+    );
+    expect(refTip(story, server, 'main')).toBe(tightened);
+
+    // Control: the earlier policy approved again, now, goes back through the same merge.
+    attestOk(story, work, 'approve', [POLICY]);
+    const accepted = gitRun(story, work, ['push', '--atomic', 'origin', 'HEAD:main', LEDGER_REF]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    gitOk(story, work, ['checkout', '-q', '-B', 'main', 'HEAD']);
+  });
+
   it('going back to an earlier approved policy needs a new approval at commit, push and in CI; re-approved, it passes', async () => {
     const earlier = fs.readFileSync(path.join(work, POLICY), 'utf8');
     // The approval of the version in force must be later than the earlier version's (milliseconds apart at least).

@@ -5,7 +5,7 @@
  */
 import { parseRawDiff } from './checks.js';
 import { DecisionCache } from './decision-cache.js';
-import { CatFileBatch, git, gitTry, PINNED_LOG } from './git.js';
+import { CatFileBatch, git, gitTry, literalPathspecs, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { governedFiles, judgeFiles } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
@@ -23,7 +23,7 @@ import {
 import { type CheckedPromotions, type LedgerCheck, startLedgerCheck } from './push-ledger-check.js';
 import type { Repository } from './repository.js';
 import { shownPath } from './shown-path.js';
-import { gitSnapshot, treeFiles } from './snapshot.js';
+import { gitSnapshot, splitZ, treeFiles } from './snapshot.js';
 
 export { LEDGER_REF };
 
@@ -82,9 +82,7 @@ async function judgeWith(
   const contentUpdates = updates.filter((u) => !u.ref.startsWith('refs/notes/') && !ZERO.test(u.newId));
   // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
   // awaited where it is needed.
-  const changes = contentUpdates.map((u) =>
-    early(previousTip(reads, u).then((base) => newChanges(repo, u.newId, base))),
-  );
+  const changes = contentUpdates.map((u) => early(changesOf(reads, u)));
   const forNotesRead = early(governanceInForce(reads, null, contentUpdates[0], result));
   const ledger = notesUpdate
     ? startLedgerCheck(
@@ -411,11 +409,19 @@ async function judgeRefUpdate(
     result.refusals.push({ ref: u.ref, reason: await noGovernanceReason(reads) });
     return;
   }
-  const { introduced, deleted, commits } = await changes;
-  result.commits += commits;
+  const own = await previousTip(reads, u);
+  const between =
+    own !== null && (await reads.hasPolicy(own))
+      ? await governanceBetween(reads.repo, own, u.newId, governance.policy)
+      : null;
+  const brought = await changes;
+  const introduced = [...brought.introduced, ...(between?.introduced ?? [])];
+  const deleted = [...brought.deleted, ...(between?.deleted ?? [])];
+  result.commits += brought.commits;
   const matcher = reads.matcher(governance.policy);
   const governed = governedFiles(introduced, governance, await recordedPathsFor(matcher, introduced, after));
-  const unique = [...new Map(governed.map((f) => [`${f.path}\0${f.blob}\0${f.replaces ?? ''}`, f])).values()];
+  // The first commit that brings a content names it (the change between the tips comes last).
+  const unique = firstOfEach(governed, (f) => `${f.path}\0${f.blob}\0${f.replaces ?? ''}`);
   result.files += unique.length;
   const judged = await judgeFiles(unique, {
     governance,
@@ -429,10 +435,16 @@ async function judgeRefUpdate(
     if (!j.promoted)
       result.refusals.push({ ref: u.ref, commit: unique[i]!.commit, path: j.path, reason: j.reason });
   });
-  for (const d of deleted) {
+  for (const d of firstOfEach(deleted, (f) => f.path)) {
     const reason = deletionRefusal(governance.policy, d.path, matcher);
     if (reason) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason });
   }
+}
+
+function firstOfEach<T>(list: readonly T[], keyOf: (item: T) => string): T[] {
+  const first = new Map<string, T>();
+  for (const item of list) if (!first.has(keyOf(item))) first.set(keyOf(item), item);
+  return [...first.values()];
 }
 
 interface NewChanges {
@@ -495,13 +507,46 @@ async function recordedPathsFor(
 const NOTHING_RECORDED: ReadonlySet<string> = new Set();
 
 /**
- * The commits an update brings, with what each adds or changes against its first parent. For a ref that existed:
- * every commit it did not hold, judged by its own policy, not only those no ref holds: a pusher could otherwise make
- * a ref at an old commit, move it on under that commit's older policy, and bring its commits to the default branch
- * as commits already here. For a new ref: the commits no ref holds (notes refs aside: they are not judged as
- * content), so a tag on a maintenance branch that predates the policy does not bring that history to judge again.
+ * The commits an update brings. For a ref that existed: every commit it did not hold and the default branch does
+ * not hold, judged by its own policy; not only those no ref holds: a pusher could otherwise make a ref at an old
+ * commit, move it on under that commit's older policy, and bring its commits to the default branch as commits
+ * already here. (Commits the default branch holds were judged there, so a branch brought up to date with it is not
+ * judged again by its older trust root.) For a new ref: the commits no ref holds (notes refs aside: they are not
+ * judged as content), so a tag on a maintenance branch that predates the policy does not judge that history again.
  */
-async function newChanges(repo: Repository, tip: string, base: string | null): Promise<NewChanges> {
+async function changesOf(reads: PushReads, u: RefUpdate): Promise<NewChanges> {
+  const own = await previousTip(reads, u);
+  const head = own === null ? null : await reads.headCommit();
+  const held = own === null ? null : [own, ...(head !== null && head !== own ? [head] : [])];
+  return newChanges(reads.repo, u.newId, held);
+}
+
+/**
+ * What a ref's governance files became between its tip before the push and after, as changes of the new tip: a
+ * rewind, or a merge whose first parent is an old commit (`git merge -s ours`), puts an older policy or key file
+ * back without any commit's first-parent diff showing it.
+ */
+async function governanceBetween(
+  repo: Repository,
+  from: string,
+  to: string,
+  policy: Policy,
+): Promise<Pick<NewChanges, 'introduced' | 'deleted'>> {
+  const paths = literalPathspecs([POLICY_PATH, `${policy.keysDir}/`]);
+  const out = await git(['diff-tree', '-r', '-z', '--no-renames', from, to, '--', ...paths], {
+    cwd: repo.cwd,
+    env: repo.env,
+  });
+  const introduced: Introduced[] = [];
+  const deleted: Introduced[] = [];
+  for (const c of parseRawDiff(splitZ(out))) {
+    if (c.status === 'D') deleted.push({ path: c.path, blob: c.blob, commit: to });
+    else introduced.push({ path: c.path, blob: c.blob, commit: to, replaces: c.replaces });
+  }
+  return { introduced, deleted };
+}
+
+async function newChanges(repo: Repository, tip: string, held: string[] | null): Promise<NewChanges> {
   const out = await git(
     [
       'log',
@@ -515,7 +560,7 @@ async function newChanges(repo: Repository, tip: string, base: string | null): P
       '--format=%x01%H',
       tip,
       '--not',
-      ...(base === null ? ['--exclude=refs/notes/*', '--all'] : [base]),
+      ...(held ?? ['--exclude=refs/notes/*', '--all']),
     ],
     { cwd: repo.cwd, env: repo.env },
   );

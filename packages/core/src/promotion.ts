@@ -195,8 +195,9 @@ function reviewOutcome(
 }
 
 /**
- * When the version a change replaces was first approved, by reviewers trusted here (records on that blob about
- * that path); undefined when it never was (nothing to go back from).
+ * When the version a change replaces was first approved (records on that blob about that path), by keys of the trust
+ * root, revoked ones included: a version approved only by a key rotated out since was still approved then, and
+ * going back from it must not need less than going back from any other. Undefined when it never was.
  */
 export function firstApproval(
   path: string,
@@ -205,7 +206,7 @@ export function firstApproval(
 ): number | undefined {
   let first: number | undefined;
   for (const { record, trust } of onBlob) {
-    if (!trust.ok || record.kind !== 'review' || record.decision !== 'approve') continue;
+    if (!(trust.ok || trust.verified) || record.kind !== 'review' || record.decision !== 'approve') continue;
     if (!record.subjects.some((s) => s.path === path && s.gitBlob === blob)) continue;
     if (first === undefined || record.createdAt < first) first = record.createdAt;
   }

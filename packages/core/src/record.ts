@@ -98,7 +98,8 @@ export function decodeRecord(line: string): DecodedRecord {
 
 export type RecordTrust =
   | { ok: true; signer: TrustedKey }
-  | { ok: false; reason: string; signer?: TrustedKey };
+  /** `verified`: the signature verifies under a key of the trust root that may not sign it now (revoked, say). */
+  | { ok: false; reason: string; signer?: TrustedKey; verified?: true };
 
 export function roleFor(record: LedgerRecord): Role {
   return record.kind === 'verdict' ? 'delegator' : 'reviewer';
@@ -186,7 +187,7 @@ function trustOf(
     }
     const problem = keyRefusal(s.key, roleFor(record), record.createdAt);
     if (problem) {
-      refusal = { ok: false, reason: problem, signer: s.key };
+      refusal = { ok: false, reason: problem, signer: s.key, verified: true };
       continue;
     }
     return { ok: true, signer: s.key };

@@ -334,4 +334,19 @@ describe('a change that goes back to earlier content (the policy and key files)'
     expect(firstApproval('src/a.ts', otherVersion.gitBlob, replaced)).toBe(Date.parse(T1));
     expect(firstApproval('src/a.ts', file.gitBlob, replaced)).toBeUndefined();
   });
+
+  it('counts an approval by a key revoked since: a version approved only by a rotated-out key was still approved', () => {
+    const ruth = testKey({ name: 'ruth', roles: ['reviewer'], revoked: '2026-06-01T00:00:00Z' });
+    const rotated = { ...governance, trustRoot: trustRootOf([alice, rita, rob, ruth]) };
+    const replaced = judgeLines([reviewLine(ruth, [otherVersion], { createdAt: T2 })], {
+      governance: rotated,
+    });
+    expect(replaced[0]!.trust.ok).toBe(false); // her records no longer promote
+    expect(firstApproval('src/a.ts', otherVersion.gitBlob, replaced)).toBe(Date.parse(T2));
+    // Control: a signature that does not verify (here, a key the trust root does not hold) dates nothing.
+    const unknown = judgeLines([reviewLine(mallory, [otherVersion], { createdAt: T1 })], {
+      governance: rotated,
+    });
+    expect(firstApproval('src/a.ts', otherVersion.gitBlob, unknown)).toBeUndefined();
+  });
 });
