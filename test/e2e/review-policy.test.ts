@@ -412,11 +412,13 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     expect(committed.code, committed.stderr).toBe(0);
   });
 
-  it('a branch rebased onto the default branch is not judged again by its older trust root', () => {
-    gitOk(story, work, ['checkout', '-q', '-b', 'older-feature']);
-    writeFiles(work, { 'README.md': 'a feature\n' });
-    expect(stageAndCommit(work, 'README.md', 'a feature').code).toBe(0);
-    expect(gitRun(story, work, ['push', 'origin', 'older-feature']).code).toBe(0);
+  it('a branch rebased onto the default branch, or merging it in, is not judged again by its older trust root', () => {
+    for (const branch of ['older-feature', 'older-merging']) {
+      gitOk(story, work, ['checkout', '-q', '-B', branch, 'main']);
+      writeFiles(work, { [`${branch}.md`]: 'a feature\n' });
+      expect(stageAndCommit(work, `${branch}.md`, 'a feature').code).toBe(0);
+      expect(gitRun(story, work, ['push', 'origin', branch]).code).toBe(0);
+    }
 
     // Meanwhile the default branch trusts a new reviewer, who promotes a file there.
     gitOk(story, work, ['checkout', '-q', 'main']);
@@ -428,13 +430,29 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     expect(stageAndCommit(work, 'src/by-carol.ts', 'promoted by carol').code).toBe(0);
     pushAccepted('carol on main');
 
-    // The feature branch's own trust root does not list carol; main accepted those commits already. (Merging main
-    // into the branch instead is still refused: the merge commit's first-parent diff brings carol's record.)
+    // The branches' own trust root does not list carol; main accepted her record and the file it promotes already
+    // (a merge's first-parent diff brings them again; a rebase replays only the branch's own commits).
     gitOk(story, work, ['checkout', '-q', 'older-feature']);
     gitOk(story, work, ['rebase', '-q', 'main']);
+    gitOk(story, work, ['checkout', '-q', 'older-merging']);
+    gitOk(story, work, ['merge', '-q', '--no-edit', 'main']);
     gitOk(story, work, ['checkout', '-q', 'main']);
-    const updated = gitRun(story, work, ['push', '--force', 'origin', 'older-feature']);
-    expect(updated.code, updated.stderr).toBe(0);
+    const rebased = gitRun(story, work, ['push', '--force', 'origin', 'older-feature']);
+    expect(rebased.code, rebased.stderr).toBe(0);
+    const merged = gitRun(story, work, ['push', 'origin', 'older-merging']);
+    expect(merged.code, merged.stderr).toBe(0);
+    // Control: what the branch brings of its own is still judged (here, a policy edit nobody approved).
+    gitOk(story, work, ['checkout', '-q', 'older-merging']);
+    editPolicy(work, (p) => {
+      p.exclude = ['docs/**'];
+    });
+    gitOk(story, work, ['add', POLICY]);
+    expect(commit(story, work, 'an unapproved policy edit on the branch', ['--no-verify']).code).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    const own = gitRun(story, work, ['push', 'origin', 'older-merging']);
+    expect(own.code).not.toBe(0);
+    expect(own.stderr).toContain(`refused refs/heads/older-merging`);
+    expect(own.stderr).toContain(POLICY);
   });
 
   it('a rewind, or a merge whose first parent is the older commit, cannot put the earlier policy back at push', async () => {

@@ -415,9 +415,12 @@ async function judgeRefUpdate(
       ? await governanceBetween(reads.repo, own, u.newId, governance.policy)
       : null;
   const brought = await changes;
-  const introduced = [...brought.introduced, ...(between?.introduced ?? [])];
   const deleted = [...brought.deleted, ...(between?.deleted ?? [])];
   result.commits += brought.commits;
+  const introduced = await notOnDefaultBranch(reads, own, [
+    ...brought.introduced,
+    ...(between?.introduced ?? []),
+  ]);
   const matcher = reads.matcher(governance.policy);
   const governed = governedFiles(introduced, governance, await recordedPathsFor(matcher, introduced, after));
   // The first commit that brings a content names it (the change between the tips comes last).
@@ -439,6 +442,30 @@ async function judgeRefUpdate(
     const reason = deletionRefusal(governance.policy, d.path, matcher);
     if (reason) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason });
   }
+}
+
+/**
+ * For a branch other than the default one: the files whose content at that path the default branch does not hold.
+ * The default branch accepted its own content under its policy; a branch that merges it in (the merge's first-parent
+ * diff brings all of it) is not judged again on that by its own, older trust root.
+ */
+async function notOnDefaultBranch(
+  reads: PushReads,
+  own: string | null,
+  files: readonly Introduced[],
+): Promise<Introduced[]> {
+  const head = own === null ? null : await reads.headCommit();
+  if (head === null || head === own || files.length === 0) return [...files];
+  // cat-file reads one name per line: a path holding a line break is simply judged.
+  const paths = [...new Set(files.map((f) => f.path))].filter((p) => !/[\n\r]/.test(p));
+  const out = await git(['cat-file', '--batch-check=%(objectname)'], {
+    cwd: reads.repo.cwd,
+    env: reads.repo.env,
+    input: paths.map((p) => `${head}:${p}\n`).join(''),
+  });
+  const ids = out.toString('utf8').split('\n');
+  const held = new Map(paths.map((p, i) => [p, ids[i]]));
+  return files.filter((f) => held.get(f.path) !== f.blob);
 }
 
 function firstOfEach<T>(list: readonly T[], keyOf: (item: T) => string): T[] {
