@@ -259,13 +259,14 @@ class NotesTreeReader {
 
   /** The notes tree of a notes commit (or ref), or null when it does not exist. */
   static async open(batch: CatFileBatch, at: string): Promise<NotesTreeReader | null> {
-    const root = await batch.read(`${at}^{tree}`);
+    let root = await batch.read(`${at}^{tree}`);
     if (!root) {
+      // A ref another writer created after the first read names a commit now: read its tree by id.
       const named = await batch.read(at);
-      if (named?.type === 'commit')
-        throw new DelegateGitError('LEDGER', `the notes commit ${at}'s tree is missing.`);
-      if (named) throw damagedLedger(at, named.type, named.oid);
-      return null;
+      if (named?.type === 'commit') root = await batch.read(`${named.oid}^{tree}`);
+      else if (named) throw damagedLedger(at, named.type, named.oid);
+      else return null;
+      if (!root) throw new DelegateGitError('LEDGER', `the notes commit ${at}'s tree is missing.`);
     }
     const reader = new NotesTreeReader(batch, root.oid);
     reader.trees.set(root.oid, Promise.resolve(parseTreeObject(root.content, root.oid.length / 2)));
@@ -520,6 +521,8 @@ async function tipThrough(batch: CatFileBatch, ref: string): Promise<string | nu
   const commit = await batch.read(`${ref}^{commit}`);
   if (commit) return commit.oid;
   const other = await batch.read(ref);
+  // A commit now: another writer created the ledger between the two reads.
+  if (other?.type === 'commit') return other.oid;
   if (other) throw damagedLedger(ref, other.type, other.oid);
   return null;
 }
@@ -570,8 +573,10 @@ export class NotesLedger {
     const named = await gitTry(['rev-parse', '--verify', '--quiet', this.ref], this.options());
     if (named.code !== 0) return null;
     const oid = named.stdout.toString('utf8').trim();
-    const type = await gitTry(['cat-file', '-t', oid], this.options());
-    throw damagedLedger(this.ref, type.stdout.toString('utf8').trim() || 'missing object', oid);
+    const type = (await gitTry(['cat-file', '-t', oid], this.options())).stdout.toString('utf8').trim();
+    // A commit now: another writer created the ledger between the two reads.
+    if (type === 'commit') return oid;
+    throw damagedLedger(this.ref, type || 'missing object', oid);
   }
 
   private async withReader<T>(
