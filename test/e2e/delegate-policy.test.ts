@@ -137,13 +137,20 @@ describe('retry context', () => {
 
   const lastPrompt = () => userPrompt(worker.requests.at(-1));
 
-  test('a failure at src/x.js:5:1 widens the next delegation with src/x.js lines 1-15, once', async () => {
-    const tap = path.join(repo.root, 'x-failure.tap');
+  /** A verification command that reports one failing TAP test at `location`, and fails. */
+  function failingTest(name: string, location: string): string {
+    const tap = path.join(repo.root, `${name.replaceAll(' ', '-')}.tap`);
     fs.writeFileSync(
       tap,
-      "TAP version 13\nnot ok 1 - x handles zero\n  ---\n  location: 'src/x.js:5:1'\n  ...\n1..1\n",
+      `TAP version 13\nnot ok 1 - ${name}\n  ---\n  location: '${location}'\n  ...\n1..1\n`,
     );
-    const failed = await delegateCreating(repo, 'src/y.js', { runVerification: `cat '${tap}'; exit 1` });
+    return `cat '${tap}'; exit 1`;
+  }
+
+  test('a failure at src/x.js:5:1 widens the next delegation with src/x.js lines 1-15, once', async () => {
+    const failed = await delegateCreating(repo, 'src/y.js', {
+      runVerification: failingTest('x handles zero', 'src/x.js:5:1'),
+    });
     expect(failed.receipt?.verdict).toBe('UNIT_FAILED');
     expect(failed.receipt?.verification.failures).toEqual([
       { name: 'x handles zero', location: 'src/x.js:5:1' },
@@ -179,12 +186,9 @@ describe('retry context', () => {
   });
 
   test('an attempt the worker gave no answer to (HTTP 503, a truncated reply) leaves the offer to the next one', async () => {
-    const tap = path.join(repo.root, 'x-failure-2.tap');
-    fs.writeFileSync(
-      tap,
-      "TAP version 13\nnot ok 1 - x again\n  ---\n  location: 'src/x.js:20:1'\n  ...\n1..1\n",
-    );
-    const failed = await delegateCreating(repo, 'src/v.js', { runVerification: `cat '${tap}'; exit 1` });
+    const failed = await delegateCreating(repo, 'src/v.js', {
+      runVerification: failingTest('x again', 'src/x.js:20:1'),
+    });
     expect(failed.receipt?.verdict).toBe('UNIT_FAILED');
 
     const unit = {

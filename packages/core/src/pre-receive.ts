@@ -148,6 +148,7 @@ class PushReads {
   private branch: Promise<string | null> | null = null;
   private head: Promise<string | null> | null = null;
   private readonly commits = new Map<string, Promise<string | null>>();
+  private readonly policies = new Map<string, Promise<boolean>>();
   private readonly governance = new Map<string, Promise<Governance>>();
   private readonly matchers = new WeakMap<Policy, GovernedMatcher>();
   /** The pushed blobs the ledger check hashes, kept for judging the pushed files. */
@@ -211,8 +212,13 @@ class PushReads {
   }
 
   /** Whether a commit holds a policy file (any: a corrupt one is loaded, and refused, by governanceAt). */
-  async hasPolicy(commit: string): Promise<boolean> {
-    return (await this.governanceReader.read(`${commit}:${POLICY_PATH}`)) !== null;
+  hasPolicy(commit: string): Promise<boolean> {
+    let held = this.policies.get(commit);
+    if (!held) {
+      held = this.governanceReader.read(`${commit}:${POLICY_PATH}`).then((o) => o !== null);
+      this.policies.set(commit, held);
+    }
+    return held;
   }
 
   /** Whether any ref but a notes ref exists here: content the policy in force was meant to govern. */
