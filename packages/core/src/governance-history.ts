@@ -10,15 +10,23 @@ import { parseRawDiff } from './checks.js';
 import { isDelegateGitError } from './errors.js';
 import { git, gitTry, literalPathspecs, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
-import { judgeFiles } from './judge.js';
+import { type FileToJudge, type Judgement, judgeFiles } from './judge.js';
 import { loadPathIndex, type PathIndex } from './path-index.js';
-import { DEFAULT_KEYS_DIR, isGovernanceFile, POLICY_PATH, parsePolicy } from './policy.js';
+import {
+  DEFAULT_KEYS_DIR,
+  GOVERNANCE_DELETED,
+  isGovernanceFile,
+  POLICY_PATH,
+  parsePolicy,
+} from './policy.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, splitZ } from './snapshot.js';
 
 export interface GovernanceChangeProblem {
   /** The commit that made the change. */
   commit: string;
+  /** For a merge judged against a parent other than its first (mergesGoingBack): that parent. */
+  parent?: string;
   path: string;
   blob: string;
   sha256: string;
@@ -64,34 +72,164 @@ export async function unapprovedGovernanceChanges(
     return inForce.get(parent)!;
   };
 
+  const judge: Judge = (files, governance, anchor) =>
+    judgeFiles(files, {
+      governance,
+      anchor,
+      ledger: repo.ledger,
+      notesAt,
+      index: pathIndex,
+      batch: repo.objects,
+    });
+
   const problems: GovernanceChangeProblem[] = [];
   for (const { id, parent, fields } of commitsOf(splitZ(out))) {
-    const changes = parseRawDiff(fields).filter((c) => c.status !== 'D');
+    const changes = parseRawDiff(fields);
     if (changes.length === 0 || parent === undefined) continue;
     const before = await rulesBefore(parent);
     if (before === null) continue; // the trust anchor: nothing was in force before it
     const own = await readGovernance(repo, id);
+    const governs = (path: string) =>
+      isGovernanceFile(before.policy, path) || (own !== null && isGovernanceFile(own.policy, path));
+    const at = `commit ${id.slice(0, 12)}`;
+    for (const c of changes) {
+      if (c.status === 'D' && governs(c.path))
+        problems.push(deletion({ commit: id, path: c.path, blob: c.replaces! }, `deleted in ${at}`));
+    }
     const changed = changes
-      .filter(
-        (c) =>
-          isGovernanceFile(before.policy, c.path) || (own !== null && isGovernanceFile(own.policy, c.path)),
-      )
+      .filter((c) => c.status !== 'D' && governs(c.path))
       .map((c) => ({ path: c.path, blob: c.blob, replaces: c.replaces }));
     if (changed.length === 0) continue;
-    const judged = await judgeFiles(changed, {
-      governance: own ?? before,
-      anchor: before,
-      ledger: repo.ledger,
-      notesAt,
-      index: await pathIndex(),
-      batch: repo.objects,
+    for (const j of await judge(changed, own ?? before, before)) {
+      if (!j.promoted) {
+        const reason = `changed in ${at} without the approval the rules in force before it required (${j.reason})`;
+        problems.push({ commit: id, path: j.path, blob: j.blob, sha256: j.sha256, reason });
+      }
+    }
+  }
+  problems.push(...(await mergesGoingBack(repo, commit, pathspecs, rulesBefore, judge)));
+  return problems;
+}
+
+/**
+ * A governance file deleted: refused, as pre-receive refuses it. Deleting a revoked key's file and adding its earlier
+ * version back later would otherwise trust it again on its first approval (an addition replaces nothing).
+ */
+function deletion(at: Pick<GovernanceChangeProblem, 'commit' | 'parent' | 'path' | 'blob'>, what: string) {
+  return { ...at, sha256: '', reason: `${what}: ${GOVERNANCE_DELETED}` };
+}
+
+type Judge = (files: FileToJudge[], governance: Governance, anchor: Governance) => Promise<Judgement[]>;
+
+/**
+ * A merge takes each governance file from one side, and its first-parent diff (judged above) shows only what changed
+ * against the first parent: a merge whose first parent is the older commit (`git merge -s ours` from it) puts an
+ * earlier policy or key back, or drops the policy, with no diff at all. So against each other parent: where that
+ * side changed a governance file after the two sides parted (its version is not the merge base's) and the merge does
+ * not keep that version, the merge goes back from it, and is judged as a change from it under that side's rules.
+ * A side that did not touch the file since they parted (a stale branch merged in) is not asked about it.
+ */
+async function mergesGoingBack(
+  repo: Repository,
+  commit: string,
+  pathspecs: string[],
+  rulesAt: (commit: string) => Promise<Governance | null>,
+  judge: Judge,
+): Promise<GovernanceChangeProblem[]> {
+  const opts = { cwd: repo.cwd, env: repo.env };
+  const pairs = (await git(['rev-list', '--merges', '--parents', commit], opts))
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .flatMap((line) => {
+      const [merge, first, ...others] = line.split(' ');
+      return others.map((parent) => ({ merge: merge!, first: first!, parent }));
     });
-    for (const j of judged) {
-      if (!j.promoted)
-        problems.push({ commit: id, path: j.path, blob: j.blob, sha256: j.sha256, reason: j.reason });
+  if (pairs.length === 0) return [];
+  // --always prints every pair's header, even with nothing changed, so the output lines up with the input.
+  const out = await git(
+    ['diff-tree', '--stdin', '--always', '-r', '-z', '--no-renames', '--', ...literalPathspecs(pathspecs)],
+    { ...opts, input: pairs.map((p) => `${p.merge} ${p.parent}\n`).join('') },
+  );
+  const problems: GovernanceChangeProblem[] = [];
+  const diffs = pairDiffs(splitZ(out));
+  for (const [i, pair] of pairs.entries()) {
+    const changes = diffs[i] ?? [];
+    if (changes.length === 0) continue;
+    const bases = await mergeBases(repo, pair.first, pair.parent);
+    const left: PairChange[] = [];
+    for (const c of changes) if (!(await allHold(repo, bases, c.path, c.before))) left.push(c);
+    if (left.length === 0) continue;
+    const theirs = await rulesAt(pair.parent);
+    if (theirs === null) continue; // that side had no rules to go back from
+    const own = await readGovernance(repo, pair.merge);
+    const governed = left.filter(
+      (c) =>
+        isGovernanceFile(theirs.policy, c.path) || (own !== null && isGovernanceFile(own.policy, c.path)),
+    );
+    const at = `merge ${pair.merge.slice(0, 12)}`;
+    const from = `its parent ${pair.parent.slice(0, 12)}`;
+    for (const c of governed.filter((c) => c.after === null)) {
+      const where = { commit: pair.merge, parent: pair.parent, path: c.path, blob: c.before };
+      problems.push(
+        deletion(where, `deleted by ${at}, though ${from} changed it after the two sides parted`),
+      );
+    }
+    const kept = governed.flatMap((c) =>
+      c.after === null ? [] : [{ path: c.path, blob: c.after, replaces: c.before }],
+    );
+    for (const j of kept.length === 0 ? [] : await judge(kept, own ?? theirs, theirs)) {
+      if (!j.promoted) {
+        const reason = `${at} does not keep what ${from} changed here, without the approval the rules there required (${j.reason})`;
+        problems.push({
+          commit: pair.merge,
+          parent: pair.parent,
+          path: j.path,
+          blob: j.blob,
+          sha256: j.sha256,
+          reason,
+        });
+      }
     }
   }
   return problems;
+}
+
+interface PairChange {
+  path: string;
+  /** The blob at the other parent. */
+  before: string;
+  /** The blob at the merge; null when the merge does not have the path. */
+  after: string | null;
+}
+
+/** `diff-tree --stdin --always -r -z` output: for each input line in order, its changes (additions left out). */
+function pairDiffs(tokens: string[]): PairChange[][] {
+  const diffs: PairChange[][] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (!token.startsWith(':')) {
+      if (token !== '') diffs.push([]); // a header: the pair's commit id
+      continue;
+    }
+    const [, , before, after, status] = token.slice(1).split(' ');
+    const path = tokens[++i]!;
+    if (status === 'A') continue;
+    diffs[diffs.length - 1]!.push({ path, before: before!, after: status === 'D' ? null : after! });
+  }
+  return diffs;
+}
+
+async function mergeBases(repo: Repository, a: string, b: string): Promise<string[]> {
+  const out = await gitTry(['merge-base', '--all', a, b], { cwd: repo.cwd, env: repo.env });
+  return out.code === 0 ? out.stdout.toString('utf8').split('\n').filter(Boolean) : [];
+}
+
+/** Whether every one of `commits` (at least one) holds `blob` at `path`. */
+async function allHold(repo: Repository, commits: string[], path: string, blob: string): Promise<boolean> {
+  if (commits.length === 0) return false;
+  for (const c of commits) if ((await repo.objects.read(`${c}:${path}`))?.oid !== blob) return false;
+  return true;
 }
 
 /** The policy file and every keys directory any version of the policy in this history named. */

@@ -142,7 +142,7 @@ function withGovernanceHistory(files: CheckResult[], problems: GovernanceChangeP
   if (problems.length === 0) return files;
   const out = files.map((f) => ({ ...f }));
   for (const p of problems) {
-    const reason = `changed in commit ${p.commit.slice(0, 12)} without the approval the rules in force before it required (${p.reason})`;
+    const { reason } = p;
     const file = out.find((f) => f.path === p.path);
     if (!file)
       out.push({

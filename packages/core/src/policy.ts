@@ -55,14 +55,15 @@ export function policyText(policy: Policy): string {
  * Why deleting a governed path is refused, or null when the deletion is only reported. The governance files can
  * never be deleted: an approval cannot be recorded on content that no longer exists (retire a key by revoking it).
  */
+export const GOVERNANCE_DELETED =
+  'the policy file and the trust root cannot be deleted (to retire a key, revoke it: `delegate-git keys revoke`)';
+
 export function deletionRefusal(
   policy: Policy,
   path: string,
   matcher: GovernedMatcher = governedMatcher(policy),
 ): string | null {
-  if (isGovernanceFile(policy, path)) {
-    return 'the policy file and the trust root cannot be deleted (to retire a key, revoke it: `delegate-git keys revoke`)';
-  }
+  if (isGovernanceFile(policy, path)) return GOVERNANCE_DELETED;
   if (policy.protectDeletes && matcher.isProtected(path))
     return 'the policy protects deletions of this path (protectDeletes)';
   return null;

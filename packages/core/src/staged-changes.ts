@@ -31,7 +31,7 @@ export interface StagedChange {
   from?: string;
   /** A submodule (gitlink): `blob` is a commit of another repository, content no record can name. */
   submodule?: true;
-  /** For a modification (M, T): the blob it replaces at this path. */
+  /** For a modification (M, T): the blob it replaces at this path; for a deletion (D), the blob it removes. */
   replaces?: string;
 }
 
@@ -60,7 +60,7 @@ export function parseRawDiff(fields: string[]): StagedChange[] {
         continue;
       }
       const change = marked({ status, path: p, blob: newBlob }, newMode);
-      if (status === 'M' || status === 'T') change.replaces = meta.slice(15, newBlobAt - 1);
+      if (status === 'M' || status === 'T' || status === 'D') change.replaces = meta.slice(15, newBlobAt - 1);
       changes.push(change);
     }
   }

@@ -1,0 +1,175 @@
+/**
+ * `verify` (the CI gate, and the only one on github.com) against merges that change the trust root without a diff:
+ * a merge's first-parent diff shows nothing when its first parent is the older commit (`git merge -s ours` from it),
+ * so each merge's governance files are also compared with its other parents. Each refusal has a control: a stale
+ * branch merged in (it did not touch the policy since it parted) passes, as does going back once approved again.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adopt,
+  cli,
+  cliOk,
+  commit,
+  copyWorkTree,
+  gitOk,
+  makeStory,
+  makeWorkTree,
+  OPERATOR,
+  type Story,
+  writeFiles,
+} from '../support/cli-story.js';
+import { attestOk, commitApproved, editPolicy, registerKeys } from '../support/reviewers.js';
+
+const POLICY = '.delegate-git/policy.json';
+
+let story: Story;
+/** A first commit from before the adoption, then the adoption (protect src/**). */
+let template: string;
+
+beforeAll(() => {
+  story = makeStory();
+  template = makeWorkTree(story, 'template');
+  writeFiles(template, { 'README.md': 'before delegate-git\n' });
+  gitOk(story, template, ['add', 'README.md']);
+  expect(commit(story, template, 'before the adoption').code).toBe(0);
+  adopt(story, template, ['src/**']);
+});
+
+afterAll(() => story.cleanup());
+
+function verify(dir: string) {
+  return cli(story, dir, ['verify', '--rev', 'HEAD']);
+}
+
+function head(dir: string): string {
+  return gitOk(story, dir, ['rev-parse', 'HEAD']);
+}
+
+/** Tightens the policy (also protecting `glob`), approved now by `by`, committed through the hook. */
+async function tighten(dir: string, glob: string, by = OPERATOR): Promise<void> {
+  // The approval of the tightened version must come later than the earlier version's (milliseconds at least).
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  editPolicy(dir, (p) => {
+    p.protect = [...p.protect, glob];
+  });
+  commitApproved(story, dir, [POLICY], [by], `protect ${glob} too`);
+}
+
+function mergeKeepingOurs(dir: string, other: string): void {
+  gitOk(story, dir, ['merge', '-q', '-s', 'ours', '--no-verify', '-m', 'merge, keeping this side', other]);
+}
+
+describe('verify and merges that change the trust root', () => {
+  it('a merge whose first parent is the older commit cannot put the earlier policy back; approved again, it can', async () => {
+    const work = copyWorkTree(story, template, 'ours');
+    const adopted = head(work);
+    await tighten(work, 'lib/**');
+    const tightened = head(work);
+    expect(verify(work).code).toBe(0);
+
+    gitOk(story, work, ['checkout', '-q', '--detach', adopted]);
+    mergeKeepingOurs(work, tightened);
+    const merge = head(work);
+    expect(gitOk(story, work, ['diff', 'HEAD^1', 'HEAD', '--', POLICY])).toBe(''); // nothing in its first-parent diff
+    const refused = verify(work);
+    expect(refused.code, refused.stdout).toBe(1);
+    expect(refused.stdout).toContain(`NOT PROMOTED  ${POLICY}`);
+    expect(refused.stdout).toContain(
+      `merge ${merge.slice(0, 12)} does not keep what its parent ${tightened.slice(0, 12)} changed here`,
+    );
+    expect(refused.stdout).toContain('only before the version it replaces was approved');
+    const json = JSON.parse(cli(story, work, ['verify', '--rev', 'HEAD', '--json']).stdout) as {
+      governanceChanges: Array<{ commit: string; parent?: string; path: string }>;
+    };
+    expect(json.governanceChanges).toEqual([
+      expect.objectContaining({ commit: merge, parent: tightened, path: POLICY }),
+    ]);
+
+    // Control: the earlier policy approved again, now, goes back through the same merge.
+    attestOk(story, work, 'approve', [POLICY]);
+    const settled = verify(work);
+    expect(settled.code, settled.stdout).toBe(0);
+  });
+
+  it('a stale branch merged after a policy change approved by a newly trusted reviewer passes; a merge that discards a change the other side made does not', async () => {
+    const work = copyWorkTree(story, template, 'stale');
+    gitOk(story, work, ['checkout', '-q', '-b', 'stale']);
+    writeFiles(work, { 'docs/notes.md': 'a note\n' });
+    gitOk(story, work, ['add', 'docs/notes.md']);
+    expect(commit(story, work, 'a note').code).toBe(0);
+
+    // main trusts carol, and carol alone approves the next policy: a key the stale branch's rules do not know.
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    const [carol] = registerKeys(story, work, [{ name: 'carol' }]);
+    commitApproved(story, work, [carol!.keyFile], [OPERATOR], 'trust carol');
+    await tighten(work, 'lib/**', 'carol');
+    const tightened = head(work);
+
+    // The stale branch never touched the policy: main's version stands, whatever the stale side's rules say.
+    gitOk(story, work, ['merge', '-q', '--no-verify', '--no-edit', 'stale']);
+    const merged = verify(work);
+    expect(merged.code, merged.stdout).toBe(0);
+
+    // A branch that did change the policy after it parted from main, merged with main's version kept: the merge
+    // goes back from that branch's change, judged by that branch's rules.
+    gitOk(story, work, ['checkout', '-q', '-b', 'hotfix', tightened]);
+    await tighten(work, 'tools/**', 'carol');
+    const hotfix = head(work);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    mergeKeepingOurs(work, 'hotfix');
+    const discarding = verify(work);
+    expect(discarding.code, discarding.stdout).toBe(1);
+    expect(discarding.stdout).toContain(`does not keep what its parent ${hotfix.slice(0, 12)} changed here`);
+  });
+
+  it('a revoked key deleted and then added back as it was before the revocation is not trusted again', () => {
+    const work = copyWorkTree(story, template, 'resurrect');
+    const [bob] = registerKeys(story, work, [{ name: 'bob' }]);
+    commitApproved(story, work, [bob!.keyFile], [OPERATOR], 'trust bob');
+    const trusted = head(work);
+    cliOk(story, work, ['keys', 'revoke', 'bob']);
+    commitApproved(story, work, [bob!.keyFile], [OPERATOR], 'revoke bob');
+    const control = verify(work);
+    expect(control.code, control.stdout).toBe(0);
+
+    gitOk(story, work, ['rm', '-q', bob!.keyFile]);
+    expect(commit(story, work, 'drop bob', ['--no-verify']).code).toBe(0);
+    const dropped = head(work);
+    gitOk(story, work, ['checkout', trusted, '--', bob!.keyFile]); // added back as it was: an addition replaces nothing
+    expect(commit(story, work, 'bob again', ['--no-verify']).code).toBe(0);
+    writeFiles(work, { 'src/by-bob.ts': 'export const bob = 1;\n' });
+    attestOk(story, work, 'approve', ['src/by-bob.ts'], { key: 'bob' });
+    gitOk(story, work, ['add', 'src/by-bob.ts']);
+    expect(commit(story, work, 'approved by bob', ['--no-verify']).code).toBe(0);
+
+    const refused = verify(work);
+    expect(refused.code, refused.stdout).toBe(1);
+    expect(refused.stdout).toContain(
+      `NOT PROMOTED  ${bob!.keyFile}: deleted in commit ${dropped.slice(0, 12)}: the policy file and the trust root cannot be deleted`,
+    );
+  });
+
+  it('a merge that drops the policy cannot start a fresh adoption under looser rules', () => {
+    const work = copyWorkTree(story, template, 'drop');
+    const main = head(work);
+    const control = verify(work); // main itself, with its policy
+    expect(control.code, control.stdout).toBe(0);
+    gitOk(story, work, ['checkout', '-q', '--detach', 'HEAD~1']); // before the adoption: no policy
+    mergeKeepingOurs(work, main);
+    const merge = head(work);
+    // Adopted afresh with nothing protected, and an unpromoted file under src/.
+    fs.rmSync(path.join(work, '.delegate-git'), { recursive: true, force: true });
+    adopt(story, work, ['nothing/**']);
+    writeFiles(work, { 'src/unjudged.ts': 'export const x = 1;\n' });
+    gitOk(story, work, ['add', 'src/unjudged.ts']);
+    expect(commit(story, work, 'unjudged', ['--no-verify']).code).toBe(0);
+
+    const refused = verify(work);
+    expect(refused.code, refused.stdout).toBe(1);
+    expect(refused.stdout).toContain(
+      `NOT PROMOTED  ${POLICY}: deleted by merge ${merge.slice(0, 12)}, though its parent ${main.slice(0, 12)} changed it after the two sides parted: the policy file and the trust root cannot be deleted`,
+    );
+  });
+});
