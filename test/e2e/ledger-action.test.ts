@@ -86,6 +86,33 @@ describe('the ledger action', () => {
     expect(refTip(story, ci, LEDGER)).toBe(refTip(story, work, LEDGER));
   });
 
+  it("in a shallow clone (actions/checkout's default) fetches the whole history first; verify alone refuses to answer there", () => {
+    const { remote, work } = hostedPair('shallow');
+    const shallowClone = (name: string) => {
+      const dir = path.join(story.root, name);
+      gitOk(story, story.root, ['clone', '-q', '--depth', '1', `file://${remote}`, dir]);
+      expect(gitOk(story, dir, ['rev-parse', '--is-shallow-repository'])).toBe('true');
+      return dir;
+    };
+    const alone = shallowClone('shallow-verify');
+    gitOk(story, alone, ['fetch', '-q', 'origin', `+${LEDGER}:${LEDGER}`]);
+    const refused = spawnSync(process.execPath, [storyCli, 'verify'], {
+      cwd: alone,
+      env: story.env,
+      encoding: 'utf8',
+    });
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('This clone is shallow');
+    expect(refused.stderr).toContain('git fetch --unshallow');
+
+    const ci = shallowClone('shallow-ci');
+    const step = verifyStep(ci);
+    expect(step.code, step.stdout + step.stderr).toBe(0);
+    expect(step.stdout).toContain('verify: ok');
+    expect(gitOk(story, ci, ['rev-parse', '--is-shallow-repository'])).toBe('false');
+    expect(step.output).toBe(`ledger-tip=${refTip(story, work, LEDGER)}\n`);
+  });
+
   it('fails a ledger rewritten since the remembered baseline; the same ledger against its own tip passes', () => {
     const { remote, work } = hostedPair('rewritten');
     const ci = cloneInto(story, remote, 'rewritten-ci');

@@ -7,6 +7,7 @@
  * in git processes of its own. Lines are streamed, so memory follows the number of problems (and paths recorded),
  * not the size of the records.
  */
+import fs from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { type CheckResult, resolveCommit } from './checks.js';
@@ -89,6 +90,7 @@ export function verificationExitCode(v: LedgerVerification): 0 | 1 {
 
 export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): Promise<LedgerVerification> {
   const rev = opts.rev ?? 'HEAD';
+  refuseShallow(repo);
   const commit = await resolveCommit(repo, rev);
   const governance = await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
   const ledgerTip = await repo.ledger.tip();
@@ -132,6 +134,18 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
   result.files = withGovernanceHistory(judged, result.governanceChanges);
   if (appendOnly) result.appendOnly = await appendOnly;
   return result;
+}
+
+/**
+ * A shallow clone (actions/checkout's default) holds neither the history of the policy and keys nor all of the
+ * ledger's: verify would find nothing wrong there because it could not look, so it refuses to answer.
+ */
+function refuseShallow(repo: Repository): void {
+  if (!fs.existsSync(path.join(repo.layout.commonDir, 'shallow'))) return;
+  throw new DelegateGitError(
+    'GIT',
+    "This clone is shallow: verify judges the history of the policy and the keys, and the ledger's own history, which a shallow clone does not hold, so it cannot answer here. Fetch the whole history (`git fetch --unshallow`, or `fetch-depth: 0` for actions/checkout) and run verify again.",
+  );
 }
 
 /**
