@@ -360,6 +360,29 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     expect(settled.code, settled.stdout).toBe(0);
   });
 
+  it('a key file in a case variant of the keys directory (the same directory where case is ignored) needs approval too', () => {
+    const [mallory] = registerKeys(story, work, [{ name: 'mallory' }]);
+    const variant = mallory!.keyFile.replace('.delegate-git/', '.DELEGATE-GIT/');
+    fs.mkdirSync(path.dirname(path.join(work, variant)), { recursive: true });
+    fs.renameSync(path.join(work, mallory!.keyFile), path.join(work, variant));
+    gitOk(story, work, ['add', variant]);
+    const atCommit = commit(story, work, 'trust mallory where case is ignored');
+    expect(atCommit.code).not.toBe(0);
+    expect(atCommit.stderr).toContain(`NOT PROMOTED  ${variant}`);
+    expect(commit(story, work, 'trust mallory where case is ignored', ['--no-verify']).code).toBe(0);
+    const atPush = pushRefused('key file in a case variant of the keys directory');
+    expect(atPush.stderr).toContain(variant);
+    const inCi = cli(story, work, ['verify', '--rev', 'HEAD']);
+    expect(inCi.code, inCi.stdout).toBe(1);
+    expect(inCi.stdout).toContain(`NOT PROMOTED  ${variant}`);
+
+    // Control: approved by the existing reviewer, it goes through like any key file.
+    attestOk(story, work, 'approve', [variant]);
+    pushAccepted('key file in a case variant, approved');
+    const settled = cli(story, work, ['verify', '--rev', 'HEAD']);
+    expect(settled.code, settled.stdout).toBe(0);
+  });
+
   it('deleting the policy and adopting afresh under a new key is judged by the rules before the deletion', () => {
     gitOk(story, work, ['rm', '-q', '-r', '.delegate-git']);
     expect(commit(story, work, 'drop delegate-git', ['--no-verify']).code).toBe(0);

@@ -139,16 +139,22 @@ export class DecisionCache {
   }
 }
 
+/** 2: the policy and keys paths ignore case (governed-paths.ts), so their files need a reviewer's approval. */
+const DECISION_RULES = 2;
+
 function emptyStore(): Stored {
   return { texts: [], entries: new Map() };
 }
 
-/** Everything a decision depends on besides the ledger: the rules and the keys that judged it. */
+/**
+ * Everything a decision depends on besides the ledger: the rules and the keys that judged it, and the version of the
+ * promotion rule itself (DECISION_RULES), so a decision taken by an earlier rule is never reused.
+ */
 export function governanceDigest(governance: Governance, anchor: Governance | undefined): string {
   const part = (g: Governance | undefined) =>
     g ? { policy: g.policy, keys: g.trustRoot.sources.map((s) => [s.path, s.text]) } : null;
   return createHash('sha256')
-    .update(canonicalize({ governance: part(governance), anchor: part(anchor) }))
+    .update(canonicalize({ rules: DECISION_RULES, governance: part(governance), anchor: part(anchor) }))
     .digest('hex')
     .slice(0, 16);
 }

@@ -13,10 +13,17 @@ export function isGovernanceFile(policy: Policy, path: string): boolean {
   return governanceFiles(policy)(path);
 }
 
-/** isGovernanceFile for one policy, its keys prefix built once (the hook asks about every staged path). */
+/**
+ * isGovernanceFile for one policy, its keys prefix built once (the hook asks about every staged path). Case is
+ * ignored, as for protect globs: on a file system that ignores case, `.DELEGATE-GIT/keys/x.json` is checked out into
+ * the keys directory and `.Delegate-Git/policy.json` over the policy, so such a path needs what they need.
+ */
 function governanceFiles(policy: Policy): (path: string) => boolean {
-  const keysPrefix = `${policy.keysDir}/`;
-  return (path) => path === POLICY_PATH || path.startsWith(keysPrefix);
+  const keysPrefix = `${policy.keysDir}/`.toLowerCase();
+  return (path) => {
+    const folded = path.toLowerCase();
+    return folded === POLICY_PATH || folded.startsWith(keysPrefix);
+  };
 }
 
 /** Whether any of these changes adds, edits, deletes or moves away a governance file. */

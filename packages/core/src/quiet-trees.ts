@@ -94,5 +94,8 @@ function keyOf(tree: string, dir: string, policyBlob: string, tip: string | null
   return hexDigestOf('sha1', `${DIGEST_RULES}\0${tree}\0${policyBlob}\0${tip ?? '-'}\0${dir}`);
 }
 
-/** 2: globs match names holding a line break; 3: protect globs ignore case (governed-paths.ts). */
-const DIGEST_RULES = 3;
+/**
+ * 2: globs match names holding a line break; 3: protect globs ignore case; 4: so do the policy and keys paths
+ * (governed-paths.ts).
+ */
+const DIGEST_RULES = 4;

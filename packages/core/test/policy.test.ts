@@ -171,6 +171,20 @@ describe('governedMatcher', () => {
     expect(isGovernanceFile(policy, 'keys')).toBe(false);
   });
 
+  it('the policy and keys paths ignore case (a file system that ignores case checks them out in their place)', () => {
+    const governed = governedMatcher(policyOf({ keysDir: 'Keys', exclude: ['**'] }));
+    for (const p of [
+      '.DELEGATE-GIT/policy.json',
+      '.delegate-git/Policy.JSON',
+      'keys/evil.json',
+      'KEYS/x.json',
+    ])
+      expect([p, governed.classify(p)]).toEqual([p, 'governed']);
+    // Control: other names in those directories, and a prefix of the keys directory's name, stay ungoverned.
+    for (const p of ['.DELEGATE-GIT/other.json', 'KEYSAFE/x.json', 'policy.json'])
+      expect([p, governed.classify(p)]).toEqual([p, 'ungoverned']);
+  });
+
   it('isProtected: protect minus exclude, without the ledger', () => {
     const governed = governedMatcher(policyOf({ protect: ['src/**'], exclude: ['src/gen/**'] }));
     expect(governed.isProtected('src/a.ts')).toBe(true);
