@@ -45,7 +45,12 @@ describe('parseRawDiff', () => {
       const blob = (spec: string) => runGitText(dir, ['rev-parse', `:${spec}`]);
       const changes = parseRawDiff(splitZ(out)).sort((a, b) => a.path.localeCompare(b.path));
       expect(changes).toEqual([
-        { status: 'D', path: 'gone.txt', blob: '0'.repeat(format === 'sha1' ? 40 : 64) },
+        {
+          status: 'D',
+          path: 'gone.txt',
+          blob: '0'.repeat(format === 'sha1' ? 40 : 64),
+          replaces: runGitText(dir, ['rev-parse', 'HEAD:gone.txt']),
+        },
         {
           status: 'M',
           path: 'keep.txt',
@@ -103,7 +108,7 @@ describe('parseRawDiff', () => {
       { status: 'A', path: 'file.ts', blob: two, submodule: true },
       { status: 'D', path: 'file.ts', blob: two },
       { status: 'M', path: 'moved', blob: two, submodule: true, replaces: one },
-      { status: 'D', path: 'removed', blob: '0'.repeat(40) },
+      { status: 'D', path: 'removed', blob: '0'.repeat(40), replaces: one },
       { status: 'T', path: 'to-file', blob: runGitText(dir, ['rev-parse', ':to-file']), replaces: one },
     ]);
   });
