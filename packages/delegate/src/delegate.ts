@@ -159,6 +159,7 @@ async function delegateWith(
       model: settings.worker.model,
       apiKey,
       timeoutMs: settings.worker.timeoutMs,
+      idleTimeoutMs: settings.worker.idleTimeoutMs,
       maxTokens: settings.worker.maxTokens,
       messages: buildWorkerMessages(unit, context.context, context.retry),
       onProgress: opts.onProgress,

@@ -19,6 +19,8 @@ const settingsSchema = z.strictObject({
       model: z._default(z.string(), 'local-model'),
       apiKeyEnv: z._default(z.nullable(z.string()), null),
       timeoutMs: z._default(z.int().check(z.positive()), 300_000),
+      // The longest silence once the reply has begun (worker-client.ts, SilenceWatch).
+      idleTimeoutMs: z._default(z.int().check(z.positive()), 120_000),
       maxTokens: z._default(z.int().check(z.positive()), 4096),
     }),
     {},

@@ -30,6 +30,12 @@ export interface WorkerRequest {
   apiKey?: string;
   /** Deadline for the whole exchange, streaming included. */
   timeoutMs: number;
+  /**
+   * Once the reply has begun, the longest silence allowed between two pieces of it: a server that stalls mid-reply
+   * ends here, not at the deadline. Unset: only the deadline. Before the first byte (the prompt being read) there is
+   * no such limit.
+   */
+  idleTimeoutMs?: number;
   messages: WorkerMessage[];
   maxTokens?: number;
   temperature?: number;
@@ -174,8 +180,9 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
   const collector = new ReplyCollector(started, req.onProgress);
   const contentType = (response.headers['content-type'] ?? '').toLowerCase();
   const onEvent = (event: StreamEvent) => collector.acceptEvent(event, endpointHost);
+  const silence = new SilenceWatch(req.idleTimeoutMs);
   try {
-    const chunks = responseBody(response, combined);
+    const chunks = silence.watch(responseBody(response, AbortSignal.any([combined, silence.signal])));
     if (contentType.includes('text/event-stream')) await readEventStream(chunks, onEvent, endpointHost);
     else {
       const text = await readText(chunks, MAX_REPLY_CHARS + 1);
@@ -186,6 +193,14 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
       else collector.acceptCompletion(parseJson(text, endpointHost));
     }
   } catch (error) {
+    if (silence.signal.aborted && !combined.aborted) {
+      throw new WorkerError(
+        'timeout',
+        `The worker at ${endpointHost} stopped sending for ${req.idleTimeoutMs} ms in the middle of its reply (${collector.tokens} token(s) in): it stalled. Check the model server (its log, memory, GPU), or raise worker.idleTimeoutMs in the operator settings if it pauses that long on purpose.`,
+        undefined,
+        { cause: error },
+      );
+    }
     const translated = translate(error, 'while the reply was streaming');
     if (translated !== error || error instanceof WorkerError) throw translated;
     throw new WorkerError(
@@ -194,6 +209,8 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
       undefined,
       { cause: error },
     );
+  } finally {
+    silence.stop();
   }
 
   return collector.finish({ req, endpointHost });
@@ -214,6 +231,11 @@ class ReplyCollector {
     private readonly started: number,
     private readonly onProgress?: (progress: WorkerProgress) => void,
   ) {}
+
+  /** The pieces of answer or reasoning received so far (about one token each). */
+  get tokens(): number {
+    return this.tokenChunks;
+  }
 
   /**
    * One server-sent event. An error can come as an `error` event, as llama.cpp's `error:` field, or as an `error`
@@ -454,6 +476,35 @@ async function* responseBody(response: IncomingMessage, signal: AbortSignal): As
   } finally {
     signal.removeEventListener('abort', abort);
     response.destroy();
+  }
+}
+
+/**
+ * Aborts `signal` when `ms` pass with no byte of the reply, counted from its first byte: the total deadline alone
+ * lets a server that stalls mid-reply hold the operator for minutes, with a progress line that no longer moves.
+ */
+class SilenceWatch {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  readonly signal = this.controller.signal;
+
+  constructor(private readonly ms: number | undefined) {}
+
+  async *watch(chunks: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+    for await (const chunk of chunks) {
+      this.restart();
+      yield chunk;
+    }
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+
+  private restart(): void {
+    if (this.ms === undefined) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.controller.abort(), this.ms);
   }
 }
 

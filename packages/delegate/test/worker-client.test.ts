@@ -243,6 +243,56 @@ describe('callWorker: the wire (node:http transport)', () => {
     }
   });
 
+  it('a stream silent longer than idleTimeoutMs once begun ends then, long before the deadline; a slow steady stream and a slow first byte do not (controls)', async () => {
+    const server = await rawServer((req, res) => {
+      req.resume();
+      const steady = req.url?.includes('steady');
+      const late = req.url?.includes('late');
+      // A slow prompt: nothing at all for longer than the idle limit, then a prompt reply.
+      setTimeout(
+        () => {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write(delta('one '));
+          if (!steady && !late) return; // stalls after its first piece
+          let sent = 0;
+          const timer = setInterval(() => {
+            sent += 1;
+            if (sent < 6) res.write(delta('more '));
+            else {
+              clearInterval(timer);
+              res.end(`${delta('done', 'stop')}data: [DONE]\n\n`);
+            }
+          }, 80);
+        },
+        late ? 400 : 0,
+      );
+    });
+    try {
+      const started = Date.now();
+      const error = await expectWorkerError(
+        callWorker(request({ endpoint: server.url, timeoutMs: 20_000, idleTimeoutMs: 250 })),
+      );
+      expect(error.kind).toBe('timeout');
+      expect(error.message).toContain(
+        'stopped sending for 250 ms in the middle of its reply (1 token(s) in)',
+      );
+      expect(Date.now() - started).toBeLessThan(3_000);
+
+      // 80 ms between pieces for about half a second in all, under a 250 ms silence limit.
+      const steady = await callWorker(
+        request({ endpoint: `${server.url}/steady/chat/completions`, timeoutMs: 20_000, idleTimeoutMs: 250 }),
+      );
+      expect(steady.content).toBe('one more more more more more done');
+      // 400 ms before the first byte (the prompt being read) is not a silence mid-reply.
+      const late = await callWorker(
+        request({ endpoint: `${server.url}/late/chat/completions`, timeoutMs: 20_000, idleTimeoutMs: 250 }),
+      );
+      expect(late.content).toBe('one more more more more more done');
+    } finally {
+      await server.close();
+    }
+  });
+
   it("a connection dropped mid-stream is a protocol error (the reply broke off), not the caller's abort", async () => {
     const server = await rawServer((req, res) => {
       req.resume();
