@@ -361,15 +361,15 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
   });
 
   it('a key file in a case variant of the keys directory (the same directory where case is ignored) needs approval too', () => {
-    const [mallory] = registerKeys(story, work, [{ name: 'mallory' }]);
-    const variant = mallory!.keyFile.replace('.delegate-git/', '.DELEGATE-GIT/');
+    const [trudy] = registerKeys(story, work, [{ name: 'trudy' }]);
+    const variant = trudy!.keyFile.replace('.delegate-git/', '.DELEGATE-GIT/');
     fs.mkdirSync(path.dirname(path.join(work, variant)), { recursive: true });
-    fs.renameSync(path.join(work, mallory!.keyFile), path.join(work, variant));
+    fs.renameSync(path.join(work, trudy!.keyFile), path.join(work, variant));
     gitOk(story, work, ['add', variant]);
-    const atCommit = commit(story, work, 'trust mallory where case is ignored');
+    const atCommit = commit(story, work, 'trust trudy where case is ignored');
     expect(atCommit.code).not.toBe(0);
     expect(atCommit.stderr).toContain(`NOT PROMOTED  ${variant}`);
-    expect(commit(story, work, 'trust mallory where case is ignored', ['--no-verify']).code).toBe(0);
+    expect(commit(story, work, 'trust trudy where case is ignored', ['--no-verify']).code).toBe(0);
     const atPush = pushRefused('key file in a case variant of the keys directory');
     expect(atPush.stderr).toContain(variant);
     const inCi = cli(story, work, ['verify', '--rev', 'HEAD']);
