@@ -172,4 +172,26 @@ describe('verify and merges that change the trust root', () => {
       `NOT PROMOTED  ${POLICY}: deleted by merge ${merge.slice(0, 12)}, though its parent ${main.slice(0, 12)} changed it after the two sides parted: the policy file and the trust root cannot be deleted`,
     );
   });
+
+  it('init --keys-dir ./trust keeps the directory as git names it: its approval names trust/, and keys there stay governed', () => {
+    const work = makeWorkTree(story, 'dot-keys-dir');
+    cliOk(story, work, ['init', '--protect', 'src/**', '--keys-dir', './trust']);
+    gitOk(story, work, ['add', '.delegate-git', 'trust']);
+    const adopted = commit(story, work, 'Adopt delegate-git'); // through the hook: init's approval names trust/
+    expect(adopted.code, adopted.stderr).toBe(0);
+    const policy = JSON.parse(fs.readFileSync(path.join(work, POLICY), 'utf8')) as { keysDir: string };
+    expect(policy.keysDir).toBe('trust');
+    expect(verify(work).code).toBe(0);
+
+    const [mallory] = registerKeys(story, work, [{ name: 'mallory' }]);
+    expect(mallory!.keyFile.startsWith('trust/')).toBe(true);
+    gitOk(story, work, ['add', mallory!.keyFile]);
+    const refused = commit(story, work, 'trust mallory');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`NOT PROMOTED  ${mallory!.keyFile}`);
+    expect(commit(story, work, 'trust mallory', ['--no-verify']).code).toBe(0);
+    const inCi = verify(work);
+    expect(inCi.code, inCi.stdout).toBe(1);
+    expect(inCi.stdout).toContain(`NOT PROMOTED  ${mallory!.keyFile}`);
+  });
 });

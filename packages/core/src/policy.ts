@@ -20,7 +20,19 @@ const relativeDir = z.string().check(
     (s) => !s.startsWith('/') && !s.split('/').includes('..') && !s.includes('\\'),
     'must be a repository-relative POSIX path without ..',
   ),
+  z.refine((s) => canonicalDir(s) !== '', 'must name a directory below the top of the repository'),
 );
+
+/**
+ * `./keys/` or `keys//a` as git names such a directory (`keys`, `keys/a`): git's paths have no `.` or empty segments,
+ * and the keys directory is compared with them, so `./keys` kept as written would govern no key file at all.
+ */
+function canonicalDir(dir: string): string {
+  return dir
+    .split('/')
+    .filter((segment) => segment !== '' && segment !== '.')
+    .join('/');
+}
 
 const policySchema = z.strictObject({
   version: z.literal(1),
@@ -44,7 +56,7 @@ export function parsePolicy(text: string, source = POLICY_PATH): Policy {
     'POLICY',
     'Fix the policy file (its format is in docs/formats.md), or restore it with `git checkout -- .delegate-git/policy.json`.',
   );
-  return { ...policy, keysDir: policy.keysDir.replace(/\/+$/, '') };
+  return { ...policy, keysDir: canonicalDir(policy.keysDir) };
 }
 
 export function policyText(policy: Policy): string {

@@ -327,9 +327,12 @@ function cacheDirOf(commonDir: string): string {
   return path.join(commonDir, 'delegate-git', 'cache');
 }
 
-/** "3": the kept expressions are dotAll, and protect's ignore case (governed-paths.ts); older ones are not read. */
+/**
+ * "3": the kept expressions are dotAll, and protect's ignore case (governed-paths.ts); "4": keysDir is kept as git
+ * names it (`./keys` as `keys`, policy.ts). Older ones are not read.
+ */
 function validPolicyName(id: string): string {
-  return `policy-3-${id}.json`;
+  return `policy-4-${id}.json`;
 }
 
 /** stdout of a git command, or null when it fails in any way (the full check then says why). */

@@ -160,6 +160,21 @@ describe('governedMatcher', () => {
     expect(governed.isProtected('.delegate-git/keys/alice.json')).toBe(true);
   });
 
+  it('keeps the keys directory as git names it: `./trust/` governs trust/*, and `.` alone is refused', () => {
+    for (const [given, kept] of [
+      ['./trust', 'trust'],
+      ['./trust/', 'trust'],
+      ['keys//team/.', 'keys/team'],
+      ['.delegate-git/keys', '.delegate-git/keys'],
+    ]) {
+      const policy = policyOf({ keysDir: given });
+      expect(policy.keysDir, given).toBe(kept);
+      expect(isGovernanceFile(policy, `${kept}/mallory.json`), given).toBe(true);
+    }
+    for (const bad of ['.', './', './/.'])
+      expect(() => policyOf({ keysDir: bad }), bad).toThrow(/must name a directory/);
+  });
+
   it('follows a custom keys directory', () => {
     const policy = policyOf({ keysDir: 'keys/', exclude: ['keys/**', '.delegate-git/**'] });
     const governed = governedMatcher(policy);
