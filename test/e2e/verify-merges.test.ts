@@ -194,4 +194,27 @@ describe('verify and merges that change the trust root', () => {
     expect(inCi.code, inCi.stdout).toBe(1);
     expect(inCi.stdout).toContain(`NOT PROMOTED  ${mallory!.keyFile}`);
   });
+
+  it('a branch from before the adoption that adopts again with a key of its own cannot bring that key in by a merge', () => {
+    const work = copyWorkTree(story, template, 'second-anchor');
+    const control = verify(work); // the adopted line alone
+    expect(control.code, control.stdout).toBe(0);
+
+    gitOk(story, work, ['checkout', '-q', '-b', 'feature', 'HEAD~1']); // before the adoption
+    gitOk(story, work, ['checkout', 'main', '--', '.delegate-git']); // main's policy and keys, as they are
+    const [eve] = registerKeys(story, work, [{ name: 'eve' }]);
+    attestOk(story, work, 'approve', [eve!.keyFile], { key: 'eve' });
+    gitOk(story, work, ['add', '-A']);
+    expect(commit(story, work, 'adopt, with eve', ['--no-verify']).code).toBe(0);
+    const ownAdoption = head(work);
+    gitOk(story, work, ['merge', '-q', '--no-edit', '--no-verify', 'main']);
+    writeFiles(work, { 'src/evil.ts': 'export const evil = 1;\n' });
+    attestOk(story, work, 'approve', ['src/evil.ts'], { key: 'eve' });
+    gitOk(story, work, ['add', 'src/evil.ts']);
+    expect(commit(story, work, 'evil', ['--no-verify']).code).toBe(0);
+
+    const refused = verify(work);
+    expect(refused.code, refused.stdout).toBe(1);
+    expect(refused.stdout).toContain(`adopted in commit ${ownAdoption.slice(0, 12)}, one of 2 adoptions`);
+  });
 });

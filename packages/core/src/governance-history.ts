@@ -83,12 +83,17 @@ export async function unapprovedGovernanceChanges(
     });
 
   const problems: GovernanceChangeProblem[] = [];
+  const anchors: Array<{ commit: string; governance: Governance }> = [];
   for (const { id, parent, fields } of commitsOf(splitZ(out))) {
     const changes = parseRawDiff(fields);
-    if (changes.length === 0 || parent === undefined) continue;
-    const before = await rulesBefore(parent);
-    if (before === null) continue; // the trust anchor: nothing was in force before it
+    if (changes.length === 0) continue;
+    const before = parent === undefined ? null : await rulesBefore(parent);
     const own = await readGovernance(repo, id);
+    if (before === null) {
+      // Nothing was in force before it: an adoption, the trust anchor (or not adopted yet).
+      if (own !== null) anchors.push({ commit: id, governance: own });
+      continue;
+    }
     const governs = (path: string) =>
       isGovernanceFile(before.policy, path) || (own !== null && isGovernanceFile(own.policy, path));
     const at = `commit ${id.slice(0, 12)}`;
@@ -108,7 +113,29 @@ export async function unapprovedGovernanceChanges(
     }
   }
   problems.push(...(await mergesGoingBack(repo, commit, pathspecs, rulesBefore, judge)));
+  problems.push(...secondAnchors(anchors));
   return problems;
+}
+
+/**
+ * A history holds one adoption. A branch started before it (or an orphan) that adopts again with rules and keys of
+ * its own, then merged with the adopted line, would otherwise be a second trust anchor: its own keys approved
+ * under nothing. Adoptions of the very same policy and keys (one adopting commit rebased or cherry-picked) are one.
+ */
+function secondAnchors(anchors: ReadonlyArray<{ commit: string; governance: Governance }>) {
+  const rulesOf = (g: Governance) =>
+    JSON.stringify([g.policy, g.trustRoot.sources.map((source) => [source.path, source.text])]);
+  if (new Set(anchors.map((a) => rulesOf(a.governance))).size <= 1) return [];
+  const commits = anchors.map((a) => a.commit.slice(0, 12)).join(', ');
+  return anchors.map(
+    (a): GovernanceChangeProblem => ({
+      commit: a.commit,
+      path: POLICY_PATH,
+      blob: '',
+      sha256: '',
+      reason: `adopted in commit ${a.commit.slice(0, 12)}, one of ${anchors.length} adoptions in this history with different rules or keys (${commits}): each would be a trust anchor of its own, so a branch that adopts again could bring its own keys. Keep one adoption: start the other line again from the adopted one`,
+    }),
+  );
 }
 
 /**
