@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adopt,
   cli,
+  cliAsync,
   cliOk,
   cloneInto,
   gitOk,
@@ -83,6 +84,31 @@ describe('sync between two clones', () => {
     // Nothing was lost on the way: the trust anchor's approval from init is still there too.
     const policyBlob = gitOk(story, first, ['rev-parse', 'HEAD:.delegate-git/policy.json']);
     expect(noteLines(story, server, policyBlob)).toHaveLength(1);
+  });
+});
+
+describe('syncs racing each other', () => {
+  it('four clones syncing at the same moment all succeed, and the remote ends with every record', async () => {
+    const server = makeServer(story, 'racing.git');
+    const first = cloneInto(story, server, 'racing-0');
+    adopt(story, first, ['src/**']);
+    expect(gitRun(story, first, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+    const clones = [first, ...[1, 2, 3].map((i) => cloneInto(story, server, `racing-${i}`))];
+    for (const [i, dir] of clones.entries()) {
+      if (i > 0) cliOk(story, dir, ['init']);
+      writeFiles(dir, { [`src/c${i}.ts`]: `export const c = ${i};\n` });
+      cliOk(story, dir, ['attest', '--approve', `src/c${i}.ts`, '--yes']);
+    }
+    // Started together: a push that loses the ref to another (non-fast-forward, or "cannot lock ref" when the other
+    // wins between our fetch and the remote's update) is a lost race, fetched, merged and pushed again.
+    for (let round = 0; round < 2; round++) {
+      const runs = await Promise.all(clones.map((dir) => cliAsync(story, dir, ['sync'])));
+      for (const run of runs) expect(run.code, run.stderr).toBe(0);
+    }
+    for (const [i, dir] of clones.entries()) {
+      const blob = gitOk(story, dir, ['hash-object', `src/c${i}.ts`]);
+      expect(noteLines(story, server, blob), `clone ${i}`).toHaveLength(1);
+    }
   });
 });
 

@@ -16,7 +16,7 @@
  *   gitOk(story, work, ['add', '-A']);
  *   expect(commit(story, work, 'add a').code).toBe(0);
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -113,6 +113,26 @@ export function cli(
   input?: string,
 ): Run {
   return spawn(process.execPath, [storyCli, ...args], cwd, env, input);
+}
+
+/** cli without waiting: for commands a test starts at the same moment (racing each other). */
+export function cliAsync(
+  story: Story,
+  cwd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = story.env,
+): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [storyCli, ...args],
+      { cwd, env, maxBuffer: 1 << 28 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 128) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
 }
 
 /** Like cli, but a non-zero exit fails the test with the command's output. */

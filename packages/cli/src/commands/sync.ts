@@ -22,6 +22,7 @@ Example:
 `;
 
 const ATTEMPTS = 5;
+const LOST_RACE = /\((?:non-fast-forward|fetch first)\)|cannot lock ref|\(failed to update ref\)/i;
 
 export default {
   summary: 'merge the ledger with a remote (fetch, cat_sort_uniq merge, push without force)',
@@ -83,11 +84,14 @@ export default {
           );
           return 0;
         }
-        // Only a lost race is worth another round; "[remote rejected]" (a server hook said no) is final.
-        if (!/\((?:non-fast-forward|fetch first)\)/i.test(pushed.stderr)) {
+        // Only a lost race is worth another round: behind the remote, or another push taking the ref between our
+        // fetch and the remote's update ("cannot lock ref"); "[remote rejected]" by a server hook is final.
+        if (!LOST_RACE.test(pushed.stderr)) {
           io.err(`delegate-git sync: the push to ${remote} was refused:\n${pushed.stderr}`);
           return 1;
         }
+        // Apart, so that clones that lost together do not meet again at once.
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 50 * attempt));
       }
       io.err(
         `delegate-git sync: ${remote} kept moving; gave up after ${ATTEMPTS} attempts. Run sync again.\n`,
