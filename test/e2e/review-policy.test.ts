@@ -522,6 +522,53 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     gitOk(story, work, ['checkout', '-q', '-B', 'main', 'HEAD']);
   });
 
+  it('content a reviewer rejected since cannot come back by a rewind or a merge whose first parent is older', async () => {
+    const file = 'src/back.ts';
+    writeFiles(work, { [file]: 'export const v = 1;\n' });
+    attestOk(story, work, 'approve', [file]);
+    expect(stageAndCommit(work, file, 'v1').code).toBe(0);
+    pushAccepted('v1');
+    const v1 = gitOk(story, work, ['rev-parse', 'HEAD']);
+    writeFiles(work, { [file]: 'export const v = 2;\n' });
+    attestOk(story, work, 'approve', [file]);
+    expect(stageAndCommit(work, file, 'v2').code).toBe(0);
+    pushAccepted('v2');
+    const v2 = gitOk(story, work, ['rev-parse', 'HEAD']);
+    // v1 turns out to be wrong: the reviewer rejects it.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    writeFiles(work, { [file]: 'export const v = 1;\n' });
+    attestOk(story, work, 'reject', [file]);
+    gitOk(story, work, ['checkout', '--', file]);
+    pushAccepted('the rejection');
+
+    // No commit's first-parent diff brings v1 back: the merge has v1's tree, and v1 as its first parent.
+    const merge = gitOk(story, work, ['commit-tree', '-p', v1, '-p', v2, '-m', 'merge main', `${v1}^{tree}`]);
+    const merged = gitRun(story, work, ['push', 'origin', `${merge}:refs/heads/main`]);
+    expect(merged.code).not.toBe(0);
+    expect(merged.stderr).toContain(
+      `refused refs/heads/main ${merge.slice(0, 12)} ${file}: rejected by ${OPERATOR}`,
+    );
+    const rewind = gitRun(story, work, ['push', '--force', 'origin', `${v1}:refs/heads/main`]);
+    expect(rewind.code).not.toBe(0);
+    expect(rewind.stderr).toContain(`${file}: rejected by ${OPERATOR}`);
+    expect(refTip(story, server, 'main')).toBe(v2);
+
+    // Control: approved again by the reviewer who rejected it, the same merge goes through.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    writeFiles(work, { [file]: 'export const v = 1;\n' });
+    attestOk(story, work, 'approve', [file]);
+    gitOk(story, work, ['checkout', '--', file]);
+    const accepted = gitRun(story, work, [
+      'push',
+      '--atomic',
+      'origin',
+      `${merge}:refs/heads/main`,
+      LEDGER_REF,
+    ]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    gitOk(story, work, ['reset', '-q', '--hard', merge]);
+  });
+
   it('going back to an earlier approved policy needs a new approval at commit, push and in CI; re-approved, it passes', async () => {
     const earlier = fs.readFileSync(path.join(work, POLICY), 'utf8');
     // The approval of the version in force must be later than the earlier version's (milliseconds apart at least).

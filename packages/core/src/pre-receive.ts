@@ -5,7 +5,7 @@
  */
 import { parseRawDiff } from './checks.js';
 import { DecisionCache } from './decision-cache.js';
-import { CatFileBatch, git, gitTry, literalPathspecs, PINNED_LOG } from './git.js';
+import { CatFileBatch, git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { governedFiles, judgeFiles } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
@@ -17,6 +17,7 @@ import {
   deletionRefusal,
   type GovernedMatcher,
   governedMatcher,
+  isGovernanceFile,
   POLICY_PATH,
   type Policy,
 } from './policy.js';
@@ -416,11 +417,10 @@ async function judgeRefUpdate(
     return;
   }
   const own = await previousTip(reads, u);
-  const between =
-    own !== null && (await reads.hasPolicy(own))
-      ? await governanceBetween(reads.repo, own, u.newId, governance.policy)
-      : null;
+  const betweenTips = own === null ? null : changesBetween(reads.repo, own, u.newId);
+  betweenTips?.catch(() => {}); // awaited below
   const brought = await changes;
+  const between = await betweenTips;
   const deleted = [...brought.deleted, ...(between?.deleted ?? [])];
   result.commits += brought.commits;
   const introduced = await notOnDefaultBranch(reads, own, [
@@ -429,8 +429,12 @@ async function judgeRefUpdate(
   ]);
   const matcher = reads.matcher(governance.policy);
   const governed = governedFiles(introduced, governance, await recordedPathsFor(matcher, introduced, after));
-  // The first commit that brings a content names it (the change between the tips comes last).
-  const unique = firstOfEach(governed, (f) => `${f.path}\0${f.blob}\0${f.replaces ?? ''}`);
+  // The first commit that brings a content names it (the change between the tips comes last). Only a governance
+  // file is judged with the version it replaces (judgeFiles), so only there does that version make it another question.
+  const unique = firstOfEach(governed, (f) => {
+    const replaces = isGovernanceFile(governance.policy, f.path) ? (f.replaces ?? '') : '';
+    return `${f.path}\0${f.blob}\0${replaces}`;
+  });
   result.files += unique.length;
   const judged = await judgeFiles(unique, {
     governance,
@@ -555,18 +559,18 @@ async function changesOf(reads: PushReads, u: RefUpdate): Promise<NewChanges> {
 }
 
 /**
- * What a ref's governance files became between its tip before the push and after, as changes of the new tip: a
- * rewind, or a merge whose first parent is an old commit (`git merge -s ours`), puts an older policy or key file
- * back without any commit's first-parent diff showing it.
+ * What differs between a branch's tips before and after: a rewind, or a merge whose first parent is an older commit
+ * (`git merge -s ours`, or `git commit-tree` with the old tree), brings content back with no commit's first-parent
+ * diff showing it, so an earlier policy, a key from before its revocation, or content a reviewer has rejected since,
+ * would pass. Judged like the commits' changes: a governance file with the version it replaces (going back needs a
+ * new approval), any other file by its content alone, the same question a commit bringing it asks.
  */
-async function governanceBetween(
+async function changesBetween(
   repo: Repository,
   from: string,
   to: string,
-  policy: Policy,
 ): Promise<Pick<NewChanges, 'introduced' | 'deleted'>> {
-  const paths = literalPathspecs([POLICY_PATH, `${policy.keysDir}/`]);
-  const out = await git(['diff-tree', '-r', '-z', '--no-renames', from, to, '--', ...paths], {
+  const out = await git(['diff-tree', '-r', '-z', '--no-renames', from, to], {
     cwd: repo.cwd,
     env: repo.env,
   });
@@ -574,7 +578,14 @@ async function governanceBetween(
   const deleted: Introduced[] = [];
   for (const c of parseRawDiff(splitZ(out))) {
     if (c.status === 'D') deleted.push({ path: c.path, blob: c.blob, commit: to });
-    else introduced.push({ path: c.path, blob: c.blob, commit: to, replaces: c.replaces });
+    else
+      introduced.push({
+        path: c.path,
+        blob: c.blob,
+        commit: to,
+        submodule: c.submodule,
+        replaces: c.replaces,
+      });
   }
   return { introduced, deleted };
 }
