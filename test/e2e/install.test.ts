@@ -3,20 +3,25 @@
  * blocks), init is idempotent, core.hooksPath and husky are honoured, and linked worktrees are guarded too.
  * Every check is made by running `git commit` and seeing the hook act.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adopt,
+  cli,
   cliOk,
   commit,
   gitOk,
   gitRun,
+  makeServer,
   makeStory,
   makeWorkTree,
+  type Run,
   recordVerdict,
   refTip,
   type Story,
+  storyCli,
   writeFiles,
 } from '../support/cli-story.js';
 
@@ -242,5 +247,225 @@ describe('init: husky', () => {
     await recordVerdict(story, dir, 'src/side.ts', { content: 'export const side = 1;\n' });
     const merged = gitRun(story, dir, ['merge', '--no-edit', 'side']);
     expect(merged.code, merged.stderr).toBe(0);
+  });
+});
+
+/** `git commit` under another environment than the story's. */
+function commitWith(dir: string, message: string, env: NodeJS.ProcessEnv): Run {
+  return gitRun(story, dir, ['commit', '-q', '-m', message], env);
+}
+
+/** Files under `dir` (relative paths) with their mode and content, or {} when it does not exist. */
+function tree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!fs.existsSync(dir)) return out;
+  for (const rel of fs.readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+    const file = path.join(dir, rel);
+    if (fs.statSync(file).isFile())
+      out[rel] = `${fs.statSync(file).mode.toString(8)} ${fs.readFileSync(file, 'utf8')}`;
+  }
+  return out;
+}
+
+describe('init: where the CLI is installed', () => {
+  it("writes the CLI's path into the hooks as a quoted word: a directory named x';exit 0;'y neither opens nor breaks the gates", async () => {
+    // A copy of the built package, as npm would lay it out, under a directory whose name is shell syntax.
+    const odd = path.join(story.root, "x';exit 0;'y", 'delegate-git');
+    const built = path.dirname(path.dirname(storyCli));
+    for (const part of ['bin', 'dist', 'package.json'])
+      fs.cpSync(path.join(built, part), path.join(odd, part), { recursive: true });
+    const oddCli = (cwd: string, args: string[]): Run => {
+      const run = spawnSync(process.execPath, [path.join(odd, 'bin', 'delegate-git.js'), ...args], {
+        cwd,
+        env: story.env,
+      });
+      const result = {
+        code: run.status ?? 128,
+        stdout: run.stdout.toString(),
+        stderr: run.stderr.toString(),
+      };
+      if (result.code !== 0) throw new Error(`delegate-git ${args.join(' ')}: ${result.stderr}`);
+      return result;
+    };
+
+    const server = makeServer(story, 'odd.git', { hook: false });
+    oddCli(server, ['init', '--server']);
+    const dir = path.join(story.root, 'odd-clone');
+    gitOk(story, story.root, ['clone', '-q', server, dir]);
+    oddCli(dir, ['init', '--protect', 'src/**']);
+    for (const hook of [
+      path.join(dir, '.git', 'hooks', 'pre-commit'),
+      path.join(server, 'hooks', 'pre-receive'),
+    ])
+      expect(fs.readFileSync(hook, 'utf8')).toContain(
+        `DELEGATE_GIT_CLI='${story.root}/x'\\'';exit 0;'\\''y/`,
+      );
+    gitOk(story, dir, ['add', '.delegate-git']);
+    const adopted = commit(story, dir, 'adopt');
+    expect(adopted.code, adopted.stderr).toBe(0);
+    const first = gitRun(story, dir, ['push', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toContain('judged by its own policy (first push)'); // the server's CLI ran
+
+    stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+    const refused = commit(story, dir, 'unpromoted');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
+    expect(commit(story, dir, 'unpromoted, hook skipped', ['--no-verify']).code).toBe(0);
+    const pushRefused = gitRun(story, dir, ['push', 'origin', 'main']);
+    expect(pushRefused.code).not.toBe(0);
+    expect(pushRefused.stderr).toMatch(/refused refs\/heads\/main [0-9a-f]{12} src\/a\.ts/);
+
+    // Control: a promoted file commits.
+    gitOk(story, dir, ['reset', '-q', '--hard', 'HEAD~1']);
+    stage(dir, { 'src/b.ts': 'export const b = 1;\n' });
+    await recordVerdict(story, dir, 'src/b.ts');
+    const passed = commit(story, dir, 'promoted');
+    expect(passed.code, passed.stderr).toBe(0);
+  });
+});
+
+describe('init: core.hooksPath this clone does not own', () => {
+  it.each(['global', 'system'])(
+    'refuses one from the %s config before writing anything; a repository-local hooks path installs',
+    (scope) => {
+      const shared = path.join(story.root, `${scope}-hooks`);
+      const sharedRan = path.join(story.root, `${scope}-hook-ran.txt`);
+      executable(path.join(shared, 'pre-commit'), `#!/bin/sh\necho ran >> '${sharedRan}'\n`);
+      const config = path.join(story.root, `${scope}-gitconfig`);
+      fs.writeFileSync(config, `[core]\n\thooksPath = ${shared}\n`);
+      const env: NodeJS.ProcessEnv = { ...story.env, XDG_CONFIG_HOME: path.join(story.root, `${scope}-xdg`) };
+      if (scope === 'global') {
+        // The story's identity stays; the hooks path comes on top of it.
+        fs.appendFileSync(config, fs.readFileSync(story.env.GIT_CONFIG_GLOBAL!, 'utf8'));
+        env.GIT_CONFIG_GLOBAL = config;
+      } else {
+        delete env.GIT_CONFIG_NOSYSTEM;
+        env.GIT_CONFIG_SYSTEM = config;
+      }
+      const other = makeWorkTree(story, `${scope}-other`);
+      const dir = makeWorkTree(story, `${scope}-hookspath`);
+      const sharedBefore = tree(shared);
+
+      const refused = cli(story, dir, ['init', '--protect', 'src/**'], env);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(
+        `core.hooksPath is set to ${shared} in the ${scope} git configuration`,
+      );
+      expect(refused.stderr).toContain('git config core.hooksPath .git/hooks');
+      expect(refused.stderr).toContain('delegate-git init --no-hook');
+      // Nothing half set up: no policy, no key, no config, the shared hooks as they were.
+      expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+      expect(fs.existsSync(env.XDG_CONFIG_HOME!)).toBe(false);
+      expect(gitRun(story, dir, ['config', '--local', '--get-regexp', 'notes']).stdout).toBe('');
+      expect(tree(shared)).toEqual(sharedBefore);
+      stage(other, { 'README.md': 'other\n' });
+      const otherCommit = commitWith(other, 'other repository', env);
+      expect(otherCommit.code, otherCommit.stderr).toBe(0);
+      expect(lines(sharedRan)).toHaveLength(1);
+
+      // Control: with a hooks path of its own, this repository installs as before, and the others are untouched.
+      gitOk(story, dir, ['config', 'core.hooksPath', '.git/hooks'], env);
+      const init = cli(story, dir, ['init', '--protect', 'src/**'], env);
+      expect(init.code, init.stderr).toBe(0);
+      expect(init.stdout).toContain(
+        `installed the pre-commit hook: ${path.join(dir, '.git', 'hooks', 'pre-commit')}`,
+      );
+      expect(tree(shared)).toEqual(sharedBefore);
+      gitOk(story, dir, ['add', '.delegate-git'], env);
+      expect(commitWith(dir, 'adopt', env).code).toBe(0);
+      stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+      const gated = commitWith(dir, 'unpromoted', env);
+      expect(gated.code).not.toBe(0);
+      expect(gated.stderr).toContain('NOT PROMOTED  src/a.ts');
+      stage(other, { 'README.md': 'other again\n' });
+      expect(commitWith(other, 'other repository again', env).code).toBe(0);
+      expect(lines(sharedRan)).toHaveLength(2); // only the other repository ran the shared hook
+    },
+  );
+
+  it('refuses a hooks directory the repository tracks; the gate added to it by hand, with --no-hook, guards it', async () => {
+    const dir = makeWorkTree(story, 'tracked-hooks');
+    const teamRan = path.join(story.root, 'team-hook-ran.txt');
+    const teamHook = `#!/bin/sh\necho ran >> '${teamRan}'\n`;
+    executable(path.join(dir, '.githooks', 'pre-commit'), teamHook);
+    gitOk(story, dir, ['add', '.githooks']);
+    gitOk(story, dir, ['commit', '-q', '-m', 'team hooks']);
+    gitOk(story, dir, ['config', 'core.hooksPath', '.githooks']);
+
+    const refused = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('core.hooksPath is .githooks, a directory this repository tracks');
+    expect(refused.stderr).toContain('`delegate-git hook pre-commit` in .githooks/pre-commit');
+    expect(refused.stderr).toContain('`delegate-git hook pre-merge-commit` in .githooks/pre-merge-commit');
+    expect(refused.stderr).toContain('delegate-git init --no-hook');
+    expect(gitOk(story, dir, ['status', '--porcelain', '--ignored'])).toBe('');
+    expect(fs.readFileSync(path.join(dir, '.githooks', 'pre-commit'), 'utf8')).toBe(teamHook);
+    expect(gitOk(story, dir, ['config', 'core.hooksPath'])).toBe('.githooks');
+
+    // Control: the gate added to the team's hook by hand, as the refusal says, and init --no-hook.
+    fs.appendFileSync(
+      path.join(dir, '.githooks', 'pre-commit'),
+      `'${process.execPath}' '${storyCli}' hook pre-commit || exit $?\n`,
+    );
+    const init = cliOk(story, dir, ['init', '--protect', 'src/**', '--no-hook']);
+    expect(init.stdout).not.toContain('installed the pre-commit hook');
+    gitOk(story, dir, ['add', '.delegate-git', '.githooks']);
+    const adopted = commit(story, dir, 'adopt');
+    expect(adopted.code, adopted.stderr).toBe(0);
+    stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+    const gated = commit(story, dir, 'unpromoted');
+    expect(gated.code).not.toBe(0);
+    expect(gated.stderr).toContain('NOT PROMOTED  src/a.ts');
+    await recordVerdict(story, dir, 'src/a.ts');
+    expect(commit(story, dir, 'promoted').code).toBe(0);
+    expect(lines(teamRan)).toHaveLength(3); // the team's hook ran first each time
+  });
+
+  it('expands ~ in a repository-local core.hooksPath as git does', () => {
+    const home = path.join(story.root, 'tilde-home');
+    fs.mkdirSync(home);
+    const env = { ...story.env, HOME: home };
+    const dir = makeWorkTree(story, 'tilde');
+    gitOk(story, dir, ['config', 'core.hooksPath', '~/.githooks']);
+    const init = cli(story, dir, ['init', '--protect', 'src/**'], env);
+    expect(init.code, init.stderr).toBe(0);
+    const installed = path.join(home, '.githooks', 'pre-commit');
+    expect(init.stdout).toContain(`installed the pre-commit hook: ${installed}`);
+    expect(fs.readFileSync(installed, 'utf8')).toContain(MARKER);
+    expect(fs.existsSync(path.join(dir, '~'))).toBe(false);
+
+    gitOk(story, dir, ['add', '.delegate-git'], env);
+    expect(commitWith(dir, 'adopt', env).code).toBe(0);
+    stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+    const refused = commitWith(dir, 'unpromoted', env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
+  });
+});
+
+describe('init: a disabled pre-commit hook', () => {
+  it('stays disabled when chained (its mode is kept); made executable, it runs and blocks', () => {
+    const dir = makeWorkTree(story, 'disabled');
+    const hooks = path.join(dir, '.git', 'hooks');
+    const disabled = "#!/bin/sh\necho 'disabled hook ran' >&2\nexit 1\n";
+    fs.mkdirSync(hooks, { recursive: true });
+    fs.writeFileSync(path.join(hooks, 'pre-commit'), disabled, { mode: 0o644 });
+    fs.chmodSync(path.join(hooks, 'pre-commit'), 0o644);
+
+    adopt(story, dir, ['src/**']); // the adopting commit passes: the disabled hook did not run
+    const chained = path.join(hooks, 'pre-commit.chained');
+    expect(fs.readFileSync(chained, 'utf8')).toBe(disabled);
+    expect(fs.statSync(chained).mode & 0o777).toBe(0o644);
+    stage(dir, { 'README.md': 'free\n' });
+    const passed = commit(story, dir, 'free');
+    expect(passed.code, passed.stderr).toBe(0);
+
+    // Control: the user enables it again, and the chain runs it first.
+    fs.chmodSync(chained, 0o755);
+    stage(dir, { 'README.md': 'free again\n' });
+    const blocked = commit(story, dir, 'blocked by the enabled hook');
+    expect(blocked.code).not.toBe(0);
+    expect(blocked.stderr).toContain('disabled hook ran');
   });
 });

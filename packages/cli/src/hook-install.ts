@@ -1,13 +1,14 @@
 /**
  * Installing the hook scripts where git will actually run them: husky's hook files when the repository uses
  * husky, else the hooks directory git uses (core.hooksPath, or the common .git/hooks shared by every worktree).
- * An existing foreign hook is kept and chained, never replaced.
+ * An existing foreign hook is kept and chained, never replaced. A hooks directory that is not this clone's alone
+ * (core.hooksPath from the global or system config, or a directory the repository tracks) is refused, not written.
  */
 import { existsSync } from 'node:fs';
 import { chmod, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DelegateGitError, gitText, gitTry, type Repository } from '@delegate-git/core';
+import { DelegateGitError, gitFailure, gitText, gitTry, type Repository } from '@delegate-git/core';
 import { writeFileAtomic } from './fs.js';
 
 const MARKER = '# delegate-git hook';
@@ -20,13 +21,20 @@ function cliEntry(): string {
 /** The hooks this package installs. The two client hooks run the same gate over the index. */
 export type HookName = 'pre-commit' | 'pre-merge-commit' | 'pre-receive';
 
+/** `value` as one single-quoted shell word: a path may hold `'`, `;` or `$`, and must stay a path. */
+function shellQuote(value: string): string {
+  return `'${value.replaceAll("'", "'\\''")}'`;
+}
+
 async function hookTemplate(name: HookName): Promise<string> {
   const template = name === 'pre-receive' ? 'pre-receive' : 'pre-commit';
   const text = await readFile(new URL(`./hooks/${template}`, import.meta.url), 'utf8');
+  // @HOOK@ is one of HookName's fixed words, safe anywhere in the script; the paths come from where Node and this
+  // package happen to be installed, so they are substituted as quoted words (the template leaves them unquoted).
   return text
     .replaceAll('@HOOK@', name)
-    .replaceAll('@DELEGATE_GIT_CLI@', cliEntry())
-    .replaceAll('@DELEGATE_GIT_NODE@', process.execPath);
+    .replaceAll('@DELEGATE_GIT_CLI@', shellQuote(cliEntry()))
+    .replaceAll('@DELEGATE_GIT_NODE@', shellQuote(process.execPath));
 }
 
 /** Writes `<dir>/<name>`, moving a foreign hook aside to `<name>.chained` (which ours runs first). */
@@ -41,8 +49,9 @@ export async function installHookFile(dir: string, name: HookName): Promise<stri
           `${file} is not delegate-git's and ${chained} already exists, so the existing hook cannot be chained safely. Merge them by hand, then run init again.`,
         );
       }
+      // The mode goes with it: the hook runs a .chained file only when executable, so one the user had disabled
+      // (git skips a hook that is not executable) stays disabled.
       await rename(file, chained);
-      await chmod(chained, 0o755);
     }
   }
   await writeFileAtomic(file, await hookTemplate(name), 0o755);
@@ -50,25 +59,87 @@ export async function installHookFile(dir: string, name: HookName): Promise<stri
   return file;
 }
 
+/** Where init will install the client hooks, settled (and refused if need be) before init writes anything. */
+export interface ClientHookPlan {
+  /** The hooks directory, absolute. */
+  dir: string;
+  /** core.hooksPath when set: its value (`~` expanded) and the config scope it comes from. */
+  configured: { value: string; scope: string } | null;
+  husky: boolean;
+}
+
 /**
  * Client side: pre-commit, and pre-merge-commit, which git runs instead of pre-commit for the commit `git merge`
  * (or `git pull`) makes by itself; without it a merge that combines two promoted versions of a governed file
- * commits content nobody judged. Returns where each went, for init to say.
+ * commits content nobody judged.
+ *
+ * Refuses (writing nothing) a hooks directory this clone does not own: a core.hooksPath from the global or system
+ * config is every repository's hooks directory, and a hooks directory holding tracked files is the team's, where a
+ * script naming this machine's paths does not belong. An untracked directory in the work tree is this clone's.
+ */
+export async function planClientHooks(repo: Repository): Promise<ClientHookPlan> {
+  const top = repo.layout.topLevel!;
+  const configured = await configuredHooksPath(repo, top);
+  if (!configured) return { dir: path.join(repo.layout.commonDir, 'hooks'), configured, husky: false };
+  const { value, scope } = configured;
+  if (scope !== 'local' && scope !== 'worktree') {
+    throw new DelegateGitError(
+      'USAGE',
+      `core.hooksPath is set to ${value} in the ${scope} git configuration, so that directory holds the hooks of every repository using that configuration: delegate-git's hook there would refuse the commits of all the others (they have no policy), and an existing hook there would be chained for all of them. Nothing was written. Either give this repository hooks of its own (\`git config core.hooksPath .git/hooks\`; the shared hooks then no longer run here unless you chain them yourself) and run init again, or add to the shared pre-commit and pre-merge-commit hooks a line that runs \`delegate-git hook pre-commit\` (\`hook pre-merge-commit\` in the other) only where .delegate-git/policy.json exists, and run \`delegate-git init --no-hook\`.`,
+    );
+  }
+  const dir = path.resolve(top, value);
+  const husky =
+    existsSync(path.join(top, '.husky')) &&
+    (value === '.husky/_' || value === '.husky' || value.endsWith('/.husky/_'));
+  if (!husky && (await tracksFilesIn(repo, top, dir))) {
+    const shown = path.relative(top, dir) || '.';
+    throw new DelegateGitError(
+      'USAGE',
+      `core.hooksPath is ${value}, a directory this repository tracks: its hooks are the team's, and init would replace them with a script naming this machine's paths (and leave untracked files beside them). Nothing was written. Add the gate to the committed hooks by hand: a line running \`delegate-git hook pre-commit\` in ${shown}/pre-commit and one running \`delegate-git hook pre-merge-commit\` in ${shown}/pre-merge-commit (git runs that one for the commit of a merge), each ending the hook with its exit status when it fails; then run \`delegate-git init --no-hook\`.`,
+    );
+  }
+  return { dir, configured, husky };
+}
+
+/** core.hooksPath with the scope it is set in; `--type=path` expands `~` as git does when it runs hooks. */
+async function configuredHooksPath(
+  repo: Repository,
+  top: string,
+): Promise<{ value: string; scope: string } | null> {
+  const args = ['config', '--show-scope', '--type=path', '--get', 'core.hooksPath'];
+  const result = await gitTry(args, { cwd: top, env: repo.env });
+  if (result.code === 1) return null; // not set
+  if (result.code !== 0) throw gitFailure(args, result);
+  const line = result.stdout.toString('utf8').replace(/\n$/, '');
+  const tab = line.indexOf('\t');
+  const value = line.slice(tab + 1);
+  return value ? { value, scope: line.slice(0, tab) } : null;
+}
+
+async function tracksFilesIn(repo: Repository, top: string, dir: string): Promise<boolean> {
+  const rel = path.relative(top, dir);
+  if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return false;
+  const listed = await gitText(['ls-files', '-z', '--', `:(literal)${rel || '.'}`], {
+    cwd: top,
+    env: repo.env,
+  });
+  return listed !== '';
+}
+
+/**
+ * Installs as planned and returns where each hook went, for init to say.
  *
  * With husky: append one line to `.husky/<hook>` and make core.hooksPath absolute, because husky's relative
  * `.husky/_` does not exist in linked worktrees (it is generated, not committed), so a worktree would run no hook
  * at all. Without husky: the hooks directory git uses.
  */
-export async function installClientHooks(repo: Repository): Promise<string[]> {
+export async function installClientHooks(repo: Repository, plan: ClientHookPlan): Promise<string[]> {
   const top = repo.layout.topLevel!;
-  const opts = { cwd: top, env: repo.env };
-  const hooksPath = (await gitTry(['config', 'core.hooksPath'], opts)).stdout.toString().trim();
-  const dir = hooksPath ? path.resolve(top, hooksPath) : path.join(repo.layout.commonDir, 'hooks');
-  if (hooksPath && dir !== hooksPath) await gitText(['config', 'core.hooksPath', dir], opts);
-  const husky =
-    existsSync(path.join(top, '.husky')) &&
-    (hooksPath === '.husky/_' || hooksPath === '.husky' || hooksPath.endsWith('/.husky/_'));
-  if (!husky)
+  const { dir, configured } = plan;
+  if (configured && dir !== configured.value)
+    await gitText(['config', `--${configured.scope}`, 'core.hooksPath', dir], { cwd: top, env: repo.env });
+  if (!plan.husky)
     return [await installHookFile(dir, 'pre-commit'), await installHookFile(dir, 'pre-merge-commit')];
   const installed = [
     await appendHuskyLine(repo, top, dir, 'pre-commit'),

@@ -24,7 +24,7 @@ import {
 } from '@delegate-git/core';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
-import { installClientHooks, installHookFile } from '../hook-install.js';
+import { installClientHooks, installHookFile, planClientHooks } from '../hook-install.js';
 import { registerKey } from '../trust-files.js';
 
 const help = `
@@ -42,7 +42,9 @@ Sets up delegate-git in the current git repository. Idempotent: what exists is k
     refs/notes/remotes/<remote>/delegations;
   - installs the pre-commit hook, and the pre-merge-commit hook that git runs instead for the commit of a
     merge (into husky when the repository uses it, else where git runs hooks; an existing hook is chained,
-    never replaced).
+    never replaced). Refused, before anything is written, when core.hooksPath comes from the global or
+    system git config (every repository's hooks) or names a directory the repository tracks: add
+    a 'delegate-git hook pre-commit' line to those hooks yourself and use --no-hook.
 
 Options:
   --protect <glob>   paths that must be promoted whether or not they were ever delegated (repeatable);
@@ -87,6 +89,9 @@ export default {
             : 'This directory is inside the git directory, not the work tree: run `delegate-git init` in the work tree.',
         );
       }
+      // Where the hooks go is settled first: a hooks directory init must not write to is refused before the key,
+      // the key file or the policy exist, so nothing is left half set up.
+      const hooks = values['no-hook'] ? null : await planClientHooks(repo);
       const done: string[] = [];
       const { policy, created } = await choosePolicy(top, values, io);
       // The signing key and the key file come before a new policy is written: a run that fails on them (an unusable
@@ -116,8 +121,8 @@ export default {
         await approveAnchor(repo, top, policy, registered.file, keyName, key, email, done);
       } else done.unshift(`kept the existing ${POLICY_PATH}`);
       await configureNotes(repo, done);
-      if (!values['no-hook']) {
-        const [preCommit, ...preMerge] = await installClientHooks(repo);
+      if (hooks) {
+        const [preCommit, ...preMerge] = await installClientHooks(repo, hooks);
         done.push(`installed the pre-commit hook: ${preCommit}`);
         // git runs pre-merge-commit, not pre-commit, for the commit a merge makes by itself.
         done.push(`installed the pre-merge-commit hook: ${preMerge.join(', ')}`);
