@@ -11,6 +11,7 @@ import {
   adopt,
   cli,
   cliOk,
+  cloneInto,
   commit,
   gitOk,
   gitRun,
@@ -441,6 +442,48 @@ describe('init: core.hooksPath this clone does not own', () => {
     const refused = commitWith(dir, 'unpromoted', env);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
+  });
+});
+
+describe("init --server: where git runs the server's hooks", () => {
+  it('installs pre-receive into a core.hooksPath the bare repository sets, where git runs it; refuses a global one', () => {
+    const server = path.join(story.root, 'hookspath-server.git');
+    gitOk(story, story.root, ['init', '-q', '--bare', '-b', 'main', server]);
+    gitOk(story, server, ['config', 'core.hooksPath', 'custom-hooks']);
+    cliOk(story, server, ['init', '--server']);
+    expect(fs.existsSync(path.join(server, 'custom-hooks', 'pre-receive'))).toBe(true);
+    // The hook runs: the adopting push is accepted, an unpromoted file is refused by it.
+    const work = cloneInto(story, server, 'hookspath-work');
+    adopt(story, work, ['src/**']);
+    const adopting = gitRun(story, work, [
+      'push',
+      '-q',
+      '--atomic',
+      'origin',
+      'main',
+      'refs/notes/delegations',
+    ]);
+    expect(adopting.code, adopting.stderr).toBe(0);
+    stage(work, { 'src/a.ts': 'export const a = 1;\n' });
+    expect(gitRun(story, work, ['commit', '-q', '--no-verify', '-m', 'unpromoted']).code).toBe(0);
+    const refused = gitRun(story, work, ['push', 'origin', 'main']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('src/a.ts');
+
+    // A hooks path from the global configuration is every repository's: refused, nothing written.
+    const shared = path.join(story.root, 'server-shared-hooks');
+    const config = path.join(story.root, 'server-gitconfig');
+    fs.writeFileSync(
+      config,
+      `[core]\n\thooksPath = ${shared}\n${fs.readFileSync(story.env.GIT_CONFIG_GLOBAL!, 'utf8')}`,
+    );
+    const other = path.join(story.root, 'shared-hooks-server.git');
+    gitOk(story, story.root, ['init', '-q', '--bare', '-b', 'main', other]);
+    const globally = cli(story, other, ['init', '--server'], { ...story.env, GIT_CONFIG_GLOBAL: config });
+    expect(globally.code).toBe(2);
+    expect(globally.stderr).toContain(`core.hooksPath is set to ${shared} in the global git configuration`);
+    expect(fs.existsSync(shared)).toBe(false);
+    expect(fs.existsSync(path.join(other, 'hooks', 'pre-receive'))).toBe(false);
   });
 });
 

@@ -102,6 +102,24 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
   return { dir, configured, husky };
 }
 
+/**
+ * Where git runs a bare repository's hooks from: its hooks directory, or core.hooksPath when the repository itself
+ * sets it (relative to the repository, where git runs server hooks). One from the global or system config serves
+ * every repository on the server: refused, since a pre-receive hook written to hooks/ would then never run.
+ */
+export async function serverHooksDir(repo: Repository): Promise<string> {
+  const configured = await configuredHooksPath(repo, repo.cwd);
+  if (!configured) return path.join(repo.layout.commonDir, 'hooks');
+  const { value, scope } = configured;
+  if (scope !== 'local' && scope !== 'worktree') {
+    throw new DelegateGitError(
+      'USAGE',
+      `core.hooksPath is set to ${value} in the ${scope} git configuration, so git runs this repository's hooks from there, as every other repository's: a pre-receive hook in hooks/ would never run, and one there would judge the pushes of all of them. Nothing was written. Set a hooks path for this repository alone (\`git config core.hooksPath hooks\` here) and run \`delegate-git init --server\` again, or add a line running \`delegate-git hook pre-receive\` to the shared pre-receive hook for this repository.`,
+    );
+  }
+  return path.resolve(repo.layout.gitDir, value);
+}
+
 /** core.hooksPath with the scope it is set in; `--type=path` expands `~` as git does when it runs hooks. */
 async function configuredHooksPath(
   repo: Repository,

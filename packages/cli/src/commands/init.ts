@@ -24,7 +24,7 @@ import {
 } from '@delegate-git/core';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
-import { installClientHooks, installHookFile, planClientHooks } from '../hook-install.js';
+import { installClientHooks, installHookFile, planClientHooks, serverHooksDir } from '../hook-install.js';
 import { registerKey } from '../trust-files.js';
 
 const help = `
@@ -249,7 +249,7 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
       '--server is for the bare repository that receives pushes; this one has a work tree.',
     );
   }
-  const file = await installHookFile(path.join(repo.layout.commonDir, 'hooks'), 'pre-receive');
+  const file = await installHookFile(await serverHooksDir(repo), 'pre-receive');
   const opts = { cwd: repo.cwd, env: repo.env };
   // The ledger is append-only on the server too: git itself refuses a forced notes update before the hook runs.
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
