@@ -606,4 +606,47 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     const settled = cli(story, work, ['verify', '--rev', 'HEAD']);
     expect(settled.code, settled.stdout).toBe(0);
   });
+
+  // Last in this block: it leaves the keys in trust/.
+  it('moving the keys directory to one filled before judges every key file there, at commit, push and in CI', () => {
+    // Filled while nothing governed it: the hook lets it through.
+    const [zed] = registerKeys(story, work, [{ name: 'zed' }]);
+    const moved = (file: string) => file.replace('.delegate-git/keys/', 'trust/');
+    fs.mkdirSync(path.join(work, 'trust'), { recursive: true });
+    fs.renameSync(path.join(work, zed!.keyFile), path.join(work, moved(zed!.keyFile)));
+    const alice = `.delegate-git/keys/${OPERATOR}.json`;
+    fs.copyFileSync(path.join(work, alice), path.join(work, moved(alice)));
+    gitOk(story, work, ['add', 'trust']);
+    expect(commit(story, work, 'some files in trust/').code).toBe(0);
+
+    // One approved line of policy makes trust/ the keys directory, and with it zed's file.
+    editPolicy(work, (p) => {
+      p.keysDir = 'trust';
+    });
+    attestOk(story, work, 'approve', [POLICY, moved(alice)]);
+    gitOk(story, work, ['add', POLICY]);
+    const atCommit = commit(story, work, 'keys now in trust/');
+    expect(atCommit.code).not.toBe(0);
+    expect(atCommit.stderr).toContain(`NOT PROMOTED  ${moved(zed!.keyFile)}`);
+    expect(commit(story, work, 'keys now in trust/', ['--no-verify']).code).toBe(0);
+    const atPush = pushRefused('keys directory moved onto an unapproved key');
+    expect(atPush.stderr).toContain(moved(zed!.keyFile));
+    expect(atPush.stderr).not.toContain(`${moved(alice)}:`); // approved: only zed is refused
+    // In CI, even once zed approves its own key file (the revision's trust root lists zed; the rules before the
+    // move, which judge it, do not). In a copy: a line signed by zed would stay in this clone's ledger.
+    const selfApproved = copyWorkTree(story, work, 'moved-keys-self-approved');
+    attestOk(story, selfApproved, 'approve', [moved(zed!.keyFile)], { key: 'zed' });
+    const inCi = cli(story, selfApproved, ['verify', '--rev', 'HEAD']);
+    expect(inCi.code, inCi.stdout).toBe(1);
+    expect(inCi.stdout).toContain(`NOT PROMOTED  ${moved(zed!.keyFile)}: changed in commit`);
+
+    // Control: the existing reviewer approves zed's key file too; the same commit goes through.
+    attestOk(story, work, 'approve', [moved(zed!.keyFile)]);
+    pushAccepted('keys directory moved, every key approved');
+    // (The keys earlier tests added stayed in .delegate-git/keys, so their records no longer count here: only the
+    // moved key files are asked about.)
+    const settled = cli(story, work, ['verify', '--rev', 'HEAD']);
+    expect(settled.stdout).toContain('HEAD (');
+    expect(settled.stdout).not.toContain('NOT PROMOTED  trust/');
+  });
 });

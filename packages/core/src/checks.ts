@@ -8,7 +8,7 @@ import { rememberGovernanceDigest } from './decision-store.js';
 import { DelegateGitError } from './errors.js';
 import { git, gitTry, literalPathspecs } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
-import { changesGovernance } from './governed-paths.js';
+import { changesGovernance, keysMovedTo } from './governed-paths.js';
 import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
 import { damagedLedger } from './notes-ledger.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
@@ -16,7 +16,7 @@ import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy
 import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
 import { shownPath } from './shown-path.js';
-import { gitSnapshot, type Snapshot, splitZ, treeFiles, worktreeSnapshot } from './snapshot.js';
+import { gitSnapshot, type Snapshot, splitZ, stagedFiles, treeFiles, worktreeSnapshot } from './snapshot.js';
 import { parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
 import { worktreeBlobs } from './worktree-blobs.js';
 
@@ -193,8 +193,11 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
     committedGovernance(repo, base),
     files.length > 0 ? loadGovernance(snapshot, policy) : null,
   ]);
+  const moved = committed ? keysMovedTo(committed.policy, policy) : null;
+  const judged =
+    moved === null ? files : [...files, ...unjudged(files, await stagedFiles(top, [`${moved}/`], repo.env))];
   const results: CheckResult[] = governance
-    ? (await judgeWithCache(repo, files, governance, committed, notesAt)).map(governedResult)
+    ? (await judgeWithCache(repo, judged, governance, committed, notesAt)).map(governedResult)
     : [];
   if (
     governance &&
@@ -363,4 +366,10 @@ export function toRepositoryPath(top: string, cwd: string, p: string): string {
     throw new DelegateGitError('USAGE', `${p} is outside the repository at ${top}. Name a file inside it.`);
   }
   return rel.split(path.sep).join('/');
+}
+
+/** The files of `more` not already among `files` (by path), as files to judge by their content alone. */
+export function unjudged(files: readonly FileToJudge[], more: ReadonlyArray<{ path: string; blob: string }>) {
+  const known = new Set(files.map((f) => f.path));
+  return more.filter((f) => !known.has(f.path)).map((f): FileToJudge => ({ path: f.path, blob: f.blob }));
 }

@@ -6,7 +6,7 @@
  * committed past the local hook, would be trusted by every later revision's trust root, and CI would agree with it.
  * The commit that adopted delegate-git (no rules in force before it) is the trust anchor.
  */
-import { parseRawDiff } from './checks.js';
+import { parseRawDiff, unjudged } from './checks.js';
 import { isDelegateGitError } from './errors.js';
 import { git, gitTry, literalPathspecs, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
@@ -16,11 +16,12 @@ import {
   DEFAULT_KEYS_DIR,
   GOVERNANCE_DELETED,
   isGovernanceFile,
+  keysMovedTo,
   POLICY_PATH,
   parsePolicy,
 } from './policy.js';
 import type { Repository } from './repository.js';
-import { gitSnapshot, splitZ } from './snapshot.js';
+import { gitSnapshot, splitZ, treeFiles } from './snapshot.js';
 
 export interface GovernanceChangeProblem {
   /** The commit that made the change. */
@@ -101,9 +102,14 @@ export async function unapprovedGovernanceChanges(
       if (c.status === 'D' && governs(c.path))
         problems.push(deletion({ commit: id, path: c.path, blob: c.replaces! }, `deleted in ${at}`));
     }
-    const changed = changes
+    const edited = changes
       .filter((c) => c.status !== 'D' && governs(c.path))
       .map((c) => ({ path: c.path, blob: c.blob, replaces: c.replaces }));
+    const moved = keysMovedTo(before.policy, own?.policy ?? null);
+    const changed =
+      moved === null
+        ? edited
+        : [...edited, ...unjudged(edited, await treeFiles(repo.cwd, id, [`${moved}/`], repo.env))];
     if (changed.length === 0) continue;
     for (const j of await judge(changed, own ?? before, before)) {
       if (!j.promoted) {

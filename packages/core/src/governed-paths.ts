@@ -26,6 +26,15 @@ function governanceFiles(policy: Policy): (path: string) => boolean {
   };
 }
 
+/**
+ * The keys directory a policy change moves the trust root to, or null. Every file already there becomes a key file
+ * with that change, not only those it adds, so each is judged with it: a directory filled while it was not the keys
+ * directory (nothing governed it then) would otherwise bring its keys in on the approval of a one-line policy edit.
+ */
+export function keysMovedTo(before: Policy, after: Policy | null): string | null {
+  return after !== null && after.keysDir !== before.keysDir ? after.keysDir : null;
+}
+
 /** Whether any of these changes adds, edits, deletes or moves away a governance file. */
 export function changesGovernance(
   policy: Policy,

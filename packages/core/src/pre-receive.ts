@@ -3,11 +3,11 @@
  * the target (never the ones being pushed), against the ledger as it will be after the push. Objects are read
  * through the quarantine git provides in the hook's environment; no ref is updated here.
  */
-import { parseRawDiff } from './checks.js';
+import { parseRawDiff, unjudged } from './checks.js';
 import { DecisionCache } from './decision-cache.js';
 import { CatFileBatch, git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
-import { governedFiles, judgeFiles } from './judge.js';
+import { type FileToJudge, governedFiles, judgeFiles } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
 import type { LedgerChange } from './ledger-change.js';
 import { ForeignEntries, type ForeignEntry, LEDGER_REF, NotesLedger, whyNotANote } from './notes-ledger.js';
@@ -18,8 +18,10 @@ import {
   type GovernedMatcher,
   governedMatcher,
   isGovernanceFile,
+  keysMovedTo,
   POLICY_PATH,
   type Policy,
+  parsePolicy,
 } from './policy.js';
 import { type CheckedPromotions, type LedgerCheck, startLedgerCheck } from './push-ledger-check.js';
 import type { Repository } from './repository.js';
@@ -448,9 +450,52 @@ async function judgeRefUpdate(
     if (!j.promoted)
       result.refusals.push({ ref: u.ref, commit: unique[i]!.commit, path: j.path, reason: j.reason });
   });
+  for (const refusal of await movedKeysRefused(reads, u, governance, unique, after))
+    result.refusals.push(refusal);
   for (const d of firstOfEach(deleted, (f) => f.path)) {
     const reason = deletionRefusal(governance.policy, d.path, matcher);
     if (reason) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason });
+  }
+}
+
+/**
+ * When the pushed tip's policy moves the keys directory, every file there becomes a key file: each is judged as one
+ * (a reviewer's approval under the rules in force), not only those the push adds (keysMovedTo).
+ */
+async function movedKeysRefused(
+  reads: PushReads,
+  u: RefUpdate,
+  governance: Governance,
+  judgedAlready: readonly FileToJudge[],
+  after: LedgerAfter,
+): Promise<PushRefusal[]> {
+  const moved = keysMovedTo(governance.policy, await policyAt(reads.repo, u.newId));
+  if (moved === null) return [];
+  const keyFiles = unjudged(
+    judgedAlready,
+    await treeFiles(reads.repo.cwd, u.newId, [`${moved}/`], reads.repo.env),
+  );
+  const judged = await judgeFiles(keyFiles, {
+    governance: { ...governance, policy: { ...governance.policy, keysDir: moved } },
+    anchor: governance,
+    ledger: await after.ledger,
+    notesAt: after.at,
+    index: after.index,
+    batch: reads.blobs,
+  });
+  return judged.flatMap((j) =>
+    j.promoted ? [] : [{ ref: u.ref, commit: u.newId, path: j.path, reason: j.reason }],
+  );
+}
+
+/** The policy committed at `commit`, or null when it has none or it cannot be read (judged where it is read). */
+async function policyAt(repo: Repository, commit: string): Promise<Policy | null> {
+  const object = await repo.objects.read(`${commit}:${POLICY_PATH}`);
+  if (object?.type !== 'blob') return null;
+  try {
+    return parsePolicy(object.content.toString('utf8'));
+  } catch {
+    return null;
   }
 }
 
