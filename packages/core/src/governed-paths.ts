@@ -19,11 +19,20 @@ export function isGovernanceFile(policy: Policy, path: string): boolean {
  * the keys directory and `.Delegate-Git/policy.json` over the policy, so such a path needs what they need.
  */
 function governanceFiles(policy: Policy): (path: string) => boolean {
-  const keysPrefix = `${policy.keysDir}/`.toLowerCase();
+  const keysPrefix = composed(`${policy.keysDir}/`).toLowerCase();
   return (path) => {
-    const folded = path.toLowerCase();
+    const folded = composed(path).toLowerCase();
     return folded === POLICY_PATH || folded.startsWith(keysPrefix);
   };
+}
+
+/**
+ * A path or glob in Unicode's composed form (NFC). macOS's file systems take `données` written with a combining
+ * accent (NFD) for the same name as `données` (NFC), so a checkout puts a file committed under either name in the
+ * same place: what protect governs must not depend on which form a commit used. ASCII is left as it is (fast).
+ */
+function composed(text: string): string {
+  return /[^\x00-\x7f]/.test(text) ? text.normalize('NFC') : text;
 }
 
 /**
@@ -58,15 +67,16 @@ export interface GovernedMatcher {
  * Built once per run, each glob compiled once to a regular expression (the hook asks about every staged path).
  */
 export function governedMatcher(policy: Policy): GovernedMatcher {
-  // protect ignores case, exclude does not: git checks `SRC/evil.js` out into an existing `src/` on a file system
-  // that ignores case (macOS, Windows), so `src/**` must govern it; governing more, never less, stays safe.
-  const protect = globsMatcher(policy.protect, true);
+  // protect ignores case and Unicode normalization, exclude does not: git checks `SRC/evil.js` out into an existing
+  // `src/` on a file system that ignores case (macOS, Windows), so `src/**` must govern it; governing more, never
+  // less, stays safe.
+  const protect = globsMatcher(policy.protect.map(composed), true);
   const exclude = globsMatcher(policy.exclude, false);
   const isGovernance = governanceFiles(policy);
   const classify = (path: string): Governedness => {
     if (isGovernance(path)) return 'governed';
     if (exclude(path)) return 'ungoverned';
-    return protect(path) ? 'governed' : 'if-recorded';
+    return protect(composed(path)) ? 'governed' : 'if-recorded';
   };
   const isProtected = (path: string) => classify(path) === 'governed';
   const governed = (path: string, everRecorded: boolean) => {
@@ -89,7 +99,7 @@ export function globExpressions(policy: Policy): GlobExpression[] {
     const re = expressionOf(glob, nocase);
     return { glob, nocase, source: re.source, flags: re.flags };
   };
-  return [...policy.protect.map((g) => of(g, true)), ...policy.exclude.map((g) => of(g, false))];
+  return [...policy.protect.map((g) => of(composed(g), true)), ...policy.exclude.map((g) => of(g, false))];
 }
 
 /**

@@ -95,7 +95,7 @@ function keyOf(tree: string, dir: string, policyBlob: string, tip: string | null
 }
 
 /**
- * 2: globs match names holding a line break; 3: protect globs ignore case; 4: so do the policy and keys paths
- * (governed-paths.ts).
+ * 2: globs match names holding a line break; 3: protect globs ignore case; 4: so do the policy and keys paths, and
+ * both ignore Unicode normalization (governed-paths.ts).
  */
 const DIGEST_RULES = 4;

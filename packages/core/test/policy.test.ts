@@ -186,6 +186,24 @@ describe('governedMatcher', () => {
     expect(isGovernanceFile(policy, 'keys')).toBe(false);
   });
 
+  it('protect and the governance paths ignore Unicode normalization (macOS takes NFD and NFC for one name)', () => {
+    const nfc = 'donn\u00e9es';
+    const nfd = 'donne\u0301es';
+    for (const [glob, path] of [
+      [`${nfc}/**`, `${nfd}/x.js`],
+      [`${nfd}/**`, `${nfc}/x.js`],
+      [`${nfc}/**`, `${nfc}/x.js`],
+    ]) {
+      const governed = governedMatcher(policyOf({ protect: [glob!] }));
+      expect([glob, path, governed.classify(path!)]).toEqual([glob, path, 'governed']);
+    }
+    const keys = governedMatcher(policyOf({ keysDir: `${nfc}/keys` }));
+    expect(keys.classify(`${nfd}/keys/evil.json`)).toBe('governed');
+    // Control: another name, in either form, is not governed.
+    const other = governedMatcher(policyOf({ protect: [`${nfc}/**`] }));
+    expect(other.classify('donnees/x.js')).toBe('if-recorded');
+  });
+
   it('the policy and keys paths ignore case (a file system that ignores case checks them out in their place)', () => {
     const governed = governedMatcher(policyOf({ keysDir: 'Keys', exclude: ['**'] }));
     for (const p of [
