@@ -73,6 +73,36 @@ describe('pre-commit: the adopting commit', () => {
   });
 });
 
+describe('pre-commit: a branch without a policy in an adopted repository', () => {
+  it('commits on a branch from before the adoption and on an orphan, saying nothing was judged; a forgotten `git add` of the policy is still refused', () => {
+    const dir = makeWorkTree(story, 'no-policy-branches');
+    stage(dir, { 'README.md': 'before\n' });
+    expect(commit(story, dir, 'before the adoption').code).toBe(0);
+    adopt(story, dir, ['src/**']);
+
+    gitOk(story, dir, ['checkout', '-q', '-b', 'maint', 'HEAD~1']);
+    stage(dir, { 'README.md': 'a fix on the old line\n', 'src/a.ts': 'export const a = 1;\n' });
+    const maint = commit(story, dir, 'a fix');
+    expect(maint.code, maint.stderr).toBe(0);
+    expect(maint.stderr).toContain("this commit's branch has no .delegate-git/policy.json");
+    gitOk(story, dir, ['checkout', '-q', '--orphan', 'gh-pages']);
+    gitOk(story, dir, ['rm', '-rqf', '--cached', '.']);
+    fs.rmSync(path.join(dir, 'src'), { recursive: true, force: true });
+    stage(dir, { 'index.html': '<p>hi</p>\n' });
+    const orphan = commit(story, dir, 'pages');
+    expect(orphan.code, orphan.stderr).toBe(0);
+    expect(orphan.stderr).toContain('nothing was judged');
+
+    // Control: a clone that ran init but did not stage the policy it wrote is told so, not waved through.
+    const fresh = makeWorkTree(story, 'policy-not-staged');
+    cliOk(story, fresh, ['init', '--protect', 'src/**']);
+    stage(fresh, { 'README.md': 'first\n' });
+    const unstaged = commit(story, fresh, 'first, without the policy');
+    expect(unstaged.code).not.toBe(0);
+    expect(unstaged.stderr).toContain(`There is no ${POLICY} in the index`);
+  });
+});
+
 describe('pre-commit: governed content', () => {
   let dir: string;
   beforeAll(() => {

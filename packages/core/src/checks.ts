@@ -2,6 +2,7 @@
  * The local checks of DESIGN 4.2: the work tree (`--path`), a commit (`--rev`) and the index (`--staged`). Each reads
  * policy, trust root and content from the same snapshot it judges.
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DecisionCache, governanceDigest } from './decision-cache.js';
 import { rememberGovernanceDigest } from './decision-store.js';
@@ -30,7 +31,10 @@ export interface CheckReport {
   results: CheckResult[];
   /** Governed paths the change deletes; `blocks` when the policy refuses deleting protected paths. */
   deletions: Array<{ path: string; blocks: boolean; reason: string | null }>;
-  policy: Policy;
+  /** Null for a branch that has no policy in a repository adopted on another (see `notice`). */
+  policy: Policy | null;
+  /** Said to the user even when the check passes. */
+  notice?: string;
   /**
    * The gate mode in force. For the index it is HEAD's policy's (when HEAD has one), not the staged one's, so an
    * unapproved edit that switches the policy to "warn" cannot wave itself through.
@@ -155,11 +159,22 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   // The common commit touches nothing governed: answer it with the policy and the path index alone, and read the
   // trust root only when something governed is staged (the hook runs on every commit). `staged`: the diff the
   // hook's quick path already read.
-  const [{ base, changes }, { policy, blob: policyBlob }, notesAt] = await Promise.all([
+  const [{ base, changes }, inForce, notesAt] = await Promise.all([
     staged ?? stagedChanges(repo),
-    stagedPolicy(repo, snapshot),
+    stagedPolicy(repo, snapshot, top),
     notesTip(repo),
   ]);
+  if (inForce === null) {
+    return {
+      results: [],
+      deletions: [],
+      policy: null,
+      mode: 'enforce',
+      source: snapshot.label,
+      notice: NO_POLICY_HERE,
+    };
+  }
+  const { policy, blob: policyBlob } = inForce;
   const quiet: CheckReport = {
     results: [],
     deletions: [],
@@ -266,10 +281,16 @@ async function judgeWithCache(
  * quick path (quiet-commit.ts).
  */
 /** The staged policy, and its blob id (null when the index has none and HEAD's, or none, answers). */
+/**
+ * The staged policy, else HEAD's. Null on a branch that has neither in a repository adopted on another (it has a
+ * ledger, and the work tree holds no policy that was forgotten in `git add`): a branch from before the adoption, or
+ * an orphan such as gh-pages, where nothing is governed; the server judges a push of it by its default branch.
+ */
 async function stagedPolicy(
   repo: Repository,
   snapshot: Snapshot,
-): Promise<{ policy: Policy; blob: string | null }> {
+  top: string,
+): Promise<{ policy: Policy; blob: string | null } | null> {
   const staged = await repo.objects.read(`:${POLICY_PATH}`);
   if (staged?.type === 'blob') {
     const policy = parsePolicy(staged.content.toString('utf8'), `${POLICY_PATH} (${snapshot.label})`);
@@ -282,8 +303,11 @@ async function stagedPolicy(
     if ((await committed.readFile(POLICY_PATH)) !== null)
       return { policy: await loadPolicy(committed), blob: null };
   }
+  if (!existsSync(path.join(top, POLICY_PATH)) && (await repo.ledger.tip()) !== null) return null;
   return { policy: await loadPolicy(snapshot), blob: null }; // neither has one: the usual "run init" answer
 }
+
+const NO_POLICY_HERE = `this commit's branch has no ${POLICY_PATH} (it starts before the adoption, or is an orphan such as gh-pages), so nothing is governed here and nothing was judged; a server judges a push of it by its default branch's policy`;
 
 /** The ledger's tip through the object reader the check already has open (one spawn fewer than rev-parse). */
 async function notesTip(repo: Repository): Promise<string | null> {

@@ -48,7 +48,7 @@ export default {
     }
     const exitCode = reportExitCode(report);
     if (values.json) io.out(json(toJson(report, exitCode)));
-    else io.out(renderReport(report));
+    else io.out(report.notice ? `${report.notice}\n` : renderReport(report));
     return exitCode;
   },
 } satisfies CommandModule;
@@ -66,6 +66,7 @@ export function toJson(report: CheckReport, exitCode: number) {
     })),
     deletions: report.deletions,
     mode: report.mode,
+    ...(report.notice ? { notice: report.notice } : {}),
     exitCode,
   };
 }

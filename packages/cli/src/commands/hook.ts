@@ -65,6 +65,7 @@ async function preCommit(
       } catch {}
     }
     if (code === 0) {
+      if (report.notice) io.err(`delegate-git: ${report.notice}\n`);
       // Deleting a governed path passes unless the policy protects deletions, but it is never silent.
       for (const d of report.deletions) io.err(`delegate-git: deleted (governed) ${shownPath(d.path)}\n`);
       return 0;
