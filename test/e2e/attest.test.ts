@@ -413,6 +413,26 @@ describe('attest: keys that may not sign', () => {
   });
 });
 
+describe('attest: revoking your own key', () => {
+  it('a reviewer approves the revocation of their own key (judged by the committed trust root); the revoked key signs nothing else', () => {
+    const dir = makeWorkTree(story, 'self-revoke');
+    adopt(story, dir, ['src/**']); // one reviewer: the operator
+    const keyFile = `.delegate-git/keys/${OPERATOR}.json`;
+    cliOk(story, dir, ['keys', 'revoke', OPERATOR]);
+    const approved = attest(story, dir, 'approve', [keyFile]);
+    expect(approved.code, approved.stderr).toBe(0);
+    gitOk(story, dir, ['add', keyFile]);
+    const revoked = commit(story, dir, `revoke ${OPERATOR}`);
+    expect(revoked.code, revoked.stderr).toBe(0);
+
+    // Control: other content is judged by the trust root that now revokes the key.
+    writeFiles(dir, { 'src/after.ts': 'export const after = 1;\n' });
+    const refused = attest(story, dir, 'approve', ['src/after.ts']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`signer ${OPERATOR}'s key was revoked`);
+  });
+});
+
 describe('attest: confirmation and usage', () => {
   let dir: string;
   beforeAll(() => {

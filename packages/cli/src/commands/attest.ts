@@ -5,8 +5,10 @@ import {
   type Governance,
   gitSnapshot,
   gitTry,
+  isGovernanceFile,
   judgeFiles,
   judgeLines,
+  keyRefusal,
   loadGovernance,
   loadPathIndex,
   loadSigningKey,
@@ -74,11 +76,12 @@ export default {
       const snapshot = values.staged ? gitSnapshot(top, repo.objects, null, repo.env) : worktreeSnapshot(top);
       const governance = await loadGovernance(snapshot);
       const { key } = loadSigningKey(values.key, io.env);
-      const reviewer = assertKeyMaySign(governance.trustRoot, key, 'reviewer', governance.policy.keysDir);
-      const trusted = governance.trustRoot.byKeyid(key.publicKey.keyid)!;
       const targets = values.staged
         ? await stagedTargets(repo)
         : await worktreeTargets(repo, top, io.cwd, positionals);
+      const signing = await signingGovernance(repo, top, governance, key.publicKey.keyid, targets);
+      const reviewer = assertKeyMaySign(signing.trustRoot, key, 'reviewer', signing.policy.keysDir);
+      const trusted = signing.trustRoot.byKeyid(key.publicKey.keyid)!;
       if (targets.length === 0) {
         if (values.json) io.out(json({ decision, reviewer, files: [], envelope: null, notesCommit: null }));
         else io.out('Nothing to review: no staged governed file.\n');
@@ -123,6 +126,28 @@ export default {
     }
   },
 } satisfies CommandModule;
+
+/**
+ * The trust root the signer is checked against: the one being reviewed, except for a review of governance files
+ * alone by a key it no longer lets sign. Those are judged by the rules already committed (HEAD's), so a reviewer
+ * may approve the revocation of their own key (the only way out for a repository with one reviewer whose key leaked).
+ */
+async function signingGovernance(
+  repo: Repository,
+  top: string,
+  governance: Governance,
+  keyid: string,
+  targets: ReadonlyArray<{ path: string }>,
+): Promise<Governance> {
+  const key = governance.trustRoot.byKeyid(keyid);
+  if (key && keyRefusal(key, 'reviewer', Date.now()) === null) return governance;
+  if (targets.length === 0 || !targets.every((t) => isGovernanceFile(governance.policy, t.path)))
+    return governance;
+  const committed = await loadGovernance(gitSnapshot(top, repo.objects, 'HEAD', repo.env)).catch(() => null);
+  return committed && targets.every((t) => isGovernanceFile(committed.policy, t.path))
+    ? committed
+    : governance;
+}
 
 async function worktreeTargets(
   repo: Repository,
