@@ -492,6 +492,26 @@ describe('pre-commit: governance changes', () => {
     expect(check.code, check.stdout + check.stderr).toBe(0);
   });
 
+  it('a corrupt policy committed past the hook can be repaired: the rules before it judge the commit that restores it', () => {
+    const repair = copyWorkTree(story, dir, 'repair-corrupt-policy');
+    const good = fs.readFileSync(path.join(repair, POLICY), 'utf8');
+    writeFiles(repair, { [POLICY]: '{ broken' });
+    gitOk(story, repair, ['add', POLICY]);
+    expect(commit(story, repair, 'corrupt', ['--no-verify']).code).toBe(0);
+
+    // Control: meanwhile nothing else commits (the staged policy cannot be read: the hook cannot answer).
+    stage(repair, { 'src/while-broken.ts': 'export const x = 1;\n' });
+    const unanswered = commit(story, repair, 'while broken');
+    expect(unanswered.code).not.toBe(0);
+    expect(unanswered.stderr).toContain(POLICY);
+    gitOk(story, repair, ['rm', '-q', '--cached', 'src/while-broken.ts']);
+
+    writeFiles(repair, { [POLICY]: good });
+    gitOk(story, repair, ['add', POLICY]);
+    const restored = commit(story, repair, 'restore the policy');
+    expect(restored.code, restored.stderr).toBe(0);
+  });
+
   it('refuses a key added and self-approved by the new key; approved by the existing reviewer, it commits', () => {
     const bobEnv = operatorEnv(story, 'bob');
     const keygen = cliOk(story, dir, ['keygen', 'bob', '--json'], bobEnv);

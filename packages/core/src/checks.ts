@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DecisionCache, governanceDigest } from './decision-cache.js';
 import { rememberGovernanceDigest } from './decision-store.js';
-import { DelegateGitError } from './errors.js';
+import { DelegateGitError, isDelegateGitError } from './errors.js';
 import { git, gitTry, literalPathspecs } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
 import { changesGovernance, keysMovedTo } from './governed-paths.js';
@@ -346,12 +346,30 @@ function refuseUnmerged(changes: readonly StagedChange[]): void {
 }
 
 /** The governance committed at `commit`, or undefined when it has none yet (the commit that adopts delegate-git). */
+/**
+ * The rules committed at `commit` (HEAD), which judge the staged change. When they cannot be read (a corrupt policy
+ * or key file committed past the hook, or pulled from a host without one), the last readable ones in its
+ * first-parent history: otherwise the commit that repairs them could never be made.
+ */
 async function committedGovernance(repo: Repository, commit: string | null): Promise<Governance | undefined> {
-  if (commit === null) return undefined;
-  const snapshot = gitSnapshot(repo.cwd, repo.objects, commit, repo.env);
-  if ((await snapshot.readFile(POLICY_PATH)) === null) return undefined;
-  return loadGovernance(snapshot);
+  let damaged: unknown;
+  for (let at = commit, step = 0; at !== null && step < REPAIR_DEPTH; step++) {
+    const snapshot = gitSnapshot(repo.cwd, repo.objects, at, repo.env);
+    if ((await snapshot.readFile(POLICY_PATH)) === null) break;
+    try {
+      return await loadGovernance(snapshot);
+    } catch (error) {
+      if (!isDelegateGitError(error)) throw error;
+      damaged ??= error;
+    }
+    at = (await repo.objects.read(`${at}^1`))?.oid ?? null;
+  }
+  if (damaged !== undefined) throw damaged;
+  return undefined;
 }
+
+/** How far back committedGovernance looks for rules it can read. */
+const REPAIR_DEPTH = 1000;
 
 /** The commit `rev` names; refused (GIT) when it names none, an unborn HEAD said as such. */
 export async function resolveCommit(repo: Repository, rev: string): Promise<string> {
