@@ -14,6 +14,7 @@ import {
   commit,
   copyWorkTree,
   gitOk,
+  gitRun,
   makeStory,
   makeWorkTree,
   OPERATOR,
@@ -216,5 +217,39 @@ describe('verify and merges that change the trust root', () => {
     const refused = verify(work);
     expect(refused.code, refused.stdout).toBe(1);
     expect(refused.stdout).toContain(`adopted in commit ${ownAdoption.slice(0, 12)}, one of 2 adoptions`);
+  });
+
+  it('merging the default branch into a stale branch through the hook takes its policy as that branch approved it; unpromoted content it holds is still refused', async () => {
+    const work = copyWorkTree(story, template, 'update-branch');
+    for (const branch of ['stale', 'stale-pull', 'stale-too']) {
+      gitOk(story, work, ['checkout', '-q', '-b', branch, 'main']);
+      writeFiles(work, { [`docs/${branch}.md`]: 'a note\n' });
+      gitOk(story, work, ['add', `docs/${branch}.md`]);
+      expect(commit(story, work, `a note on ${branch}`).code).toBe(0);
+    }
+    // main trusts dora, and dora alone approves the next policy: a key the stale branches' rules do not know.
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    const [dora] = registerKeys(story, work, [{ name: 'dora' }]);
+    commitApproved(story, work, [dora!.keyFile], [OPERATOR], 'trust dora');
+    await tighten(work, 'lib/**', 'dora');
+
+    gitOk(story, work, ['checkout', '-q', 'stale']);
+    const merged = gitRun(story, work, ['merge', '--no-edit', 'main']); // pre-merge-commit runs
+    expect(merged.code, merged.stderr).toBe(0);
+    // The same through `git pull` (what it merges is in FETCH_HEAD then).
+    gitOk(story, work, ['checkout', '-q', 'stale-pull']);
+    const pulled = gitRun(story, work, ['-c', 'pull.rebase=false', 'pull', '--no-edit', '.', 'main']);
+    expect(pulled.code, pulled.stderr).toBe(0);
+
+    // Control: content main holds that nobody promoted (committed there past the hook) is refused in the merge.
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    writeFiles(work, { 'src/unpromoted.ts': 'export const u = 1;\n' });
+    gitOk(story, work, ['add', 'src/unpromoted.ts']);
+    expect(commit(story, work, 'unpromoted', ['--no-verify']).code).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'stale-too']);
+    const refused = gitRun(story, work, ['merge', '--no-edit', 'main']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/unpromoted.ts');
+    expect(refused.stderr).not.toContain(`NOT PROMOTED  ${POLICY}`);
   });
 });

@@ -3,6 +3,7 @@
  * policy, trust root and content from the same snapshot it judges.
  */
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DecisionCache, governanceDigest } from './decision-cache.js';
 import { rememberGovernanceDigest } from './decision-store.js';
@@ -212,7 +213,14 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   const judged =
     moved === null ? files : [...files, ...unjudged(files, await stagedFiles(top, [`${moved}/`], repo.env))];
   const results: CheckResult[] = governance
-    ? (await judgeWithCache(repo, judged, governance, committed, notesAt)).map(governedResult)
+    ? (
+        await takenFromMerged(
+          repo,
+          judged,
+          await judgeWithCache(repo, judged, governance, committed, notesAt),
+          notesAt,
+        )
+      ).map(governedResult)
     : [];
   if (
     governance &&
@@ -276,15 +284,73 @@ async function judgeWithCache(
 }
 
 /**
- * The staged policy; when the commit deletes it, the committed one, so that the deletion itself is judged (and
- * refused) rather than the question going unanswered. A staged policy that validates is remembered for the hook's
- * quick path (quiet-commit.ts).
+ * During a merge (`git merge`, `git pull`), a refused file whose staged content is exactly the merged branch's is
+ * judged again by that branch's own rules, which already accepted it there: merging the default branch into a
+ * feature branch brings the default branch's policy and keys as that branch approved them, perhaps by a reviewer the
+ * feature branch's older trust root does not list yet. (The server judges the push by the ref's own rules as well,
+ * and skips what the default branch holds; this gate is the early word, not the last.)
  */
-/** The staged policy, and its blob id (null when the index has none and HEAD's, or none, answers). */
+async function takenFromMerged(
+  repo: Repository,
+  files: readonly FileToJudge[],
+  judged: Judgement[],
+  notesAt: string | null,
+): Promise<Judgement[]> {
+  if (judged.every((j) => j.promoted)) return judged;
+  const merged = await mergedCommit(repo);
+  if (merged === null) return judged;
+  const theirs = gitSnapshot(repo.cwd, repo.objects, merged.oid, repo.env);
+  const taken: FileToJudge[] = [];
+  for (const [i, j] of judged.entries()) {
+    if (!j.promoted && (await repo.objects.read(`${merged.oid}:${j.path}`))?.oid === j.blob)
+      taken.push(files[i]!);
+  }
+  if (taken.length === 0 || (await theirs.readFile(POLICY_PATH)) === null) return judged;
+  const rules = await loadGovernance(theirs).catch(() => null);
+  if (rules === null) return judged;
+  const again = new Map(
+    (await judgeWithCache(repo, taken, rules, rules, notesAt))
+      .filter((j) => j.promoted)
+      .map((j) => [j.path, j]),
+  );
+  const as = `as the branch being merged (${merged.oid.slice(0, 12)}) holds it, under its own rules`;
+  return judged.map((j) => {
+    const promoted = again.get(j.path);
+    return promoted?.blob === j.blob ? { ...promoted, reason: `${promoted.reason}, ${as}` } : j;
+  });
+}
+
 /**
- * The staged policy, else HEAD's. Null on a branch that has neither in a repository adopted on another (it has a
- * ledger, and the work tree holds no policy that was forgotten in `git add`): a branch from before the adoption, or
- * an orphan such as gh-pages, where nothing is governed; the server judges a push of it by its default branch.
+ * The commit being merged: MERGE_HEAD once a merge stopped (conflicts; `git commit` concludes it). For the commit
+ * `git merge` or `git pull` makes itself, git runs pre-merge-commit before writing MERGE_HEAD, and says what it
+ * merges only in GIT_REFLOG_ACTION (`merge <name>...`) and, for a pull, in FETCH_HEAD's line for the merge.
+ */
+async function mergedCommit(repo: Repository): Promise<{ oid: string } | null> {
+  const commitOf = async (name: string) => {
+    const object = await repo.objects.read(`${name}^{commit}`);
+    return object?.type === 'commit' ? { oid: object.oid } : null;
+  };
+  const stopped = await commitOf('MERGE_HEAD');
+  if (stopped) return stopped;
+  const [action, ...args] = (repo.env?.GIT_REFLOG_ACTION ?? process.env.GIT_REFLOG_ACTION ?? '').split(' ');
+  if (action === 'merge') {
+    for (const name of args) if (name && !name.startsWith('-')) return commitOf(name);
+  }
+  if (action === 'pull') {
+    const fetched = await readFile(path.join(repo.layout.gitDir, 'FETCH_HEAD'), 'utf8').catch(() => '');
+    const line = fetched.split('\n').find((l) => l && !l.includes('\tnot-for-merge\t'));
+    if (line) return commitOf(line.slice(0, line.indexOf('\t')));
+  }
+  return null;
+}
+
+/**
+ * The staged policy and its blob id; when the commit deletes it, HEAD's (blob null), so that the deletion itself is
+ * judged (and refused) rather than the question going unanswered. A staged policy that validates is remembered for
+ * the hook's quick path (quiet-commit.ts). Null on a branch that has neither in a repository adopted on another (it
+ * has a ledger, and the work tree holds no policy that was forgotten in `git add`): a branch from before the
+ * adoption, or an orphan such as gh-pages, where nothing is governed; a server judges a push of it by its default
+ * branch's policy.
  */
 async function stagedPolicy(
   repo: Repository,
