@@ -2,7 +2,7 @@
  * The local checks of DESIGN 4.2: the work tree (`--path`), a commit (`--rev`) and the index (`--staged`). Each reads
  * policy, trust root and content from the same snapshot it judges.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, lstatSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DecisionCache, governanceDigest } from './decision-cache.js';
@@ -11,7 +11,7 @@ import { DelegateGitError, isDelegateGitError } from './errors.js';
 import { git, gitTry, literalPathspecs } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
 import { changesGovernance, keysMovedTo } from './governed-paths.js';
-import { type FileToJudge, governedFiles, type Judgement, judgeFiles } from './judge.js';
+import { type FileToJudge, governedFiles, isLink, type Judgement, judgeFiles } from './judge.js';
 import { damagedLedger } from './notes-ledger.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy } from './policy.js';
@@ -104,7 +104,9 @@ export async function checkWorktreePaths(
   for (const [i, p] of rel.entries()) {
     const blob = ids[i];
     if (blob) {
-      files.push({ path: p, blob });
+      // A symbolic link is governed also by what it brings beneath its path, as at the gates.
+      const symlink = lstatSync(path.join(top, p), { throwIfNoEntry: false })?.isSymbolicLink() === true;
+      files.push({ path: p, blob, ...(symlink ? { symlink } : {}) });
       continue;
     }
     const exists =
@@ -192,16 +194,24 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   const recorded = askLedger
     ? await loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir)
     : NOTHING_RECORDED;
-  const isGoverned = (p: string) => matcher(p, recorded.has(p));
-  refuseUnmerged(changes.filter((c) => isGoverned(c.path)));
+  const isGoverned = (p: string, link = false) => matcher(p, recorded.has(p), link);
+  refuseUnmerged(changes.filter((c) => isGoverned(c.path, isLink(c))));
   const files: FileToJudge[] = changes
-    .filter((c) => c.status !== 'D' && isGoverned(c.path))
-    .map((c) => ({ path: c.path, blob: c.blob, submodule: c.submodule, replaces: c.replaces }));
+    .filter((c) => c.status !== 'D' && isGoverned(c.path, isLink(c)))
+    .map((c) => ({
+      path: c.path,
+      blob: c.blob,
+      submodule: c.submodule,
+      symlink: c.symlink,
+      replaces: c.replaces,
+    }));
   // A rename judges its new path and removes its old one: moving a file out of governance is deleting it there.
-  const deletions = removed.filter(isGoverned).map((p) => {
-    const reason = deletionRefusal(policy, p, matcher);
-    return { path: p, blocks: reason !== null, reason };
-  });
+  const deletions = removed
+    .filter((p) => isGoverned(p))
+    .map((p) => {
+      const reason = deletionRefusal(policy, p, matcher);
+      return { path: p, blocks: reason !== null, reason };
+    });
   if (files.length === 0 && deletions.length === 0) return quiet;
 
   // Only content needs the trust root; a change that only deletes is decided by the policy alone.

@@ -55,11 +55,18 @@ export function changesGovernance(
 
 export type Governedness = 'governed' | 'ungoverned' | 'if-recorded';
 
+/**
+ * `link`: the entry at the path is a symbolic link (mode 120000) or a gitlink (160000). Checked out, files appear
+ * under its path that the tree never lists, so it is governed wherever a protect glob could match a path beneath it
+ * (coversBeneath), or a governance file lies beneath it, as well as where a file there would be.
+ */
 export interface GovernedMatcher {
-  (path: string, everRecorded: boolean): boolean;
-  isProtected(path: string): boolean;
+  (path: string, everRecorded: boolean, link?: boolean): boolean;
+  isProtected(path: string, link?: boolean): boolean;
   /** The answer without the ledger, when the policy alone decides; 'if-recorded' when the ledger must be asked. */
-  classify(path: string): Governedness;
+  classify(path: string, link?: boolean): Governedness;
+  /** Whether some protect glob could match a path strictly beneath `path` (see globsCoverBeneath). */
+  coversBeneath(path: string): boolean;
 }
 
 /**
@@ -73,17 +80,66 @@ export function governedMatcher(policy: Policy): GovernedMatcher {
   const protect = globsMatcher(policy.protect.map(composed), true);
   const exclude = globsMatcher(policy.exclude, false);
   const isGovernance = governanceFiles(policy);
-  const classify = (path: string): Governedness => {
-    if (isGovernance(path)) return 'governed';
-    if (exclude(path)) return 'ungoverned';
-    return protect(composed(path)) ? 'governed' : 'if-recorded';
+  // Built when a link is first asked about: most commits stage none, and the hook asks about every staged path.
+  let beneath: ((path: string) => boolean) | undefined;
+  const coversBeneath = (path: string) => {
+    beneath ??= globsCoverBeneath(policy.protect.map(composed));
+    return beneath(composed(path));
   };
-  const isProtected = (path: string) => classify(path) === 'governed';
-  const governed = (path: string, everRecorded: boolean) => {
-    const c = classify(path);
+  // A link over the policy's or the keys' directory would put files of its target's choosing where the governance
+  // is read from: always governed, as the governance files are.
+  const holdsGovernance = (path: string) => {
+    const folded = `${composed(path).toLowerCase()}/`;
+    return POLICY_PATH.startsWith(folded) || `${composed(policy.keysDir).toLowerCase()}/`.startsWith(folded);
+  };
+  // `exclude` takes a link out as it takes out a file, by the link's own path: excluding is a reviewed policy change,
+  // and it is the way to keep a submodule (which no record can promote) beside protected paths.
+  const classify = (path: string, link = false): Governedness => {
+    if (isGovernance(path) || (link && holdsGovernance(path))) return 'governed';
+    if (exclude(path)) return 'ungoverned';
+    return protect(composed(path)) || (link && coversBeneath(path)) ? 'governed' : 'if-recorded';
+  };
+  const isProtected = (path: string, link = false) => classify(path, link) === 'governed';
+  const governed = (path: string, everRecorded: boolean, link = false) => {
+    const c = classify(path, link);
     return c === 'governed' || (c === 'if-recorded' && everRecorded);
   };
-  return Object.assign(governed, { isProtected, classify });
+  return Object.assign(governed, { isProtected, classify, coversBeneath });
+}
+
+/**
+ * Whether one of `globs` could match some path strictly beneath `path`: what a symbolic link or a submodule there
+ * brings into the work tree on checkout. Each glob reaches beneath its static base directory (picomatch.scan), so
+ * it covers a path equal to that base, an ancestor of it, or a descendant of it; a glob with an empty base (`**\/*.js`)
+ * covers every path. A glob with no `**`, brace, bracket, parenthesis or escape matches only paths of its own
+ * number of segments (`*` and `?` never match a slash), so `*.js` reaches beneath no path at all, and `src/*.js`
+ * beneath `src` but not beneath `src/lib`. Case is ignored, as for protect. It may answer yes where no file could
+ * match (governing more is safe); never no where one could.
+ */
+export function globsCoverBeneath(globs: readonly string[]): (path: string) => boolean {
+  const reaches = globs.map(reachOf);
+  return (path) => {
+    const folded = path.toLowerCase();
+    const depth = folded.split('/').length;
+    return reaches.some(
+      ({ base, segments }) =>
+        (segments === null || segments > depth) &&
+        (base === '' || folded === base || base.startsWith(`${folded}/`) || folded.startsWith(`${base}/`)),
+    );
+  };
+}
+
+/** A glob's static base directory (folded), and how many segments every path it matches has (null: any number). */
+function reachOf(glob: string): { base: string; segments: number | null } {
+  const scan = picomatch.scan(glob);
+  // A negated glob matches everything outside its pattern.
+  if (scan.negated) return { base: '', segments: null };
+  const base = scan.base.replace(/\/+$/, '').toLowerCase();
+  const fixed = !/\*\*|[{}()[\]\\]/.test(scan.glob);
+  const segments = fixed
+    ? (base === '' ? 0 : base.split('/').length) + (scan.glob === '' ? 0 : scan.glob.split('/').length)
+    : null;
+  return { base, segments };
 }
 
 /** A glob as the regular expression picomatch compiles it to (kept with a validated policy: quiet-commit.ts). */

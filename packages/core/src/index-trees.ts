@@ -10,8 +10,11 @@ import { digestOf } from './object-hash.js';
 
 /** How governedness is told, and what is already known of directories by tree id. */
 export interface GovernedDigests {
-  /** Whether a path (UTF-8) is governed; null when that cannot be told here (the walk then gives no digest). */
-  isGoverned(path: string): boolean | null;
+  /**
+   * Whether a path (UTF-8) is governed; null when that cannot be told here (the walk then gives no digest). `link`:
+   * the entry is a symbolic link or a submodule, governed also by what it could bring beneath its path.
+   */
+  isGoverned(path: string, link: boolean): boolean | null;
   known(tree: string, dir: string): string | undefined;
   learn(tree: string, dir: string, digest: string): void;
 }
@@ -28,6 +31,11 @@ export const NOTHING_GOVERNED = '-';
 const REMEMBERED_FROM_ENTRIES = 64;
 
 class Unknown extends Error {}
+
+/** A symbolic link (0o120000) or a gitlink (0o160000), as the index stores their modes. */
+function isLinkMode(mode: number): boolean {
+  return mode === 0o120000 || mode === 0o160000;
+}
 
 /** `algorithm`: the repository's object format ('sha1', or 'sha256' for `--object-format=sha256`). */
 export function indexTree(
@@ -77,7 +85,7 @@ class Walk {
       if (slash < 0) {
         const entry = `${index.modeOf(i).toString(8)} ${name.slice(prefixLength)}\0${index.oidBytesOf(i)}`;
         if (!cached) tree += entry;
-        if (digests && this.isGoverned(index.pathOf(i))) governed += entry;
+        if (digests && this.isGoverned(index.pathOf(i), isLinkMode(index.modeOf(i)))) governed += entry;
         i++;
         continue;
       }
@@ -119,8 +127,8 @@ class Walk {
     return end;
   }
 
-  private isGoverned(path: string): boolean {
-    const governed = this.digests!.isGoverned(path);
+  private isGoverned(path: string, link: boolean): boolean {
+    const governed = this.digests!.isGoverned(path, link);
     if (governed === null) throw new Unknown();
     return governed;
   }

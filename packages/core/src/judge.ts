@@ -29,6 +29,11 @@ export interface FileToJudge {
   /** A submodule (gitlink): `blob` is a commit of another repository, so no record can promote it. */
   submodule?: boolean;
   /**
+   * A symbolic link: `blob` is its target's text, judged as a file's content is (a reviewer's approval of the link
+   * promotes it). It is governed also where files would appear beneath it (GovernedMatcher's `link`).
+   */
+  symlink?: boolean;
+  /**
    * The blob the change replaces at this path (a modification). For the policy and key files, approvals must not
    * be older than that version's first approval (PromotionRules.approvedSince).
    */
@@ -58,13 +63,26 @@ export interface Judgement extends Promotion {
   sha256: string;
 }
 
-export function governedFiles<T extends { path: string }>(
+/** The files each gate judges: by path, and for a link (symlink or submodule) also by what it could bring beneath it. */
+export function governedFiles<T extends LinkedEntry>(
   files: readonly T[],
   governance: Governance,
   index: { has(path: string): boolean },
 ): T[] {
   const governed = governedMatcher(governance.policy);
-  return files.filter((f) => governed(f.path, index.has(f.path)));
+  return files.filter((f) => governed(f.path, index.has(f.path), isLink(f)));
+}
+
+/** An entry as the gates list it: a path, and whether it is a submodule or a symbolic link. */
+export interface LinkedEntry {
+  path: string;
+  submodule?: boolean;
+  symlink?: boolean;
+}
+
+/** A symbolic link or a submodule: checked out, it puts files beneath its path that no tree entry names. */
+export function isLink(entry: { submodule?: boolean; symlink?: boolean }): boolean {
+  return entry.submodule === true || entry.symlink === true;
 }
 
 export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContext): Promise<Judgement[]> {
@@ -217,6 +235,7 @@ const CONTENT_UNREADABLE = 'its content could not be read';
  */
 const SUBMODULE_REFUSED =
   'a submodule: records judge file content, and a submodule is a commit of another repository, so none promotes it; ' +
+  'it is governed because its path is, or because files it checks out beneath its path could be; ' +
   'to keep it, exclude its path in the policy (a change reviewers approve)';
 
 function submoduleRefusal(f: FileToJudge): Judgement {

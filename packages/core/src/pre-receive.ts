@@ -7,7 +7,7 @@ import { parseRawDiff, unjudged } from './checks.js';
 import { DecisionCache } from './decision-cache.js';
 import { CatFileBatch, git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
-import { type FileToJudge, governedFiles, judgeFiles } from './judge.js';
+import { type FileToJudge, governedFiles, isLink, judgeFiles } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
 import type { LedgerChange } from './ledger-change.js';
 import { ForeignEntries, type ForeignEntry, LEDGER_REF, NotesLedger, whyNotANote } from './notes-ledger.js';
@@ -402,6 +402,8 @@ interface Introduced {
   blob: string;
   commit: string;
   submodule?: boolean;
+  /** A symbolic link: governed also where files would appear beneath it (judge.ts, governedFiles). */
+  symlink?: boolean;
   /** The blob a modification replaces (judgeFiles weighs it for the policy and key files). */
   replaces?: string;
 }
@@ -582,7 +584,7 @@ async function recordedPathsFor(
   files: readonly Introduced[],
   after: LedgerAfter,
 ): Promise<{ has(path: string): boolean }> {
-  const depends = files.some((f) => governed(f.path, true) !== governed(f.path, false));
+  const depends = files.some((f) => governed(f.path, true, isLink(f)) !== governed(f.path, false, isLink(f)));
   return depends ? after.recordedPaths() : NOTHING_RECORDED;
 }
 
@@ -629,6 +631,7 @@ async function changesBetween(
         blob: c.blob,
         commit: to,
         submodule: c.submodule,
+        symlink: c.symlink,
         replaces: c.replaces,
       });
   }
@@ -661,7 +664,14 @@ async function newChanges(repo: Repository, tip: string, held: string[] | null):
   const flush = () => {
     for (const c of parseRawDiff(pending)) {
       if (c.status !== 'D')
-        introduced.push({ path: c.path, blob: c.blob, commit, submodule: c.submodule, replaces: c.replaces });
+        introduced.push({
+          path: c.path,
+          blob: c.blob,
+          commit,
+          submodule: c.submodule,
+          symlink: c.symlink,
+          replaces: c.replaces,
+        });
       if (c.status === 'D' || c.status === 'R')
         deleted.push({ path: c.from ?? c.path, blob: c.blob, commit });
     }
@@ -693,6 +703,7 @@ async function treeRefChanges(repo: Repository, tip: string): Promise<NewChanges
     blob: f.blob,
     commit: peeled.oid,
     submodule: f.submodule,
+    symlink: f.symlink,
   }));
   return { introduced, deleted: [], commits: 0 };
 }

@@ -91,7 +91,7 @@ async function askGit(
   if (removedPaths(staged.changes).some((p) => isGoverned(p) !== false)) return unsure(staged);
   if (governed.length === 0) {
     if (read?.governed && isSameState(read, { head: staged.base, policyBlob, tip }))
-      learnHeadFromDiff(read, headTree, touchedPaths(fields), isGoverned);
+      learnHeadFromDiff(read, headTree, touchedEntries(fields), isGoverned);
     return PASSES;
   }
   const keysAt = async () =>
@@ -181,37 +181,42 @@ function isSameState(
 function learnHeadFromDiff(
   read: IndexRead,
   headTreeLine: string | undefined,
-  touched: string[],
-  isGoverned: (path: string) => boolean | null,
+  touched: Array<{ path: string; link: boolean }>,
+  isGoverned: (path: string, link?: boolean) => boolean | null,
 ): void {
   const { policyBlob, tip, digest } = read.governed!;
   const [tree, type] = (headTreeLine ?? '').split(' ');
   if (type !== 'tree' || !tree) return;
-  if (touched.some((p) => isGoverned(p) !== false)) return;
+  if (touched.some((e) => isGoverned(e.path, e.link) !== false)) return;
   read.trees.learnTree(read.head, tree);
   read.trees.learnDigest(tree, '', policyBlob, tip, digest);
 }
 
-/** Every path a raw diff names, both sides of a rename or copy, submodules included. */
-function touchedPaths(fields: string[]): string[] {
-  const paths: string[] = [];
+/**
+ * Every path a raw diff names, both sides of a rename or copy, submodules included; `link` when either side is a
+ * symbolic link or a submodule (HEAD's side counts too: its digest is what is learned).
+ */
+function touchedEntries(fields: string[]): Array<{ path: string; link: boolean }> {
+  const entries: Array<{ path: string; link: boolean }> = [];
   for (let i = 0; i < fields.length; ) {
     const meta = fields[i++]!;
     const status = meta.charAt(meta.lastIndexOf(' ') + 1);
     const named = status === 'R' || status === 'C' ? 2 : 1;
-    for (let n = 0; n < named; n++) paths.push(fields[i++]!);
+    const link = [meta.slice(1, 7), meta.slice(8, 14)].some((m) => m === '120000' || m === '160000');
+    for (let n = 0; n < named; n++) entries.push({ path: fields[i++]!, link });
   }
-  return paths;
+  return entries;
 }
 
 /** The changes the full check would judge, or null when that depends on recorded paths not cached yet. */
 function governedAmong(
   changes: StagedChange[],
-  isGoverned: (path: string) => boolean | null,
+  isGoverned: (path: string, link?: boolean) => boolean | null,
 ): StagedChange[] | null {
   const governed: StagedChange[] = [];
   for (const change of changes) {
-    const g = isGoverned(change.path);
+    // A symbolic link or submodule is governed also by what it could bring beneath its path (governed-paths.ts).
+    const g = isGoverned(change.path, change.submodule === true || change.symlink === true);
     if (g === null) return null;
     if (g) governed.push(change);
   }
@@ -220,17 +225,17 @@ function governedAmong(
 
 /**
  * Whether a path is governed: by the policy, and for the rest by the paths recorded at the ledger tip (read when
- * first asked); null when that depends on recorded paths not cached yet.
+ * first asked); null when that depends on recorded paths not cached yet. `link`: a symbolic link or submodule.
  */
 function governedTest(
   policy: Policy,
   tip: string | null,
   cacheDir: string,
-): (path: string) => boolean | null {
+): (path: string, link?: boolean) => boolean | null {
   const matcher = governedMatcher(policy);
   let isRecorded: ((p: string) => boolean) | null | undefined;
-  return (p) => {
-    const c = matcher.classify(p);
+  return (p, link = false) => {
+    const c = matcher.classify(p, link);
     if (c !== 'if-recorded') return c === 'governed';
     if (tip === null) return false;
     if (isRecorded === undefined) {

@@ -96,6 +96,7 @@ function keyOf(tree: string, dir: string, policyBlob: string, tip: string | null
 
 /**
  * 2: globs match names holding a line break; 3: protect globs ignore case; 4: so do the policy and keys paths, and
- * both ignore Unicode normalization (governed-paths.ts).
+ * both ignore Unicode normalization (governed-paths.ts); 5: a symbolic link or submodule is governed also where a
+ * protect glob reaches beneath it.
  */
-const DIGEST_RULES = 4;
+const DIGEST_RULES = 5;

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { CheckResult } from './checks.js';
 import type { CatFileBatch } from './git.js';
 import type { Governance } from './governance.js';
-import { type FileToJudge, governedFiles, judgementOf, rulesFor } from './judge.js';
+import { type FileToJudge, governedFiles, isLink, judgementOf, rulesFor } from './judge.js';
 import { type LineFacts, recordTrust } from './line-check.js';
 import type { BatchCandidate } from './note-batch.js';
 import type { PathIndex } from './path-index.js';
@@ -46,7 +46,7 @@ export async function planRevision(
   const governed: FileToJudge[] = [];
   for (const f of files) {
     if (f.submodule) continue; // no content to read or records to weigh: judgementOf refuses it
-    const c = classify(f.path);
+    const c = classify(f.path, isLink(f));
     if (c === 'governed') governed.push(f);
     else if (c === 'if-recorded') plan.ifRecorded.add(f.blob);
   }

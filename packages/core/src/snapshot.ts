@@ -12,6 +12,8 @@ export interface SnapshotFile {
   mode: string;
   /** A submodule (gitlink, listed only when asked for): `blob` is a commit of another repository. */
   submodule?: boolean;
+  /** A symbolic link (mode 120000): `blob` is its target's text. */
+  symlink?: boolean;
 }
 
 export interface Snapshot {
@@ -103,12 +105,20 @@ export async function treeFiles(
     const tab = entry.indexOf('\t');
     const [mode, type, blob] = entry.slice(0, tab).split(' ');
     if (!mode || !blob) continue;
-    if (type === 'blob' && isRegularFile(mode)) files.push({ path: entry.slice(tab + 1), blob, mode });
+    if (type === 'blob' && isRegularFile(mode))
+      files.push({
+        path: entry.slice(tab + 1),
+        blob,
+        mode,
+        ...(mode === SYMLINK_MODE ? { symlink: true } : {}),
+      });
     else if (type === 'commit' && opts.submodules)
       files.push({ path: entry.slice(tab + 1), blob, mode, submodule: true });
   }
   return files;
 }
+
+const SYMLINK_MODE = '120000';
 
 /** Regular files and symlinks carry content a record can judge; gitlinks (submodules) do not. */
 function isRegularFile(mode: string): boolean {

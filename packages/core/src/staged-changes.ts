@@ -31,6 +31,8 @@ export interface StagedChange {
   from?: string;
   /** A submodule (gitlink): `blob` is a commit of another repository, content no record can name. */
   submodule?: true;
+  /** A symbolic link (new mode 120000): `blob` is its target's text, and files may appear beneath its path. */
+  symlink?: true;
   /** For a modification (M, T): the blob it replaces at this path; for a deletion (D), the blob it removes. */
   replaces?: string;
 }
@@ -67,9 +69,13 @@ export function parseRawDiff(fields: string[]): StagedChange[] {
   return changes;
 }
 
-/** The change, marked as a submodule's when its new mode is a gitlink's (the gates run this on every staged path). */
+/**
+ * The change, marked as a submodule's or a symbolic link's by its new mode (the gates run this on every staged path):
+ * either is governed also by what it could bring beneath its path (governed-paths.ts).
+ */
 function marked(change: StagedChange, newMode: string): StagedChange {
   if (newMode === '160000') change.submodule = true;
+  else if (newMode === '120000') change.symlink = true;
   return change;
 }
 

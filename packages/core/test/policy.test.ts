@@ -1,7 +1,7 @@
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
 import { DelegateGitError } from '../src/errors.js';
-import { adoptGlobExpressions, globExpressions } from '../src/governed-paths.js';
+import { adoptGlobExpressions, globExpressions, globsCoverBeneath } from '../src/governed-paths.js';
 import { governedMatcher, isGovernanceFile, type Policy, parsePolicy, policyText } from '../src/policy.js';
 
 const ID = 'f3a1c2d4-0000-4000-8000-000000000001';
@@ -282,6 +282,68 @@ describe('governedMatcher', () => {
     expect(governed.classify('SRC/GEN/a.ts')).toBe('governed');
     // Control: a path no glob names, in any case.
     expect(governed.classify('lib/src/a.ts')).toBe('if-recorded');
+  });
+});
+
+describe('links: what a glob could reach beneath a path', () => {
+  it("a path equal to, above or below a glob's base is covered; a sibling is not", () => {
+    const covers = globsCoverBeneath(['src/**/*.js']);
+    for (const p of ['src', 'src/util', 'src/a/b/c']) expect(covers(p), p).toBe(true);
+    for (const p of ['lib', 'docs/link', 'srcx', 'sr']) expect(covers(p), p).toBe(false);
+    const deep = globsCoverBeneath(['src/core/**']);
+    for (const p of ['src', 'src/core', 'src/core/x']) expect(covers(p) && deep(p), p).toBe(true);
+    for (const p of ['src/lib', 'lib', 'src/cor']) expect(deep(p), p).toBe(false);
+  });
+
+  it('ignores case, as protect does', () => {
+    const covers = globsCoverBeneath(['Src/Core/**']);
+    for (const p of ['SRC', 'src/CORE', 'sRc/core/deep']) expect(covers(p), p).toBe(true);
+    expect(covers('src/other')).toBe(false);
+  });
+
+  it('a glob with an empty base covers every path, unless it matches only paths too shallow', () => {
+    const any = globsCoverBeneath(['**/*.js']);
+    for (const p of ['a', 'docs/link', 'x/y/z']) expect(any(p), p).toBe(true);
+    // `*` never matches a slash: `*.js` names top-level files only, and no link puts a file at the top.
+    expect(globsCoverBeneath(['*.js'])('docs')).toBe(false);
+    expect(globsCoverBeneath(['*/*.js'])('docs')).toBe(true);
+    expect(globsCoverBeneath(['*/*.js'])('docs/sub')).toBe(false);
+  });
+
+  it('counts segments only where every segment is fixed', () => {
+    const shallow = globsCoverBeneath(['src/*.js']);
+    expect(shallow('src')).toBe(true);
+    expect(shallow('src/lib')).toBe(false);
+    // A literal path: a link at any of its directories brings it.
+    const literal = globsCoverBeneath(['src/a/b.js']);
+    for (const p of ['src', 'src/a']) expect(literal(p), p).toBe(true);
+    for (const p of ['src/a/b.js', 'src/b']) expect(literal(p), p).toBe(false);
+    // Braces, brackets and extglobs may hold a slash or repeat: any depth.
+    expect(globsCoverBeneath(['src/{a,b/c}/*.js'])('src/b/c')).toBe(true);
+    expect(globsCoverBeneath(['src/a[/]b/*.js'])('src/x/y')).toBe(true);
+    // A negated glob matches what lies outside it: everywhere.
+    expect(globsCoverBeneath(['!src/**'])('lib')).toBe(true);
+    expect(globsCoverBeneath([])('src')).toBe(false);
+  });
+
+  it('the matcher governs a link by what it reaches; a file only by its own path; exclude takes either out', () => {
+    const m = governedMatcher(policyOf({ protect: ['src/**/*.js'], exclude: ['src/vendor'] }));
+    expect(m.classify('src/util')).toBe('if-recorded');
+    expect(m.classify('src/util', true)).toBe('governed');
+    expect(m.isProtected('SRC/util', true)).toBe(true);
+    expect(m('src/util', false, true)).toBe(true);
+    expect(m.classify('docs/link', true)).toBe('if-recorded');
+    expect(m('docs/link', true, true)).toBe(true); // recorded: governed as a file there would be
+    expect(m.classify('src/vendor', true)).toBe('ungoverned');
+    expect(m.coversBeneath('src')).toBe(true);
+  });
+
+  it("a link over the policy's or the keys' directory is always governed, whatever exclude says", () => {
+    const m = governedMatcher(policyOf({ protect: [], exclude: ['**'] }));
+    for (const p of ['.delegate-git', '.DELEGATE-GIT/keys', '.delegate-git/keys'])
+      expect(m.classify(p, true), p).toBe('governed');
+    expect(m.classify('.delegate-git', false)).toBe('ungoverned');
+    expect(m.classify('.delegate-git/other', true)).toBe('ungoverned');
   });
 });
 

@@ -226,6 +226,71 @@ describe('the quick answer from the index alone', () => {
  * Random sequences of staging, unstaging and committing: whenever the index alone says "passes", the full check
  * must find nothing governed staged. And it must say so often enough to be worth having.
  */
+describe('the quick answer for links no glob matches, under which globbed files would appear', () => {
+  let repo: TempRepo;
+  const fromIndex = async () => (await quickPreCommit(repo.dir, noGit)).passes;
+  const withGit = async () => (await quickPreCommit(repo.dir, env)).passes;
+
+  beforeAll(async () => {
+    repo = makeTempRepo();
+    writeGovernance(repo.dir, testPolicy({ protect: ['src/**/*.js'] }), [alice]);
+    write(repo, 'lib/evil.js', 'steal()\n');
+    write(repo, 'README.md', 'readme\n');
+    repo.git(['add', '.']);
+    repo.git(['commit', '-q', '-m', 'adopt']);
+    await fullCheckIn(repo.dir);
+  });
+  afterAll(() => repo.cleanup());
+
+  const links: Array<[string, () => void]> = [
+    [
+      'a symbolic link src/util -> ../lib',
+      () => {
+        fs.mkdirSync(path.join(repo.dir, 'src'), { recursive: true });
+        fs.symlinkSync('../lib', path.join(repo.dir, 'src/util'));
+        repo.git(['add', 'src/util']);
+      },
+    ],
+    [
+      'a submodule at src/vendor',
+      () =>
+        repo.git([
+          'update-index',
+          '--add',
+          '--cacheinfo',
+          `160000,${repo.gitText(['rev-parse', 'HEAD'])},src/vendor`,
+        ]),
+    ],
+  ];
+
+  it.each(links)('declines %s, from the index and with git; the full check sees it', async (_, change) => {
+    write(repo, 'README.md', `control ${Math.random()}\n`);
+    repo.git(['add', 'README.md']);
+    await withGit();
+    expect(await fromIndex()).toBe(true);
+    change();
+    expect(await fromIndex()).toBe(false);
+    expect(await withGit()).toBe(false);
+    expect(await fullCheckSeesGoverned(repo.dir)).toBe(true);
+    repo.git(['reset', '-q', '--hard']);
+    fs.rmSync(path.join(repo.dir, 'src'), { recursive: true, force: true });
+  });
+
+  it('passes a symbolic link no glob reaches beneath (docs/link -> ../README.md)', async () => {
+    write(repo, 'README.md', `control ${Math.random()}\n`);
+    repo.git(['add', 'README.md']);
+    await withGit();
+    fs.mkdirSync(path.join(repo.dir, 'docs'), { recursive: true });
+    fs.symlinkSync('../README.md', path.join(repo.dir, 'docs/link'));
+    repo.git(['add', 'docs/link']);
+    expect(await fromIndex()).toBe(true);
+    expect(await withGit()).toBe(true);
+    expect(await fullCheckSeesGoverned(repo.dir)).toBe(false);
+    repo.git(['reset', '-q', '--hard']);
+    fs.rmSync(path.join(repo.dir, 'docs'), { recursive: true, force: true });
+  });
+});
+
 describe('the quick answer from the index, against the full check', () => {
   it('never passes what the full check would judge, over random histories', async () => {
     const repo = adoptedRepo();

@@ -62,6 +62,8 @@ describe('parseRawDiff', () => {
           path: 'link',
           blob: blob('link'),
           replaces: runGitText(dir, ['rev-parse', 'HEAD:link']),
+          // A file that became a symbolic link: governed also by what it could bring beneath its path.
+          symlink: true,
         },
         { status: 'R', path: 'new name.txt', blob: blob('new name.txt'), from: 'old name.txt' },
         { status: 'A', path: 'new/file.ts', blob: blob('new/file.ts') },

@@ -1,0 +1,155 @@
+/**
+ * Symbolic links and submodules whose own path no protect glob matches, but beneath which (checked out) files the
+ * globs do match would appear. Each gate (pre-commit `check --staged`, the server's pre-receive, CI `verify`) judges
+ * such a link as if protected: a governed symbolic link is promoted, like a file, by an approval of its content (the
+ * target's text, as git stores it); a governed submodule is refused. Each refusal is paired with a control that
+ * passes.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adopt,
+  cli,
+  cliOk,
+  cloneInto,
+  commit,
+  gitOk,
+  gitRun,
+  makeServer,
+  makeStory,
+  type Story,
+  writeFiles,
+} from '../support/cli-story.js';
+
+const LEDGER = 'refs/notes/delegations';
+const SUBMODULE = 'a submodule: records judge file content';
+
+/** A clone of a server that runs the pre-receive hook, adopted with `protect` and pushed. */
+function adoptedClone(story: Story, protect: string[]): string {
+  const server = makeServer(story);
+  const work = cloneInto(story, server, 'work');
+  adopt(story, work, protect);
+  expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+  return work;
+}
+
+function link(work: string, at: string, target: string): void {
+  fs.mkdirSync(path.dirname(path.join(work, at)), { recursive: true });
+  fs.symlinkSync(target, path.join(work, at));
+}
+
+/**
+ * The staged change is refused at commit; committed past the hook, by the server; and by verify at that commit.
+ * Each gate is asserted on its own (soft), so a run without the fix shows every gate that lets the link through.
+ * The work tree is then put back as the server has it.
+ */
+function refusedByEveryGate(story: Story, work: string, at: string, why?: string): void {
+  const refused = commit(story, work, `a link at ${at}`);
+  expect.soft(refused.code, `commit: ${refused.stderr}`).not.toBe(0);
+  expect.soft(refused.stderr).toContain(`NOT PROMOTED  ${at}`);
+  if (why) expect.soft(refused.stderr).toContain(why);
+  if (refused.code !== 0) expect(commit(story, work, 'past the hook', ['--no-verify']).code).toBe(0);
+
+  const pushed = gitRun(story, work, ['push', 'origin', 'main']);
+  expect.soft(pushed.code, `push: ${pushed.stderr}`).not.toBe(0);
+  expect.soft(pushed.stderr).toMatch(new RegExp(`refused refs/heads/main [0-9a-f]{12} ${at}: `));
+  if (why) expect.soft(pushed.stderr).toContain(why);
+
+  const verified = cli(story, work, ['verify']);
+  expect.soft(verified.code, `verify: ${verified.stdout}${verified.stderr}`).toBe(1);
+  expect.soft(verified.stdout).toContain(`NOT PROMOTED  ${at}`);
+  if (why) expect.soft(verified.stdout).toContain(why);
+  gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+  gitOk(story, work, ['clean', '-q', '-fdx']);
+}
+
+/** Committed through the hook, pushed (with the ledger) to the server, and passed by verify. */
+function acceptedByEveryGate(story: Story, work: string, message: string): void {
+  const committed = commit(story, work, message);
+  expect(committed.code, committed.stderr).toBe(0);
+  const pushed = gitRun(story, work, ['push', '--atomic', 'origin', 'main', LEDGER]);
+  expect(pushed.code, pushed.stderr).toBe(0);
+  const verified = cli(story, work, ['verify']);
+  expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+}
+
+describe('protect src/**/*.js', () => {
+  let story: Story;
+  let work: string;
+
+  beforeAll(() => {
+    story = makeStory();
+    work = adoptedClone(story, ['src/**/*.js']);
+    // Content outside governance, which a link would bring under src/.
+    writeFiles(work, { 'lib/evil.js': 'steal()\n', 'README.md': 'read me\n' });
+    gitOk(story, work, ['add', 'lib', 'README.md']);
+    acceptedByEveryGate(story, work, 'ungoverned content');
+  });
+
+  afterAll(() => story.cleanup());
+
+  it('a symbolic link src/util -> ../lib (src/util/evil.js once checked out) is refused by every gate', () => {
+    link(work, 'src/util', '../lib');
+    gitOk(story, work, ['add', 'src/util']);
+    refusedByEveryGate(story, work, 'src/util');
+  });
+
+  it('a symbolic link no glob reaches beneath (docs/link -> ../README.md) passes every gate', () => {
+    link(work, 'docs/link', '../README.md');
+    gitOk(story, work, ['add', 'docs/link']);
+    acceptedByEveryGate(story, work, 'a link outside governance');
+  });
+
+  it('a governed symbolic link a reviewer approved (its target text, as git stores it) passes every gate', () => {
+    link(work, 'src/util', '../lib');
+    const before = cli(story, work, ['check', '--path', 'src/util']);
+    expect(before.code, before.stdout).toBe(1);
+    expect(before.stdout).toContain('NOT PROMOTED  src/util');
+    const approved = cliOk(story, work, ['attest', '--approve', 'src/util', '--yes', '--json']);
+    // What `git add` stages for a link: a blob of its target's text (not the content of what it points to).
+    const linkBlob = createHash('sha1').update('blob 6\0../lib').digest('hex');
+    expect(JSON.parse(approved.stdout).files[0].gitBlob).toBe(linkBlob);
+    expect(cli(story, work, ['check', '--path', 'src/util']).code).toBe(0);
+    gitOk(story, work, ['add', 'src/util']);
+    expect(gitOk(story, work, ['ls-files', '-s', 'src/util'])).toContain(`120000 ${linkBlob}`);
+    acceptedByEveryGate(story, work, 'an approved link');
+  });
+
+  it("a submodule (gitlink) at src/vendor is refused by every gate; one outside the globs' reach passes", () => {
+    const someCommit = gitOk(story, work, ['rev-parse', 'HEAD']).trim();
+    gitOk(story, work, ['update-index', '--add', '--cacheinfo', `160000,${someCommit},src/vendor`]);
+    refusedByEveryGate(story, work, 'src/vendor', SUBMODULE);
+
+    gitOk(story, work, ['update-index', '--add', '--cacheinfo', `160000,${someCommit},vendor/lib`]);
+    acceptedByEveryGate(story, work, 'a submodule outside governance');
+  });
+});
+
+describe('protect src/core/**', () => {
+  let story: Story;
+  let work: string;
+
+  beforeAll(() => {
+    story = makeStory();
+    work = adoptedClone(story, ['src/core/**']);
+    writeFiles(work, { 'lib/core/evil.js': 'steal()\n' });
+    gitOk(story, work, ['add', 'lib']);
+    acceptedByEveryGate(story, work, 'ungoverned content');
+  });
+
+  afterAll(() => story.cleanup());
+
+  it('a symbolic link src -> lib (src/core/evil.js once checked out) is refused by every gate', () => {
+    link(work, 'src', 'lib');
+    gitOk(story, work, ['add', 'src']);
+    refusedByEveryGate(story, work, 'src');
+  });
+
+  it("a symbolic link beside the glob's base (src/other -> ../lib) passes every gate", () => {
+    link(work, 'src/other', '../lib');
+    gitOk(story, work, ['add', 'src/other']);
+    acceptedByEveryGate(story, work, 'a link beside src/core');
+  });
+});
