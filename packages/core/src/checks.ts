@@ -323,10 +323,10 @@ async function takenFromMerged(
       .filter((j) => j.promoted)
       .map((j) => [j.path, j]),
   );
-  const as = `as the branch being merged (${merged.oid.slice(0, 12)}) holds it, under its own rules`;
+  const why = `as the branch being merged (${merged.oid.slice(0, 12)}) holds it, under its own rules`;
   return judged.map((j) => {
     const promoted = again.get(j.path);
-    return promoted?.blob === j.blob ? { ...promoted, reason: `${promoted.reason}, ${as}` } : j;
+    return promoted?.blob === j.blob ? { ...promoted, reason: `${promoted.reason}, ${why}` } : j;
   });
 }
 
@@ -342,7 +342,7 @@ async function mergedCommit(repo: Repository): Promise<{ oid: string } | null> {
   };
   const stopped = await commitOf('MERGE_HEAD');
   if (stopped) return stopped;
-  const [action, ...args] = (repo.env?.GIT_REFLOG_ACTION ?? process.env.GIT_REFLOG_ACTION ?? '').split(' ');
+  const [action, ...args] = ((repo.env ?? process.env).GIT_REFLOG_ACTION ?? '').split(' ');
   if (action === 'merge') {
     for (const name of args) if (name && !name.startsWith('-')) return commitOf(name);
   }
