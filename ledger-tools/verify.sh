@@ -7,6 +7,11 @@
 #   DELEGATE_GIT_REV       the revision to judge (default HEAD)
 #   DELEGATE_GIT_REMOTE    the remote to fetch the ledger from (default origin)
 #   DELEGATE_GIT_BASELINE  a file holding the last verified ledger tip (absent or empty: the whole history)
+#   DELEGATE_GIT_VERIFIED  a file holding the last commit verified on the protected branch (absent or empty: each
+#                          change of the policy or keys is judged by its parent's rules, across the whole history)
+#   DELEGATE_GIT_PROTECTED "false" when the revision is another branch than the protected one (a push to a feature
+#                          branch): it is judged from the commit it shares with the verified one. Otherwise (the
+#                          protected branch, a pull request's merge into it) the revision must contain that commit.
 #   GITHUB_OUTPUT          where the step output goes (as GitHub Actions sets it)
 rev=${DELEGATE_GIT_REV:-HEAD}
 remote=${DELEGATE_GIT_REMOTE:-origin}
@@ -19,10 +24,19 @@ fi
 if ! git fetch --no-tags -- "$remote" "+refs/notes/delegations:refs/notes/delegations"; then
   echo "::notice::no ledger on $remote yet"
 fi
+set --
 if [ -n "${DELEGATE_GIT_BASELINE:-}" ] && [ -s "$DELEGATE_GIT_BASELINE" ]; then
   set -- --baseline "$(cat "$DELEGATE_GIT_BASELINE")"
-else
-  set --
+fi
+if [ -n "${DELEGATE_GIT_VERIFIED:-}" ] && [ -s "$DELEGATE_GIT_VERIFIED" ]; then
+  since=$(cat "$DELEGATE_GIT_VERIFIED")
+  if [ "${DELEGATE_GIT_PROTECTED:-true}" = false ]; then
+    # Another branch was judged at its own pushes by its own rules (as pre-receive does); here, from where it left
+    # the protected line. With nothing in common, the whole history is judged.
+    commit=$(git rev-parse -q --verify "$rev^{commit}" 2>/dev/null || true)
+    since=$(if [ -n "$commit" ]; then git merge-base "$commit" "$since" 2>/dev/null; fi || true)
+  fi
+  if [ -n "$since" ]; then set -- "$@" --since "$since"; fi
 fi
 # $cli is split on purpose: it is a command with its arguments.
 $cli verify --rev "$rev" "$@"

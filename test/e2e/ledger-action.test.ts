@@ -36,18 +36,25 @@ interface Step {
   output: string;
 }
 
-/** Runs verify.sh in `dir` as the action does; `baseline`: the tip remembered by an earlier run. */
-function verifyStep(dir: string, env: Record<string, string> = {}, baseline?: string): Step {
+/**
+ * Runs verify.sh in `dir` as the action does; `baseline` and `verified`: the ledger tip and the commit remembered by
+ * an earlier run.
+ */
+function verifyStep(dir: string, env: Record<string, string> = {}, baseline?: string, verified?: string): Step {
   const output = path.join(story.root, `output-${Math.random().toString(36).slice(2)}`);
   fs.writeFileSync(output, '');
-  const baselineFile = path.join(story.root, `baseline-${Math.random().toString(36).slice(2)}`);
-  if (baseline !== undefined) fs.writeFileSync(baselineFile, `${baseline}\n`);
+  const remembered = (value: string | undefined) => {
+    const file = path.join(story.root, `remembered-${Math.random().toString(36).slice(2)}`);
+    if (value !== undefined) fs.writeFileSync(file, `${value}\n`);
+    return file;
+  };
   const run = spawnSync('sh', [path.join(action, 'verify.sh')], {
     cwd: dir,
     env: {
       ...story.env,
       DELEGATE_GIT_CLI: `${process.execPath} ${storyCli}`,
-      DELEGATE_GIT_BASELINE: baselineFile,
+      DELEGATE_GIT_BASELINE: remembered(baseline),
+      DELEGATE_GIT_VERIFIED: remembered(verified),
       GITHUB_OUTPUT: output,
       ...env,
     },
@@ -129,6 +136,41 @@ describe('the ledger action', () => {
       `LEDGER REWRITTEN  the baseline ${verified.slice(0, 12)} is not an ancestor`,
     );
     expect(step.output).toBe(`ledger-tip=${refTip(story, work, LEDGER)}\n`);
+  });
+
+  it('judges what the protected branch adds since the commit verified last, and fails it once rewritten past that commit', () => {
+    const { remote, work } = hostedPair('since');
+    const verified = gitOk(story, work, ['rev-parse', 'HEAD']);
+    writeFiles(work, { 'src/b.ts': 'export const b = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/b.ts', '--yes']);
+    gitOk(story, work, ['add', 'src/b.ts']);
+    gitOk(story, work, ['commit', '-q', '-m', 'b']);
+    gitOk(story, work, ['push', '-q', 'origin', 'main', LEDGER]);
+    const ci = cloneInto(story, remote, 'since-ci');
+    const step = verifyStep(ci, {}, undefined, verified);
+    expect(step.code, step.stdout + step.stderr).toBe(0);
+    expect(step.stdout).toContain(`since ${verified.slice(0, 12)}: 1 commit(s) judged as a push onto it, none refused`);
+
+    // A feature branch from before that commit is judged from where it left the line; as the protected branch it
+    // would have to contain it.
+    gitOk(story, work, ['push', '-q', 'origin', `${verified}^:refs/heads/feature`]);
+    const feature = cloneInto(story, remote, 'since-feature-ci');
+    gitOk(story, feature, ['checkout', '-q', 'feature']);
+    const shared = gitOk(story, feature, ['rev-parse', 'HEAD']);
+    const other = verifyStep(feature, { DELEGATE_GIT_PROTECTED: 'false' }, undefined, verified);
+    expect(other.code, other.stdout + other.stderr).toBe(0);
+    expect(other.stdout).toContain(`since ${shared.slice(0, 12)}: 0 commit(s)`);
+    const strict = verifyStep(feature, {}, undefined, verified);
+    expect(strict.code).toBe(1);
+    expect(strict.stdout).toContain(`NOT FROM VERIFIED  the revision does not contain ${verified.slice(0, 12)}`);
+
+    // Without a server hook, main can be force-pushed to a history without the verified commit.
+    gitOk(story, work, ['push', '-q', '--force', 'origin', `${verified}^:refs/heads/main`]);
+    const fresh = path.join(story.root, 'since-rewritten-ci'); // over file://, so only reachable objects come
+    gitOk(story, story.root, ['clone', '-q', `file://${remote}`, fresh]);
+    const rewritten = verifyStep(fresh, {}, undefined, verified);
+    expect(rewritten.code).toBe(1);
+    expect(rewritten.stdout).toContain(`the commit verified last, ${verified.slice(0, 12)}, is not in this repository`);
   });
 
   it('takes its inputs as data: a revision holding shell syntax is a bad revision (exit 2) and runs nothing', () => {

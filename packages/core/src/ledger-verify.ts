@@ -22,6 +22,12 @@ import { type addLines, PathIndex, recordFacts, writeCache } from './path-index.
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
 import { judgeRevision, type NoteAtRevision, planRevision, type RevisionPlan } from './revision-judge.js';
+import {
+  judgeSinceVerified,
+  resolveVerified,
+  type SinceVerified,
+  verifiedMissing,
+} from './since-verified.js';
 import { gitSnapshot, treeFiles } from './snapshot.js';
 
 export interface LineProblem {
@@ -59,6 +65,12 @@ export interface LedgerVerification {
    * the rules in force before them. Each is also reported in `files` against the path, so every summary shows it.
    */
   governanceChanges: GovernanceChangeProblem[];
+  /**
+   * With `--since`: the commits the revision adds beyond the commit verified last, judged as a push onto it. The
+   * history up to that commit is then taken as verified, and governanceChanges stays empty unless the whole history
+   * was judged after all (`since.wholeHistory`).
+   */
+  since?: SinceVerified;
   appendOnly: {
     checked: string;
     removed: Array<{ commit: string; blob: string; line: string }>;
@@ -69,6 +81,8 @@ export interface LedgerVerification {
 export interface VerifyOptions {
   rev?: string;
   baseline?: string;
+  /** The commit verified last on the protected branch (see SinceVerified). */
+  since?: string;
   /**
    * Reuse and keep the facts of lines already verified under this trust root (`.git/delegate-git/cache`, DESIGN 6).
    * Default true; the answer is the same either way.
@@ -84,7 +98,9 @@ export function verificationExitCode(v: LedgerVerification): 0 | 1 {
     v.foreignEntries.length > 0 ||
     v.files.some((f) => !f.promoted) ||
     v.appendOnly.removed.length > 0 ||
-    v.appendOnly.problem;
+    v.appendOnly.problem ||
+    v.since?.problem ||
+    (v.since?.refusals.length ?? 0) > 0;
   return bad ? 1 : 0;
 }
 
@@ -92,6 +108,7 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
   const rev = opts.rev ?? 'HEAD';
   refuseShallow(repo);
   const commit = await resolveCommit(repo, rev);
+  const since = opts.since === undefined ? undefined : await resolveVerified(repo, opts.since);
   const governance = await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
   const ledgerTip = await repo.ledger.tip();
   const result: LedgerVerification = {
@@ -130,7 +147,10 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
   }
   const judged = await judgeRevision(await files, governance, index, await plan, atRevision, repo.objects);
   atRevision.clear();
-  result.governanceChanges = await unapprovedGovernanceChanges(repo, commit, ledgerTip, index);
+  if (opts.since !== undefined)
+    result.since = since ? await judgeSinceVerified(repo, since, commit) : verifiedMissing(opts.since);
+  if (result.since?.wholeHistory ?? true)
+    result.governanceChanges = await unapprovedGovernanceChanges(repo, commit, ledgerTip, index);
   result.files = withGovernanceHistory(judged, result.governanceChanges);
   if (appendOnly) result.appendOnly = await appendOnly;
   return result;

@@ -65,9 +65,21 @@ export function parseRefUpdates(stdin: string): RefUpdate[] {
     });
 }
 
-export async function judgePush(repo: Repository, updates: RefUpdate[]): Promise<PushJudgement> {
+export interface JudgePushOptions {
+  /**
+   * The commit of the protected branch, when not the one HEAD names: `verify --since` judges a revision as a push
+   * onto the commit verified last, in a clone whose HEAD is whatever CI checked out.
+   */
+  defaultBranchAt?: string;
+}
+
+export async function judgePush(
+  repo: Repository,
+  updates: RefUpdate[],
+  opts: JudgePushOptions = {},
+): Promise<PushJudgement> {
   const result: PushJudgement = { refusals: [], bootstrap: false, commits: 0, files: 0, noteLines: 0 };
-  const reads = new PushReads(repo);
+  const reads = new PushReads(repo, opts.defaultBranchAt);
   try {
     return await judgeWith(reads, updates, result);
   } finally {
@@ -162,7 +174,11 @@ class PushReads {
    */
   private readonly governanceReader: CatFileBatch;
 
-  constructor(readonly repo: Repository) {
+  constructor(
+    readonly repo: Repository,
+    defaultBranchAt?: string,
+  ) {
+    if (defaultBranchAt !== undefined) this.head = Promise.resolve(defaultBranchAt);
     this.blobs = new KeptObjects(repo.objects, { cwd: repo.cwd, env: repo.env });
     this.governanceReader = new CatFileBatch({ cwd: repo.cwd, env: repo.env });
   }

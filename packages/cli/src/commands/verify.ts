@@ -12,7 +12,7 @@ import { shownPath } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs } from '../command.js';
 
 const help = `
-Usage: delegate-git verify [--rev <rev>] [--baseline <notes-commit>] [--json | --markdown]
+Usage: delegate-git verify [--rev <rev>] [--baseline <notes-commit>] [--since <commit>] [--json | --markdown]
 
 The ledger job for CI. Checks that every line of every note in refs/notes/delegations parses and verifies
 against the trust root at <rev> (default HEAD), and that the ledger's tree holds nothing but notes; that every
@@ -20,6 +20,11 @@ governed file in <rev>'s tree is promoted; and that the ledger is append-only (s
 ancestor of the current ledger, or else across its whole history). Exit 0 all good, 1 a problem (each listed),
 2 could not answer.
 Records of revoked keys are reported but are not problems by themselves: they simply no longer count.
+  --since <commit>  the commit verified last on the protected branch: every commit <rev> adds beyond it is
+               judged as a push onto it would be at the server (by the policy and trust root in force there, each
+               commit's files as well as the tips' difference), and the history up to it is taken as verified.
+               <rev> must contain it. Without it, each change of the policy or keys is judged by the rules of its
+               own parent, which cannot tell the protected line from a branch merged into it.
   --markdown   a summary for a job page (also appended to $GITHUB_STEP_SUMMARY when that is set)
   --json       the full result for machines
 Under GitHub Actions (GITHUB_ACTIONS=true) refused files are also printed as ::error annotations.
@@ -39,6 +44,7 @@ export default {
       {
         rev: { type: 'string' },
         baseline: { type: 'string' },
+        since: { type: 'string' },
         json: { type: 'boolean' },
         markdown: { type: 'boolean' },
       },
@@ -47,7 +53,11 @@ export default {
     const repo = await Repository.open(io.cwd, io.env);
     let result: LedgerVerification;
     try {
-      result = await verifyLedger(repo, { rev: values.rev, baseline: values.baseline });
+      result = await verifyLedger(repo, {
+        rev: values.rev,
+        baseline: values.baseline,
+        since: values.since,
+      });
     } finally {
       await repo.close();
     }
@@ -61,6 +71,10 @@ export default {
         annotate(
           `::error file=${escapeProperty(f.path)}::${escapeAnnotation(`${f.path} is not promoted: ${f.reason}`)}\n`,
         );
+      }
+      for (const r of result.since?.refusals ?? []) {
+        const at = r.path === undefined ? '' : ` file=${escapeProperty(r.path)}`;
+        annotate(`::error${at}::${escapeAnnotation(sinceRefusal(r))}\n`);
       }
     }
     if (values.json) io.out(json({ ...result, exitCode }));
@@ -81,6 +95,8 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
   for (const p of v.invalid) out.push(`INVALID LINE  blob ${p.blob} line ${p.line}: ${p.reason}`);
   for (const e of v.foreignEntries) out.push(`NOT A NOTE    ${shownPath(e.path)}: ${whyNotANote(e)}`);
   for (const f of refused) out.push(`NOT PROMOTED  ${shownPath(f.path)}: ${f.reason}`);
+  if (v.since?.problem) out.push(`NOT FROM VERIFIED  ${v.since.problem}`);
+  for (const r of v.since?.refusals ?? []) out.push(`REFUSED SINCE ${sinceRefusal(r)}`);
   if (v.appendOnly.problem) out.push(`LEDGER REWRITTEN  ${v.appendOnly.problem}`);
   for (const r of v.appendOnly.removed)
     out.push(
@@ -91,6 +107,7 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
   out.push(
     `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} valid record(s) in ${v.lines} line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${v.revoked.length} by revoked keys${foreignCount(v, ', ')}`,
     `${v.rev} (${v.commit.slice(0, 12)}): ${v.files.length} governed file(s), ${promoted} promoted, ${refused.length} refused`,
+    ...(v.since ? [`since ${v.since.commit.slice(0, 12)}: ${sinceSummary(v.since)}`] : []),
     `append-only (${v.appendOnly.checked}): ${v.appendOnly.problem || v.appendOnly.removed.length ? 'VIOLATED' : 'ok'}`,
     exitCode === 0 ? 'verify: ok' : 'verify: FAILED',
   );
@@ -114,6 +131,9 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
         `- … and ${v.foreignEntries.length - MAX_LISTED} more entries that are not notes (see \`--json\`)`,
       );
     for (const f of refused) md.push(`- \`${shownPath(f.path)}\` is not promoted: ${f.reason}`);
+    if (v.since?.problem) md.push(`- not judged from the commit verified last: ${v.since.problem}`);
+    for (const r of v.since?.refusals ?? [])
+      md.push(`- refused since the commit verified last: ${sinceRefusal(r)}`);
     if (v.appendOnly.problem) md.push(`- ledger rewritten: ${v.appendOnly.problem}`);
     if (v.appendOnly.removed.length)
       md.push(`- ${v.appendOnly.removed.length} record line(s) removed from the ledger:`);
@@ -133,6 +153,7 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     `| ledger tip | ${v.ledgerTip ? `\`${v.ledgerTip.slice(0, 12)}\`` : 'none'} |`,
     `| records | ${v.records} valid in ${v.lines} line(s) on ${v.notes} blob(s); ${v.invalid.length} invalid; ${v.revoked.length} by revoked keys${foreignCount(v, '; ')} |`,
     `| governed files | ${v.files.length}: ${promoted} promoted, ${refused.length} refused |`,
+    ...(v.since ? [`| since \`${v.since.commit.slice(0, 12)}\` | ${sinceSummary(v.since)} |`] : []),
     `| append-only | ${v.appendOnly.problem || v.appendOnly.removed.length ? 'violated' : 'ok'} (${v.appendOnly.checked}) |`,
     '',
     '### Records by verdict',
@@ -153,6 +174,19 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     '',
   );
   return `${md.join('\n')}\n`;
+}
+
+function sinceRefusal(r: NonNullable<LedgerVerification['since']>['refusals'][number]): string {
+  const at = r.commit === undefined ? '' : `commit ${r.commit.slice(0, 12)} `;
+  return `${at}${r.path === undefined ? '' : `${shownPath(r.path)}: `}${r.reason}`;
+}
+
+function sinceSummary(since: NonNullable<LedgerVerification['since']>): string {
+  if (since.problem) return 'NOT CONTAINED';
+  if (since.wholeHistory)
+    return 'holds no policy yet (from before the adoption): the whole history was judged';
+  const refused = since.refusals.length;
+  return `${since.commits} commit(s) judged as a push onto it, ${refused === 0 ? 'none refused' : `${refused} refusal(s)`}`;
 }
 
 /** Entries of the ledger's tree that are no notes, counted beside the records when there are any. */
