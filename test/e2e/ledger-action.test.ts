@@ -40,7 +40,12 @@ interface Step {
  * Runs verify.sh in `dir` as the action does; `baseline` and `verified`: the ledger tip and the commit remembered by
  * an earlier run.
  */
-function verifyStep(dir: string, env: Record<string, string> = {}, baseline?: string, verified?: string): Step {
+function verifyStep(
+  dir: string,
+  env: Record<string, string> = {},
+  baseline?: string,
+  verified?: string,
+): Step {
   const output = path.join(story.root, `output-${Math.random().toString(36).slice(2)}`);
   fs.writeFileSync(output, '');
   const remembered = (value: string | undefined) => {
@@ -149,7 +154,9 @@ describe('the ledger action', () => {
     const ci = cloneInto(story, remote, 'since-ci');
     const step = verifyStep(ci, {}, undefined, verified);
     expect(step.code, step.stdout + step.stderr).toBe(0);
-    expect(step.stdout).toContain(`since ${verified.slice(0, 12)}: 1 commit(s) judged as a push onto it, none refused`);
+    expect(step.stdout).toContain(
+      `since ${verified.slice(0, 12)}: 1 commit(s) judged as a push onto it, none refused`,
+    );
 
     // A feature branch from before that commit is judged from where it left the line; as the protected branch it
     // would have to contain it.
@@ -162,7 +169,9 @@ describe('the ledger action', () => {
     expect(other.stdout).toContain(`since ${shared.slice(0, 12)}: 0 commit(s)`);
     const strict = verifyStep(feature, {}, undefined, verified);
     expect(strict.code).toBe(1);
-    expect(strict.stdout).toContain(`NOT FROM VERIFIED  the revision does not contain ${verified.slice(0, 12)}`);
+    expect(strict.stdout).toContain(
+      `NOT FROM VERIFIED  the revision does not contain ${verified.slice(0, 12)}`,
+    );
 
     // Without a server hook, main can be force-pushed to a history without the verified commit.
     gitOk(story, work, ['push', '-q', '--force', 'origin', `${verified}^:refs/heads/main`]);
@@ -170,7 +179,9 @@ describe('the ledger action', () => {
     gitOk(story, story.root, ['clone', '-q', `file://${remote}`, fresh]);
     const rewritten = verifyStep(fresh, {}, undefined, verified);
     expect(rewritten.code).toBe(1);
-    expect(rewritten.stdout).toContain(`the commit verified last, ${verified.slice(0, 12)}, is not in this repository`);
+    expect(rewritten.stdout).toContain(
+      `the commit verified last, ${verified.slice(0, 12)}, is not in this repository`,
+    );
   });
 
   it('takes its inputs as data: a revision holding shell syntax is a bad revision (exit 2) and runs nothing', () => {

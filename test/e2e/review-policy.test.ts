@@ -607,6 +607,42 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     expect(settled.code, settled.stdout).toBe(0);
   });
 
+  it('going back twice: the policy that was replaced by going back cannot return on the approval it had before', async () => {
+    // After the test above: the earlier policy came back on a new approval; the tightened one, which it replaced,
+    // was approved before that. Reverting the revert brings the tightened one back on that older approval.
+    const restored = gitOk(story, work, ['rev-parse', 'HEAD']);
+    const tightened = gitOk(story, work, ['rev-list', '-1', 'HEAD~1', '--', POLICY]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    gitOk(story, work, ['checkout', tightened, '--', POLICY]);
+    const atCommit = stageAndCommit(work, POLICY, 'the tightened policy again');
+    expect(atCommit.code).not.toBe(0);
+    expect(atCommit.stderr).toContain(
+      `approved by ${OPERATOR} only before the version it replaces was approved: going back to earlier content needs a new approval`,
+    );
+    expect(commit(story, work, 'the tightened policy again', ['--no-verify']).code).toBe(0);
+    const again = gitOk(story, work, ['rev-parse', 'HEAD']);
+    const atPush = pushRefused('the tightened policy again, on its old approval');
+    expect(atPush.stderr).toContain(`refused refs/heads/main ${again.slice(0, 12)} ${POLICY}: approved by`);
+    for (const since of [[], ['--since', restored]]) {
+      const inCi = cli(story, work, ['verify', '--rev', 'HEAD', ...since]);
+      expect(inCi.code, inCi.stdout).toBe(1);
+      expect(inCi.stdout).toContain('only before the version it replaces was approved');
+    }
+
+    // Control: approved again now, it passes everywhere; and the earlier policy goes back once more the same way.
+    attestOk(story, work, 'approve', [POLICY]);
+    pushAccepted('the tightened policy again, approved again');
+    expect(cli(story, work, ['verify', '--rev', 'HEAD']).code).toBe(0);
+    expect(cli(story, work, ['verify', '--rev', 'HEAD', '--since', restored]).code).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    gitOk(story, work, ['checkout', restored, '--', POLICY]);
+    attestOk(story, work, 'approve', [POLICY]);
+    expect(stageAndCommit(work, POLICY, 'the earlier policy once more').code).toBe(0);
+    pushAccepted('the earlier policy once more');
+    const settled = cli(story, work, ['verify', '--rev', 'HEAD']);
+    expect(settled.code, settled.stdout).toBe(0);
+  });
+
   // Last in this block: it leaves the keys in trust/.
   it('moving the keys directory to one filled before judges every key file there, at commit, push and in CI', () => {
     // Filled while nothing governed it: the hook lets it through.

@@ -68,7 +68,9 @@ describe('verify --since the commit verified last', () => {
     const verified = head(work);
     const atVerified = verify(work, verified);
     expect(atVerified.code, atVerified.stdout).toBe(0);
-    expect(atVerified.stdout).toContain(`since ${verified.slice(0, 12)}: 0 commit(s) judged as a push onto it`);
+    expect(atVerified.stdout).toContain(
+      `since ${verified.slice(0, 12)}: 0 commit(s) judged as a push onto it`,
+    );
     const good = copyWorkTree(story, work, 'revoked-control'); // for the control, before mallory signs anything
 
     // On the old branch bob is still trusted: he approves mallory's key, mallory approves her own and her code.
@@ -103,7 +105,9 @@ describe('verify --since the commit verified last', () => {
     commitFile(good, 'src/good.ts', 'export const good = 1;\n', OPERATOR);
     const passed = verify(good, verified);
     expect(passed.code, passed.stdout).toBe(0);
-    expect(passed.stdout).toContain(`since ${verified.slice(0, 12)}: 1 commit(s) judged as a push onto it, none refused`);
+    expect(passed.stdout).toContain(
+      `since ${verified.slice(0, 12)}: 1 commit(s) judged as a push onto it, none refused`,
+    );
   });
 
   it('the default branch merged into a feature branch is judged by its own rules, not the feature branch’s older trust root', async () => {
@@ -165,7 +169,9 @@ describe('verify --since the commit verified last', () => {
 
     const fromStart = verify(work, beforeAdoption);
     expect(fromStart.code, fromStart.stdout).toBe(0);
-    expect(fromStart.stdout).toContain('holds no policy yet (from before the adoption): the whole history was judged');
+    expect(fromStart.stdout).toContain(
+      'holds no policy yet (from before the adoption): the whole history was judged',
+    );
 
     const typo = verify(work, 'no-such-commit');
     expect(typo.code).toBe(2);

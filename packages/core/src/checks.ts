@@ -14,6 +14,7 @@ import { changesGovernance, keysMovedTo } from './governed-paths.js';
 import { type FileToJudge, governedFiles, isLink, type Judgement, judgeFiles } from './judge.js';
 import { damagedLedger } from './notes-ledger.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
+import { pathVersions } from './path-versions.js';
 import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy } from './policy.js';
 import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
@@ -204,6 +205,7 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
       submodule: c.submodule,
       symlink: c.symlink,
       replaces: c.replaces,
+      ...(c.replaces && base !== null ? { replacedAt: base } : {}),
     }));
   // A rename judges its new path and removes its old one: moving a file out of governance is deleting it there.
   const deletions = removed
@@ -288,6 +290,7 @@ async function judgeWithCache(
     index: () => loadPathIndex(repo.ledger, notesAt, repo.cacheDir),
     batch: repo.objects,
     decisions,
+    versionsOf: (commit, path) => pathVersions(repo, commit, path),
   });
   await decisions.save();
   return judged;
@@ -421,7 +424,6 @@ function refuseUnmerged(changes: readonly StagedChange[]): void {
   );
 }
 
-/** The governance committed at `commit`, or undefined when it has none yet (the commit that adopts delegate-git). */
 /**
  * The rules committed at `commit` (HEAD), which judge the staged change. When they cannot be read (a corrupt policy
  * or key file committed past the hook, or pulled from a host without one), the last readable ones in its

@@ -12,6 +12,7 @@ import { git, gitTry, literalPathspecs, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { type FileToJudge, type Judgement, judgeFiles } from './judge.js';
 import { loadPathIndex, type PathIndex } from './path-index.js';
+import { pathVersions } from './path-versions.js';
 import {
   DEFAULT_KEYS_DIR,
   GOVERNANCE_DELETED,
@@ -81,6 +82,7 @@ export async function unapprovedGovernanceChanges(
       notesAt,
       index: pathIndex,
       batch: repo.objects,
+      versionsOf: (at, path) => pathVersions(repo, at, path),
     });
 
   const problems: GovernanceChangeProblem[] = [];
@@ -104,7 +106,7 @@ export async function unapprovedGovernanceChanges(
     }
     const edited = changes
       .filter((c) => c.status !== 'D' && governs(c.path))
-      .map((c) => ({ path: c.path, blob: c.blob, replaces: c.replaces }));
+      .map((c) => ({ path: c.path, blob: c.blob, replaces: c.replaces, replacedAt: parent }));
     const moved = keysMovedTo(before.policy, own?.policy ?? null);
     const changed =
       moved === null
@@ -209,7 +211,7 @@ async function mergesGoingBack(
       );
     }
     const kept = governed.flatMap((c) =>
-      c.after === null ? [] : [{ path: c.path, blob: c.after, replaces: c.before }],
+      c.after === null ? [] : [{ path: c.path, blob: c.after, replaces: c.before, replacedAt: pair.parent }],
     );
     for (const j of kept.length === 0 ? [] : await judge(kept, own ?? theirs, theirs)) {
       if (!j.promoted) {

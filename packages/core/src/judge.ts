@@ -13,8 +13,8 @@ import { type NotesLedger, parseNote } from './notes-ledger.js';
 import type { PathIndex } from './path-index.js';
 import { governedMatcher, isGovernanceFile } from './policy.js';
 import {
+  admittedAt,
   type EarlierRecord,
-  firstApproval,
   type JudgedRecord,
   type Promotion,
   type PromotionRules,
@@ -35,9 +35,14 @@ export interface FileToJudge {
   symlink?: boolean;
   /**
    * The blob the change replaces at this path (a modification). For the policy and key files, approvals must not
-   * be older than that version's first approval (PromotionRules.approvedSince).
+   * be older than that version's admission (PromotionRules.approvedSince).
    */
   replaces?: string;
+  /**
+   * The commit holding `replaces` at this path, along whose first-parent history that version was admitted
+   * (admittedAt; read through JudgeContext.versionsOf). Without it, the version is dated by its first approval.
+   */
+  replacedAt?: string;
 }
 
 export interface JudgeContext {
@@ -56,6 +61,8 @@ export interface JudgeContext {
    * keys directory themselves, so a weakening cannot approve itself. Defaults to `governance`.
    */
   anchor?: Governance;
+  /** The contents a path held along a commit's first-parent history, oldest first (pathVersions). */
+  versionsOf?: (commit: string, path: string) => Promise<string[]>;
 }
 
 export interface Judgement extends Promotion {
@@ -108,7 +115,9 @@ export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContex
 
 async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): Promise<Judgement[]> {
   if (files.length === 0) return [];
-  const replaced = files.flatMap((f) => (f.replaces ? [f.replaces] : []));
+  // Only governance files still carry `replaces` here (judgeFiles): each replaced version is dated by its history.
+  const versions = await replacedVersions(files, ctx);
+  const replaced = [...versions.values()].flat();
   const blobs = [...new Set([...files.map((f) => f.blob), ...replaced])];
   // Threads take a while to start: start them while git reads, when the batch is large enough to use them.
   const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
@@ -175,7 +184,8 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
         governance: ctx.governance,
         anchor,
         recordsOn: (governanceFile) => recordsFor(f.blob, governanceFile),
-        recordsOnReplaced: () => (f.replaces ? recordsFor(f.replaces, true).records : []),
+        replacedAdmitted: () =>
+          admittedAt(f.path, versions.get(f) ?? [], (blob) => recordsFor(blob, true).records),
         earlier: async (trustRoot) => {
           index ??= typeof ctx.index === 'function' ? await ctx.index() : ctx.index;
           return index.earlier(f.path, f.blob, trustRoot);
@@ -184,6 +194,22 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
     );
   }
   return out;
+}
+
+/** Per file that replaces a version: the versions of its path up to the one it replaces, oldest first. */
+async function replacedVersions(
+  files: readonly FileToJudge[],
+  ctx: JudgeContext,
+): Promise<Map<FileToJudge, string[]>> {
+  const versions = new Map<FileToJudge, string[]>();
+  await Promise.all(
+    files.map(async (f) => {
+      if (!f.replaces) return;
+      const line = f.replacedAt && ctx.versionsOf ? await ctx.versionsOf(f.replacedAt, f.path) : [];
+      versions.set(f, line.at(-1) === f.replaces ? line : [...line, f.replaces]);
+    }),
+  );
+  return versions;
 }
 
 /** What is already known about one governed file when it is judged. */
@@ -196,8 +222,8 @@ export interface FileFacts {
   anchor: Governance;
   /** The records on its blob, trusted under the anchor for a governance file, else under `governance`. */
   recordsOn(governanceFile: boolean): { records: JudgedRecord[]; unreadable: string[] };
-  /** The records on the blob it replaces (FileToJudge.replaces), trusted under the anchor. */
-  recordsOnReplaced?(): JudgedRecord[];
+  /** When the version it replaces (FileToJudge.replaces) was admitted, by records trusted under the anchor. */
+  replacedAdmitted?(): number | undefined;
   /** What the ledger said about the path on other content: asked only to word a refusal. */
   earlier(trustRoot: TrustRoot): EarlierRecord[] | Promise<EarlierRecord[]>;
 }
@@ -215,8 +241,8 @@ export async function judgementOf(f: FileToJudge, facts: FileFacts): Promise<Jud
   }
   const { governanceFile, rules: ruled, trustRoot } = rulesFor(f.path, facts.governance, facts.anchor);
   const rules =
-    governanceFile && f.replaces && facts.recordsOnReplaced
-      ? { ...ruled, approvedSince: firstApproval(f.path, f.replaces, facts.recordsOnReplaced()) }
+    governanceFile && f.replaces && facts.replacedAdmitted
+      ? { ...ruled, approvedSince: facts.replacedAdmitted() }
       : ruled;
   const candidate = { path: f.path, sha256, gitBlob: f.blob };
   const { records, unreadable } = facts.recordsOn(governanceFile);

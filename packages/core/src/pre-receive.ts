@@ -13,6 +13,7 @@ import type { LedgerChange } from './ledger-change.js';
 import { ForeignEntries, type ForeignEntry, LEDGER_REF, NotesLedger, whyNotANote } from './notes-ledger.js';
 import { NotesTree } from './notes-tree.js';
 import { type KnownAddition, loadPathIndex, loadRecordedPaths, type PathIndex } from './path-index.js';
+import { pathVersions } from './path-versions.js';
 import {
   deletionRefusal,
   type GovernedMatcher,
@@ -422,6 +423,8 @@ interface Introduced {
   symlink?: boolean;
   /** The blob a modification replaces (judgeFiles weighs it for the policy and key files). */
   replaces?: string;
+  /** The commit holding `replaces` (FileToJudge.replacedAt). */
+  replacedAt?: string;
 }
 
 async function judgeRefUpdate(
@@ -452,7 +455,7 @@ async function judgeRefUpdate(
   // The first commit that brings a content names it (the change between the tips comes last). Only a governance
   // file is judged with the version it replaces (judgeFiles), so only there does that version make it another question.
   const unique = firstOfEach(governed, (f) => {
-    const replaces = isGovernanceFile(governance.policy, f.path) ? (f.replaces ?? '') : '';
+    const replaces = isGovernanceFile(governance.policy, f.path) ? `${f.replaces}\0${f.replacedAt}` : '';
     return `${f.path}\0${f.blob}\0${replaces}`;
   });
   result.files += unique.length;
@@ -463,6 +466,7 @@ async function judgeRefUpdate(
     index: after.index,
     batch: reads.blobs,
     decisions: await promotedAlready(unique, governance, await after.promotions),
+    versionsOf: (commit, path) => pathVersions(reads.repo, commit, path),
   });
   judged.forEach((j, i) => {
     if (!j.promoted)
@@ -649,6 +653,7 @@ async function changesBetween(
         submodule: c.submodule,
         symlink: c.symlink,
         replaces: c.replaces,
+        replacedAt: from,
       });
   }
   return { introduced, deleted };
@@ -665,7 +670,7 @@ async function newChanges(repo: Repository, tip: string, held: string[] | null):
       '-M',
       '-C',
       '--diff-merges=first-parent',
-      '--format=%x01%H',
+      '--format=%x01%H %P',
       tip,
       '--not',
       ...(held ?? ['--exclude=refs/notes/*', '--all']),
@@ -676,6 +681,7 @@ async function newChanges(repo: Repository, tip: string, held: string[] | null):
   const deleted: Introduced[] = [];
   let commits = 0;
   let commit = '';
+  let parent: string | undefined;
   let pending: string[] = [];
   const flush = () => {
     for (const c of parseRawDiff(pending)) {
@@ -687,6 +693,7 @@ async function newChanges(repo: Repository, tip: string, held: string[] | null):
           submodule: c.submodule,
           symlink: c.symlink,
           replaces: c.replaces,
+          replacedAt: parent,
         });
       if (c.status === 'D' || c.status === 'R')
         deleted.push({ path: c.from ?? c.path, blob: c.blob, commit });
@@ -696,7 +703,7 @@ async function newChanges(repo: Repository, tip: string, held: string[] | null):
   for (const token of out.toString('utf8').split('\0')) {
     if (token.startsWith('\x01')) {
       flush();
-      commit = token.slice(1).trim();
+      [commit = '', parent] = token.slice(1).trim().split(' ');
       commits++;
     } else if (token.length > 0) pending.push(token.replace(/^\n/, ''));
   }

@@ -31,8 +31,8 @@ export interface PromotionRules {
   requireReview: boolean;
   reviewThreshold: number;
   /**
-   * For a change to the policy or a key file: approvals count only when made no earlier than this time (the first
-   * approval of the version the change replaces). An approval covers exact content for good, so without this,
+   * For a change to the policy or a key file: approvals count only when made no earlier than this time (when the
+   * version the change replaces was admitted, admittedAt). An approval covers exact content for good, so without this,
    * putting back an older approved policy, or a key file from before its revocation, would need no one's approval.
    */
   approvedSince?: number;
@@ -195,22 +195,37 @@ function reviewOutcome(
 }
 
 /**
- * When the version a change replaces was first approved (records on that blob about that path), by keys of the trust
- * root, revoked ones included: a version approved only by a key rotated out since was still approved then, and
- * going back from it must not need less than going back from any other. Undefined when it never was.
+ * When the last of `versions` (the contents a policy or key file had at `path` along its line of history, oldest
+ * first) was admitted: each version on its first approval no older than its predecessor's admission, the approval a
+ * gate let it in on; a version with no such approval keeps its predecessor's date. Dating a version by its first
+ * approval alone let it come back a second time on an old approval: the policy S, then T, then S approved again, and
+ * then T once more on the approval it had before S came back.
  */
-export function firstApproval(
+export function admittedAt(
   path: string,
-  blob: string,
-  onBlob: readonly JudgedRecord[],
+  versions: readonly string[],
+  recordsOn: (blob: string) => readonly JudgedRecord[],
 ): number | undefined {
-  let first: number | undefined;
+  let admitted: number | undefined;
+  for (const blob of versions) {
+    const times = approvalTimes(path, blob, recordsOn(blob));
+    admitted = times.find((t) => admitted === undefined || t >= admitted) ?? admitted;
+  }
+  return admitted;
+}
+
+/**
+ * When a version was approved (records on that blob about that path), oldest first, by keys of the trust root,
+ * revoked ones included: a version approved only by a key rotated out since was still approved then, and going back
+ * from it must not need less than going back from any other.
+ */
+function approvalTimes(path: string, blob: string, onBlob: readonly JudgedRecord[]): number[] {
+  const times: number[] = [];
   for (const { record, trust } of onBlob) {
     if (!(trust.ok || trust.verified) || record.kind !== 'review' || record.decision !== 'approve') continue;
-    if (!record.subjects.some((s) => s.path === path && s.gitBlob === blob)) continue;
-    if (first === undefined || record.createdAt < first) first = record.createdAt;
+    if (record.subjects.some((s) => s.path === path && s.gitBlob === blob)) times.push(record.createdAt);
   }
-  return first;
+  return times.sort((a, b) => a - b);
 }
 
 function isLater(a: JudgedRecord, b: JudgedRecord): boolean {

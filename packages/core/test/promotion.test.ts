@@ -12,8 +12,8 @@ import {
 } from '../../../test/support/records.js';
 import { judgeLines } from '../src/judge.js';
 import {
+  admittedAt,
   type EarlierRecord,
-  firstApproval,
   type JudgedRecord,
   type PromotionRules,
   promotionOf,
@@ -331,8 +331,9 @@ describe('a change that goes back to earlier content (the policy and key files)'
         createdAt: '2026-02-01T00:00:00Z',
       }),
     );
-    expect(firstApproval('src/a.ts', otherVersion.gitBlob, replaced)).toBe(Date.parse(T1));
-    expect(firstApproval('src/a.ts', file.gitBlob, replaced)).toBeUndefined();
+    const admitted = (blob: string) => admittedAt('src/a.ts', [blob], () => replaced);
+    expect(admitted(otherVersion.gitBlob)).toBe(Date.parse(T1));
+    expect(admitted(file.gitBlob)).toBeUndefined();
   });
 
   it('counts an approval by a key revoked since: a version approved only by a rotated-out key was still approved', () => {
@@ -342,11 +343,36 @@ describe('a change that goes back to earlier content (the policy and key files)'
       governance: rotated,
     });
     expect(replaced[0]!.trust.ok).toBe(false); // her records no longer promote
-    expect(firstApproval('src/a.ts', otherVersion.gitBlob, replaced)).toBe(Date.parse(T2));
+    expect(admittedAt('src/a.ts', [otherVersion.gitBlob], () => replaced)).toBe(Date.parse(T2));
     // Control: a signature that does not verify (here, a key the trust root does not hold) dates nothing.
     const unknown = judgeLines([reviewLine(mallory, [otherVersion], { createdAt: T1 })], {
       governance: rotated,
     });
-    expect(firstApproval('src/a.ts', otherVersion.gitBlob, unknown)).toBeUndefined();
+    expect(admittedAt('src/a.ts', [otherVersion.gitBlob], () => unknown)).toBeUndefined();
+  });
+
+  it('a version that came back is dated by the approval it came back on, not by its first one', () => {
+    // S approved at T1, T approved at T2, S approved again at T3 to go back: S came back on T3's approval.
+    const T3 = '2026-04-01T00:00:00Z';
+    const s = otherVersion;
+    const t = file;
+    const records = onBlob(
+      reviewLine(rita, [s], { createdAt: T1 }),
+      reviewLine(rita, [t], { createdAt: T2 }),
+      reviewLine(rob, [s], { createdAt: T3 }),
+    );
+    const on = () => records;
+    expect(admittedAt('src/a.ts', [s.gitBlob], on)).toBe(Date.parse(T1));
+    expect(admittedAt('src/a.ts', [s.gitBlob, t.gitBlob], on)).toBe(Date.parse(T2));
+    expect(admittedAt('src/a.ts', [s.gitBlob, t.gitBlob, s.gitBlob], on)).toBe(Date.parse(T3));
+    // So T, replacing S a second time, needs an approval from T3 on: its own from T2 is stale.
+    const again = admittedAt('src/a.ts', [s.gitBlob, t.gitBlob, s.gitBlob], on);
+    expect(promote([approvedAt(T2)], { ...REVIEWED, approvedSince: again }).promoted).toBe(false);
+    // A version let in without an approval as new as its predecessor's keeps the predecessor's date.
+    const unapproved = onBlob(
+      reviewLine(rita, [s], { createdAt: T2 }),
+      reviewLine(rita, [t], { createdAt: T1 }),
+    );
+    expect(admittedAt('src/a.ts', [s.gitBlob, t.gitBlob], () => unapproved)).toBe(Date.parse(T2));
   });
 });
