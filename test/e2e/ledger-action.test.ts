@@ -184,6 +184,45 @@ describe('the ledger action', () => {
     );
   });
 
+  it('remembers the verified commit only while the default branch still points at it: a run that finished late puts nothing older back', () => {
+    const { remote, work } = hostedPair('remember');
+    const ci = cloneInto(story, remote, 'remember-ci');
+    expect(verifyStep(ci).code).toBe(0);
+    const remember = () => {
+      const output = path.join(story.root, `remember-output-${Math.random().toString(36).slice(2)}`);
+      const keep = path.join(story.root, `remember-keep-${Math.random().toString(36).slice(2)}`);
+      const run = spawnSync('sh', [path.join(action, 'remember.sh')], {
+        cwd: ci,
+        env: { ...story.env, DELEGATE_GIT_BRANCH: 'main', DELEGATE_GIT_KEEP: keep, GITHUB_OUTPUT: output },
+        encoding: 'utf8',
+      });
+      expect(run.status, run.stderr).toBe(0);
+      const read = (name: string) =>
+        fs.existsSync(path.join(keep, name)) ? fs.readFileSync(path.join(keep, name), 'utf8') : null;
+      return {
+        stdout: run.stdout,
+        output: fs.readFileSync(output, 'utf8'),
+        tip: read('tip'),
+        commit: read('commit'),
+      };
+    };
+    const verified = gitOk(story, ci, ['rev-parse', 'HEAD']);
+    const kept = remember();
+    expect(kept.output).toBe('save=true\n');
+    expect(kept.commit).toBe(`${verified}\n`);
+    expect(kept.tip).toBe(`${refTip(story, ci, LEDGER)}\n`);
+
+    // Another push lands while this run is still going: its own run remembers it, this one keeps nothing.
+    writeFiles(work, { 'README.md': 'later\n' });
+    gitOk(story, work, ['add', 'README.md']);
+    gitOk(story, work, ['commit', '-q', '-m', 'a later push']);
+    gitOk(story, work, ['push', '-q', 'origin', 'main']);
+    const late = remember();
+    expect(late.output).toBe('save=false\n');
+    expect(late.commit).toBeNull();
+    expect(late.stdout).toContain(`::notice::not remembering ${verified}`);
+  });
+
   it('takes its inputs as data: a revision holding shell syntax is a bad revision (exit 2) and runs nothing', () => {
     const { remote } = hostedPair('inputs');
     const ci = cloneInto(story, remote, 'inputs-ci');
@@ -210,6 +249,8 @@ describe('the ledger action', () => {
   it('action.yml runs this script and passes every input through the environment, never into a script text', () => {
     const text = fs.readFileSync(path.join(action, 'action.yml'), 'utf8');
     expect(text).toContain('run: sh "$GITHUB_ACTION_PATH/verify.sh"');
+    expect(text).toContain('run: sh "$GITHUB_ACTION_PATH/remember.sh"');
+    expect(text).toContain("if: steps.remember.outputs.save == 'true'");
     const runs = text.split(/\n\s*- name: /).filter((step) => /\n\s*run: /.test(step));
     expect(runs.length).toBeGreaterThan(0);
     for (const step of runs) expect(step.slice(step.search(/\n\s*run: /))).not.toContain('${{');

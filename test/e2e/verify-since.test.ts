@@ -154,6 +154,38 @@ describe('verify --since the commit verified last', () => {
     expect(refused.stdout).toMatch(/^REFUSED SINCE commit [0-9a-f]{12} src\/unjudged\.ts: no verdict/m);
   });
 
+  it('what an "Update branch" merge took from the default branch is not judged again by rules that replaced it since; kept at the tip, it is', async () => {
+    const work = copyWorkTree(story, template, 'updated-then-rejected');
+    const v1 = 'export const b = 1;\n';
+    commitFile(work, 'src/b.ts', v1, OPERATOR);
+    gitOk(story, work, ['checkout', '-q', '-b', 'feature', 'HEAD~1']);
+    commitFile(work, 'src/feature.ts', 'export const feature = 1;\n', OPERATOR);
+    gitOk(story, work, ['merge', '-q', '--no-edit', '--no-verify', 'main']); // the feature branch now holds v1
+
+    // main moves on: b.ts becomes v2, and then the reviewer rejects v1.
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    commitFile(work, 'src/b.ts', 'export const b = 2;\n', OPERATOR);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    writeFiles(work, { 'src/b.ts': v1 });
+    attestOk(story, work, 'reject', ['src/b.ts']);
+    gitOk(story, work, ['checkout', '--', 'src/b.ts']);
+    const verified = head(work);
+    expect(verify(work, verified).code).toBe(0);
+
+    // The pull request's merge: the tip holds v2; v1 is only in the feature branch's update, taken from main.
+    gitOk(story, work, ['checkout', '-q', '--detach', verified]);
+    gitOk(story, work, ['merge', '-q', '--no-ff', '--no-edit', '--no-verify', 'feature']);
+    const merged = verify(work, verified);
+    expect(merged.code, merged.stdout).toBe(0);
+
+    // Control: the same merge keeping v1 at the tip is refused, by the tips' difference as by the tree.
+    gitOk(story, work, ['checkout', 'feature', '--', 'src/b.ts']);
+    expect(commit(story, work, 'keep v1', ['--no-verify', '--amend', '--no-edit']).code).toBe(0);
+    const kept = verify(work, verified);
+    expect(kept.code, kept.stdout).toBe(1);
+    expect(kept.stdout).toMatch(/^REFUSED SINCE commit [0-9a-f]{12} src\/b\.ts: rejected by alice/m);
+  });
+
   it('a revision that does not contain the commit verified last is a problem; one from before the adoption judges the whole history', () => {
     const work = copyWorkTree(story, template, 'rewritten');
     const verified = commitFile(work, 'src/a.ts', 'export const a = 1;\n', OPERATOR);
@@ -176,5 +208,22 @@ describe('verify --since the commit verified last', () => {
     const typo = verify(work, 'no-such-commit');
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain('no-such-commit');
+    const tree = gitOk(story, work, ['rev-parse', 'HEAD^{tree}']); // a full id of something here, not a commit
+    const notACommit = verify(work, tree);
+    expect(notACommit.code).toBe(2);
+    expect(notACommit.stderr).toContain(`"${tree}" is not a commit in this repository`);
+
+    // A pull request's merge made before the protected branch moved on is older than the commit verified last.
+    const older = head(work);
+    gitOk(story, work, ['checkout', '-q', '-b', 'pr']);
+    commitFile(work, 'src/pr.ts', 'export const pr = 1;\n', OPERATOR);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    const newer = commitFile(work, 'src/c.ts', 'export const c = 1;\n', OPERATOR);
+    gitOk(story, work, ['checkout', '-q', '--detach', older]);
+    gitOk(story, work, ['merge', '-q', '--no-ff', '--no-edit', '--no-verify', 'pr']);
+    const stale = verify(work, newer);
+    expect(stale.code, stale.stdout).toBe(1);
+    expect(stale.stdout).toContain(`it is older (its first parent ${older.slice(0, 12)} comes before it)`);
+    expect(verify(work, older).code).toBe(0); // control: from the commit it was made on
   });
 });

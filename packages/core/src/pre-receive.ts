@@ -679,37 +679,71 @@ async function newChanges(repo: Repository, tip: string, held: string[] | null):
   );
   const introduced: Introduced[] = [];
   const deleted: Introduced[] = [];
-  let commits = 0;
+  const listed = new Set<string>();
+  const merged: Array<{ change: Introduced; deletion: boolean; others: string[] }> = [];
   let commit = '';
   let parent: string | undefined;
+  let others: string[] = [];
   let pending: string[] = [];
   const flush = () => {
+    const keep = (change: Introduced, deletion: boolean) => {
+      if (others.length > 0) merged.push({ change, deletion, others });
+      else (deletion ? deleted : introduced).push(change);
+    };
     for (const c of parseRawDiff(pending)) {
       if (c.status !== 'D')
-        introduced.push({
-          path: c.path,
-          blob: c.blob,
-          commit,
-          submodule: c.submodule,
-          symlink: c.symlink,
-          replaces: c.replaces,
-          replacedAt: parent,
-        });
-      if (c.status === 'D' || c.status === 'R')
-        deleted.push({ path: c.from ?? c.path, blob: c.blob, commit });
+        keep(
+          {
+            path: c.path,
+            blob: c.blob,
+            commit,
+            submodule: c.submodule,
+            symlink: c.symlink,
+            replaces: c.replaces,
+            replacedAt: parent,
+          },
+          false,
+        );
+      if (c.status === 'D' || c.status === 'R') keep({ path: c.from ?? c.path, blob: c.blob, commit }, true);
     }
     pending = [];
   };
   for (const token of out.toString('utf8').split('\0')) {
     if (token.startsWith('\x01')) {
       flush();
-      [commit = '', parent] = token.slice(1).trim().split(' ');
-      commits++;
+      [commit = '', parent, ...others] = token.slice(1).trim().split(' ');
+      listed.add(commit);
     } else if (token.length > 0) pending.push(token.replace(/^\n/, ''));
   }
   flush();
-  if (commits === 0) return treeRefChanges(repo, tip);
-  return { introduced, deleted, commits };
+  if (listed.size === 0) return treeRefChanges(repo, tip);
+  for (const { change, deletion } of await notTakenFromHeld(repo, merged, listed))
+    (deletion ? deleted : introduced).push(change);
+  return { introduced, deleted, commits: listed.size };
+}
+
+/**
+ * A merge's first-parent diff shows what it takes from its other parents, and what a parent this push does not
+ * bring (one the ref or the default branch already holds) was judged when it came: "Update branch" brings the default
+ * branch's history into a feature branch, and judging that again by the rules in force now refused content the
+ * default branch has replaced since (a rejection, a revoked key) though the tip never holds it. Such content is left
+ * to the comparison of the tips, which judges whatever of it the branch still holds. A submodule is always judged.
+ */
+async function notTakenFromHeld<T extends { change: Introduced; deletion: boolean; others: string[] }>(
+  repo: Repository,
+  changes: readonly T[],
+  listed: ReadonlySet<string>,
+): Promise<T[]> {
+  const kept = await Promise.all(
+    changes.map(async (c) => {
+      const held = c.others.filter((p) => !listed.has(p));
+      if (held.length === 0 || c.change.submodule) return true;
+      const there = await Promise.all(held.map((p) => repo.objects.read(`${p}:${c.change.path}`)));
+      const taken = c.deletion ? there.some((o) => o === null) : there.some((o) => o?.oid === c.change.blob);
+      return !taken;
+    }),
+  );
+  return changes.filter((_, i) => kept[i]);
 }
 
 /**

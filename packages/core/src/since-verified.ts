@@ -31,12 +31,12 @@ export interface SinceVerified {
 }
 
 /**
- * The commit `rev` names; null when `rev` is a full id this repository does not hold, which says the protected
- * branch's history was replaced (or not fetched): any other name that does not resolve is a typo, an error.
+ * The commit `rev` names; null when `rev` is a full id of no object here, which says the protected branch's
+ * history was replaced (or not fetched): any other name that does not name a commit is a mistake, an error.
  */
 export async function resolveVerified(repo: Repository, rev: string): Promise<string | null> {
-  return resolveCommit(repo, rev).catch((error: unknown) => {
-    if (isObjectId(rev)) return null;
+  return resolveCommit(repo, rev).catch(async (error: unknown) => {
+    if (isObjectId(rev) && (await repo.objects.read(rev)) === null) return null;
     throw error;
   });
 }
@@ -50,6 +50,22 @@ export function verifiedMissing(id: string): SinceVerified {
     wholeHistory: true,
     problem: `the commit verified last, ${id.slice(0, 12)}, is not in this repository: the protected branch's history was replaced since, or not fetched`,
   };
+}
+
+/**
+ * Why the revision does not contain `since`. A pull request's merge made before the protected branch moved on (its
+ * first parent is older than `since`: a re-run keeps the merge it was started with) is not a rewrite.
+ */
+async function notContained(repo: Repository, since: string, revision: string): Promise<string> {
+  const opts = { cwd: repo.cwd, env: repo.env };
+  const first = await gitTry(['rev-parse', '--verify', '-q', `${revision}^1`], opts);
+  const parent = first.stdout.toString('utf8').trim();
+  const older =
+    first.code === 0 && (await gitTry(['merge-base', '--is-ancestor', parent, since], opts)).code === 0;
+  const at = `the revision does not contain ${since.slice(0, 12)}, the commit verified last`;
+  if (older)
+    return `${at}: it is older (its first parent ${parent.slice(0, 12)} comes before it), as a pull request's merge made before the protected branch moved on is; update the branch, or run again on the current merge`;
+  return `${at}: the protected branch was rewritten since, or this revision is on another line of history (verify it with --since the commit it shares with the protected branch, \`git merge-base\`)`;
 }
 
 /** The revision judged from `since`, when it contains it and there were rules in force there to judge by. */
@@ -68,7 +84,7 @@ export async function judgeSinceVerified(
       commits: 0,
       refusals: [],
       wholeHistory: true,
-      problem: `the revision does not contain ${since.slice(0, 12)}, the commit verified last: the protected branch was rewritten since, or this revision is on another line of history (verify it with --since the commit it shares with the protected branch, \`git merge-base\`)`,
+      problem: await notContained(repo, since, revision),
     };
   }
   if ((await repo.objects.read(`${since}:${POLICY_PATH}`)) === null)
