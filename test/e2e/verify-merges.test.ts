@@ -221,7 +221,7 @@ describe('verify and merges that change the trust root', () => {
 
   it('merging the default branch into a stale branch through the hook takes its policy as that branch approved it; unpromoted content it holds is still refused', async () => {
     const work = copyWorkTree(story, template, 'update-branch');
-    for (const branch of ['stale', 'stale-pull', 'stale-too']) {
+    for (const branch of ['stale', 'stale-pull', 'stale-too', 'stale-octopus', 'side']) {
       gitOk(story, work, ['checkout', '-q', '-b', branch, 'main']);
       writeFiles(work, { [`docs/${branch}.md`]: 'a note\n' });
       gitOk(story, work, ['add', `docs/${branch}.md`]);
@@ -240,6 +240,12 @@ describe('verify and merges that change the trust root', () => {
     gitOk(story, work, ['checkout', '-q', 'stale-pull']);
     const pulled = gitRun(story, work, ['-c', 'pull.rebase=false', 'pull', '--no-edit', '.', 'main']);
     expect(pulled.code, pulled.stderr).toBe(0);
+
+    // An octopus merge, main named second: each merged branch is asked about what it holds.
+    gitOk(story, work, ['checkout', '-q', 'stale-octopus']);
+    const octopus = gitRun(story, work, ['merge', '--no-edit', 'side', 'main']);
+    expect(octopus.code, octopus.stderr).toBe(0);
+    expect(gitOk(story, work, ['rev-list', '--parents', '-1', 'HEAD']).split(' ')).toHaveLength(4);
 
     // Control: content main holds that nobody promoted (committed there past the hook) is refused in the merge.
     gitOk(story, work, ['checkout', '-q', 'main']);

@@ -297,7 +297,7 @@ async function judgeWithCache(
 }
 
 /**
- * During a merge (`git merge`, `git pull`), a refused file whose staged content is exactly the merged branch's is
+ * During a merge (`git merge`, `git pull`), a refused file whose staged content is exactly a merged branch's is
  * judged again by that branch's own rules, which already accepted it there: merging the default branch into a
  * feature branch brings the default branch's policy and keys as that branch approved them, perhaps by a reviewer the
  * feature branch's older trust root does not list yet. (The server judges the push by the ref's own rules as well,
@@ -309,52 +309,53 @@ async function takenFromMerged(
   judged: Judgement[],
   notesAt: string | null,
 ): Promise<Judgement[]> {
-  if (judged.every((j) => j.promoted)) return judged;
-  const merged = await mergedCommit(repo);
-  if (merged === null) return judged;
-  const theirs = gitSnapshot(repo.cwd, repo.objects, merged.oid, repo.env);
-  const taken: FileToJudge[] = [];
-  for (const [i, j] of judged.entries()) {
-    if (!j.promoted && (await repo.objects.read(`${merged.oid}:${j.path}`))?.oid === j.blob)
-      taken.push(files[i]!);
+  let out = judged;
+  // An octopus merge merges several: each is asked about what it holds.
+  for (const merged of judged.every((j) => j.promoted) ? [] : await mergedCommits(repo)) {
+    const taken: FileToJudge[] = [];
+    for (const [i, j] of out.entries()) {
+      if (!j.promoted && (await repo.objects.read(`${merged}:${j.path}`))?.oid === j.blob)
+        taken.push(files[i]!);
+    }
+    const theirs = gitSnapshot(repo.cwd, repo.objects, merged, repo.env);
+    if (taken.length === 0 || (await theirs.readFile(POLICY_PATH)) === null) continue;
+    const rules = await loadGovernance(theirs).catch(() => null);
+    if (rules === null) continue;
+    const again = new Map(
+      (await judgeWithCache(repo, taken, rules, rules, notesAt))
+        .filter((j) => j.promoted)
+        .map((j) => [j.path, j]),
+    );
+    const why = `as the branch being merged (${merged.slice(0, 12)}) holds it, under its own rules`;
+    out = out.map((j) => {
+      const promoted = again.get(j.path);
+      return promoted?.blob === j.blob ? { ...promoted, reason: `${promoted.reason}, ${why}` } : j;
+    });
   }
-  if (taken.length === 0 || (await theirs.readFile(POLICY_PATH)) === null) return judged;
-  const rules = await loadGovernance(theirs).catch(() => null);
-  if (rules === null) return judged;
-  const again = new Map(
-    (await judgeWithCache(repo, taken, rules, rules, notesAt))
-      .filter((j) => j.promoted)
-      .map((j) => [j.path, j]),
-  );
-  const why = `as the branch being merged (${merged.oid.slice(0, 12)}) holds it, under its own rules`;
-  return judged.map((j) => {
-    const promoted = again.get(j.path);
-    return promoted?.blob === j.blob ? { ...promoted, reason: `${promoted.reason}, ${why}` } : j;
-  });
+  return out;
 }
 
 /**
- * The commit being merged: MERGE_HEAD once a merge stopped (conflicts; `git commit` concludes it). For the commit
+ * The commits being merged: MERGE_HEAD's once a merge stopped (conflicts; `git commit` concludes it). For the commit
  * `git merge` or `git pull` makes itself, git runs pre-merge-commit before writing MERGE_HEAD, and says what it
- * merges only in GIT_REFLOG_ACTION (`merge <name>...`) and, for a pull, in FETCH_HEAD's line for the merge.
+ * merges only in GIT_REFLOG_ACTION (`merge <name>...`) and, for a pull, in FETCH_HEAD's lines for the merge.
  */
-async function mergedCommit(repo: Repository): Promise<{ oid: string } | null> {
-  const commitOf = async (name: string) => {
-    const object = await repo.objects.read(`${name}^{commit}`);
-    return object?.type === 'commit' ? { oid: object.oid } : null;
+async function mergedCommits(repo: Repository): Promise<string[]> {
+  const commitsOf = async (names: readonly string[]) => {
+    const objects = await Promise.all(names.map((name) => repo.objects.read(`${name}^{commit}`)));
+    return objects.flatMap((o) => (o?.type === 'commit' ? [o.oid] : []));
   };
-  const stopped = await commitOf('MERGE_HEAD');
-  if (stopped) return stopped;
+  const lines = async (file: string) =>
+    (await readFile(path.join(repo.layout.gitDir, file), 'utf8').catch(() => '')).split('\n').filter(Boolean);
+  const stopped = await lines('MERGE_HEAD');
+  if (stopped.length > 0) return commitsOf(stopped);
   const [action, ...args] = ((repo.env ?? process.env).GIT_REFLOG_ACTION ?? '').split(' ');
-  if (action === 'merge') {
-    for (const name of args) if (name && !name.startsWith('-')) return commitOf(name);
-  }
+  if (action === 'merge') return commitsOf(args.filter((name) => name && !name.startsWith('-')));
   if (action === 'pull') {
-    const fetched = await readFile(path.join(repo.layout.gitDir, 'FETCH_HEAD'), 'utf8').catch(() => '');
-    const line = fetched.split('\n').find((l) => l && !l.includes('\tnot-for-merge\t'));
-    if (line) return commitOf(line.slice(0, line.indexOf('\t')));
+    const forMerge = (await lines('FETCH_HEAD')).filter((l) => !l.includes('\tnot-for-merge\t'));
+    return commitsOf(forMerge.map((l) => l.slice(0, l.indexOf('\t'))));
   }
-  return null;
+  return [];
 }
 
 /**
