@@ -22,6 +22,7 @@ import {
   type Story,
   writeFiles,
 } from '../support/cli-story.js';
+import { editPolicy } from '../support/reviewers.js';
 
 const LEDGER = 'refs/notes/delegations';
 const SUBMODULE = 'a submodule: records judge file content';
@@ -151,5 +152,42 @@ describe('protect src/core/**', () => {
     link(work, 'src/other', '../lib');
     gitOk(story, work, ['add', 'src/other']);
     acceptedByEveryGate(story, work, 'a link beside src/core');
+  });
+});
+
+describe('protect src/**/*.js with protectDeletes', () => {
+  let story: Story;
+  let work: string;
+
+  beforeAll(() => {
+    story = makeStory();
+    work = adoptedClone(story, ['src/**/*.js']);
+    editPolicy(work, (p) => {
+      p.protectDeletes = true;
+    });
+    cliOk(story, work, ['attest', '--approve', '.delegate-git/policy.json', '--yes']);
+    writeFiles(work, { 'lib/util.js': 'help()\n' });
+    link(work, 'src/util', '../lib');
+    link(work, 'docs/link', '../lib');
+    cliOk(story, work, ['attest', '--approve', 'src/util', '--yes']);
+    gitOk(story, work, ['add', '-A']);
+    acceptedByEveryGate(story, work, 'deletions protected; a governed link, approved, and one outside');
+  });
+
+  afterAll(() => story.cleanup());
+
+  it('deleting a link the globs reach beneath is a protected deletion at commit and push; deleting one outside is not', () => {
+    gitOk(story, work, ['rm', '-q', 'src/util']);
+    const refused = commit(story, work, 'drop the link');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('protectDeletes');
+    expect(commit(story, work, 'drop the link', ['--no-verify']).code).toBe(0);
+    const pushed = gitRun(story, work, ['push', 'origin', 'main']);
+    expect(pushed.code).not.toBe(0);
+    expect(pushed.stderr).toMatch(/refused refs\/heads\/main [0-9a-f]{12} src\/util: .*protectDeletes/);
+    gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+
+    gitOk(story, work, ['rm', '-q', 'docs/link']);
+    acceptedByEveryGate(story, work, 'drop the link outside');
   });
 });

@@ -189,8 +189,8 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   if (changes.length === 0) return quiet;
   const matcher = governedMatcher(policy);
   const removed = removedPaths(changes);
-  const askLedger = [...changes.map((c) => c.path), ...removed].some(
-    (p) => matcher.classify(p) === 'if-recorded',
+  const askLedger = [...changes.map((c) => ({ path: c.path, link: isLink(c) })), ...removed].some(
+    (r) => matcher.classify(r.path, r.link) === 'if-recorded',
   );
   const recorded = askLedger
     ? await loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir)
@@ -209,10 +209,10 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
     }));
   // A rename judges its new path and removes its old one: moving a file out of governance is deleting it there.
   const deletions = removed
-    .filter((p) => isGoverned(p))
-    .map((p) => {
-      const reason = deletionRefusal(policy, p, matcher);
-      return { path: p, blocks: reason !== null, reason };
+    .filter((r) => isGoverned(r.path, r.link))
+    .map((r) => {
+      const reason = deletionRefusal(policy, r.path, matcher, r.link);
+      return { path: r.path, blocks: reason !== null, reason };
     });
   if (files.length === 0 && deletions.length === 0) return quiet;
 

@@ -74,9 +74,10 @@ export function deletionRefusal(
   policy: Policy,
   path: string,
   matcher: GovernedMatcher = governedMatcher(policy),
+  link = false,
 ): string | null {
   if (isGovernanceFile(policy, path)) return GOVERNANCE_DELETED;
-  if (policy.protectDeletes && matcher.isProtected(path))
+  if (policy.protectDeletes && matcher.isProtected(path, link))
     return 'the policy protects deletions of this path (protectDeletes)';
   return null;
 }

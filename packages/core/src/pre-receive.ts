@@ -425,6 +425,8 @@ interface Introduced {
   replaces?: string;
   /** The commit holding `replaces` (FileToJudge.replacedAt). */
   replacedAt?: string;
+  /** For a deletion: it removed a symbolic link or a submodule (StagedChange.removesLink). */
+  removesLink?: true;
 }
 
 async function judgeRefUpdate(
@@ -475,7 +477,7 @@ async function judgeRefUpdate(
   for (const refusal of await movedKeysRefused(reads, u, governance, unique, after))
     result.refusals.push(refusal);
   for (const d of firstOfEach(deleted, (f) => f.path)) {
-    const reason = deletionRefusal(governance.policy, d.path, matcher);
+    const reason = deletionRefusal(governance.policy, d.path, matcher, d.removesLink === true);
     if (reason) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason });
   }
 }
@@ -644,7 +646,8 @@ async function changesBetween(
   const introduced: Introduced[] = [];
   const deleted: Introduced[] = [];
   for (const c of parseRawDiff(splitZ(out))) {
-    if (c.status === 'D') deleted.push({ path: c.path, blob: c.blob, commit: to });
+    if (c.status === 'D')
+      deleted.push({ path: c.path, blob: c.blob, commit: to, removesLink: c.removesLink });
     else
       introduced.push({
         path: c.path,
@@ -704,7 +707,8 @@ async function newChanges(repo: Repository, tip: string, held: string[] | null):
           },
           false,
         );
-      if (c.status === 'D' || c.status === 'R') keep({ path: c.from ?? c.path, blob: c.blob, commit }, true);
+      if (c.status === 'D' || c.status === 'R')
+        keep({ path: c.from ?? c.path, blob: c.blob, commit, removesLink: c.removesLink }, true);
     }
     pending = [];
   };

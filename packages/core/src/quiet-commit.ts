@@ -88,7 +88,7 @@ async function askGit(
   const governed = governedAmong(staged.changes, isGoverned);
   if (governed === null) return unsure(staged);
   // The full check reports every governed path a deletion or a rename removes.
-  if (removedPaths(staged.changes).some((p) => isGoverned(p) !== false)) return unsure(staged);
+  if (removedPaths(staged.changes).some((r) => isGoverned(r.path, r.link) !== false)) return unsure(staged);
   if (governed.length === 0) {
     if (read?.governed && isSameState(read, { head: staged.base, policyBlob, tip }))
       learnHeadFromDiff(read, headTree, touchedEntries(fields), isGoverned);

@@ -35,6 +35,17 @@ export interface StagedChange {
   symlink?: true;
   /** For a modification (M, T): the blob it replaces at this path; for a deletion (D), the blob it removes. */
   replaces?: string;
+  /**
+   * For a deletion or a rename: what it removes was a symbolic link or a submodule, whose path governs what appears
+   * beneath it (GovernedMatcher's `link`), so deleting it is judged there too.
+   */
+  removesLink?: true;
+}
+
+/** A path a change removes (a deletion, or a rename's old path), and whether it was a link. */
+export interface RemovedPath {
+  path: string;
+  link: boolean;
 }
 
 /** Parses `--raw -z` records: ":<mode> <mode> <old> <new> <status>\0<path>[\0<path>]". */
@@ -52,7 +63,9 @@ export function parseRawDiff(fields: string[]): StagedChange[] {
     if (status === 'R' || status === 'C') {
       const from = fields[i++]!;
       const to = fields[i++]!;
-      changes.push(marked({ status, path: to, blob: newBlob, from }, newMode));
+      const change = marked({ status, path: to, blob: newBlob, from }, newMode);
+      if (status === 'R' && isLinkMode(oldMode)) change.removesLink = true;
+      changes.push(change);
     } else {
       const p = fields[i++]!;
       if (newMode === '160000' && oldMode !== '160000') {
@@ -63,6 +76,7 @@ export function parseRawDiff(fields: string[]): StagedChange[] {
       }
       const change = marked({ status, path: p, blob: newBlob }, newMode);
       if (status === 'M' || status === 'T' || status === 'D') change.replaces = meta.slice(15, newBlobAt - 1);
+      if (status === 'D' && isLinkMode(oldMode)) change.removesLink = true;
       changes.push(change);
     }
   }
@@ -79,7 +93,14 @@ function marked(change: StagedChange, newMode: string): StagedChange {
   return change;
 }
 
+function isLinkMode(mode: string): boolean {
+  return mode === '120000' || mode === '160000';
+}
+
 /** The paths a change set removes: deletions, and the old path of each rename. */
-export function removedPaths(changes: readonly StagedChange[]): string[] {
-  return changes.flatMap((c) => (c.status === 'D' ? [c.path] : c.status === 'R' ? [c.from!] : []));
+export function removedPaths(changes: readonly StagedChange[]): RemovedPath[] {
+  return changes.flatMap((c) => {
+    const link = c.removesLink === true;
+    return c.status === 'D' ? [{ path: c.path, link }] : c.status === 'R' ? [{ path: c.from!, link }] : [];
+  });
 }
