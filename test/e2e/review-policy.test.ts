@@ -643,6 +643,37 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     expect(settled.code, settled.stdout).toBe(0);
   });
 
+  it('a merge whose first parent is the adoption commit does not restart the policy’s history: going back twice stays refused', () => {
+    // After the test above: the earlier policy is back on its newest approval; the tightened one was approved before.
+    const restored = gitOk(story, work, ['rev-parse', 'HEAD']);
+    const tightened = gitOk(story, work, ['rev-list', '-1', 'HEAD~1', '--', POLICY]);
+    const adoption = gitOk(story, work, ['rev-list', '--max-parents=0', 'HEAD']);
+    // The merge holds main's tree as it is, so it passes; its first-parent diff shows the policy as added.
+    const merge = gitOk(story, work, [
+      'commit-tree',
+      '-p',
+      adoption,
+      '-p',
+      'HEAD',
+      '-m',
+      "Merge branch 'main'",
+      'HEAD^{tree}',
+    ]);
+    gitOk(story, work, ['reset', '-q', '--hard', merge]);
+    pushAccepted('a merge with the adoption commit as its first parent');
+    gitOk(story, work, ['checkout', tightened, '--', POLICY]);
+    expect(commit(story, work, 'the tightened policy, on its old approval', ['--no-verify']).code).toBe(0);
+    const atPush = pushRefused('the tightened policy, on its old approval, after the merge');
+    expect(atPush.stderr).toContain(`${POLICY}: approved by`);
+    expect(atPush.stderr).toContain('only before the version it replaces was approved');
+    for (const since of [[], ['--since', merge], ['--since', restored]]) {
+      const inCi = cli(story, work, ['verify', '--rev', 'HEAD', ...since]);
+      expect(inCi.code, `${since.join(' ')}: ${inCi.stdout}`).toBe(1);
+      expect(inCi.stdout).toContain('only before the version it replaces was approved');
+    }
+    gitOk(story, work, ['reset', '-q', '--hard', merge]);
+  });
+
   // Last in this block: it leaves the keys in trust/.
   it('moving the keys directory to one filled before judges every key file there, at commit, push and in CI', () => {
     // Filled while nothing governed it: the hook lets it through.

@@ -13,8 +13,8 @@ import { type Governance, loadGovernance, loadPolicy } from './governance.js';
 import { changesGovernance, keysMovedTo } from './governed-paths.js';
 import { type FileToJudge, governedFiles, isLink, type Judgement, judgeFiles } from './judge.js';
 import { damagedLedger } from './notes-ledger.js';
+import { pathHistory } from './path-history.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
-import { pathVersions } from './path-versions.js';
 import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy } from './policy.js';
 import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
@@ -290,7 +290,7 @@ async function judgeWithCache(
     index: () => loadPathIndex(repo.ledger, notesAt, repo.cacheDir),
     batch: repo.objects,
     decisions,
-    versionsOf: (commit, path) => pathVersions(repo, commit, path),
+    historyOf: (commit, path) => pathHistory(repo, commit, path),
   });
   await decisions.save();
   return judged;

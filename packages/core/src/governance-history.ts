@@ -11,8 +11,8 @@ import { isDelegateGitError } from './errors.js';
 import { git, gitTry, literalPathspecs, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { type FileToJudge, type Judgement, judgeFiles } from './judge.js';
+import { PathHistories } from './path-history.js';
 import { loadPathIndex, type PathIndex } from './path-index.js';
-import { pathVersions } from './path-versions.js';
 import {
   DEFAULT_KEYS_DIR,
   GOVERNANCE_DELETED,
@@ -74,6 +74,7 @@ export async function unapprovedGovernanceChanges(
     return inForce.get(parent)!;
   };
 
+  const histories = new PathHistories(repo, commit);
   const judge: Judge = (files, governance, anchor) =>
     judgeFiles(files, {
       governance,
@@ -82,7 +83,7 @@ export async function unapprovedGovernanceChanges(
       notesAt,
       index: pathIndex,
       batch: repo.objects,
-      versionsOf: (at, path) => pathVersions(repo, at, path),
+      historyOf: (at, path) => histories.historyOf(at, path),
     });
 
   const problems: GovernanceChangeProblem[] = [];

@@ -10,6 +10,7 @@ import type { Governance } from './governance.js';
 import { NotePool } from './ledger-pass.js';
 import { type BatchCandidate, NoteBatchBuilder } from './note-batch.js';
 import { type NotesLedger, parseNote } from './notes-ledger.js';
+import type { PathHistory } from './path-history.js';
 import type { PathIndex } from './path-index.js';
 import { governedMatcher, isGovernanceFile } from './policy.js';
 import {
@@ -39,8 +40,8 @@ export interface FileToJudge {
    */
   replaces?: string;
   /**
-   * The commit holding `replaces` at this path, along whose first-parent history that version was admitted
-   * (admittedAt; read through JudgeContext.versionsOf). Without it, the version is dated by its first approval.
+   * The commit holding `replaces` at this path, along whose history that version was admitted (admittedAt; read
+   * through JudgeContext.historyOf). Without it, the version is dated by its own approvals alone.
    */
   replacedAt?: string;
 }
@@ -61,8 +62,8 @@ export interface JudgeContext {
    * keys directory themselves, so a weakening cannot approve itself. Defaults to `governance`.
    */
   anchor?: Governance;
-  /** The contents a path held along a commit's first-parent history, oldest first (pathVersions). */
-  versionsOf?: (commit: string, path: string) => Promise<string[]>;
+  /** The history of a path behind a commit (pathHistory). */
+  historyOf?: (commit: string, path: string) => Promise<PathHistory>;
 }
 
 export interface Judgement extends Promotion {
@@ -116,8 +117,10 @@ export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContex
 async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): Promise<Judgement[]> {
   if (files.length === 0) return [];
   // Only governance files still carry `replaces` here (judgeFiles): each replaced version is dated by its history.
-  const versions = await replacedVersions(files, ctx);
-  const replaced = [...versions.values()].flat();
+  const histories = await replacedHistories(files, ctx);
+  const replaced = [...histories.values()].flatMap((h) =>
+    [...h.commits.values()].flatMap((c) => (c.blob === null ? [] : [c.blob])),
+  );
   const blobs = [...new Set([...files.map((f) => f.blob), ...replaced])];
   // Threads take a while to start: start them while git reads, when the batch is large enough to use them.
   const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
@@ -184,8 +187,16 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
         governance: ctx.governance,
         anchor,
         recordsOn: (governanceFile) => recordsFor(f.blob, governanceFile),
-        replacedAdmitted: () =>
-          admittedAt(f.path, versions.get(f) ?? [], (blob) => recordsFor(blob, true).records),
+        replacedAdmitted: (threshold) => {
+          const history = histories.get(f)!;
+          return admittedAt(
+            f.path,
+            history.tip,
+            history.commits,
+            (b) => recordsFor(b, true).records,
+            threshold,
+          );
+        },
         earlier: async (trustRoot) => {
           index ??= typeof ctx.index === 'function' ? await ctx.index() : ctx.index;
           return index.earlier(f.path, f.blob, trustRoot);
@@ -196,20 +207,22 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   return out;
 }
 
-/** Per file that replaces a version: the versions of its path up to the one it replaces, oldest first. */
-async function replacedVersions(
+/** Per file that replaces a version: the history that version was admitted along. */
+async function replacedHistories(
   files: readonly FileToJudge[],
   ctx: JudgeContext,
-): Promise<Map<FileToJudge, string[]>> {
-  const versions = new Map<FileToJudge, string[]>();
+): Promise<Map<FileToJudge, PathHistory>> {
+  const histories = new Map<FileToJudge, PathHistory>();
   await Promise.all(
     files.map(async (f) => {
       if (!f.replaces) return;
-      const line = f.replacedAt && ctx.versionsOf ? await ctx.versionsOf(f.replacedAt, f.path) : [];
-      versions.set(f, line.at(-1) === f.replaces ? line : [...line, f.replaces]);
+      const read = f.replacedAt && ctx.historyOf ? await ctx.historyOf(f.replacedAt, f.path) : null;
+      // Without its history (or where it does not hold that version), the version stands alone.
+      const alone = { tip: f.replaces, commits: new Map([[f.replaces, { blob: f.replaces, parents: [] }]]) };
+      histories.set(f, read?.commits.get(read.tip)?.blob === f.replaces ? read : alone);
     }),
   );
-  return versions;
+  return histories;
 }
 
 /** What is already known about one governed file when it is judged. */
@@ -222,8 +235,11 @@ export interface FileFacts {
   anchor: Governance;
   /** The records on its blob, trusted under the anchor for a governance file, else under `governance`. */
   recordsOn(governanceFile: boolean): { records: JudgedRecord[]; unreadable: string[] };
-  /** When the version it replaces (FileToJudge.replaces) was admitted, by records trusted under the anchor. */
-  replacedAdmitted?(): number | undefined;
+  /**
+   * When the version it replaces (FileToJudge.replaces) was admitted, by records trusted under the anchor, with
+   * `threshold` distinct approvals.
+   */
+  replacedAdmitted?(threshold: number): number | undefined;
   /** What the ledger said about the path on other content: asked only to word a refusal. */
   earlier(trustRoot: TrustRoot): EarlierRecord[] | Promise<EarlierRecord[]>;
 }
@@ -242,7 +258,7 @@ export async function judgementOf(f: FileToJudge, facts: FileFacts): Promise<Jud
   const { governanceFile, rules: ruled, trustRoot } = rulesFor(f.path, facts.governance, facts.anchor);
   const rules =
     governanceFile && f.replaces && facts.replacedAdmitted
-      ? { ...ruled, approvedSince: facts.replacedAdmitted() }
+      ? { ...ruled, approvedSince: facts.replacedAdmitted(ruled.reviewThreshold) }
       : ruled;
   const candidate = { path: f.path, sha256, gitBlob: f.blob };
   const { records, unreadable } = facts.recordsOn(governanceFile);

@@ -12,8 +12,8 @@ import { KeptObjects } from './kept-objects.js';
 import type { LedgerChange } from './ledger-change.js';
 import { ForeignEntries, type ForeignEntry, LEDGER_REF, NotesLedger, whyNotANote } from './notes-ledger.js';
 import { NotesTree } from './notes-tree.js';
+import { PathHistories } from './path-history.js';
 import { type KnownAddition, loadPathIndex, loadRecordedPaths, type PathIndex } from './path-index.js';
-import { pathVersions } from './path-versions.js';
 import {
   deletionRefusal,
   type GovernedMatcher,
@@ -461,6 +461,7 @@ async function judgeRefUpdate(
     return `${f.path}\0${f.blob}\0${replaces}`;
   });
   result.files += unique.length;
+  const histories = new PathHistories(reads.repo, u.newId);
   const judged = await judgeFiles(unique, {
     governance,
     ledger: await after.ledger,
@@ -468,7 +469,7 @@ async function judgeRefUpdate(
     index: after.index,
     batch: reads.blobs,
     decisions: await promotedAlready(unique, governance, await after.promotions),
-    versionsOf: (commit, path) => pathVersions(reads.repo, commit, path),
+    historyOf: (commit, path) => histories.historyOf(commit, path),
   });
   judged.forEach((j, i) => {
     if (!j.promoted)

@@ -194,38 +194,90 @@ function reviewOutcome(
   return { approvers: approvers.sort(), rejectors: rejectors.sort(), stale: stale.sort() };
 }
 
-/**
- * When the last of `versions` (the contents a policy or key file had at `path` along its line of history, oldest
- * first) was admitted: each version on its first approval no older than its predecessor's admission, the approval a
- * gate let it in on; a version with no such approval keeps its predecessor's date. Dating a version by its first
- * approval alone let it come back a second time on an old approval: the policy S, then T, then S approved again, and
- * then T once more on the approval it had before S came back.
- */
-export function admittedAt(
-  path: string,
-  versions: readonly string[],
-  recordsOn: (blob: string) => readonly JudgedRecord[],
-): number | undefined {
-  let admitted: number | undefined;
-  for (const blob of versions) {
-    const times = approvalTimes(path, blob, recordsOn(blob));
-    admitted = times.find((t) => admitted === undefined || t >= admitted) ?? admitted;
-  }
-  return admitted;
+/** One commit of a policy or key file's history (path-history.ts): its content there and its parents in it. */
+export interface VersionAt {
+  blob: string | null;
+  parents: readonly string[];
 }
 
 /**
- * When a version was approved (records on that blob about that path), oldest first, by keys of the trust root,
- * revoked ones included: a version approved only by a key rotated out since was still approved then, and going back
- * from it must not need less than going back from any other.
+ * When the content of `path` at `tip` was admitted, along its history `commits` (every commit that changed it, and
+ * every merge, with their parents among them). Content a commit carries unchanged from a parent keeps that parent's
+ * date, the latest where several parents hold it; content a commit changes or adds is dated by the moment
+ * `threshold` distinct keys had approved it no earlier than the date of what it replaced (the latest of its parents'
+ * versions), and keeps that date where they had not. Dating by the first approval alone let a version come back a
+ * second time on an old approval (the policy S, then T, then S approved again, then T once more on the approval it had
+ * before S came back); dating by one approval let one reviewer lower a date below a higher threshold by back-dating
+ * an approval (createdAt is the signer's word). Undefined when nothing along the way was ever approved.
  */
-function approvalTimes(path: string, blob: string, onBlob: readonly JudgedRecord[]): number[] {
-  const times: number[] = [];
+export function admittedAt(
+  path: string,
+  tip: string,
+  commits: ReadonlyMap<string, VersionAt>,
+  recordsOn: (blob: string) => readonly JudgedRecord[],
+  threshold = 1,
+): number | undefined {
+  const dated = new Map<string, number | undefined>();
+  // Parents before children, without recursion: a long history must not exhaust the stack.
+  const stack: Array<{ id: string; expanded: boolean }> = [{ id: tip, expanded: false }];
+  while (stack.length > 0) {
+    const top = stack.pop()!;
+    if (dated.has(top.id)) continue;
+    const at = commits.get(top.id);
+    if (!at || at.blob === null) {
+      dated.set(top.id, undefined);
+      continue;
+    }
+    const parents = at.parents.filter((p) => commits.has(p));
+    if (!top.expanded) {
+      stack.push({ id: top.id, expanded: true });
+      for (const p of parents) if (!dated.has(p)) stack.push({ id: p, expanded: false });
+      continue;
+    }
+    const holding = parents.filter((p) => commits.get(p)!.blob !== null);
+    const carriers = holding.filter((p) => commits.get(p)!.blob === at.blob);
+    if (carriers.length > 0) {
+      dated.set(top.id, latestTime(carriers.map((p) => dated.get(p))));
+      continue;
+    }
+    const replaced = latestTime(holding.map((p) => dated.get(p)));
+    dated.set(top.id, approvedBy(threshold, path, at.blob, recordsOn(at.blob), replaced) ?? replaced);
+  }
+  return dated.get(tip);
+}
+
+function latestTime(times: ReadonlyArray<number | undefined>): number | undefined {
+  const known = times.filter((t): t is number => t !== undefined);
+  return known.length === 0 ? undefined : Math.max(...known);
+}
+
+/**
+ * When `threshold` distinct keys had approved the content (records on that blob about that path) no earlier than
+ * `since`; undefined when they never did. Keys of the trust root count, revoked ones included: a version approved
+ * only by a key rotated out since was still approved then, and going back from it must not need less than going back
+ * from any other.
+ */
+function approvedBy(
+  threshold: number,
+  path: string,
+  blob: string,
+  onBlob: readonly JudgedRecord[],
+  since = Number.NEGATIVE_INFINITY,
+): number | undefined {
+  const approvals: Array<{ at: number; key: string }> = [];
   for (const { record, trust } of onBlob) {
     if (!(trust.ok || trust.verified) || record.kind !== 'review' || record.decision !== 'approve') continue;
-    if (record.subjects.some((s) => s.path === path && s.gitBlob === blob)) times.push(record.createdAt);
+    if (record.createdAt < since || !trust.signer) continue;
+    if (record.subjects.some((s) => s.path === path && s.gitBlob === blob))
+      approvals.push({ at: record.createdAt, key: trust.signer.keyid });
   }
-  return times.sort((a, b) => a - b);
+  approvals.sort((a, b) => a.at - b.at);
+  const keys = new Set<string>();
+  for (const { at, key } of approvals) {
+    keys.add(key);
+    if (keys.size >= threshold) return at;
+  }
+  return undefined;
 }
 
 function isLater(a: JudgedRecord, b: JudgedRecord): boolean {

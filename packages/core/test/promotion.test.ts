@@ -19,6 +19,7 @@ import {
   promotionOf,
   promotionsOf,
   REASONS,
+  type VersionAt,
 } from '../src/promotion.js';
 import type { VerdictName } from '../src/statement.js';
 
@@ -302,6 +303,19 @@ describe('promotionsOf', () => {
   });
 });
 
+/** A linear history of versions (oldest first), as path-history.ts reads one: commit i holds blobs[i]. */
+function lineOf(blobs: readonly (string | null)[]): { tip: string; commits: Map<string, VersionAt> } {
+  const commits = new Map<string, VersionAt>(
+    blobs.map((blob, i) => [`c${i}`, { blob, parents: i === 0 ? [] : [`c${i - 1}`] }]),
+  );
+  return { tip: `c${blobs.length - 1}`, commits };
+}
+
+function admittedAlong(blobs: readonly (string | null)[], on: () => JudgedRecord[], threshold = 1) {
+  const { tip, commits } = lineOf(blobs);
+  return admittedAt('src/a.ts', tip, commits, on, threshold);
+}
+
 describe('a change that goes back to earlier content (the policy and key files)', () => {
   const REVIEWED: PromotionRules = { requireReview: true, reviewThreshold: 1 };
   const since = (at: string) => ({ ...REVIEWED, approvedSince: Date.parse(at) });
@@ -331,7 +345,7 @@ describe('a change that goes back to earlier content (the policy and key files)'
         createdAt: '2026-02-01T00:00:00Z',
       }),
     );
-    const admitted = (blob: string) => admittedAt('src/a.ts', [blob], () => replaced);
+    const admitted = (blob: string) => admittedAlong([blob], () => replaced);
     expect(admitted(otherVersion.gitBlob)).toBe(Date.parse(T1));
     expect(admitted(file.gitBlob)).toBeUndefined();
   });
@@ -343,12 +357,12 @@ describe('a change that goes back to earlier content (the policy and key files)'
       governance: rotated,
     });
     expect(replaced[0]!.trust.ok).toBe(false); // her records no longer promote
-    expect(admittedAt('src/a.ts', [otherVersion.gitBlob], () => replaced)).toBe(Date.parse(T2));
+    expect(admittedAlong([otherVersion.gitBlob], () => replaced)).toBe(Date.parse(T2));
     // Control: a signature that does not verify (here, a key the trust root does not hold) dates nothing.
     const unknown = judgeLines([reviewLine(mallory, [otherVersion], { createdAt: T1 })], {
       governance: rotated,
     });
-    expect(admittedAt('src/a.ts', [otherVersion.gitBlob], () => unknown)).toBeUndefined();
+    expect(admittedAlong([otherVersion.gitBlob], () => unknown)).toBeUndefined();
   });
 
   it('a version that came back is dated by the approval it came back on, not by its first one', () => {
@@ -362,17 +376,54 @@ describe('a change that goes back to earlier content (the policy and key files)'
       reviewLine(rob, [s], { createdAt: T3 }),
     );
     const on = () => records;
-    expect(admittedAt('src/a.ts', [s.gitBlob], on)).toBe(Date.parse(T1));
-    expect(admittedAt('src/a.ts', [s.gitBlob, t.gitBlob], on)).toBe(Date.parse(T2));
-    expect(admittedAt('src/a.ts', [s.gitBlob, t.gitBlob, s.gitBlob], on)).toBe(Date.parse(T3));
+    expect(admittedAlong([s.gitBlob], on)).toBe(Date.parse(T1));
+    expect(admittedAlong([s.gitBlob, t.gitBlob], on)).toBe(Date.parse(T2));
+    expect(admittedAlong([s.gitBlob, t.gitBlob, s.gitBlob], on)).toBe(Date.parse(T3));
     // So T, replacing S a second time, needs an approval from T3 on: its own from T2 is stale.
-    const again = admittedAt('src/a.ts', [s.gitBlob, t.gitBlob, s.gitBlob], on);
+    const again = admittedAlong([s.gitBlob, t.gitBlob, s.gitBlob], on);
     expect(promote([approvedAt(T2)], { ...REVIEWED, approvedSince: again }).promoted).toBe(false);
     // A version let in without an approval as new as its predecessor's keeps the predecessor's date.
     const unapproved = onBlob(
       reviewLine(rita, [s], { createdAt: T2 }),
       reviewLine(rita, [t], { createdAt: T1 }),
     );
-    expect(admittedAt('src/a.ts', [s.gitBlob, t.gitBlob], () => unapproved)).toBe(Date.parse(T2));
+    expect(admittedAlong([s.gitBlob, t.gitBlob], () => unapproved)).toBe(Date.parse(T2));
+    // Carried unchanged by a later commit, a version keeps its date; deleted and added again, it starts afresh.
+    expect(admittedAlong([s.gitBlob, t.gitBlob, s.gitBlob, s.gitBlob], on)).toBe(Date.parse(T3));
+    expect(admittedAlong([s.gitBlob, t.gitBlob, null, s.gitBlob], on)).toBe(Date.parse(T1));
+  });
+
+  it('a merge carrying a version from several parents keeps the latest date: an orphan or older first parent does not restart it', () => {
+    const T3 = '2026-04-01T00:00:00Z';
+    const s = otherVersion;
+    const t = file;
+    const records = onBlob(
+      reviewLine(rita, [s], { createdAt: T1 }),
+      reviewLine(rita, [t], { createdAt: T2 }),
+      reviewLine(rob, [s], { createdAt: T3 }),
+    );
+    // main: S, T, S again (T3). An orphan holding S, and a merge of it (first parent) with main.
+    const { commits } = lineOf([s.gitBlob, t.gitBlob, s.gitBlob]);
+    commits.set('orphan', { blob: s.gitBlob, parents: [] });
+    commits.set('merge', { blob: s.gitBlob, parents: ['orphan', 'c2'] });
+    expect(admittedAt('src/a.ts', 'merge', commits, () => records)).toBe(Date.parse(T3));
+    expect(admittedAt('src/a.ts', 'orphan', commits, () => records)).toBe(Date.parse(T1)); // control
+    // A merge that changes it is dated from the latest of what its parents held.
+    commits.set('changed', { blob: t.gitBlob, parents: ['orphan', 'c2'] });
+    expect(admittedAt('src/a.ts', 'changed', commits, () => records)).toBe(Date.parse(T3));
+  });
+
+  it('with a threshold, a version is dated when enough distinct keys had approved it: one back-dated approval does not lower it', () => {
+    const T0 = '2026-02-01T00:00:00Z';
+    const T3 = '2026-04-01T00:00:00Z';
+    const backdated = onBlob(
+      reviewLine(rita, [otherVersion], { createdAt: T0 }), // rita alone, stamped early
+      reviewLine(rita, [otherVersion], { createdAt: T2 }),
+      reviewLine(rob, [otherVersion], { createdAt: T3 }),
+    );
+    expect(admittedAlong([otherVersion.gitBlob], () => backdated, 1)).toBe(Date.parse(T0));
+    expect(admittedAlong([otherVersion.gitBlob], () => backdated, 2)).toBe(Date.parse(T3));
+    // Never approved by two: no date of its own.
+    expect(admittedAlong([otherVersion.gitBlob], () => backdated.slice(0, 2), 2)).toBeUndefined();
   });
 });
