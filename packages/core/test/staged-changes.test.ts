@@ -110,7 +110,7 @@ describe('parseRawDiff', () => {
       { status: 'A', path: 'file.ts', blob: two, submodule: true },
       { status: 'D', path: 'file.ts', blob: two },
       { status: 'M', path: 'moved', blob: two, submodule: true, replaces: one },
-      { status: 'D', path: 'removed', blob: '0'.repeat(40), replaces: one },
+      { status: 'D', path: 'removed', blob: '0'.repeat(40), replaces: one, removesLink: true }, // a link: deleting it is judged beneath too
       { status: 'T', path: 'to-file', blob: runGitText(dir, ['rev-parse', ':to-file']), replaces: one },
     ]);
   });
