@@ -205,10 +205,11 @@ export interface VersionAt {
  * every merge, with their parents among them). Content a commit carries unchanged from a parent keeps that parent's
  * date, the latest where several parents hold it; content a commit changes or adds is dated by the moment
  * `threshold` distinct keys had approved it no earlier than the date of what it replaced (the latest of its parents'
- * versions), and keeps that date where they had not. Dating by the first approval alone let a version come back a
- * second time on an old approval (the policy S, then T, then S approved again, then T once more on the approval it had
- * before S came back); dating by one approval let one reviewer lower a date below a higher threshold by back-dating
- * an approval (createdAt is the signer's word). Undefined when nothing along the way was ever approved.
+ * versions; with fewer such keys, by the last of their approvals), and keeps that date where none had. Dating by the
+ * first approval alone let a version come back a second time on an old approval (the policy S, then T, then S approved
+ * again, then T once more on the approval it had before S came back); dating by one approval let one reviewer lower a
+ * date below a higher threshold by back-dating an approval (createdAt is the signer's word). Undefined when nothing
+ * along the way was ever approved.
  */
 export function admittedAt(
   path: string,
@@ -253,9 +254,10 @@ function latestTime(times: ReadonlyArray<number | undefined>): number | undefine
 
 /**
  * When `threshold` distinct keys had approved the content (records on that blob about that path) no earlier than
- * `since`; undefined when they never did. Keys of the trust root count, revoked ones included: a version approved
- * only by a key rotated out since was still approved then, and going back from it must not need less than going back
- * from any other.
+ * `since`. Where fewer did (a version admitted under a lower threshold of its time), the last of those approvals: a
+ * later one, back-dated or not, can only move that date on. Undefined when none did. Keys of the trust root count,
+ * revoked ones included: a version approved only by a key rotated out since was still approved then, and going back
+ * from it must not need less than going back from any other.
  */
 function approvedBy(
   threshold: number,
@@ -277,7 +279,7 @@ function approvedBy(
     keys.add(key);
     if (keys.size >= threshold) return at;
   }
-  return undefined;
+  return approvals.at(-1)?.at;
 }
 
 function isLater(a: JudgedRecord, b: JudgedRecord): boolean {
