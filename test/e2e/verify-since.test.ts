@@ -100,6 +100,19 @@ describe('verify --since the commit verified last', () => {
     expect(json.since.refusals.map((r) => r.path)).toEqual(
       expect.arrayContaining([mallory!.keyFile, 'src/evil.ts']),
     );
+    const markdown = cli(story, work, ['verify', '--rev', 'HEAD', '--since', verified, '--markdown']).stdout;
+    expect(markdown).toContain(
+      `- refused since the commit verified last: commit ${trusting.slice(0, 12)} ${mallory!.keyFile}:`,
+    );
+    expect(markdown).toContain(
+      `| since \`${verified.slice(0, 12)}\` | 3 commit(s) judged as a push onto it, `,
+    );
+    // Under GitHub Actions each refusal is also an annotation on its file.
+    const annotated = cli(story, work, ['verify', '--rev', 'HEAD', '--since', verified], {
+      ...story.env,
+      GITHUB_ACTIONS: 'true',
+    }).stdout;
+    expect(annotated).toContain(`::error file=src/evil.ts::commit `);
 
     // Control: from the verified commit, a change approved under its rules.
     commitFile(good, 'src/good.ts', 'export const good = 1;\n', OPERATOR);
