@@ -365,16 +365,19 @@ describe('a change that goes back to earlier content (the policy and key files)'
     expect(admittedAlong([otherVersion.gitBlob], () => unknown)).toBeUndefined();
   });
 
-  it('a version that came back is dated by the approval it came back on, not by its first one', () => {
-    // S approved at T1, T approved at T2, S approved again at T3 to go back: S came back on T3's approval.
-    const T3 = '2026-04-01T00:00:00Z';
-    const s = otherVersion;
-    const t = file;
-    const records = onBlob(
+  // S approved at T1, T approved at T2, S approved again at T3 to go back: S came back on T3's approval.
+  const T3 = '2026-04-01T00:00:00Z';
+  const s = otherVersion;
+  const t = file;
+  const backAndForth = () =>
+    onBlob(
       reviewLine(rita, [s], { createdAt: T1 }),
       reviewLine(rita, [t], { createdAt: T2 }),
       reviewLine(rob, [s], { createdAt: T3 }),
     );
+
+  it('a version that came back is dated by the approval it came back on, not by its first one', () => {
+    const records = backAndForth();
     const on = () => records;
     expect(admittedAlong([s.gitBlob], on)).toBe(Date.parse(T1));
     expect(admittedAlong([s.gitBlob, t.gitBlob], on)).toBe(Date.parse(T2));
@@ -394,14 +397,7 @@ describe('a change that goes back to earlier content (the policy and key files)'
   });
 
   it('a merge carrying a version from several parents keeps the latest date: an orphan or older first parent does not restart it', () => {
-    const T3 = '2026-04-01T00:00:00Z';
-    const s = otherVersion;
-    const t = file;
-    const records = onBlob(
-      reviewLine(rita, [s], { createdAt: T1 }),
-      reviewLine(rita, [t], { createdAt: T2 }),
-      reviewLine(rob, [s], { createdAt: T3 }),
-    );
+    const records = backAndForth();
     // main: S, T, S again (T3). An orphan holding S, and a merge of it (first parent) with main.
     const { commits } = lineOf([s.gitBlob, t.gitBlob, s.gitBlob]);
     commits.set('orphan', { blob: s.gitBlob, parents: [] });
@@ -415,7 +411,6 @@ describe('a change that goes back to earlier content (the policy and key files)'
 
   it('with a threshold, a version is dated when enough distinct keys had approved it: one back-dated approval does not lower it', () => {
     const T0 = '2026-02-01T00:00:00Z';
-    const T3 = '2026-04-01T00:00:00Z';
     const backdated = onBlob(
       reviewLine(rita, [otherVersion], { createdAt: T0 }), // rita alone, stamped early
       reviewLine(rita, [otherVersion], { createdAt: T2 }),
