@@ -239,6 +239,28 @@ describe('lines that do not verify', () => {
     expect(result.invalid).toHaveLength(before.invalid.length + 1);
   });
 
+  it('the way out of a line no trust root lists: a notes commit removing it passes --baseline at the last verified tip', () => {
+    const work = copyWorkTree(story, template, 'unknown-key-removed');
+    const verified = refTip(story, work, LEDGER)!;
+    expect(verifyJson(work, ['--baseline', verified]).code).toBe(0);
+    const statement = testVerdictStatement([subjectOf('src/b.ts', 'export const b = 2;\n')], {
+      repositoryId: repositoryId(work),
+    });
+    const stranger = signStatement(statement, testKey({ name: 'eve', roles: ['reviewer'] }).signer).line;
+    const before = rawNote(work, blobs.b).join('\n');
+    appendNoteLine(work, blobs.b, stranger);
+    expect(verifyJson(work, ['--baseline', verified]).code).toBe(1);
+
+    gitOk(story, work, ['notes', '--ref=delegations', 'add', '-f', '-m', before, blobs.b]);
+    const { code, result } = verifyJson(work, ['--baseline', verified]);
+    expect(code, JSON.stringify(result.appendOnly)).toBe(0);
+    expect(result.invalid).toEqual([]);
+    // Without the baseline the whole history is checked, and the removal is reported there.
+    const whole = verifyJson(work);
+    expect(whole.code).toBe(1);
+    expect(whole.result.appendOnly.removed.map((r) => r.line)).toEqual([stranger]);
+  });
+
   it('a genuine line moved onto a blob it does not name is invalid there', () => {
     const before = verifyJson(dir).result;
     appendNoteLine(dir, blobs.c, original);
