@@ -10,70 +10,24 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  adopt,
   cli,
   cliOk,
-  cloneInto,
   commit,
   gitOk,
   gitRun,
-  makeServer,
   makeStory,
   type Story,
   writeFiles,
 } from '../support/cli-story.js';
+import { acceptedByEveryGate, adoptedClone, refusedByEveryGate } from '../support/every-gate.js';
 import { editPolicy } from '../support/reviewers.js';
 
-const LEDGER = 'refs/notes/delegations';
+const _LEDGER = 'refs/notes/delegations';
 const SUBMODULE = 'a submodule: records judge file content';
-
-/** A clone of a server that runs the pre-receive hook, adopted with `protect` and pushed. */
-function adoptedClone(story: Story, protect: string[]): string {
-  const server = makeServer(story);
-  const work = cloneInto(story, server, 'work');
-  adopt(story, work, protect);
-  expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
-  return work;
-}
 
 function link(work: string, at: string, target: string): void {
   fs.mkdirSync(path.dirname(path.join(work, at)), { recursive: true });
   fs.symlinkSync(target, path.join(work, at));
-}
-
-/**
- * The staged change is refused at commit; committed past the hook, by the server; and by verify at that commit.
- * Each gate is asserted on its own (soft), so a run without the fix shows every gate that lets the link through.
- * The work tree is then put back as the server has it.
- */
-function refusedByEveryGate(story: Story, work: string, at: string, why?: string): void {
-  const refused = commit(story, work, `a link at ${at}`);
-  expect.soft(refused.code, `commit: ${refused.stderr}`).not.toBe(0);
-  expect.soft(refused.stderr).toContain(`NOT PROMOTED  ${at}`);
-  if (why) expect.soft(refused.stderr).toContain(why);
-  if (refused.code !== 0) expect(commit(story, work, 'past the hook', ['--no-verify']).code).toBe(0);
-
-  const pushed = gitRun(story, work, ['push', 'origin', 'main']);
-  expect.soft(pushed.code, `push: ${pushed.stderr}`).not.toBe(0);
-  expect.soft(pushed.stderr).toMatch(new RegExp(`refused refs/heads/main [0-9a-f]{12} ${at}: `));
-  if (why) expect.soft(pushed.stderr).toContain(why);
-
-  const verified = cli(story, work, ['verify']);
-  expect.soft(verified.code, `verify: ${verified.stdout}${verified.stderr}`).toBe(1);
-  expect.soft(verified.stdout).toContain(`NOT PROMOTED  ${at}`);
-  if (why) expect.soft(verified.stdout).toContain(why);
-  gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
-  gitOk(story, work, ['clean', '-q', '-fdx']);
-}
-
-/** Committed through the hook, pushed (with the ledger) to the server, and passed by verify. */
-function acceptedByEveryGate(story: Story, work: string, message: string): void {
-  const committed = commit(story, work, message);
-  expect(committed.code, committed.stderr).toBe(0);
-  const pushed = gitRun(story, work, ['push', '--atomic', 'origin', 'main', LEDGER]);
-  expect(pushed.code, pushed.stderr).toBe(0);
-  const verified = cli(story, work, ['verify']);
-  expect(verified.code, verified.stdout + verified.stderr).toBe(0);
 }
 
 describe('protect src/**/*.js', () => {

@@ -10,7 +10,7 @@ import { rememberGovernanceDigest } from './decision-store.js';
 import { DelegateGitError, isDelegateGitError } from './errors.js';
 import { git, gitTry, literalPathspecs } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
-import { changesGovernance, keysMovedTo } from './governed-paths.js';
+import { changesGovernance, keysMovedTo, recordedAsCheckedOut } from './governed-paths.js';
 import { type FileToJudge, governedFiles, isLink, type Judgement, judgeFiles } from './judge.js';
 import { damagedLedger } from './notes-ledger.js';
 import { pathHistory } from './path-history.js';
@@ -192,9 +192,9 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   const askLedger = [...changes.map((c) => ({ path: c.path, link: isLink(c) })), ...removed].some(
     (r) => matcher.classify(r.path, r.link) === 'if-recorded',
   );
-  const recorded = askLedger
-    ? await loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir)
-    : NOTHING_RECORDED;
+  const recorded = recordedAsCheckedOut(
+    askLedger ? await loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir) : NOTHING_RECORDED,
+  );
   const isGoverned = (p: string, link = false) => matcher(p, recorded.has(p), link);
   refuseUnmerged(changes.filter((c) => isGoverned(c.path, isLink(c))));
   const files: FileToJudge[] = changes
@@ -260,7 +260,7 @@ async function recordedPathsFor(
   notesAt: string | null,
   policy: Policy,
   files: ReadonlyArray<{ path: string }>,
-): Promise<{ has(path: string): boolean }> {
+): Promise<ReadonlySet<string>> {
   const matcher = governedMatcher(policy);
   return files.some((f) => matcher.classify(f.path) === 'if-recorded')
     ? loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir)

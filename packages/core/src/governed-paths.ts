@@ -19,10 +19,34 @@ export function isGovernanceFile(policy: Policy, path: string): boolean {
  * the keys directory and `.Delegate-Git/policy.json` over the policy, so such a path needs what they need.
  */
 function governanceFiles(policy: Policy): (path: string) => boolean {
-  const keysPrefix = composed(`${policy.keysDir}/`).toLowerCase();
+  const keysPrefix = foldedPath(`${policy.keysDir}/`);
   return (path) => {
-    const folded = composed(path).toLowerCase();
+    const folded = foldedPath(path);
     return folded === POLICY_PATH || folded.startsWith(keysPrefix);
+  };
+}
+
+/** A path as a checkout that ignores case and Unicode normalization places it: two paths it folds together are one file. */
+export function foldedPath(path: string): string {
+  return composed(path).toLowerCase();
+}
+
+/** The paths the ledger recorded, as a set or as the path index. */
+export type RecordedPaths = ReadonlySet<string> | { has(path: string): boolean; paths(): Iterable<string> };
+
+/**
+ * The recorded paths as a checkout that ignores case or Unicode normalization (macOS, Windows) places them, as protect
+ * globs and the governance paths are matched: with `INSTALL.sh` recorded, an `install.sh` beside it is checked out
+ * to the same file there, so it is governed too. The folded set is built on the first path not recorded as it is.
+ */
+export function recordedAsCheckedOut(recorded: RecordedPaths): { has(path: string): boolean } {
+  let folded: Set<string> | null = null;
+  return {
+    has(path) {
+      if (recorded.has(path)) return true;
+      folded ??= new Set(Array.from('paths' in recorded ? recorded.paths() : recorded, foldedPath));
+      return folded.has(foldedPath(path));
+    },
   };
 }
 
@@ -89,8 +113,8 @@ export function governedMatcher(policy: Policy): GovernedMatcher {
   // A link over the policy's or the keys' directory would put files of its target's choosing where the governance
   // is read from: always governed, as the governance files are.
   const holdsGovernance = (path: string) => {
-    const folded = `${composed(path).toLowerCase()}/`;
-    return POLICY_PATH.startsWith(folded) || `${composed(policy.keysDir).toLowerCase()}/`.startsWith(folded);
+    const folded = `${foldedPath(path)}/`;
+    return POLICY_PATH.startsWith(folded) || `${foldedPath(policy.keysDir)}/`.startsWith(folded);
   };
   // `exclude` takes a link out as it takes out a file, by the link's own path: excluding is a reviewed policy change,
   // and it is the way to keep a submodule (which no record can promote) beside protected paths.

@@ -12,7 +12,7 @@ import { type BatchCandidate, NoteBatchBuilder } from './note-batch.js';
 import { type NotesLedger, parseNote } from './notes-ledger.js';
 import type { PathHistory } from './path-history.js';
 import type { PathIndex } from './path-index.js';
-import { governedMatcher, isGovernanceFile } from './policy.js';
+import { governedMatcher, isGovernanceFile, type RecordedPaths, recordedAsCheckedOut } from './policy.js';
 import {
   admittedAt,
   type EarlierRecord,
@@ -75,10 +75,11 @@ export interface Judgement extends Promotion {
 export function governedFiles<T extends LinkedEntry>(
   files: readonly T[],
   governance: Governance,
-  index: { has(path: string): boolean },
+  recorded: RecordedPaths,
 ): T[] {
   const governed = governedMatcher(governance.policy);
-  return files.filter((f) => governed(f.path, index.has(f.path), isLink(f)));
+  const everRecorded = recordedAsCheckedOut(recorded);
+  return files.filter((f) => governed(f.path, everRecorded.has(f.path), isLink(f)));
 }
 
 /** An entry as the gates list it: a path, and whether it is a submodule or a symbolic link. */

@@ -606,7 +606,7 @@ async function recordedPathsFor(
   governed: GovernedMatcher,
   files: readonly Introduced[],
   after: LedgerAfter,
-): Promise<{ has(path: string): boolean }> {
+): Promise<ReadonlySet<string>> {
   const depends = files.some((f) => governed(f.path, true, isLink(f)) !== governed(f.path, false, isLink(f)));
   return depends ? after.recordedPaths() : NOTHING_RECORDED;
 }

@@ -23,9 +23,11 @@ import {
   adoptGlobExpressions,
   changesGovernance,
   DEFAULT_KEYS_DIR,
+  foldedPath,
   globExpressions,
   governedMatcher,
   POLICY_PATH,
+  recordedAsCheckedOut,
 } from './governed-paths.js';
 import { parseGitIndex } from './index-file.js';
 import { indexTree } from './index-trees.js';
@@ -254,11 +256,15 @@ function recordedPathTest(recorded: string): (p: string) => boolean {
   if (recorded === '') return () => false;
   const text = `\0${recorded}\0`;
   let asked = 0;
-  let paths: Set<string> | null = null;
+  let paths: { has(path: string): boolean } | null = null;
+  let folded: string | null = null;
   return (p) => {
     if (paths) return paths.has(p);
-    if (++asked > 8) paths = new Set(recorded.split('\0'));
-    return text.includes(`\0${p}\0`);
+    if (++asked > 8) paths = recordedAsCheckedOut(new Set(recorded.split('\0')));
+    if (text.includes(`\0${p}\0`)) return true;
+    // As a checkout that ignores case or Unicode normalization places it (recordedAsCheckedOut).
+    folded ??= foldedPath(text);
+    return folded.includes(`\0${foldedPath(p)}\0`);
   };
 }
 
