@@ -44,7 +44,7 @@ export function refusedByEveryGate(story: Story, work: string, at: string, why?:
 /** Committed through the hook, pushed (with the ledger) to the server, and passed by verify. */
 export function acceptedByEveryGate(story: Story, work: string, message: string): void {
   const committed = commit(story, work, message);
-  expect(committed.code, committed.stderr).toBe(0);
+  if (committed.code !== 0) throw new Error(`commit "${message}" was refused:\n${committed.stderr}`);
   const pushed = gitRun(story, work, ['push', '--atomic', 'origin', 'main', LEDGER]);
   expect(pushed.code, pushed.stderr).toBe(0);
   const verified = cli(story, work, ['verify']);

@@ -139,8 +139,11 @@ export class DecisionCache {
   }
 }
 
-/** 2: the policy and keys paths ignore case (governed-paths.ts), so their files need a reviewer's approval. */
-const DECISION_RULES = 2;
+/**
+ * 2: the policy and keys paths ignore case (governed-paths.ts), so their files need a reviewer's approval; 3: a key
+ * file may not change its key, nor hold a listed key with other content (trust-root.ts, keyFileRefusal).
+ */
+const DECISION_RULES = 3;
 
 function emptyStore(): Stored {
   return { texts: [], entries: new Map() };

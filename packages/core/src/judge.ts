@@ -12,7 +12,14 @@ import { type BatchCandidate, NoteBatchBuilder } from './note-batch.js';
 import { type NotesLedger, parseNote } from './notes-ledger.js';
 import type { PathHistory } from './path-history.js';
 import type { PathIndex } from './path-index.js';
-import { governedMatcher, isGovernanceFile, type RecordedPaths, recordedAsCheckedOut } from './policy.js';
+import {
+  foldedPath,
+  governedMatcher,
+  isGovernanceFile,
+  POLICY_PATH,
+  type RecordedPaths,
+  recordedAsCheckedOut,
+} from './policy.js';
 import {
   admittedAt,
   type EarlierRecord,
@@ -22,7 +29,7 @@ import {
   promotionOf,
 } from './promotion.js';
 import { judgeLine } from './record.js';
-import type { TrustRoot } from './trust-root.js';
+import { keyFileRefusal, type TrustRoot } from './trust-root.js';
 
 export interface FileToJudge {
   path: string;
@@ -127,12 +134,16 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
   const anchor = ctx.anchor ?? ctx.governance;
   const sha256 = new Map<string, string>();
+  const keyTexts = new Map<string, string>();
   const notes = new Map<string, Buffer>();
   const onThreads = new Map<string, Promotion>();
   try {
     // Every content is asked for now (git answers in order); the notes arrive a window at a time, and each window
     // goes to the threads as soon as its contents are hashed, while git still reads the rest.
     const contents = new Map(blobs.map((blob) => [blob, ctx.batch.read(blob)]));
+    const keyFiles = new Set(
+      files.filter((f) => isKeyFile(f.path, ctx.governance, anchor)).map((f) => f.blob),
+    );
     for (const read of contents.values()) read.catch(() => {}); // awaited below, window by window
     const filesOf = groupedByBlob(files);
     const checks: Array<Promise<void>> = [];
@@ -141,6 +152,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
         notes.set(blob, note);
         const object = await contents.get(blob)!;
         if (object) sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
+        if (object && keyFiles.has(blob)) keyTexts.set(blob, object.content.toString('utf8'));
       }
       if (!pool) return;
       const part = [...window.keys()].flatMap((blob) => filesOf.get(blob) ?? []);
@@ -185,6 +197,9 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
       await judgementOf(f, {
         sha256: sha256.get(f.blob),
         threaded: onThreads.get(`${f.blob}\0${f.path}`),
+        keyRefusal: keyTexts.has(f.blob)
+          ? keyFileRefusal(anchor.trustRoot, f.path, keyTexts.get(f.blob)!)
+          : null,
         governance: ctx.governance,
         anchor,
         recordsOn: (governanceFile) => recordsFor(f.blob, governanceFile),
@@ -232,6 +247,8 @@ export interface FileFacts {
   sha256: string | undefined;
   /** The promotion a worker thread already found for it, if any. */
   threaded: Promotion | undefined;
+  /** For a key file: why it may not hold this key under the rules in force (keyFileRefusal), refusing it whatever approves it. */
+  keyRefusal?: string | null;
   governance: Governance;
   anchor: Governance;
   /** The records on its blob, trusted under the anchor for a governance file, else under `governance`. */
@@ -256,6 +273,8 @@ export async function judgementOf(f: FileToJudge, facts: FileFacts): Promise<Jud
     const { promoted, reason, by } = facts.threaded;
     return { path: f.path, promoted, reason, by, blob: f.blob, sha256 };
   }
+  if (facts.keyRefusal)
+    return { path: f.path, promoted: false, reason: facts.keyRefusal, by: [], blob: f.blob, sha256 };
   const { governanceFile, rules: ruled, trustRoot } = rulesFor(f.path, facts.governance, facts.anchor);
   const rules =
     governanceFile && f.replaces && facts.replacedAdmitted
@@ -365,6 +384,11 @@ export function rulesFor(
         trustRoot: anchor.trustRoot,
       }
     : { governanceFile, rules: governance.policy, trustRoot: governance.trustRoot };
+}
+
+/** A file of either keys directory: the policy's in force, or the one a change moves it to. */
+function isKeyFile(path: string, governance: Governance, anchor: Governance): boolean {
+  return rulesFor(path, governance, anchor).governanceFile && foldedPath(path) !== POLICY_PATH;
 }
 
 /**

@@ -254,10 +254,13 @@ function latestTime(times: ReadonlyArray<number | undefined>): number | undefine
 
 /**
  * When `threshold` distinct keys had approved the content (records on that blob about that path) no earlier than
- * `since`. Where fewer did (a version admitted under a lower threshold of its time), the last of those approvals: a
- * later one, back-dated or not, can only move that date on. Undefined when none did. Keys of the trust root count,
- * revoked ones included: a version approved only by a key rotated out since was still approved then, and going back
- * from it must not need less than going back from any other.
+ * `since`; where fewer did (a version admitted under a lower threshold of its time), the last of those approvals, so
+ * a later one, back-dated or not, can only move that date on. Keys the rules trust now decide it. Only where none of
+ * them approved do approvals by keys revoked since (or otherwise not allowed now) count, by the latest of them made
+ * before the revocation: a version approved only by a key rotated out was still approved then, and going back from
+ * it must not need less than going back from any other; but a revoked key's word on time is not believed (it could
+ * date an approval of its own revocation back to before it, and so come back), so it can only move a date on.
+ * Undefined when no key approved it.
  */
 function approvedBy(
   threshold: number,
@@ -266,20 +269,23 @@ function approvedBy(
   onBlob: readonly JudgedRecord[],
   since = Number.NEGATIVE_INFINITY,
 ): number | undefined {
-  const approvals: Array<{ at: number; key: string }> = [];
+  const trusted: Array<{ at: number; key: string }> = [];
+  let formerly: number | undefined;
   for (const { record, trust } of onBlob) {
-    if (!(trust.ok || trust.verified) || record.kind !== 'review' || record.decision !== 'approve') continue;
-    if (record.createdAt < since || !trust.signer) continue;
-    if (record.subjects.some((s) => s.path === path && s.gitBlob === blob))
-      approvals.push({ at: record.createdAt, key: trust.signer.keyid });
+    if (record.kind !== 'review' || record.decision !== 'approve' || record.createdAt < since) continue;
+    if (!record.subjects.some((s) => s.path === path && s.gitBlob === blob)) continue;
+    if (trust.ok) trusted.push({ at: record.createdAt, key: trust.signer.keyid });
+    else if (trust.verified && trust.signer && record.createdAt <= (trust.signer.revoked ?? Infinity))
+      formerly = Math.max(formerly ?? record.createdAt, record.createdAt);
   }
-  approvals.sort((a, b) => a.at - b.at);
+  if (trusted.length === 0) return formerly;
+  trusted.sort((a, b) => a.at - b.at);
   const keys = new Set<string>();
-  for (const { at, key } of approvals) {
+  for (const { at, key } of trusted) {
     keys.add(key);
     if (keys.size >= threshold) return at;
   }
-  return approvals.at(-1)?.at;
+  return trusted.at(-1)!.at;
 }
 
 function isLater(a: JudgedRecord, b: JudgedRecord): boolean {

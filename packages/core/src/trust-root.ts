@@ -137,6 +137,31 @@ function parseKeys(sorted: ReadonlyArray<{ path: string; text: string }>): Trust
   return keys;
 }
 
+/**
+ * Why a key file at `path` may not hold `text` under the trust root in force (`before`), or null. A key file keeps its
+ * key for good: replaced in place, the key's earlier records could no longer be verified, and what they approved
+ * (a revocation, say) would lose its date; a rotation is a revocation and a new file. And a key already listed keeps
+ * its content when the keys directory moves: a stale copy elsewhere (from before its revocation) would otherwise
+ * join on its old approvals. An unreadable file is left to the loading of the trust root, which refuses it.
+ */
+export function keyFileRefusal(before: TrustRoot, path: string, text: string): string | null {
+  let key: TrustedKey;
+  try {
+    key = parseKeyFile(text, path);
+  } catch {
+    return null;
+  }
+  const here = before.keys.find((k) => k.file === path);
+  if (here && here.keyid !== key.keyid) {
+    return `its key changes (keyid ${here.keyid.slice(0, 12)} becomes ${key.keyid.slice(0, 12)}): a key file keeps its key; to rotate a key, revoke it and add the new one in a file of its own`;
+  }
+  const listed = before.byKeyid(key.keyid);
+  if (listed && listed.file !== path && before.sources.find((f) => f.path === listed.file)?.text !== text) {
+    return `the key ${listed.name} is in the trust root already as ${listed.file}, with other content: a key keeps its file as it is when the keys directory moves`;
+  }
+  return null;
+}
+
 export function keyFileText(key: KeyFile): string {
   return `${JSON.stringify(key, null, 2)}\n`;
 }

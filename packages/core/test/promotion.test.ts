@@ -409,6 +409,26 @@ describe('a change that goes back to earlier content (the policy and key files)'
     expect(admittedAt('src/a.ts', 'changed', commits, () => records)).toBe(Date.parse(T3));
   });
 
+  it('a revoked key cannot lower a date: its approvals count only where no trusted key approved, by their latest', () => {
+    const ruth = testKey({ name: 'ruth', roles: ['reviewer'], revoked: '2026-06-01T00:00:00Z' });
+    const rotated = { ...governance, trustRoot: trustRootOf([alice, rita, rob, ruth]) };
+    const T0 = '2026-02-01T00:00:00Z';
+    const judged = (...lines: string[]) => judgeLines(lines, { governance: rotated });
+    // s: ruth unrevoked, approved at T0; t: her revocation, approved by rita at T2, and by ruth back-dated to T0.
+    const records = judged(
+      reviewLine(rita, [s], { createdAt: T0 }),
+      reviewLine(rita, [t], { createdAt: T2 }),
+      reviewLine(ruth, [t], { createdAt: T0 }),
+    );
+    expect(admittedAlong([s.gitBlob, t.gitBlob], () => records)).toBe(Date.parse(T2));
+    // Approved by her alone (before her revocation), a version is dated by the latest of her approvals.
+    const alone = judged(reviewLine(ruth, [t], { createdAt: T0 }), reviewLine(ruth, [t], { createdAt: T2 }));
+    expect(admittedAlong([t.gitBlob], () => alone)).toBe(Date.parse(T2));
+    // One she claims to have made after her revocation is not believed at all.
+    const after = judged(reviewLine(ruth, [t], { createdAt: '2026-07-01T00:00:00Z' }));
+    expect(admittedAlong([t.gitBlob], () => after)).toBeUndefined();
+  });
+
   it('with a threshold, a version is dated when enough distinct keys had approved it: one back-dated approval does not lower it', () => {
     const T0 = '2026-02-01T00:00:00Z';
     const backdated = onBlob(

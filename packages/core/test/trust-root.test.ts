@@ -8,7 +8,14 @@ import { DelegateGitError } from '../src/errors.js';
 import { loadGovernance } from '../src/governance.js';
 import { POLICY_PATH, policyText } from '../src/policy.js';
 import type { Snapshot } from '../src/snapshot.js';
-import { keyFileText, keyRefusal, parseKeyFile, parseTrustRoot, type TrustedKey } from '../src/trust-root.js';
+import {
+  keyFileRefusal,
+  keyFileText,
+  keyRefusal,
+  parseKeyFile,
+  parseTrustRoot,
+  type TrustedKey,
+} from '../src/trust-root.js';
 
 const FILE = '.delegate-git/keys/alice.json';
 const alice = testKey({ name: 'alice', roles: ['delegator', 'reviewer'] });
@@ -283,5 +290,37 @@ describe('loadGovernance', () => {
       /The key file \.delegate-git\/keys\/alice\.json is listed in the index but could not be read/,
     );
     expect((await loadGovernance(snapshot(true))).trustRoot.keys.map((k) => k.name)).toEqual(['alice']);
+  });
+});
+
+describe('keyFileRefusal: a key file keeps its key, and a listed key its content', () => {
+  const bob = testKey({ name: 'bob', roles: ['reviewer'] });
+  const before = trustRootOf([alice, bob]);
+  const bobFile = '.delegate-git/keys/bob.json';
+  const revoked = keyFileText({ ...bob.keyFile, revoked: '2026-06-01T00:00:00Z' });
+
+  it('control: the same key file revoked in place, a new key in a new file, a key moved as it is', () => {
+    expect(keyFileRefusal(before, bobFile, revoked)).toBeNull();
+    const carol = testKey({ name: 'carol', roles: ['reviewer'] });
+    expect(keyFileRefusal(before, '.delegate-git/keys/carol.json', keyFileText(carol.keyFile))).toBeNull();
+    expect(keyFileRefusal(before, 'trust/bob.json', keyFileText(bob.keyFile))).toBeNull();
+  });
+
+  it('refuses another key in a key file (a rotation in place), which would orphan the old key’s records', () => {
+    const rotated = testKey({ name: 'bob', roles: ['reviewer'] });
+    expect(keyFileRefusal(before, bobFile, keyFileText(rotated.keyFile))).toBe(
+      `its key changes (keyid ${bob.keyFile.keyid.slice(0, 12)} becomes ${rotated.keyFile.keyid.slice(0, 12)}): a key file keeps its key; to rotate a key, revoke it and add the new one in a file of its own`,
+    );
+  });
+
+  it('refuses a listed key elsewhere with other content: a stale unrevoked copy cannot join when the keys directory moves', () => {
+    const revokedRoot = parseTrustRoot([
+      { path: 'trust/alice.json', text: keyFileText(alice.keyFile) },
+      { path: 'trust/bob.json', text: revoked },
+    ]);
+    expect(keyFileRefusal(revokedRoot, bobFile, keyFileText(bob.keyFile))).toBe(
+      'the key bob is in the trust root already as trust/bob.json, with other content: a key keeps its file as it is when the keys directory moves',
+    );
+    expect(keyFileRefusal(revokedRoot, bobFile, revoked)).toBeNull(); // moved as it is
   });
 });
