@@ -13,7 +13,8 @@ Usage: delegate-git keys list [--json]
 Edits the trust root: one JSON file per key in the repository's keys directory (the policy's keysDir).
 Roles: delegator (signs verdicts), reviewer (signs reviews). Times are RFC 3339 UTC. A revoked key's
 records never count again, whatever their date. Changes to the keys directory are governed: commit them
-with a reviewer's approval.
+with a reviewer's approval. A key file keeps its key: to rotate a key, revoke it and add the new key under
+another name (every gate refuses another key written into an existing file).
 
 Example:
   delegate-git keys add bob --public-key q83v...= --roles reviewer --email bob@example.com
