@@ -134,6 +134,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
   const anchor = ctx.anchor ?? ctx.governance;
   const sha256 = new Map<string, string>();
+  const keyFiles = new Set(files.filter((f) => isKeyFile(f.path, ctx.governance, anchor)));
   const keyTexts = new Map<string, string>();
   const notes = new Map<string, Buffer>();
   const onThreads = new Map<string, Promotion>();
@@ -141,9 +142,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
     // Every content is asked for now (git answers in order); the notes arrive a window at a time, and each window
     // goes to the threads as soon as its contents are hashed, while git still reads the rest.
     const contents = new Map(blobs.map((blob) => [blob, ctx.batch.read(blob)]));
-    const keyFiles = new Set(
-      files.filter((f) => isKeyFile(f.path, ctx.governance, anchor)).map((f) => f.blob),
-    );
+    const keyBlobs = new Set([...keyFiles].map((f) => f.blob));
     for (const read of contents.values()) read.catch(() => {}); // awaited below, window by window
     const filesOf = groupedByBlob(files);
     const checks: Array<Promise<void>> = [];
@@ -152,7 +151,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
         notes.set(blob, note);
         const object = await contents.get(blob)!;
         if (object) sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
-        if (object && keyFiles.has(blob)) keyTexts.set(blob, object.content.toString('utf8'));
+        if (object && keyBlobs.has(blob)) keyTexts.set(blob, object.content.toString('utf8'));
       }
       if (!pool) return;
       const part = [...window.keys()].flatMap((blob) => filesOf.get(blob) ?? []);
@@ -197,9 +196,10 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
       await judgementOf(f, {
         sha256: sha256.get(f.blob),
         threaded: onThreads.get(`${f.blob}\0${f.path}`),
-        keyRefusal: keyTexts.has(f.blob)
-          ? keyFileRefusal(anchor.trustRoot, f.path, keyTexts.get(f.blob)!)
-          : null,
+        keyRefusal:
+          keyFiles.has(f) && keyTexts.has(f.blob)
+            ? keyFileRefusal(anchor.trustRoot, f.path, keyTexts.get(f.blob)!)
+            : null,
         governance: ctx.governance,
         anchor,
         recordsOn: (governanceFile) => recordsFor(f.blob, governanceFile),
