@@ -72,16 +72,88 @@ describe('a key file keeps its key', () => {
     gitOk(story, work, ['add', POLICY_PATH]);
     refusedByEveryGate(story, work, daveFile, 'with other content');
 
-    // Control: the old copy brought up to date (revoked, approved), and then the same move back passes.
+    // Control: the old copy brought up to date (revoked), and every key file there approved again for the move:
+    // approvals from before the policy the move replaces do not count.
     fs.copyFileSync(path.join(work, 'trust/dave.json'), path.join(work, daveFile));
-    attestOk(story, work, 'approve', [daveFile]);
     gitOk(story, work, ['add', daveFile]);
-    acceptedByEveryGate(story, work, 'the old copy revoked too');
+    editPolicy(work, (p) => {
+      p.keysDir = '.delegate-git/keys';
+    });
+    const oldKeys = ['.delegate-git/keys/alice.json', bobFile, daveFile];
+    attestOk(story, work, 'approve', [POLICY_PATH, ...oldKeys]);
+    gitOk(story, work, ['add', POLICY_PATH]);
+    acceptedByEveryGate(story, work, 'keys back in .delegate-git/keys, each approved again');
+  });
+
+  it('a key file left in a directory the keys moved away from, while ungoverned there, cannot come back on its old approval', () => {
+    // The keys move to keys2/ with all files, bob is revoked there, and they move on to keys3/ without his file.
+    const copyKeys = (from: string, to: string, skip: string[] = []) => {
+      for (const name of fs.readdirSync(path.join(work, from)))
+        if (!skip.includes(name)) fs.copyFileSync(path.join(work, from, name), path.join(work, to, name));
+    };
+    const moveTo = (dir: string, skip: string[] = []) => {
+      const from = JSON.parse(fs.readFileSync(path.join(work, POLICY_PATH), 'utf8')).keysDir as string;
+      fs.mkdirSync(path.join(work, dir), { recursive: true });
+      copyKeys(from, dir, skip);
+      editPolicy(work, (p) => {
+        p.keysDir = dir;
+      });
+      const files = fs.readdirSync(path.join(work, dir)).map((n) => `${dir}/${n}`);
+      attestOk(story, work, 'approve', [POLICY_PATH, ...files]);
+      gitOk(story, work, ['add', POLICY_PATH, dir]);
+    };
+    const [erin] = registerKeys(story, work, [{ name: 'erin' }]);
+    attestOk(story, work, 'approve', [erin!.keyFile]);
+    gitOk(story, work, ['add', erin!.keyFile]);
+    acceptedByEveryGate(story, work, 'trust erin');
+    const stale = erin!.keyFile; // stays where it is, unrevoked, approved when erin was added
+    moveTo('keys2');
+    acceptedByEveryGate(story, work, 'keys in keys2/');
+    cliOk(story, work, ['keys', 'revoke', 'erin']);
+    attestOk(story, work, 'approve', ['keys2/erin.json']);
+    gitOk(story, work, ['add', 'keys2/erin.json']);
+    acceptedByEveryGate(story, work, 'revoke erin');
+    moveTo('keys3', ['erin.json']);
+    acceptedByEveryGate(story, work, 'keys in keys3/, without erin');
+
+    // Back to the first directory, approving only the policy: erin's old file there would be trusted again.
     editPolicy(work, (p) => {
       p.keysDir = '.delegate-git/keys';
     });
     attestOk(story, work, 'approve', [POLICY_PATH]);
     gitOk(story, work, ['add', POLICY_PATH]);
-    acceptedByEveryGate(story, work, 'keys back in .delegate-git/keys');
+    refusedByEveryGate(
+      story,
+      work,
+      stale,
+      'the policy a move of the keys directory here replaces was admitted',
+    );
+  });
+});
+
+describe('the review threshold raised', () => {
+  let story: Story;
+  afterAll(() => story.cleanup());
+
+  it('does not ask the policy and key files in force for approvals again in CI; the next change to them needs two', () => {
+    story = makeStory();
+    const work = adoptedClone(story, ['src/**']);
+    const [bob] = registerKeys(story, work, [{ name: 'bob' }]);
+    attestOk(story, work, 'approve', [bob!.keyFile]);
+    gitOk(story, work, ['add', bob!.keyFile]);
+    acceptedByEveryGate(story, work, 'trust bob');
+    editPolicy(work, (p) => {
+      p.requireReview = true;
+      p.reviewThreshold = 2;
+    });
+    attestOk(story, work, 'approve', [POLICY_PATH]); // the threshold in force is 1
+    gitOk(story, work, ['add', POLICY_PATH]);
+    acceptedByEveryGate(story, work, 'two reviewers from now on');
+
+    // Control: a change to a key file now needs two approvals.
+    cliOk(story, work, ['keys', 'revoke', 'bob']);
+    attestOk(story, work, 'approve', [bob!.keyFile]);
+    gitOk(story, work, ['add', bob!.keyFile]);
+    refusedByEveryGate(story, work, bob!.keyFile);
   });
 });

@@ -223,7 +223,13 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   ]);
   const moved = committed ? keysMovedTo(committed.policy, policy) : null;
   const judged =
-    moved === null ? files : [...files, ...unjudged(files, await stagedFiles(top, [`${moved}/`], repo.env))];
+    moved === null
+      ? files
+      : withJoiningKeys(
+          files,
+          await stagedFiles(top, [`${moved}/`], repo.env),
+          await policyVersionAt(repo, base),
+        );
   const results: CheckResult[] = governance
     ? (
         await takenFromMerged(
@@ -490,7 +496,33 @@ export function toRepositoryPath(top: string, cwd: string, p: string): string {
 }
 
 /** The files of `more` not already among `files` (by path), as files to judge by their content alone. */
-export function unjudged(files: readonly FileToJudge[], more: ReadonlyArray<{ path: string; blob: string }>) {
-  const known = new Set(files.map((f) => f.path));
-  return more.filter((f) => !known.has(f.path)).map((f): FileToJudge => ({ path: f.path, blob: f.blob }));
+/**
+ * When a change moves the keys directory, every file there becomes a key file (keysMovedTo): each is judged as one,
+ * not only those the change adds, and dated by the policy version the move replaces (`replaced`: its blob and the
+ * commit holding it), so approvals made before that policy was admitted do not count. A key file left there from
+ * before (a revoked key's unrevoked copy, say, while the directory was not the keys directory) cannot join on its old
+ * approvals.
+ */
+export function withJoiningKeys(
+  files: readonly FileToJudge[],
+  joining: ReadonlyArray<{ path: string; blob: string; submodule?: boolean; symlink?: boolean }>,
+  replaced: { blob: string; at: string } | null,
+): FileToJudge[] {
+  const there = new Set(joining.map((f) => f.path));
+  const dated = joining.map(
+    (f): FileToJudge => ({
+      ...f,
+      ...(replaced && { replaces: replaced.blob, replacedPath: POLICY_PATH, replacedAt: replaced.at }),
+    }),
+  );
+  return [...files.filter((f) => !there.has(f.path)), ...dated];
+}
+
+/** The policy's blob at `commit`, with the commit: what a move of the keys directory there is dated by. */
+export async function policyVersionAt(
+  repo: Repository,
+  commit: string | null,
+): Promise<{ blob: string; at: string } | null> {
+  const object = commit === null ? null : await repo.objects.read(`${commit}:${POLICY_PATH}`);
+  return object?.type === 'blob' && commit !== null ? { blob: object.oid, at: commit } : null;
 }

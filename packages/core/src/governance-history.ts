@@ -6,7 +6,7 @@
  * committed past the local hook, would be trusted by every later revision's trust root, and CI would agree with it.
  * The commit that adopted delegate-git (no rules in force before it) is the trust anchor.
  */
-import { parseRawDiff, unjudged } from './checks.js';
+import { parseRawDiff, policyVersionAt, withJoiningKeys } from './checks.js';
 import { isDelegateGitError } from './errors.js';
 import { git, gitTry, literalPathspecs, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
@@ -112,7 +112,11 @@ export async function unapprovedGovernanceChanges(
     const changed =
       moved === null
         ? edited
-        : [...edited, ...unjudged(edited, await treeFiles(repo.cwd, id, [`${moved}/`], repo.env))];
+        : withJoiningKeys(
+            edited,
+            await treeFiles(repo.cwd, id, [`${moved}/`], repo.env),
+            parent === undefined ? null : await policyVersionAt(repo, parent),
+          );
     if (changed.length === 0) continue;
     for (const j of await judge(changed, own ?? before, before)) {
       if (!j.promoted) {

@@ -51,6 +51,11 @@ export interface FileToJudge {
    * through JudgeContext.historyOf). Without it, the version is dated by its own approvals alone.
    */
   replacedAt?: string;
+  /**
+   * The path `replaces` is a version of, when not this file's own: a key file joining the trust root through a move of
+   * the keys directory is dated by the policy version the move replaces (withJoiningKeys).
+   */
+  replacedPath?: string;
 }
 
 export interface JudgeContext {
@@ -206,7 +211,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
         replacedAdmitted: (threshold) => {
           const history = histories.get(f)!;
           return admittedAt(
-            f.path,
+            f.replacedPath ?? f.path,
             history.tip,
             history.commits,
             (b) => recordsFor(b, true).records,
@@ -232,7 +237,8 @@ async function replacedHistories(
   await Promise.all(
     files.map(async (f) => {
       if (!f.replaces) return;
-      const read = f.replacedAt && ctx.historyOf ? await ctx.historyOf(f.replacedAt, f.path) : null;
+      const path = f.replacedPath ?? f.path;
+      const read = f.replacedAt && ctx.historyOf ? await ctx.historyOf(f.replacedAt, path) : null;
       // Without its history (or where it does not hold that version), the version stands alone.
       const alone = { tip: f.replaces, commits: new Map([[f.replaces, { blob: f.replaces, parents: [] }]]) };
       histories.set(f, read?.commits.get(read.tip)?.blob === f.replaces ? read : alone);
@@ -278,7 +284,11 @@ export async function judgementOf(f: FileToJudge, facts: FileFacts): Promise<Jud
   const { governanceFile, rules: ruled, trustRoot } = rulesFor(f.path, facts.governance, facts.anchor);
   const rules =
     governanceFile && f.replaces && facts.replacedAdmitted
-      ? { ...ruled, approvedSince: facts.replacedAdmitted(ruled.reviewThreshold) }
+      ? {
+          ...ruled,
+          approvedSince: facts.replacedAdmitted(ruled.reviewThreshold),
+          ...(f.replacedPath !== undefined && { approvedSinceOf: MOVED_KEYS }),
+        }
       : ruled;
   const candidate = { path: f.path, sha256, gitBlob: f.blob };
   const { records, unreadable } = facts.recordsOn(governanceFile);
@@ -385,6 +395,9 @@ export function rulesFor(
       }
     : { governanceFile, rules: governance.policy, trustRoot: governance.trustRoot };
 }
+
+const MOVED_KEYS =
+  'the policy a move of the keys directory here replaces was admitted: every key file in the directory the keys move to needs an approval made since';
 
 /** A file of either keys directory: the policy's in force, or the one a change moves it to. */
 function isKeyFile(path: string, governance: Governance, anchor: Governance): boolean {

@@ -3,16 +3,16 @@
  * the target (never the ones being pushed), against the ledger as it will be after the push. Objects are read
  * through the quarantine git provides in the hook's environment; no ref is updated here.
  */
-import { parseRawDiff, unjudged } from './checks.js';
+import { parseRawDiff, policyVersionAt, withJoiningKeys } from './checks.js';
 import { DecisionCache } from './decision-cache.js';
 import { CatFileBatch, git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
-import { type FileToJudge, governedFiles, isLink, judgeFiles } from './judge.js';
+import { governedFiles, isLink, judgeFiles } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
 import type { LedgerChange } from './ledger-change.js';
 import { ForeignEntries, type ForeignEntry, LEDGER_REF, NotesLedger, whyNotANote } from './notes-ledger.js';
 import { NotesTree } from './notes-tree.js';
-import { PathHistories } from './path-history.js';
+import { PathHistories, pathHistory } from './path-history.js';
 import { type KnownAddition, loadPathIndex, loadRecordedPaths, type PathIndex } from './path-index.js';
 import {
   deletionRefusal,
@@ -475,8 +475,7 @@ async function judgeRefUpdate(
     if (!j.promoted)
       result.refusals.push({ ref: u.ref, commit: unique[i]!.commit, path: j.path, reason: j.reason });
   });
-  for (const refusal of await movedKeysRefused(reads, u, governance, unique, after))
-    result.refusals.push(refusal);
+  for (const refusal of await movedKeysRefused(reads, u, governance, after)) result.refusals.push(refusal);
   for (const d of firstOfEach(deleted, (f) => f.path)) {
     const reason = deletionRefusal(governance.policy, d.path, matcher, d.removesLink === true);
     if (reason) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason });
@@ -485,20 +484,23 @@ async function judgeRefUpdate(
 
 /**
  * When the pushed tip's policy moves the keys directory, every file there becomes a key file: each is judged as one
- * (a reviewer's approval under the rules in force), not only those the push adds (keysMovedTo).
+ * (a reviewer's approval under the rules in force, no older than the policy the move replaces: withJoiningKeys), not
+ * only those the push adds (keysMovedTo).
  */
 async function movedKeysRefused(
   reads: PushReads,
   u: RefUpdate,
   governance: Governance,
-  judgedAlready: readonly FileToJudge[],
   after: LedgerAfter,
 ): Promise<PushRefusal[]> {
   const moved = keysMovedTo(governance.policy, await policyAt(reads.repo, u.newId));
   if (moved === null) return [];
-  const keyFiles = unjudged(
-    judgedAlready,
+  const own = await previousTip(reads, u);
+  const inForceAt = own !== null && (await reads.hasPolicy(own)) ? own : await reads.headCommit();
+  const keyFiles = withJoiningKeys(
+    [],
     await treeFiles(reads.repo.cwd, u.newId, [`${moved}/`], reads.repo.env),
+    await policyVersionAt(reads.repo, inForceAt),
   );
   const judged = await judgeFiles(keyFiles, {
     governance: { ...governance, policy: { ...governance.policy, keysDir: moved } },
@@ -507,6 +509,7 @@ async function movedKeysRefused(
     notesAt: after.at,
     index: after.index,
     batch: reads.blobs,
+    historyOf: (commit, path) => pathHistory(reads.repo, commit, path),
   });
   return judged.flatMap((j) =>
     j.promoted ? [] : [{ ref: u.ref, commit: u.newId, path: j.path, reason: j.reason }],

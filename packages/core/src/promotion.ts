@@ -36,6 +36,8 @@ export interface PromotionRules {
    * putting back an older approved policy, or a key file from before its revocation, would need no one's approval.
    */
   approvedSince?: number;
+  /** What `approvedSince` is the date of, for a refusal's reason (default: the version the change replaces). */
+  approvedSinceOf?: string;
 }
 
 export interface Promotion {
@@ -85,7 +87,7 @@ export function promotionOf(
   if (approvers.length === 0 && stale.length > 0) {
     return refuse(
       path,
-      `approved by ${names(stale)} only before the version it replaces was approved: going back to earlier content needs a new approval`,
+      `approved by ${names(stale)} only before ${rules.approvedSinceOf ?? 'the version it replaces was approved: going back to earlier content needs a new approval'}`,
       stale,
     );
   }

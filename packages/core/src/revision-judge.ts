@@ -104,13 +104,17 @@ export async function judgeRevision(
     }
     return j;
   };
+  // The policy and key files at the revision each came in by the threshold of the rules in force then, which the walk
+  // of their history (or --since) holds every change to; here each needs an approval by a key trusted now. Asking the
+  // revision's own threshold of them would refuse every key file once the threshold is raised.
+  const anchor = { ...governance, policy: { ...governance.policy, reviewThreshold: 1 } };
   const results: CheckResult[] = [];
   for (const f of governed) {
     const judgement = await judgementOf(f, {
       sha256: plan.sha256.get(f.blob),
       threaded: notes.get(f.blob)?.promoted.get(f.path),
       governance,
-      anchor: governance,
+      anchor,
       recordsOn: () => recordsOn(f.blob),
       earlier: (trustRoot) => index.earlier(f.path, f.blob, trustRoot),
     });
