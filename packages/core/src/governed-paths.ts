@@ -26,9 +26,13 @@ function governanceFiles(policy: Policy): (path: string) => boolean {
   };
 }
 
-/** A path as a checkout that ignores case and Unicode normalization places it: two paths it folds together are one file. */
+/**
+ * A path as a checkout that ignores case and Unicode normalization places it: two paths it folds together are one
+ * file. Upper case first, then lower: lower case alone leaves apart what Unicode's case folding joins (`ſ` and `s`,
+ * `ς` and `σ`, `µ` and `μ`); folding more than a file system does governs more, never less.
+ */
 export function foldedPath(path: string): string {
-  return composed(path).toLowerCase();
+  return composed(path).toUpperCase().toLowerCase();
 }
 
 /** The paths the ledger recorded, as a set or as the path index. */
@@ -101,14 +105,14 @@ export function governedMatcher(policy: Policy): GovernedMatcher {
   // protect ignores case and Unicode normalization, exclude does not: git checks `SRC/evil.js` out into an existing
   // `src/` on a file system that ignores case (macOS, Windows), so `src/**` must govern it; governing more, never
   // less, stays safe.
-  const protect = globsMatcher(policy.protect.map(composed), true);
+  const protect = globsMatcher(policy.protect.map(foldedPath), true);
   const exclude = globsMatcher(policy.exclude, false);
   const isGovernance = governanceFiles(policy);
   // Built when a link is first asked about: most commits stage none, and the hook asks about every staged path.
   let beneath: ((path: string) => boolean) | undefined;
   const coversBeneath = (path: string) => {
-    beneath ??= globsCoverBeneath(policy.protect.map(composed));
-    return beneath(composed(path));
+    beneath ??= globsCoverBeneath(policy.protect.map(foldedPath));
+    return beneath(foldedPath(path));
   };
   // A link over the policy's or the keys' directory would put files of its target's choosing where the governance
   // is read from: always governed, as the governance files are.
@@ -121,7 +125,7 @@ export function governedMatcher(policy: Policy): GovernedMatcher {
   const classify = (path: string, link = false): Governedness => {
     if (isGovernance(path) || (link && holdsGovernance(path))) return 'governed';
     if (exclude(path)) return 'ungoverned';
-    return protect(composed(path)) || (link && coversBeneath(path)) ? 'governed' : 'if-recorded';
+    return protect(foldedPath(path)) || (link && coversBeneath(path)) ? 'governed' : 'if-recorded';
   };
   const isProtected = (path: string, link = false) => classify(path, link) === 'governed';
   const governed = (path: string, everRecorded: boolean, link = false) => {
@@ -179,7 +183,7 @@ export function globExpressions(policy: Policy): GlobExpression[] {
     const re = expressionOf(glob, nocase);
     return { glob, nocase, source: re.source, flags: re.flags };
   };
-  return [...policy.protect.map((g) => of(composed(g), true)), ...policy.exclude.map((g) => of(g, false))];
+  return [...policy.protect.map((g) => of(foldedPath(g), true)), ...policy.exclude.map((g) => of(g, false))];
 }
 
 /**
