@@ -5,9 +5,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POLICY_PATH } from '../../packages/core/src/index.js';
-import { cliOk, gitOk, makeStory, type Story } from '../support/cli-story.js';
+import { cli, cliOk, commit, gitOk, gitRun, makeStory, type Story } from '../support/cli-story.js';
 import { acceptedByEveryGate, adoptedClone, refusedByEveryGate } from '../support/every-gate.js';
 import { attestOk, editPolicy, generateKey, registerKeys } from '../support/reviewers.js';
 
@@ -113,8 +113,13 @@ describe('a key file keeps its key', () => {
     attestOk(story, work, 'approve', ['keys2/erin.json']);
     gitOk(story, work, ['add', 'keys2/erin.json']);
     acceptedByEveryGate(story, work, 'revoke erin');
+    // Moving on without erin's file is refused: a key leaves the trust root only by revocation.
     moveTo('keys3', ['erin.json']);
-    acceptedByEveryGate(story, work, 'keys in keys3/, without erin');
+    const dropped = commit(story, work, 'keys in keys3/, without erin');
+    expect(dropped.code).not.toBe(0);
+    expect(dropped.stderr).toContain('DELETION REFUSED  keys2/erin.json');
+    gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+    gitOk(story, work, ['clean', '-q', '-fdx']);
 
     // Back to the first directory, approving only the policy: erin's old file there would be trusted again.
     editPolicy(work, (p) => {
@@ -128,6 +133,49 @@ describe('a key file keeps its key', () => {
       stale,
       'the policy a move of the keys directory here replaces was admitted',
     );
+  });
+});
+
+describe('a move of the keys directory', () => {
+  let story: Story;
+  afterAll(() => story.cleanup());
+
+  it('cannot leave a key behind: at commit, at push and in CI; control: every key moved along passes', () => {
+    story = makeStory();
+    const work = adoptedClone(story, ['src/**']);
+    const [bob] = registerKeys(story, work, [{ name: 'bob' }]);
+    attestOk(story, work, 'approve', [bob!.keyFile]);
+    gitOk(story, work, ['add', bob!.keyFile]);
+    acceptedByEveryGate(story, work, 'trust bob');
+    const server = gitOk(story, work, ['rev-parse', 'origin/main']);
+
+    fs.mkdirSync(path.join(work, 'k2'));
+    fs.copyFileSync(path.join(work, '.delegate-git/keys/alice.json'), path.join(work, 'k2/alice.json'));
+    editPolicy(work, (p) => {
+      p.keysDir = 'k2';
+    });
+    attestOk(story, work, 'approve', [POLICY_PATH, 'k2/alice.json']);
+    gitOk(story, work, ['add', POLICY_PATH, 'k2']);
+    const atCommit = commit(story, work, 'keys in k2/, without bob');
+    expect(atCommit.code).not.toBe(0);
+    expect(atCommit.stderr).toContain(`DELETION REFUSED  ${bob!.keyFile}`);
+    expect(atCommit.stderr).toContain('left behind when the keys directory moves to k2/');
+    expect(commit(story, work, 'keys in k2/, without bob', ['--no-verify']).code).toBe(0);
+    const pushed = gitRun(story, work, ['push', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
+    expect(pushed.code).not.toBe(0);
+    expect(pushed.stderr).toContain(`${bob!.keyFile}: left behind when the keys directory moves to k2/`);
+    const inCi = cli(story, work, ['verify']);
+    expect(inCi.code).toBe(1);
+    expect(inCi.stdout).toContain(
+      `NOT PROMOTED  ${bob!.keyFile}: left behind when the keys directory moves to k2/`,
+    );
+
+    // Control: bob's file moved along too.
+    gitOk(story, work, ['reset', '-q', '--soft', server]);
+    fs.copyFileSync(path.join(work, bob!.keyFile), path.join(work, 'k2/bob.json'));
+    attestOk(story, work, 'approve', ['k2/bob.json']);
+    gitOk(story, work, ['add', 'k2']);
+    acceptedByEveryGate(story, work, 'keys in k2/, all of them');
   });
 });
 

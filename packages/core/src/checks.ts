@@ -15,12 +15,20 @@ import { type FileToJudge, governedFiles, isLink, type Judgement, judgeFiles } f
 import { damagedLedger } from './notes-ledger.js';
 import { pathHistory } from './path-history.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
-import { deletionRefusal, governedMatcher, POLICY_PATH, type Policy, parsePolicy } from './policy.js';
+import {
+  deletionRefusal,
+  GOVERNANCE_DELETED,
+  governedMatcher,
+  POLICY_PATH,
+  type Policy,
+  parsePolicy,
+} from './policy.js';
 import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
 import { shownPath } from './shown-path.js';
 import { gitSnapshot, type Snapshot, splitZ, stagedFiles, treeFiles, worktreeSnapshot } from './snapshot.js';
 import { parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
+import { parseKeyFile, type TrustRoot } from './trust-root.js';
 import { worktreeBlobs } from './worktree-blobs.js';
 
 export { parseRawDiff, type StagedChange } from './staged-changes.js';
@@ -222,14 +230,12 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
     files.length > 0 ? loadGovernance(snapshot, policy) : null,
   ]);
   const moved = committed ? keysMovedTo(committed.policy, policy) : null;
-  const judged =
-    moved === null
-      ? files
-      : withJoiningKeys(
-          files,
-          await stagedFiles(top, [`${moved}/`], repo.env),
-          await policyVersionAt(repo, base),
-        );
+  const joining = moved === null ? [] : await stagedFiles(top, [`${moved}/`], repo.env);
+  const judged = moved === null ? files : withJoiningKeys(files, joining, await policyVersionAt(repo, base));
+  if (moved !== null && committed) {
+    for (const file of await keysLeftBehind(repo, committed.trustRoot, joining))
+      deletions.push({ path: file, blocks: true, reason: leftBehind(moved) });
+  }
   const results: CheckResult[] = governance
     ? (
         await takenFromMerged(
@@ -516,6 +522,35 @@ export function withJoiningKeys(
     }),
   );
   return [...files.filter((f) => !there.has(f.path)), ...dated];
+}
+
+/**
+ * The key files of the trust root `before` whose key no file in the directory the keys move to holds. A key leaves
+ * the trust root only by revocation (a key file cannot be deleted): left behind, its records could no longer be
+ * verified, and the versions of the policy they dated would fall back to older dates, so that a key file left in the
+ * new directory could come back on an old approval.
+ */
+export async function keysLeftBehind(
+  repo: Repository,
+  before: TrustRoot,
+  joining: ReadonlyArray<{ path: string; blob: string }>,
+): Promise<string[]> {
+  const held = new Set<string>();
+  for (const f of joining) {
+    const object = await repo.objects.read(f.blob);
+    if (object?.type !== 'blob') continue;
+    try {
+      held.add(parseKeyFile(object.content.toString('utf8'), f.path).keyid);
+    } catch {
+      // Not a key file: the trust root refuses it where it is loaded.
+    }
+  }
+  return before.keys.filter((k) => !held.has(k.keyid)).map((k) => k.file);
+}
+
+/** Why a key file left behind by a move of the keys directory is refused. */
+export function leftBehind(movedTo: string): string {
+  return `left behind when the keys directory moves to ${movedTo}/: ${GOVERNANCE_DELETED}`;
 }
 
 /** The policy's blob at `commit`, with the commit: what a move of the keys directory there is dated by. */

@@ -6,7 +6,7 @@
  * committed past the local hook, would be trusted by every later revision's trust root, and CI would agree with it.
  * The commit that adopted delegate-git (no rules in force before it) is the trust anchor.
  */
-import { parseRawDiff, policyVersionAt, withJoiningKeys } from './checks.js';
+import { keysLeftBehind, leftBehind, parseRawDiff, policyVersionAt, withJoiningKeys } from './checks.js';
 import { isDelegateGitError } from './errors.js';
 import { git, gitTry, literalPathspecs, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
@@ -109,14 +109,13 @@ export async function unapprovedGovernanceChanges(
       .filter((c) => c.status !== 'D' && governs(c.path))
       .map((c) => ({ path: c.path, blob: c.blob, replaces: c.replaces, replacedAt: parent }));
     const moved = keysMovedTo(before.policy, own?.policy ?? null);
+    const joining = moved === null ? [] : await treeFiles(repo.cwd, id, [`${moved}/`], repo.env);
     const changed =
       moved === null
         ? edited
-        : withJoiningKeys(
-            edited,
-            await treeFiles(repo.cwd, id, [`${moved}/`], repo.env),
-            parent === undefined ? null : await policyVersionAt(repo, parent),
-          );
+        : withJoiningKeys(edited, joining, parent === undefined ? null : await policyVersionAt(repo, parent));
+    for (const path of moved === null ? [] : await keysLeftBehind(repo, before.trustRoot, joining))
+      problems.push({ commit: id, path, blob: '', sha256: '', reason: `${leftBehind(moved!)} (in ${at})` });
     if (changed.length === 0) continue;
     for (const j of await judge(changed, own ?? before, before)) {
       if (!j.promoted) {

@@ -28,11 +28,20 @@ function governanceFiles(policy: Policy): (path: string) => boolean {
 
 /**
  * A path as a checkout that ignores case and Unicode normalization places it: two paths it folds together are one
- * file. Upper case first, then lower: lower case alone leaves apart what Unicode's case folding joins (`ſ` and `s`,
- * `ς` and `σ`, `µ` and `μ`); folding more than a file system does governs more, never less.
+ * file. Each character upper-cased, then lower-cased: lower case alone leaves apart what Unicode's case folding
+ * joins (`ſ` and `s`, `ς` and `σ`, `µ` and `μ`). A character whose case changes its length (`ß` upper-cases to `SS`)
+ * keeps it, so a glob's `?` still matches it.
  */
 export function foldedPath(path: string): string {
-  return composed(path).toUpperCase().toLowerCase();
+  const text = composed(path);
+  if (!/[^\x00-\x7f]/.test(text)) return text.toLowerCase();
+  let folded = '';
+  for (const ch of text) {
+    const upper = ch.toUpperCase();
+    const lower = ([...upper].length === 1 ? upper : ch).toLowerCase();
+    folded += [...lower].length === 1 ? lower : ch;
+  }
+  return folded;
 }
 
 /** The paths the ledger recorded, as a set or as the path index. */

@@ -3,7 +3,7 @@
  * the target (never the ones being pushed), against the ledger as it will be after the push. Objects are read
  * through the quarantine git provides in the hook's environment; no ref is updated here.
  */
-import { parseRawDiff, policyVersionAt, withJoiningKeys } from './checks.js';
+import { keysLeftBehind, leftBehind, parseRawDiff, policyVersionAt, withJoiningKeys } from './checks.js';
 import { DecisionCache } from './decision-cache.js';
 import { CatFileBatch, git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
@@ -497,10 +497,10 @@ async function movedKeysRefused(
   if (moved === null) return [];
   const own = await previousTip(reads, u);
   const inForceAt = own !== null && (await reads.hasPolicy(own)) ? own : await reads.headCommit();
-  const keyFiles = withJoiningKeys(
-    [],
-    await treeFiles(reads.repo.cwd, u.newId, [`${moved}/`], reads.repo.env),
-    await policyVersionAt(reads.repo, inForceAt),
+  const joining = await treeFiles(reads.repo.cwd, u.newId, [`${moved}/`], reads.repo.env);
+  const keyFiles = withJoiningKeys([], joining, await policyVersionAt(reads.repo, inForceAt));
+  const left = (await keysLeftBehind(reads.repo, governance.trustRoot, joining)).map(
+    (path): PushRefusal => ({ ref: u.ref, commit: u.newId, path, reason: leftBehind(moved) }),
   );
   const judged = await judgeFiles(keyFiles, {
     governance: { ...governance, policy: { ...governance.policy, keysDir: moved } },
@@ -511,9 +511,12 @@ async function movedKeysRefused(
     batch: reads.blobs,
     historyOf: (commit, path) => pathHistory(reads.repo, commit, path),
   });
-  return judged.flatMap((j) =>
-    j.promoted ? [] : [{ ref: u.ref, commit: u.newId, path: j.path, reason: j.reason }],
-  );
+  return [
+    ...left,
+    ...judged.flatMap((j) =>
+      j.promoted ? [] : [{ ref: u.ref, commit: u.newId, path: j.path, reason: j.reason }],
+    ),
+  ];
 }
 
 /** The policy committed at `commit`, or null when it has none or it cannot be read (judged where it is read). */

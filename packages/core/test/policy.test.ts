@@ -1,7 +1,12 @@
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
 import { DelegateGitError } from '../src/errors.js';
-import { adoptGlobExpressions, globExpressions, globsCoverBeneath } from '../src/governed-paths.js';
+import {
+  adoptGlobExpressions,
+  foldedPath,
+  globExpressions,
+  globsCoverBeneath,
+} from '../src/governed-paths.js';
 import { governedMatcher, isGovernanceFile, type Policy, parsePolicy, policyText } from '../src/policy.js';
 
 const ID = 'f3a1c2d4-0000-4000-8000-000000000001';
@@ -119,6 +124,17 @@ describe('governedMatcher', () => {
     expect(governed('README.md', false)).toBe(false);
     expect(governed('README.md', true)).toBe(true);
     expect(governed('lib/package.json', false)).toBe(false);
+  });
+
+  it('folds case as Unicode does, character by character: ſ is s and ς is σ, while ß and ﬁ keep their length for ?', () => {
+    const governed = governedMatcher(policyOf({ protect: ['src/**', 'cfg/?.conf', 'docs/\u03c3.md'] }));
+    expect(governed('\u017frc/a.ts', false)).toBe(true); // ſrc
+    expect(governed('docs/\u03c2.md', false)).toBe(true); // ς
+    expect(governed('cfg/\u00df.conf', false)).toBe(true); // ß: one character, as ? asks
+    expect(governed('cfg/\ufb01.conf', false)).toBe(true); // ﬁ
+    expect(governed('cfg/ab.conf', false)).toBe(false); // control: two characters
+    expect(governed('\u017frc2/a.ts', false)).toBe(false); // control: another directory
+    expect(foldedPath('Stra\u00dfe/\u017f')).toBe('stra\u00dfe/s');
   });
 
   it('governs a path whose name holds a line break, as any other (picomatch alone would not match it under **)', () => {
