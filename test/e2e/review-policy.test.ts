@@ -682,7 +682,11 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     fs.mkdirSync(path.join(work, 'trust'), { recursive: true });
     fs.renameSync(path.join(work, zed!.keyFile), path.join(work, moved(zed!.keyFile)));
     const alice = `.delegate-git/keys/${OPERATOR}.json`;
-    fs.copyFileSync(path.join(work, alice), path.join(work, moved(alice)));
+    // Every key in force moves along (a move cannot leave one behind); only zed's file is new there.
+    const keysInForce = fs
+      .readdirSync(path.join(work, '.delegate-git/keys'))
+      .map((n) => `.delegate-git/keys/${n}`);
+    for (const key of keysInForce) fs.copyFileSync(path.join(work, key), path.join(work, moved(key)));
     gitOk(story, work, ['add', 'trust']);
     expect(commit(story, work, 'some files in trust/').code).toBe(0);
 
@@ -690,7 +694,7 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     editPolicy(work, (p) => {
       p.keysDir = 'trust';
     });
-    attestOk(story, work, 'approve', [POLICY, moved(alice)]);
+    attestOk(story, work, 'approve', [POLICY, ...keysInForce.map(moved)]);
     gitOk(story, work, ['add', POLICY]);
     const atCommit = commit(story, work, 'keys now in trust/');
     expect(atCommit.code).not.toBe(0);
