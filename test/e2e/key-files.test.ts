@@ -9,7 +9,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POLICY_PATH } from '../../packages/core/src/index.js';
 import { cli, cliOk, commit, gitOk, gitRun, makeStory, type Story } from '../support/cli-story.js';
 import { acceptedByEveryGate, adoptedClone, refusedByEveryGate } from '../support/every-gate.js';
-import { attestOk, editPolicy, generateKey, registerKeys } from '../support/reviewers.js';
+import { type AddedKey, attestOk, editPolicy, generateKey, registerKeys } from '../support/reviewers.js';
+
+/** A reviewer's key added, approved by the operator, and accepted by every gate. */
+function trustedKey(story: Story, work: string, name: string): AddedKey {
+  const [key] = registerKeys(story, work, [{ name }]);
+  attestOk(story, work, 'approve', [key!.keyFile]);
+  gitOk(story, work, ['add', key!.keyFile]);
+  acceptedByEveryGate(story, work, `trust ${name}`);
+  return key!;
+}
 
 describe('a key file keeps its key', () => {
   let story: Story;
@@ -19,11 +28,7 @@ describe('a key file keeps its key', () => {
   beforeAll(() => {
     story = makeStory();
     work = adoptedClone(story, ['src/**']);
-    const [bob] = registerKeys(story, work, [{ name: 'bob' }]);
-    bobFile = bob!.keyFile;
-    attestOk(story, work, 'approve', [bobFile]);
-    gitOk(story, work, ['add', bobFile]);
-    acceptedByEveryGate(story, work, 'trust bob');
+    bobFile = trustedKey(story, work, 'bob').keyFile;
   });
 
   afterAll(() => story.cleanup());
@@ -48,11 +53,7 @@ describe('a key file keeps its key', () => {
   it('the keys directory moved back onto a stale copy of a key revoked since is refused at every gate; the copy brought up to date passes', () => {
     // dave trusted, the keys moved to trust/ (copies approved there), then dave revoked there; the old directory
     // keeps his unrevoked file.
-    const [dave] = registerKeys(story, work, [{ name: 'dave' }]);
-    const daveFile = dave!.keyFile;
-    attestOk(story, work, 'approve', [daveFile]);
-    gitOk(story, work, ['add', daveFile]);
-    acceptedByEveryGate(story, work, 'trust dave');
+    const daveFile = trustedKey(story, work, 'dave').keyFile;
     fs.cpSync(path.join(work, '.delegate-git/keys'), path.join(work, 'trust'), { recursive: true });
     editPolicy(work, (p) => {
       p.keysDir = 'trust';
@@ -102,11 +103,8 @@ describe('a key file keeps its key', () => {
       attestOk(story, work, 'approve', [POLICY_PATH, ...files]);
       gitOk(story, work, ['add', POLICY_PATH, dir]);
     };
-    const [erin] = registerKeys(story, work, [{ name: 'erin' }]);
-    attestOk(story, work, 'approve', [erin!.keyFile]);
-    gitOk(story, work, ['add', erin!.keyFile]);
-    acceptedByEveryGate(story, work, 'trust erin');
-    const stale = erin!.keyFile; // stays where it is, unrevoked, approved when erin was added
+    const erin = trustedKey(story, work, 'erin');
+    const stale = erin.keyFile; // stays where it is, unrevoked, approved when erin was added
     moveTo('keys2');
     acceptedByEveryGate(story, work, 'keys in keys2/');
     cliOk(story, work, ['keys', 'revoke', 'erin']);
@@ -143,10 +141,7 @@ describe('a move of the keys directory', () => {
   it('cannot leave a key behind: at commit, at push and in CI; control: every key moved along passes', () => {
     story = makeStory();
     const work = adoptedClone(story, ['src/**']);
-    const [bob] = registerKeys(story, work, [{ name: 'bob' }]);
-    attestOk(story, work, 'approve', [bob!.keyFile]);
-    gitOk(story, work, ['add', bob!.keyFile]);
-    acceptedByEveryGate(story, work, 'trust bob');
+    const bob = trustedKey(story, work, 'bob');
     const server = gitOk(story, work, ['rev-parse', 'origin/main']);
 
     fs.mkdirSync(path.join(work, 'k2'));
@@ -158,21 +153,21 @@ describe('a move of the keys directory', () => {
     gitOk(story, work, ['add', POLICY_PATH, 'k2']);
     const atCommit = commit(story, work, 'keys in k2/, without bob');
     expect(atCommit.code).not.toBe(0);
-    expect(atCommit.stderr).toContain(`DELETION REFUSED  ${bob!.keyFile}`);
+    expect(atCommit.stderr).toContain(`DELETION REFUSED  ${bob.keyFile}`);
     expect(atCommit.stderr).toContain('left behind when the keys directory moves to k2/');
     expect(commit(story, work, 'keys in k2/, without bob', ['--no-verify']).code).toBe(0);
     const pushed = gitRun(story, work, ['push', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
     expect(pushed.code).not.toBe(0);
-    expect(pushed.stderr).toContain(`${bob!.keyFile}: left behind when the keys directory moves to k2/`);
+    expect(pushed.stderr).toContain(`${bob.keyFile}: left behind when the keys directory moves to k2/`);
     const inCi = cli(story, work, ['verify']);
     expect(inCi.code).toBe(1);
     expect(inCi.stdout).toContain(
-      `NOT PROMOTED  ${bob!.keyFile}: left behind when the keys directory moves to k2/`,
+      `NOT PROMOTED  ${bob.keyFile}: left behind when the keys directory moves to k2/`,
     );
 
     // Control: bob's file moved along too.
     gitOk(story, work, ['reset', '-q', '--soft', server]);
-    fs.copyFileSync(path.join(work, bob!.keyFile), path.join(work, 'k2/bob.json'));
+    fs.copyFileSync(path.join(work, bob.keyFile), path.join(work, 'k2/bob.json'));
     attestOk(story, work, 'approve', ['k2/bob.json']);
     gitOk(story, work, ['add', 'k2']);
     acceptedByEveryGate(story, work, 'keys in k2/, all of them');
@@ -186,10 +181,7 @@ describe('the review threshold raised', () => {
   it('does not ask the policy and key files in force for approvals again in CI; the next change to them needs two', () => {
     story = makeStory();
     const work = adoptedClone(story, ['src/**']);
-    const [bob] = registerKeys(story, work, [{ name: 'bob' }]);
-    attestOk(story, work, 'approve', [bob!.keyFile]);
-    gitOk(story, work, ['add', bob!.keyFile]);
-    acceptedByEveryGate(story, work, 'trust bob');
+    const bob = trustedKey(story, work, 'bob');
     editPolicy(work, (p) => {
       p.requireReview = true;
       p.reviewThreshold = 2;
@@ -200,8 +192,8 @@ describe('the review threshold raised', () => {
 
     // Control: a change to a key file now needs two approvals.
     cliOk(story, work, ['keys', 'revoke', 'bob']);
-    attestOk(story, work, 'approve', [bob!.keyFile]);
-    gitOk(story, work, ['add', bob!.keyFile]);
-    refusedByEveryGate(story, work, bob!.keyFile);
+    attestOk(story, work, 'approve', [bob.keyFile]);
+    gitOk(story, work, ['add', bob.keyFile]);
+    refusedByEveryGate(story, work, bob.keyFile);
   });
 });
