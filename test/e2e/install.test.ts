@@ -18,6 +18,7 @@ import {
   makeServer,
   makeStory,
   makeWorkTree,
+  operatorEnv,
   type Run,
   recordVerdict,
   refTip,
@@ -512,3 +513,74 @@ describe('init: a disabled pre-commit hook', () => {
     expect(blocked.stderr).toContain('disabled hook ran');
   });
 });
+
+describe('init: a newcomer to a repository that adopted delegate-git already', () => {
+  it('writes no key file, and the commands it prints let a reviewer trust the key, after which it counts', () => {
+    const server = makeServer(story, 'newcomer.git');
+    const owner = cloneInto(story, server, 'newcomer-owner');
+    adopt(story, owner, ['src/**']);
+    gitOk(story, owner, ['push', '-q', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
+
+    const bobEnv = operatorEnv(story, 'bob');
+    const bob = cloneInto(story, server, 'newcomer-bob');
+    const init = cliOk(story, bob, ['init'], bobEnv);
+    expect(init.stdout).toContain('your key is not in the trust root (.delegate-git/keys)');
+    // Nothing untracked: a key file written here would stop the pull that brings the reviewer's copy of it.
+    expect(gitOk(story, bob, ['status', '--porcelain'])).toBe('');
+    const printed = init.stdout.split('\n').filter((l) => /^ {2}(delegate-git|git) /.test(l));
+    expect(printed.map((l) => l.trim().split(' ').slice(1, 3).join(' '))).toEqual([
+      'keys add',
+      'attest --approve',
+      'add .delegate-git/keys/bob.json',
+    ]);
+
+    // Before the key is trusted, bob cannot approve (the refusal this onboarding is about)...
+    stage(bob, { 'src/b.ts': 'export const b = 1;\n' });
+    const untrusted = cli(story, bob, ['attest', '--approve', 'src/b.ts', '--yes'], bobEnv);
+    expect(untrusted.code).toBe(2);
+    expect(untrusted.stderr).toContain('is not in the trust root (.delegate-git/keys)');
+    expect(gitRun(story, bob, ['commit', '-qm', 'b'], bobEnv).stderr).toContain('NOT PROMOTED  src/b.ts');
+
+    // ...the owner, a trusted reviewer, runs the printed commands as they are, and pushes...
+    for (const line of printed) {
+      const ran = spawnSync('sh', ['-c', line.trim()], {
+        cwd: owner,
+        env: { ...story.env, PATH: `${path.dirname(shimmedCli())}:${story.env.PATH}` },
+        encoding: 'utf8',
+      });
+      expect(ran.status, `${line}\n${ran.stderr}`).toBe(0);
+    }
+    gitOk(story, owner, ['push', '-q', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
+
+    // ...and bob's pull brings the key file (nothing untracked in its way), after which the same approval counts.
+    gitOk(story, bob, ['pull', '-q', '--no-rebase', 'origin', 'main'], bobEnv);
+    cliOk(story, bob, ['attest', '--approve', 'src/b.ts', '--yes'], bobEnv);
+    const trusted = gitRun(story, bob, ['commit', '-qm', 'b'], bobEnv);
+    expect(trusted.code, trusted.stderr).toBe(0);
+    cliOk(story, bob, ['sync'], bobEnv);
+    const pushed = gitRun(
+      story,
+      bob,
+      ['push', '-q', '--atomic', 'origin', 'main', 'refs/notes/delegations'],
+      bobEnv,
+    );
+    expect(pushed.code, pushed.stderr).toBe(0);
+  });
+
+  it('says there is nothing to commit when the key is in the trust root already', () => {
+    const dir = makeWorkTree(story, 'newcomer-again');
+    adopt(story, dir, ['src/**']);
+    const again = cliOk(story, dir, ['init']);
+    expect(again.stdout).toContain(
+      'Nothing to commit: the hooks are set up and your key is in the trust root.',
+    );
+    expect(again.stdout).not.toContain('keys add');
+  });
+});
+
+/** A `delegate-git` on PATH for the commands init prints, running the CLI under test. */
+function shimmedCli(): string {
+  const file = path.join(story.root, 'shim', 'delegate-git');
+  if (!fs.existsSync(file)) executable(file, `#!/bin/sh\nexec '${process.execPath}' '${storyCli}' "$@"\n`);
+  return file;
+}

@@ -28,28 +28,43 @@ export interface NewKey {
 
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
+/**
+ * The key file already registering this public key, or null when none does. Another key under the name is refused:
+ * the name is the key file's, and a key file keeps its key.
+ */
+export async function registeredKeyFile(
+  top: string,
+  keysDir: string,
+  name: string,
+  publicKey: PublicKey,
+): Promise<string | null> {
+  if (!NAME.test(name)) {
+    throw new DelegateGitError(
+      'USAGE',
+      `"${name}" is not a valid key name: use 1-64 letters, digits, dots, dashes or underscores.`,
+    );
+  }
+  for (const existing of await readKeyFiles(top, keysDir)) {
+    if (existing.keyid === publicKey.keyid) return existing.file;
+    if (existing.name === name) {
+      throw new DelegateGitError(
+        'TRUST_ROOT',
+        `${existing.file} already registers a different key under the name "${name}". Pick another name (--key <name>).`,
+      );
+    }
+  }
+  return null;
+}
+
 /** Adds `<keysDir>/<name>.json` unless the same key is already registered. Another key under the name is refused. */
 export async function registerKey(
   top: string,
   keysDir: string,
   key: NewKey,
 ): Promise<{ file: string; created: boolean }> {
-  if (!NAME.test(key.name)) {
-    throw new DelegateGitError(
-      'USAGE',
-      `"${key.name}" is not a valid key name: use 1-64 letters, digits, dots, dashes or underscores.`,
-    );
-  }
   const publicKey = PublicKey.fromBase64(key.publicKey);
-  for (const existing of await readKeyFiles(top, keysDir)) {
-    if (existing.keyid === publicKey.keyid) return { file: existing.file, created: false };
-    if (existing.name === key.name) {
-      throw new DelegateGitError(
-        'TRUST_ROOT',
-        `${existing.file} already registers a different key under the name "${key.name}". Pick another name (--key <name>).`,
-      );
-    }
-  }
+  const existing = await registeredKeyFile(top, keysDir, key.name, publicKey);
+  if (existing !== null) return { file: existing, created: false };
   const file = `${keysDir}/${key.name}.json`;
   const content: KeyFile = {
     name: key.name,

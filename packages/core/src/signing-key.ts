@@ -129,8 +129,8 @@ function checkKeyName(name: string): void {
   }
 }
 
-/** Quotes a path for a shell command in a message, only when it needs quoting. */
-function shellQuote(text: string): string {
+/** Quotes a word (a path, say) for a shell command in a message, only when it needs quoting. */
+export function shellQuote(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
 

@@ -21,11 +21,12 @@ import {
   rfc3339,
   type SigningKey,
   saveSigningKey,
+  shellQuote,
 } from '@delegate-git/core';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import { installClientHooks, installHookFile, planClientHooks, serverHooksDir } from '../hook-install.js';
-import { registerKey } from '../trust-files.js';
+import { type NewKey, registeredKeyFile, registerKey } from '../trust-files.js';
 
 const help = `
 Usage: delegate-git init [--protect <glob>]... [--key <name>] [--keys-dir <dir>] [--no-hook] [--json]
@@ -33,8 +34,9 @@ Usage: delegate-git init [--protect <glob>]... [--key <name>] [--keys-dir <dir>]
 
 Sets up delegate-git in the current git repository. Idempotent: what exists is kept, never overwritten.
   - writes ${POLICY_PATH} (repository id, protected globs) unless it exists;
-  - creates the keys directory (default ${DEFAULT_KEYS_DIR}) and registers your public key there with the
-    roles delegator and reviewer;
+  - in a new adoption, creates the keys directory (default ${DEFAULT_KEYS_DIR}) and registers your public key
+    there with the roles delegator and reviewer; where delegate-git is adopted already, prints the commands a
+    trusted reviewer runs to add your key instead (a key file is committed only with reviewers' approval);
   - generates your personal signing key if you have none ($XDG_CONFIG_HOME/delegate-git/keys/<name>.key, 0600);
   - when it writes a new policy, signs your approval of it and of your key file: that first policy and trust
     root are the repository's trust anchor;
@@ -102,24 +104,38 @@ export default {
       const email = (await gitTry(['config', 'user.email'], { cwd: top, env: io.env })).stdout
         .toString()
         .trim();
-      const registered = await registerKey(top, policy.keysDir, {
+      const newKey: NewKey = {
         name: keyName,
         email,
         publicKey: key.publicKey.base64,
         roles: ['delegator', 'reviewer'],
-      });
-      done.push(
-        registered.created
-          ? `registered your public key in ${registered.file}`
-          : `your key is already in ${registered.file}`,
-      );
+      };
+      let keyFile: string | null;
       if (created) {
+        const registered = await registerKey(top, policy.keysDir, newKey);
+        keyFile = registered.file;
+        done.push(
+          registered.created
+            ? `registered your public key in ${keyFile}`
+            : `your key is already in ${keyFile}`,
+        );
         await writeFileAtomic(path.join(top, POLICY_PATH), policyText(policy));
         done.unshift(
           `wrote ${POLICY_PATH} (protect: ${policy.protect.length ? policy.protect.join(', ') : 'nothing yet'})`,
         );
-        await approveAnchor(repo, top, policy, registered.file, keyName, key, email, done);
-      } else done.unshift(`kept the existing ${POLICY_PATH}`);
+        await approveAnchor(repo, top, policy, keyFile, keyName, key, email, done);
+      } else {
+        // Where delegate-git is adopted already, a key file is committed only with reviewers' approval, so one
+        // written here could not be committed by its owner, and left untracked it would stop the pull that brings
+        // the reviewer's copy. A reviewer adds it instead (the same bytes: keys add writes it the same way).
+        keyFile = await registeredKeyFile(top, policy.keysDir, keyName, key.publicKey);
+        done.unshift(`kept the existing ${POLICY_PATH}`);
+        done.push(
+          keyFile === null
+            ? `your key is not in the trust root (${policy.keysDir}): a reviewer adds it (below)`
+            : `your key is already in ${keyFile}`,
+        );
+      }
       await configureNotes(repo, done);
       if (hooks) {
         const [preCommit, ...preMerge] = await installClientHooks(repo, hooks);
@@ -129,20 +145,34 @@ export default {
       }
       if (values.json)
         io.out(
-          `${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, done }, null, 2)}\n`,
+          `${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, keyFile, done }, null, 2)}\n`,
         );
-      else {
-        io.out(done.map((d) => `  ${d}\n`).join(''));
-        io.out(
-          `\nNext: commit them: git add ${POLICY_PATH} ${policy.keysDir} && git commit -m "Adopt delegate-git"\n`,
-        );
-      }
+      else io.out(`${done.map((d) => `  ${d}\n`).join('')}\n${nextStep(policy, created, keyFile, newKey)}\n`);
       return 0;
     } finally {
       await repo.close();
     }
   },
 } satisfies CommandModule;
+
+/** What to do after init: commit a new adoption, or have a reviewer add the key of a newcomer to an adopted one. */
+function nextStep(policy: Policy, created: boolean, keyFile: string | null, key: NewKey): string {
+  if (created)
+    return `Next: commit them: git add ${POLICY_PATH} ${policy.keysDir} && git commit -m "Adopt delegate-git"`;
+  if (keyFile !== null) return 'Nothing to commit: the hooks are set up and your key is in the trust root.';
+  const file = `${policy.keysDir}/${key.name}.json`;
+  const approvers =
+    policy.reviewThreshold > 1
+      ? `${policy.reviewThreshold} trusted reviewers approve it`
+      : 'a trusted reviewer approves it';
+  return [
+    `Next: what you sign counts once your key is in the trust root on the default branch. Send a reviewer these`,
+    `commands; they write ${file} as it would be written here, ${approvers}, and they commit it:`,
+    `  delegate-git keys add ${key.name} --public-key ${key.publicKey} --roles ${key.roles.join(',')}${key.email ? ` --email ${shellQuote(key.email)}` : ''}`,
+    `  delegate-git attest --approve ${shellQuote(file)}`,
+    `  git add ${shellQuote(file)} && git commit -m "Trust the key of ${key.name}"`,
+  ].join('\n');
+}
 
 /** The existing policy (kept as it is), or the one a new adoption will write (not written yet). */
 async function choosePolicy(
