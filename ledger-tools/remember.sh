@@ -8,11 +8,11 @@
 #   DELEGATE_GIT_REV      the revision verified (default HEAD)
 #   DELEGATE_GIT_REMOTE   the remote holding the default branch (default origin)
 #   DELEGATE_GIT_BRANCH   the default branch's name
-#   DELEGATE_GIT_KEEP     the directory the cache saves (default .delegate-git-baseline)
+#   DELEGATE_GIT_KEEP     the directory the cache saves, outside the checkout (verify.sh reads it back)
 #   GITHUB_OUTPUT         where the step output `save` (true or false) goes
 rev=${DELEGATE_GIT_REV:-HEAD}
 remote=${DELEGATE_GIT_REMOTE:-origin}
-keep=${DELEGATE_GIT_KEEP:-.delegate-git-baseline}
+keep=${DELEGATE_GIT_KEEP:?the directory to keep the verified tip and commit in, outside the checkout}
 save=false
 branch="refs/heads/${DELEGATE_GIT_BRANCH:?the default branch's name}"
 commit=$(git rev-parse -q --verify "$rev^{commit}" || true)

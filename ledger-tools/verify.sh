@@ -6,8 +6,9 @@
 #   DELEGATE_GIT_CLI       how to run delegate-git, split on spaces ("npx --yes delegate-git")
 #   DELEGATE_GIT_REV       the revision to judge (default HEAD)
 #   DELEGATE_GIT_REMOTE    the remote to fetch the ledger from (default origin)
-#   DELEGATE_GIT_BASELINE  a file holding the last verified ledger tip (absent or empty: the whole history)
-#   DELEGATE_GIT_VERIFIED  a file holding the last commit verified on the protected branch (absent or empty: each
+#   DELEGATE_GIT_BASELINE  a file holding the last verified ledger tip, a full id (else: the whole history). Keep it
+#                          outside the checkout, where no commit can put one.
+#   DELEGATE_GIT_VERIFIED  a file holding the last commit verified on the protected branch, a full id (else: each
 #                          change of the policy or keys is judged by its parent's rules, across the whole history)
 #   DELEGATE_GIT_PROTECTED "false" when the revision is another branch than the protected one (a push to a feature
 #                          branch): it is judged from the commit it shares with the verified one. Otherwise (the
@@ -24,12 +25,26 @@ fi
 if ! git fetch --no-tags -- "$remote" "+refs/notes/delegations:refs/notes/delegations"; then
   echo "::notice::no ledger on $remote yet"
 fi
+# Sets $value to the full object id a remember step wrote to file $1, or to nothing. Anything else (a revision such
+# as HEAD, a short id) is not what remember.sh writes, and is ignored with a warning: the whole history is then
+# judged, never less.
+remembered() {
+  value=
+  if [ -z "$1" ] || [ ! -s "$1" ]; then return 0; fi
+  value=$(cat -- "$1")
+  case $value in
+    *[!0-9a-f]*) ;;
+    *) if [ ${#value} -eq 40 ] || [ ${#value} -eq 64 ]; then return 0; fi ;;
+  esac
+  echo "::warning::ignoring $1: it holds no full object id, so the whole history is judged"
+  value=
+}
 set --
-if [ -n "${DELEGATE_GIT_BASELINE:-}" ] && [ -s "$DELEGATE_GIT_BASELINE" ]; then
-  set -- --baseline "$(cat "$DELEGATE_GIT_BASELINE")"
-fi
-if [ -n "${DELEGATE_GIT_VERIFIED:-}" ] && [ -s "$DELEGATE_GIT_VERIFIED" ]; then
-  since=$(cat "$DELEGATE_GIT_VERIFIED")
+remembered "${DELEGATE_GIT_BASELINE:-}"
+if [ -n "$value" ]; then set -- --baseline "$value"; fi
+remembered "${DELEGATE_GIT_VERIFIED:-}"
+since=$value
+if [ -n "$since" ]; then
   if [ "${DELEGATE_GIT_PROTECTED:-true}" = false ]; then
     # Another branch was judged at its own pushes by its own rules (as pre-receive does); here, from where it left
     # the protected line. With nothing in common, the whole history is judged.

@@ -13,6 +13,7 @@ import {
   gitOk,
   makeServer,
   makeStory,
+  operatorEnv,
   refTip,
   type Story,
   storyCli,
@@ -184,6 +185,39 @@ describe('the ledger action', () => {
     );
   });
 
+  it('reads the remembered tip and commit only as full object ids: a revision such as HEAD is ignored and the whole history judged', () => {
+    const { remote, work } = hostedPair('remembered-id');
+    const clean = gitOk(story, work, ['rev-parse', 'HEAD']);
+    // Control: a full id is passed on as --since; HEAD in its place is ignored, with a warning.
+    const byId = verifyStep(cloneInto(story, remote, 'remembered-id-ci'), {}, undefined, clean);
+    expect(byId.code, byId.stdout + byId.stderr).toBe(0);
+    expect(byId.stdout).toContain(`since ${clean.slice(0, 12)}: 0 commit(s)`);
+    expect(byId.stdout).not.toContain('::warning::');
+
+    // A key that approved its own key file: only the walk over the whole history sees that no key trusted before
+    // it did. A pull request's checkout could hold any file, so a committed "HEAD" must not pass as the commit
+    // verified last (`--since HEAD` judges nothing as a push and skips the walk).
+    const env = operatorEnv(story, 'mallory');
+    const pub = JSON.parse(cliOk(story, work, ['keygen', 'mallory', '--json'], env).stdout).publicKey;
+    cliOk(story, work, ['keys', 'add', 'mallory', '--public-key', pub, '--roles', 'reviewer,delegator']);
+    cliOk(story, work, ['attest', '--approve', '.delegate-git/keys/mallory.json', '--yes'], env);
+    gitOk(story, work, ['add', '.delegate-git/keys/mallory.json']);
+    gitOk(story, work, ['commit', '-q', '--no-verify', '-m', 'mallory trusts herself']);
+    gitOk(story, work, ['push', '-q', 'origin', 'main', LEDGER]);
+    const ci = cloneInto(story, remote, 'remembered-head-ci');
+    for (const planted of ['HEAD', `HEAD\n${clean}`, clean.slice(0, 12)]) {
+      const step = verifyStep(ci, {}, undefined, planted);
+      expect(step.code, `${planted}: ${step.stdout}`).toBe(1);
+      expect(step.stdout).toContain('::warning::ignoring');
+      expect(step.stdout).toContain('mallory.json');
+      expect(step.stdout).not.toContain('since ');
+    }
+    // The same for the ledger tip: a revision there is ignored, not passed as --baseline.
+    const tip = verifyStep(ci, {}, 'refs/notes/delegations', clean);
+    expect(tip.stdout).toContain('::warning::ignoring');
+    expect(tip.stdout).not.toContain('LEDGER REWRITTEN');
+  });
+
   it('remembers the verified commit only while the default branch still points at it: a run that finished late puts nothing older back', () => {
     const { remote, work } = hostedPair('remember');
     const ci = cloneInto(story, remote, 'remember-ci');
@@ -254,5 +288,9 @@ describe('the ledger action', () => {
     const runs = text.split(/\n\s*- name: /).filter((step) => /\n\s*run: /.test(step));
     expect(runs.length).toBeGreaterThan(0);
     for (const step of runs) expect(step.slice(step.search(/\n\s*run: /))).not.toContain('${{');
+    // What was remembered is kept outside the checkout, where no commit can put a file.
+    const kept = [...text.matchAll(/DELEGATE_GIT_(?:BASELINE|VERIFIED|KEEP): (.*)/g)].map((m) => m[1]);
+    expect(kept.length).toBe(4);
+    for (const place of kept) expect(place).toMatch(/^\$\{\{ runner\.temp \}\}\/delegate-git-baseline/);
   });
 });
