@@ -205,7 +205,9 @@ export interface VersionAt {
 /**
  * When the content of `path` at `tip` was admitted, along its history `commits` (every commit that changed it, and
  * every merge, with their parents among them). Content a commit carries unchanged from a parent keeps that parent's
- * date, the latest where several parents hold it; content a commit changes or adds is dated by the moment
+ * date, the latest where several parents hold it, unless another parent holds other content (a merge keeping one
+side's version): that is a change from the other side's version, and dated as one too. Content a commit changes or
+adds is dated by the moment
  * `threshold` distinct keys had approved it no earlier than the date of what it replaced (the latest of its parents'
  * versions; with fewer such keys, by the last of their approvals), and keeps that date where none had. Dating by the
  * first approval alone let a version come back a second time on an old approval (the policy S, then T, then S approved
@@ -238,13 +240,19 @@ export function admittedAt(
       continue;
     }
     const holding = parents.filter((p) => commits.get(p)!.blob !== null);
-    const carriers = holding.filter((p) => commits.get(p)!.blob === at.blob);
-    if (carriers.length > 0) {
-      dated.set(top.id, latestTime(carriers.map((p) => dated.get(p))));
+    const carried = latestTime(
+      holding.filter((p) => commits.get(p)!.blob === at.blob).map((p) => dated.get(p)),
+    );
+    const others = holding.filter((p) => commits.get(p)!.blob !== at.blob);
+    if (others.length === 0 && holding.length > 0) {
+      dated.set(top.id, carried);
       continue;
     }
-    const replaced = latestTime(holding.map((p) => dated.get(p)));
-    dated.set(top.id, approvedBy(threshold, path, at.blob, recordsOn(at.blob), replaced) ?? replaced);
+    // A merge that keeps one side's version replaces the other sides' versions with it: it is dated as that change
+    // too, or a version taken from a stale side would keep the side's old date and come back again on it later.
+    const replaced = latestTime(others.map((p) => dated.get(p)));
+    const admitted = approvedBy(threshold, path, at.blob, recordsOn(at.blob), replaced) ?? replaced;
+    dated.set(top.id, latestTime([carried, admitted]));
   }
   return dated.get(tip);
 }

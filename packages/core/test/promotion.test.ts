@@ -409,6 +409,25 @@ describe('a change that goes back to earlier content (the policy and key files)'
     expect(admittedAt('src/a.ts', 'changed', commits, () => records)).toBe(Date.parse(T3));
   });
 
+  it("a merge keeping a stale side's version over the other side's is dated as that change, not by the stale side", () => {
+    const records = backAndForth();
+    // main: S (T1), T (T2); a side branch still holding S from c0; their merge keeps S, approved again at T3.
+    const { commits } = lineOf([s.gitBlob, t.gitBlob]);
+    commits.set('side', { blob: s.gitBlob, parents: ['c0'] });
+    commits.set('merge', { blob: s.gitBlob, parents: ['c1', 'side'] });
+    expect(admittedAt('src/a.ts', 'side', commits, () => records)).toBe(Date.parse(T1)); // control: carried
+    expect(admittedAt('src/a.ts', 'merge', commits, () => records)).toBe(Date.parse(T3));
+    // Kept without an approval as new as main's version, it is dated no earlier than that version.
+    const unapproved = onBlob(
+      reviewLine(rita, [s], { createdAt: T1 }),
+      reviewLine(rita, [t], { createdAt: T2 }),
+    );
+    expect(admittedAt('src/a.ts', 'merge', commits, () => unapproved)).toBe(Date.parse(T2));
+    // A merge keeping main's version over the stale side's stays dated as main's.
+    commits.set('kept', { blob: t.gitBlob, parents: ['c1', 'side'] });
+    expect(admittedAt('src/a.ts', 'kept', commits, () => records)).toBe(Date.parse(T2));
+  });
+
   it('a revoked key cannot lower a date: its approvals count only where no trusted key approved, by their latest', () => {
     const ruth = testKey({ name: 'ruth', roles: ['reviewer'], revoked: '2026-06-01T00:00:00Z' });
     const rotated = { ...governance, trustRoot: trustRootOf([alice, rita, rob, ruth]) };
