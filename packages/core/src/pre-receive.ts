@@ -735,7 +735,7 @@ async function newChanges(repo: Repository, tip: string, held: string[] | null):
 
 /**
  * A merge's first-parent diff shows what it takes from its other parents, and what a parent this push does not
- * bring (one the ref or the default branch already holds) was judged when it came: "Update branch" brings the default
+ * bring (one the ref already holds; for a new ref, any ref) was judged when it came: "Update branch" brings the default
  * branch's history into a feature branch, and judging that again by the rules in force now refused content the
  * default branch has replaced since (a rejection, a revoked key) though the tip never holds it. Such content is left
  * to the comparison of the tips, which judges whatever of it the branch still holds. A submodule is always judged.
