@@ -224,7 +224,7 @@ describe('verify --since the commit verified last', () => {
     const tree = gitOk(story, work, ['rev-parse', 'HEAD^{tree}']); // a full id of something here, not a commit
     const notACommit = verify(work, tree);
     expect(notACommit.code).toBe(2);
-    expect(notACommit.stderr).toContain(`"${tree}" is not a commit in this repository`);
+    expect(notACommit.stderr).toContain(`"${tree}" names a tree, not a commit`);
 
     // A pull request's merge made before the protected branch moved on is older than the commit verified last.
     const older = head(work);

@@ -474,9 +474,14 @@ export async function resolveCommit(repo: Repository, rev: string): Promise<stri
       `HEAD has no commit yet (branch ${branch.stdout.toString('utf8').trim()} is unborn): there is no revision to judge until the first commit.`,
     );
   }
+  // A tree or blob id is in the repository, just not a commit: say what it is rather than that it is missing.
+  const other = rev.startsWith('-') ? null : await gitTry(['cat-file', '-t', `${rev}^{}`], opts);
+  const kind = other?.code === 0 ? other.stdout.toString('utf8').trim() : null;
   throw new DelegateGitError(
     'GIT',
-    `"${rev}" is not a commit in this repository. Name a branch, tag or commit id.`,
+    kind
+      ? `"${rev}" names a ${kind}, not a commit. Name a branch, tag or commit id.`
+      : `"${rev}" is not a commit in this repository. Name a branch, tag or commit id.`,
   );
 }
 
