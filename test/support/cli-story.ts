@@ -217,6 +217,8 @@ export interface VerdictOptions {
   /** The operator key that signs (from the story's XDG_CONFIG_HOME); default OPERATOR. */
   key?: string;
   env?: NodeJS.ProcessEnv;
+  /** The record's createdAt (RFC 3339); default now, as the signer's clock says. */
+  createdAt?: string;
 }
 
 /**
@@ -252,7 +254,11 @@ export async function recordVerdict(
   const { key } = loadSigningKey(opts.key ?? OPERATOR, env);
   const statement = verdictStatement(
     [{ path: file, sha256: createHash('sha256').update(bytes).digest('hex'), gitBlob: blob }],
-    { verdict: opts.verdict ?? 'UNIT_PASSED', repository: { id: policy.repositoryId }, createdAt: rfc3339() },
+    {
+      verdict: opts.verdict ?? 'UNIT_PASSED',
+      repository: { id: policy.repositoryId },
+      createdAt: opts.createdAt ?? rfc3339(),
+    },
   );
   const repo = await Repository.open(dir, env);
   try {

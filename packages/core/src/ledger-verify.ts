@@ -222,6 +222,7 @@ async function verifyLines(
   });
   const byPath: IndexEntries = new Map();
   const foreign = new ForeignEntries();
+  const now = Date.now();
   const stats = await passOverLedger(
     repo,
     governance,
@@ -231,9 +232,9 @@ async function verifyLines(
       note.facts.forEach((facts, i) => {
         out.lines++;
         recordFacts(byPath, note.annotated, [facts.index]);
-        const o = lineOutcome(facts, trustRoot);
+        const o = lineOutcome(facts, trustRoot, now);
         if (o.status !== 'valid') {
-          const problem = { blob: note.annotated, line: i + 1, sha256: facts.sha256!, reason: o.reason };
+          const problem = { blob: note.annotated, line: i + 1, sha256: facts.sha256 ?? '', reason: o.reason };
           (o.status === 'revoked' ? out.revoked : out.invalid).push(problem);
           return;
         }

@@ -129,7 +129,8 @@ function examined(line: string, annotated: string, judged: LineJudgement): Exami
     index,
     sha256: null,
   };
-  if (elsewhere || !trust.ok || paths.length === 0) facts.sha256 = sha256Hex(line);
+  // A line dated ahead of this clock may be reported as such (lineOutcome), so it is named too.
+  if (elsewhere || !trust.ok || paths.length === 0 || createdAt > Date.now()) facts.sha256 = sha256Hex(line);
   return { facts, record: r, trust };
 }
 
@@ -171,8 +172,24 @@ export function recordTrust(facts: LineFacts, trustRoot: TrustRoot): RecordTrust
   return signer === undefined ? { ok: false, reason: t.reason } : { ok: false, reason: t.reason, signer };
 }
 
+/** How far a record's createdAt may run ahead of the clock that judges it: clocks drift, by seconds or minutes. */
+export const CLOCK_SKEW_MS = 60 * 60 * 1000;
+
+/**
+ * Why a record dated ahead of `now` may not enter the ledger, or null. createdAt is the signer's word, and an
+ * approval dated ahead counts as made after every version admitted before that date: a version it approved could
+ * come back on it later, and one it admitted could not be replaced until then.
+ */
+export function datedAhead(createdAt: number, now: number): string | null {
+  if (createdAt <= now + CLOCK_SKEW_MS) return null;
+  return (
+    `created in the future: createdAt ${new Date(createdAt).toISOString()} is more than an hour ahead of this ` +
+    "machine's clock (the signer's clock is wrong: sign it again once it is right)"
+  );
+}
+
 /** What verify reports for a line: valid (counts), invalid (a problem) or revoked (no longer counts). */
-export function lineOutcome(facts: LineFacts, trustRoot: TrustRoot): LineOutcome {
+export function lineOutcome(facts: LineFacts, trustRoot: TrustRoot, now = Date.now()): LineOutcome {
   if (facts.undecodable !== null)
     return { status: 'invalid', reason: `not a valid record: ${facts.undecodable}` };
   if (facts.misplaced) return { status: 'invalid', reason: MISPLACED };
@@ -182,6 +199,8 @@ export function lineOutcome(facts: LineFacts, trustRoot: TrustRoot): LineOutcome
       ? { status: 'revoked', reason: trust.reason }
       : { status: 'invalid', reason: trust.reason };
   }
+  const ahead = datedAhead(facts.index?.[3] ?? 0, now);
+  if (ahead) return { status: 'invalid', reason: ahead };
   return { status: 'valid', outcome: facts.outcome!, signer: trust.signer.name };
 }
 

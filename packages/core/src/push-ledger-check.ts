@@ -14,7 +14,7 @@ import type { Governance } from './governance.js';
 import { rulesFor } from './judge.js';
 import type { KeptObjects } from './kept-objects.js';
 import { changedIds, type LedgerChange, readLedgerChange, readNotesDiff } from './ledger-change.js';
-import { type ExaminedLine, MISPLACED } from './line-check.js';
+import { datedAhead, type ExaminedLine, MISPLACED } from './line-check.js';
 import type { BatchCandidate } from './note-batch.js';
 import type { RefUpdate } from './pre-receive.js';
 import type { Promotion } from './promotion.js';
@@ -182,6 +182,8 @@ export function lineProblem(
   const { record, trust } = judged;
   if (!record.subjects.some((s) => s.gitBlob === annotated)) return MISPLACED;
   if (!trust.ok) return trust.reason;
+  const ahead = datedAhead(record.createdAt, Date.now());
+  if (ahead) return ahead;
   if (sha256 !== null && record.subjects.some((s) => s.gitBlob === annotated && s.sha256 !== sha256)) {
     return 'the record names a sha256 that does not match the blob';
   }
@@ -199,6 +201,8 @@ export function problemOf(
   if (facts.undecodable !== null) return `not a valid record: ${facts.undecodable}`;
   if (facts.misplaced) return MISPLACED;
   if (!facts.trust?.ok) return facts.trust?.reason ?? 'the record has no signature';
+  const ahead = record ? datedAhead(record.createdAt, Date.now()) : null;
+  if (ahead) return ahead;
   if (sha256 !== null && record?.subjects.some((s) => s.gitBlob === annotated && s.sha256 !== sha256))
     return 'the record names a sha256 that does not match the blob';
   return null;
