@@ -165,8 +165,25 @@ describe('a move of the keys directory', () => {
       `NOT PROMOTED  ${bob.keyFile}: left behind when the keys directory moves to k2/`,
     );
 
-    // Control: bob's file moved along too.
+    // A copy of bob's file under a name the trust root does not load (only *.json holds a key) leaves him behind
+    // just the same.
     gitOk(story, work, ['reset', '-q', '--soft', server]);
+    for (const name of ['bob.txt', 'bob.JSON']) {
+      fs.copyFileSync(path.join(work, bob.keyFile), path.join(work, 'k2', name));
+      attestOk(story, work, 'approve', [`k2/${name}`]);
+      gitOk(story, work, ['add', 'k2']);
+      expect(commit(story, work, `keys in k2/, bob as ${name}`, ['--no-verify']).code).toBe(0);
+      const renamed = gitRun(story, work, ['push', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
+      expect(renamed.code, name).not.toBe(0);
+      expect(renamed.stderr).toContain(`${bob.keyFile}: left behind when the keys directory moves to k2/`);
+      const renamedInCi = cli(story, work, ['verify']);
+      expect(renamedInCi.stdout).toContain(`NOT PROMOTED  ${bob.keyFile}: left behind`);
+      gitOk(story, work, ['reset', '-q', '--soft', server]);
+      gitOk(story, work, ['rm', '-q', '--cached', `k2/${name}`]);
+      fs.rmSync(path.join(work, 'k2', name));
+    }
+
+    // Control: bob's file moved along too.
     fs.copyFileSync(path.join(work, bob.keyFile), path.join(work, 'k2/bob.json'));
     attestOk(story, work, 'approve', ['k2/bob.json']);
     gitOk(story, work, ['add', 'k2']);

@@ -9,7 +9,7 @@ import { DecisionCache, governanceDigest } from './decision-cache.js';
 import { rememberGovernanceDigest } from './decision-store.js';
 import { DelegateGitError, isDelegateGitError } from './errors.js';
 import { git, gitTry, literalPathspecs } from './git.js';
-import { type Governance, loadGovernance, loadPolicy } from './governance.js';
+import { type Governance, holdsKey, loadGovernance, loadPolicy } from './governance.js';
 import { changesGovernance, keysMovedTo, recordedAsCheckedOut } from './governed-paths.js';
 import { type FileToJudge, governedFiles, isLink, type Judgement, judgeFiles } from './judge.js';
 import { damagedLedger } from './notes-ledger.js';
@@ -542,6 +542,8 @@ export async function keysLeftBehind(
 ): Promise<string[]> {
   const held = new Set<string>();
   for (const f of joining) {
+    // Held only where the trust root loads it from: a copy under another name is no key there.
+    if (!holdsKey(f.path)) continue;
     const object = await repo.objects.read(f.blob);
     if (object?.type !== 'blob') continue;
     try {

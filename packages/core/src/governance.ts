@@ -26,9 +26,17 @@ export async function loadPolicy(snapshot: Snapshot): Promise<Policy> {
   return parsePolicy(text.toString('utf8'), `${POLICY_PATH} (${snapshot.label})`);
 }
 
+/**
+ * Whether a file in the keys directory (at any depth) is loaded as a key: its name ends in `.json`, as written
+ * (other files there, a README say, are governed but hold no key).
+ */
+export function holdsKey(path: string): boolean {
+  return path.endsWith('.json');
+}
+
 export async function loadGovernance(snapshot: Snapshot, knownPolicy?: Policy): Promise<Governance> {
   const policy = knownPolicy ?? (await loadPolicy(snapshot));
-  const keyPaths = (await snapshot.listFiles(policy.keysDir)).filter((p) => p.endsWith('.json'));
+  const keyPaths = (await snapshot.listFiles(policy.keysDir)).filter(holdsKey);
   const files = await Promise.all(
     keyPaths.map(async (p) => {
       const content = await snapshot.readFile(p);
