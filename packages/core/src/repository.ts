@@ -46,8 +46,10 @@ export class Repository {
   }
 
   async close(): Promise<void> {
-    await this.objectReader?.close();
-    this.objectReader = null;
+    // The reader stays, closed: a read still under way elsewhere (the other half of a Promise.all that failed) is
+    // refused by it, where a new reader would start a git nobody closes, and the process would never exit.
+    this.objectReader ??= new CatFileBatch({ cwd: this.cwd, env: this.env });
+    await this.objectReader.close();
     await keepKeyChecks(this.cacheDir, this.recalledKeys);
   }
 }
