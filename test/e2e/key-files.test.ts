@@ -191,6 +191,50 @@ describe('a move of the keys directory', () => {
   });
 });
 
+describe('a move of the keys directory to its parent', () => {
+  let story: Story;
+  afterAll(() => story.cleanup());
+
+  it('does not hide a key file going back to its earlier content: refused at every gate; control: the move alone passes', async () => {
+    story = makeStory();
+    const work = adoptedClone(story, ['src/**']);
+    // The keys in tr/keys/, then bob trusted there and revoked.
+    fs.cpSync(path.join(work, '.delegate-git/keys'), path.join(work, 'tr/keys'), { recursive: true });
+    editPolicy(work, (p) => {
+      p.keysDir = 'tr/keys';
+    });
+    attestOk(story, work, 'approve', [POLICY_PATH, 'tr/keys/alice.json']);
+    gitOk(story, work, ['add', POLICY_PATH, 'tr']);
+    acceptedByEveryGate(story, work, 'keys in tr/keys/');
+    const bob = trustedKey(story, work, 'bob');
+    const unrevoked = fs.readFileSync(path.join(work, bob.keyFile), 'utf8');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    cliOk(story, work, ['keys', 'revoke', 'bob']);
+    attestOk(story, work, 'approve', [bob.keyFile]);
+    gitOk(story, work, ['add', bob.keyFile]);
+    acceptedByEveryGate(story, work, 'revoke bob');
+
+    // One approved policy change moves the keys to tr/, where bob's file stays (tr/keys/bob.json), and the same
+    // commit puts his unrevoked content back: his file is dated by its own history as well as by the move.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    editPolicy(work, (p) => {
+      p.keysDir = 'tr';
+    });
+    attestOk(story, work, 'approve', [POLICY_PATH, 'tr/keys/alice.json']);
+    fs.writeFileSync(path.join(work, bob.keyFile), unrevoked);
+    gitOk(story, work, ['add', POLICY_PATH, bob.keyFile]);
+    refusedByEveryGate(story, work, bob.keyFile, 'only before the version it replaces was approved');
+
+    // Control: the move alone, bob's revoked file approved since the policy it replaces.
+    editPolicy(work, (p) => {
+      p.keysDir = 'tr';
+    });
+    attestOk(story, work, 'approve', [POLICY_PATH, 'tr/keys/alice.json', bob.keyFile]);
+    gitOk(story, work, ['add', POLICY_PATH]);
+    acceptedByEveryGate(story, work, 'keys in tr/');
+  });
+});
+
 describe('the review threshold raised', () => {
   let story: Story;
   afterAll(() => story.cleanup());

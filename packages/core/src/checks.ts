@@ -519,13 +519,16 @@ export function withJoiningKeys(
   joining: ReadonlyArray<{ path: string; blob: string; submodule?: boolean; symlink?: boolean }>,
   replaced: { blob: string; at: string } | null,
 ): FileToJudge[] {
+  const changed = new Map(files.map((f) => [f.path, f]));
+  const dated = joining.map((f): FileToJudge => {
+    const own = changed.get(f.path);
+    if (!replaced) return own ?? f;
+    const policy = { blob: replaced.blob, path: POLICY_PATH, at: replaced.at };
+    // A key file the change rewrites too is dated by both: going back to its own earlier content stays refused.
+    if (own?.replaces) return { ...own, alsoReplaces: policy };
+    return { ...(own ?? f), replaces: policy.blob, replacedPath: policy.path, replacedAt: policy.at };
+  });
   const there = new Set(joining.map((f) => f.path));
-  const dated = joining.map(
-    (f): FileToJudge => ({
-      ...f,
-      ...(replaced && { replaces: replaced.blob, replacedPath: POLICY_PATH, replacedAt: replaced.at }),
-    }),
-  );
   return [...files.filter((f) => !there.has(f.path)), ...dated];
 }
 

@@ -56,6 +56,19 @@ export interface FileToJudge {
    * the keys directory is dated by the policy version the move replaces (withJoiningKeys).
    */
   replacedPath?: string;
+  /**
+   * A second version the change replaces, dated the same way: a key file the change itself rewrites while it moves
+   * the keys directory replaces both its own earlier content and the policy version the move replaces
+   * (withJoiningKeys), and its approvals must be as new as the later of the two.
+   */
+  alsoReplaces?: ReplacedVersion;
+}
+
+/** A version of `path` (its blob, and the commit holding it) that a change replaces. */
+export interface ReplacedVersion {
+  blob: string;
+  path: string;
+  at: string;
 }
 
 export interface JudgeContext {
@@ -112,7 +125,7 @@ export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContex
   const anchor = ctx.anchor ?? ctx.governance;
   const judged = files.map((f): FileToJudge => {
     if (!f.replaces || rulesFor(f.path, ctx.governance, anchor).governanceFile) return f;
-    const { replaces: _, ...rest } = f;
+    const { replaces: _, alsoReplaces: __, ...rest } = f;
     return rest;
   });
   const known = judged.map((f) =>
@@ -131,8 +144,10 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   if (files.length === 0) return [];
   // Only governance files still carry `replaces` here (judgeFiles): each replaced version is dated by its history.
   const histories = await replacedHistories(files, ctx);
-  const replaced = [...histories.values()].flatMap((h) =>
-    [...h.commits.values()].flatMap((c) => (c.blob === null ? [] : [c.blob])),
+  const replaced = [...histories.values()].flatMap((versions) =>
+    versions.flatMap(({ history }) =>
+      [...history.commits.values()].flatMap((c) => (c.blob === null ? [] : [c.blob])),
+    ),
   );
   const blobs = [...new Set([...files.map((f) => f.blob), ...replaced])];
   // Threads take a while to start: start them while git reads, when the batch is large enough to use them.
@@ -209,14 +224,13 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
         anchor,
         recordsOn: (governanceFile) => recordsFor(f.blob, governanceFile),
         replacedAdmitted: (threshold) => {
-          const history = histories.get(f)!;
-          return admittedAt(
-            f.replacedPath ?? f.path,
-            history.tip,
-            history.commits,
-            (b) => recordsFor(b, true).records,
-            threshold,
-          );
+          const dates = histories
+            .get(f)!
+            .map(({ path, history }) =>
+              admittedAt(path, history.tip, history.commits, (b) => recordsFor(b, true).records, threshold),
+            )
+            .filter((t): t is number => t !== undefined);
+          return dates.length === 0 ? undefined : Math.max(...dates);
         },
         earlier: async (trustRoot) => {
           index ??= typeof ctx.index === 'function' ? await ctx.index() : ctx.index;
@@ -228,20 +242,23 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   return out;
 }
 
-/** Per file that replaces a version: the history that version was admitted along. */
+/** Per file that replaces a version (or two): the history each version was admitted along, with its path. */
 async function replacedHistories(
   files: readonly FileToJudge[],
   ctx: JudgeContext,
-): Promise<Map<FileToJudge, PathHistory>> {
-  const histories = new Map<FileToJudge, PathHistory>();
+): Promise<Map<FileToJudge, Array<{ path: string; history: PathHistory }>>> {
+  const histories = new Map<FileToJudge, Array<{ path: string; history: PathHistory }>>();
+  const historyOf = async ({ blob, path, at }: { blob: string; path: string; at?: string }) => {
+    const read = at && ctx.historyOf ? await ctx.historyOf(at, path) : null;
+    // Without its history (or where it does not hold that version), the version stands alone.
+    const alone = { tip: blob, commits: new Map([[blob, { blob, parents: [] }]]) };
+    return { path, history: read?.commits.get(read.tip)?.blob === blob ? read : alone };
+  };
   await Promise.all(
     files.map(async (f) => {
       if (!f.replaces) return;
-      const path = f.replacedPath ?? f.path;
-      const read = f.replacedAt && ctx.historyOf ? await ctx.historyOf(f.replacedAt, path) : null;
-      // Without its history (or where it does not hold that version), the version stands alone.
-      const alone = { tip: f.replaces, commits: new Map([[f.replaces, { blob: f.replaces, parents: [] }]]) };
-      histories.set(f, read?.commits.get(read.tip)?.blob === f.replaces ? read : alone);
+      const own = { blob: f.replaces, path: f.replacedPath ?? f.path, at: f.replacedAt };
+      histories.set(f, await Promise.all([own, ...(f.alsoReplaces ? [f.alsoReplaces] : [])].map(historyOf)));
     }),
   );
   return histories;
