@@ -30,7 +30,7 @@ function governanceFiles(policy: Policy): (path: string) => boolean {
  * A path as a checkout that ignores case and Unicode normalization places it: two paths it folds together are one
  * file. Each character upper-cased, then lower-cased: lower case alone leaves apart what Unicode's case folding
  * joins (`ſ` and `s`, `ς` and `σ`, `µ` and `μ`). A character whose case changes its length (`ß` upper-cases to `SS`)
- * keeps it, so a glob's `?` still matches it.
+ * keeps it, so a glob's `?` still matches it. The result is composed again (NFC).
  */
 export function foldedPath(path: string): string {
   const text = composed(path);
@@ -41,7 +41,8 @@ export function foldedPath(path: string): string {
     const lower = ([...upper].length === 1 ? upper : ch).toLowerCase();
     folded += [...lower].length === 1 ? lower : ch;
   }
-  return folded;
+  // Folding can leave what composes anew: `J̌` (J and a combining caron, with no composed capital) folds to `ǰ`.
+  return composed(folded);
 }
 
 /** The paths the ledger recorded, as a set or as the path index. */

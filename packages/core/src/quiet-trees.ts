@@ -98,6 +98,6 @@ function keyOf(tree: string, dir: string, policyBlob: string, tip: string | null
  * 2: globs match names holding a line break; 3: protect globs ignore case; 4: so do the policy and keys paths, and
  * both ignore Unicode normalization (governed-paths.ts); 5: a symbolic link or submodule is governed also where a
  * protect glob reaches beneath it; 6: recorded paths ignore case and Unicode normalization too, and case is folded as
- * Unicode folds it (upper, then lower: `ſ` is `s`).
+ * Unicode folds it (upper, then lower: `ſ` is `s`); 7: the folded path is composed again (`J̌` is `ǰ`).
  */
-const DIGEST_RULES = 6;
+const DIGEST_RULES = 7;

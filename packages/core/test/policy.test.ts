@@ -137,6 +137,14 @@ describe('governedMatcher', () => {
     expect(foldedPath('Stra\u00dfe/\u017f')).toBe('stra\u00dfe/s');
   });
 
+  it('composes again after folding: J with a combining caron is ǰ, as a checkout that folds them places it', () => {
+    const governed = governedMatcher(policyOf({ protect: ['\u01f0obs/**'] })); // ǰobs
+    expect(governed('J\u030cobs/x', false)).toBe(true); // J̌obs: no composed capital J with caron
+    expect(governed('\u01f0obs/x', false)).toBe(true);
+    expect(governed('Jobs/x', false)).toBe(false); // control: no caron
+    expect(foldedPath('J\u030cobs')).toBe('\u01f0obs');
+  });
+
   it('governs a path whose name holds a line break, as any other (picomatch alone would not match it under **)', () => {
     const governed = governedMatcher(
       policyOf({ protect: ['src/**', 'lib/*.ts', '**/*.sql'], exclude: ['src/gen/**'] }),
