@@ -268,6 +268,24 @@ describe('keys', () => {
     );
   });
 
+  it('list and revoke see a key file in a subdirectory of the keys directory, as every gate trusts it', () => {
+    const sub = copyWorkTree(story, dir, 'keys-subdir');
+    const env = operatorEnv(story, 'carol');
+    const carol = json<{ publicKey: string }>(cliOk(story, sub, ['keygen', 'carol', '--json'], env));
+    cliOk(story, sub, ['keys', 'add', 'carol', '--public-key', carol.publicKey, '--roles', 'reviewer']);
+    fs.mkdirSync(path.join(sub, '.delegate-git/keys/team'));
+    fs.renameSync(
+      path.join(sub, '.delegate-git/keys/carol.json'),
+      path.join(sub, '.delegate-git/keys/team/carol.json'),
+    );
+    fs.writeFileSync(path.join(sub, '.delegate-git/keys/team/README.md'), 'not a key\n'); // control: not listed
+    const listed = json<Listed>(cliOk(story, sub, ['keys', 'list', '--json']));
+    expect(listed.keys.map((k) => k.file)).toContain('.delegate-git/keys/team/carol.json');
+    expect(listed.keys.map((k) => k.file)).not.toContain('.delegate-git/keys/team/README.md');
+    const revoked = cliOk(story, sub, ['keys', 'revoke', 'carol']);
+    expect(revoked.stdout).toContain('in .delegate-git/keys/team/carol.json');
+  });
+
   it('add refuses a key that is not one, a small-order key and an unknown role, writing nothing', () => {
     const attempts: Array<[string, string, string]> = [
       ['mallory', 'not-a-key', 'the public key is not standard base64'],

@@ -6,6 +6,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   DelegateGitError,
+  holdsKey,
   type KeyFile,
   keyFileText,
   POLICY_PATH,
@@ -83,7 +84,12 @@ export async function registerKey(
 export async function readKeyFiles(top: string, keysDir: string) {
   const dir = path.join(top, keysDir);
   if (!existsSync(dir)) return [];
-  const names = (await readdir(dir)).filter((n) => n.endsWith('.json')).sort();
+  // At any depth, as every gate loads the trust root (a key in keys/team/ is trusted as one in keys/).
+  const names = (await readdir(dir, { recursive: true, withFileTypes: true }))
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'))
+    .filter(holdsKey)
+    .sort();
   return Promise.all(
     names.map(async (n) => {
       const file = `${keysDir}/${n}`;
