@@ -219,6 +219,36 @@ describe('verify and merges that change the trust root', () => {
     expect(refused.stdout).toContain(`adopted in commit ${ownAdoption.slice(0, 12)}, one of 2 adoptions`);
   });
 
+  it('a branch from before the adoption brought up to date with the adopted line passes, after main changed its rules; a key added on the way is refused', async () => {
+    const work = copyWorkTree(story, template, 'pre-adoption-update');
+    gitOk(story, work, ['branch', 'feature', 'HEAD~1']); // before the adoption
+    await tighten(work, 'lib/**'); // main's rules change once after the adoption
+    gitOk(story, work, ['checkout', '-q', 'feature']);
+    writeFiles(work, { 'README.md': 'feature work\n' });
+    gitOk(story, work, ['add', 'README.md']);
+    expect(commit(story, work, 'feature work').code).toBe(0);
+    gitOk(story, work, ['merge', '-q', '--no-edit', 'main']); // "Update branch", through the hook
+    const updated = verify(work);
+    expect(updated.code, updated.stdout).toBe(0); // not a second adoption: its rules come from main
+    const merged = head(work);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    gitOk(story, work, ['merge', '-q', '--no-ff', '--no-edit', 'feature']);
+    expect(verify(work).code).toBe(0);
+
+    // The same merge with a key of its own added on the way is a change from main's rules, and refused.
+    gitOk(story, work, ['checkout', '-q', '--detach', `${merged}^1`]);
+    gitOk(story, work, ['merge', '-q', '--no-commit', 'main']);
+    const [eve] = registerKeys(story, work, [{ name: 'eve-2' }]);
+    attestOk(story, work, 'approve', [eve!.keyFile], { key: 'eve-2' });
+    gitOk(story, work, ['add', eve!.keyFile]);
+    expect(commit(story, work, 'update, with eve', ['--no-verify']).code).toBe(0);
+    const evil = verify(work);
+    expect(evil.code, evil.stdout).toBe(1);
+    expect(evil.stdout).toContain(
+      `NOT PROMOTED  ${eve!.keyFile}: changed in commit ${head(work).slice(0, 12)}`,
+    );
+  });
+
   it('merging the default branch into a stale branch through the hook takes its policy as that branch approved it; unpromoted content it holds is still refused', async () => {
     const work = copyWorkTree(story, template, 'update-branch');
     for (const branch of ['stale', 'stale-pull', 'stale-too', 'stale-octopus', 'side']) {

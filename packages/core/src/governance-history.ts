@@ -88,10 +88,28 @@ export async function unapprovedGovernanceChanges(
 
   const problems: GovernanceChangeProblem[] = [];
   const anchors: Array<{ commit: string; governance: Governance }> = [];
-  for (const { id, parent, fields } of commitsOf(splitZ(out))) {
-    const changes = parseRawDiff(fields);
+  for (const commitAt of commitsOf(splitZ(out))) {
+    const { id } = commitAt;
+    let { parent } = commitAt;
+    let changes = parseRawDiff(commitAt.fields);
     if (changes.length === 0) continue;
-    const before = parent === undefined ? null : await rulesBefore(parent);
+    let before = parent === undefined ? null : await rulesBefore(parent);
+    // A branch from before the adoption that merges the adopted line ("Update branch") takes its rules from that
+    // parent: the merge is judged as a change from it, not as another adoption.
+    for (const other of before === null ? commitAt.others : []) {
+      const rules = await rulesBefore(other);
+      if (rules === null) continue;
+      [parent, before] = [other, rules];
+      changes = parseRawDiff(
+        splitZ(
+          await git(
+            ['diff-tree', '-r', '-z', '--no-renames', other, id, '--', ...literalPathspecs(pathspecs)],
+            opts,
+          ),
+        ),
+      );
+      break;
+    }
     const own = await readGovernance(repo, id);
     if (before === null) {
       // Nothing was in force before it: an adoption, the trust anchor (or not adopted yet).
@@ -330,12 +348,14 @@ async function readGovernance(repo: Repository, rev: string): Promise<Governance
 }
 
 /** Splits `log --raw -z --format=%x01%H %P` output into commits with their first parent and raw diff fields. */
-function commitsOf(tokens: string[]): Array<{ id: string; parent: string | undefined; fields: string[] }> {
-  const commits: Array<{ id: string; parent: string | undefined; fields: string[] }> = [];
+function commitsOf(
+  tokens: string[],
+): Array<{ id: string; parent: string | undefined; others: string[]; fields: string[] }> {
+  const commits: Array<{ id: string; parent: string | undefined; others: string[]; fields: string[] }> = [];
   for (const token of tokens) {
     if (token.startsWith('\x01')) {
-      const [id, parent] = token.slice(1).trim().split(' ');
-      commits.push({ id: id!, parent: parent || undefined, fields: [] });
+      const [id, parent, ...others] = token.slice(1).trim().split(' ');
+      commits.push({ id: id!, parent: parent || undefined, others, fields: [] });
     } else if (token.length > 0 && commits.length > 0) {
       commits[commits.length - 1]!.fields.push(token.replace(/^\n/, ''));
     }
