@@ -287,5 +287,16 @@ describe('verify and merges that change the trust root', () => {
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('NOT PROMOTED  src/unpromoted.ts');
     expect(refused.stderr).not.toContain(`NOT PROMOTED  ${POLICY}`);
+
+    // A branch whose new key approved itself (committed past the hook): its rules do not judge what a merge takes.
+    gitOk(story, work, ['checkout', '-q', '-b', 'rogue', 'stale']);
+    const [rex] = registerKeys(story, work, [{ name: 'rex' }]);
+    attestOk(story, work, 'approve', [rex!.keyFile], { key: 'rex' });
+    gitOk(story, work, ['add', rex!.keyFile]);
+    expect(commit(story, work, 'rex trusts himself', ['--no-verify']).code).toBe(0);
+    gitOk(story, work, ['checkout', '-q', '-b', 'takes-rogue', 'side']);
+    const rogue = gitRun(story, work, ['merge', '--no-edit', 'rogue']);
+    expect(rogue.code).not.toBe(0);
+    expect(rogue.stderr).toContain(`NOT PROMOTED  ${rex!.keyFile}`);
   });
 });

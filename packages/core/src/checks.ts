@@ -312,8 +312,9 @@ async function judgeWithCache(
  * During a merge (`git merge`, `git pull`), a refused file whose staged content is exactly a merged branch's is
  * judged again by that branch's own rules, which already accepted it there: merging the default branch into a
  * feature branch brings the default branch's policy and keys as that branch approved them, perhaps by a reviewer the
- * feature branch's older trust root does not list yet. (The server judges the push by the ref's own rules as well,
- * and skips what the default branch holds; this gate is the early word, not the last.)
+ * feature branch's older trust root does not list yet, as long as that branch's policy and keys were each admitted
+ * by the rules before them. (The server judges the push by the ref's own rules as well, and skips what the default
+ * branch holds; this gate is the early word, not the last.)
  */
 async function takenFromMerged(
   repo: Repository,
@@ -332,7 +333,7 @@ async function takenFromMerged(
     const theirs = gitSnapshot(repo.cwd, repo.objects, merged, repo.env);
     if (taken.length === 0 || (await theirs.readFile(POLICY_PATH)) === null) continue;
     const rules = await loadGovernance(theirs).catch(() => null);
-    if (rules === null) continue;
+    if (rules === null || !(await admittedAlongItsHistory(repo, merged, notesAt))) continue;
     const again = new Map(
       (await judgeWithCache(repo, taken, rules, rules, notesAt))
         .filter((j) => j.promoted)
@@ -345,6 +346,20 @@ async function takenFromMerged(
     });
   }
   return out;
+}
+
+/**
+ * Whether the policy and keys at `commit` were each admitted under the rules before them (verify's history walk):
+ * a branch whose key approved itself must not have that key judge what the merge takes from it.
+ */
+async function admittedAlongItsHistory(
+  repo: Repository,
+  commit: string,
+  notesAt: string | null,
+): Promise<boolean> {
+  // Loaded when asked: governance-history.ts builds on this module.
+  const { unapprovedGovernanceChanges } = await import('./governance-history.js');
+  return (await unapprovedGovernanceChanges(repo, commit, notesAt)).length === 0;
 }
 
 /**
