@@ -191,6 +191,40 @@ describe('a move of the keys directory', () => {
   });
 });
 
+describe('a move of the keys directory with git mv', () => {
+  let story: Story;
+  afterAll(() => story.cleanup());
+
+  it('deletes the key files in force, and is refused at commit, at push and in CI; control: copied, it passes', () => {
+    story = makeStory();
+    const work = adoptedClone(story, ['src/**']);
+    const alice = '.delegate-git/keys/alice.json';
+    gitOk(story, work, ['mv', '.delegate-git/keys', 'k3']);
+    editPolicy(work, (p) => {
+      p.keysDir = 'k3';
+    });
+    attestOk(story, work, 'approve', [POLICY_PATH, 'k3/alice.json']);
+    gitOk(story, work, ['add', POLICY_PATH]);
+    const atCommit = commit(story, work, 'keys moved to k3/');
+    expect(atCommit.code).not.toBe(0);
+    expect(atCommit.stderr).toContain(`DELETION REFUSED  ${alice}`);
+    expect(commit(story, work, 'keys moved to k3/', ['--no-verify']).code).toBe(0);
+    const pushed = gitRun(story, work, ['push', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
+    expect(pushed.code).not.toBe(0);
+    expect(pushed.stderr).toContain(`${alice}: the policy file and the trust root cannot be deleted`);
+    expect(cli(story, work, ['verify']).stdout).toContain(`NOT PROMOTED  ${alice}: deleted in commit`);
+
+    // Control: the key files copied, the old directory kept as it is.
+    gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+    fs.cpSync(path.join(work, '.delegate-git/keys'), path.join(work, 'k3'), { recursive: true });
+    editPolicy(work, (p) => {
+      p.keysDir = 'k3';
+    });
+    gitOk(story, work, ['add', POLICY_PATH, 'k3']);
+    acceptedByEveryGate(story, work, 'keys copied to k3/');
+  });
+});
+
 describe('a move of the keys directory to its parent', () => {
   let story: Story;
   afterAll(() => story.cleanup());

@@ -10,7 +10,7 @@ import { rememberGovernanceDigest } from './decision-store.js';
 import { DelegateGitError, isDelegateGitError } from './errors.js';
 import { git, gitTry, literalPathspecs } from './git.js';
 import { type Governance, holdsKey, loadGovernance, loadPolicy } from './governance.js';
-import { changesGovernance, keysMovedTo, recordedAsCheckedOut } from './governed-paths.js';
+import { changesGovernance, isGovernanceFile, keysMovedTo, recordedAsCheckedOut } from './governed-paths.js';
 import { type FileToJudge, governedFiles, isLink, type Judgement, judgeFiles } from './judge.js';
 import { damagedLedger } from './notes-ledger.js';
 import { pathHistory } from './path-history.js';
@@ -229,6 +229,14 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
     committedGovernance(repo, base),
     files.length > 0 ? loadGovernance(snapshot, policy) : null,
   ]);
+  // A governance file of the rules in force stays one when the staged policy moves the keys: deleting it (a `git mv`
+  // of the keys directory) is refused, as the server and verify judge it.
+  for (const r of committed ? removed : []) {
+    if (!isGovernanceFile(committed!.policy, r.path)) continue;
+    const at = deletions.find((d) => d.path === r.path);
+    if (at) Object.assign(at, { blocks: true, reason: GOVERNANCE_DELETED });
+    else deletions.push({ path: r.path, blocks: true, reason: GOVERNANCE_DELETED });
+  }
   const moved = committed ? keysMovedTo(committed.policy, policy) : null;
   const joining = moved === null ? [] : await stagedFiles(top, [`${moved}/`], repo.env);
   const judged = moved === null ? files : withJoiningKeys(files, joining, await policyVersionAt(repo, base));
