@@ -21,6 +21,11 @@ const relativeDir = z.string().check(
     'must be a repository-relative POSIX path without ..',
   ),
   z.refine((s) => canonicalDir(s) !== '', 'must name a directory below the top of the repository'),
+  // Every file in the keys directory is read as a key: the policy file there would be one too.
+  z.refine(
+    (s) => !POLICY_PATH.toLowerCase().startsWith(`${canonicalDir(s).toLowerCase()}/`),
+    `must not hold the policy file (${POLICY_PATH}): name a directory of its own, such as .delegate-git/keys`,
+  ),
 );
 
 /**

@@ -63,6 +63,7 @@ describe('parsePolicy', () => {
 
   it('drops a trailing slash from the keys directory', () => {
     expect(policyOf({ keysDir: 'keys/' }).keysDir).toBe('keys');
+    expect(policyOf({ keysDir: '.delegate-git/trust' }).keysDir).toBe('.delegate-git/trust'); // beside the policy
   });
 
   it('refuses an unknown field, naming the file and the field', () => {
@@ -87,6 +88,8 @@ describe('parsePolicy', () => {
     ['keysDir', '/etc/keys'],
     ['keysDir', 'a\\b'],
     ['keysDir', ''],
+    ['keysDir', '.delegate-git'], // it would hold the policy file
+    ['keysDir', './.Delegate-Git/'],
     ['protect', 'src/**'],
     ['protect', ['']],
     ['exclude', [1]],
