@@ -290,5 +290,14 @@ describe('the review threshold raised', () => {
     attestOk(story, work, 'approve', [bob.keyFile]);
     gitOk(story, work, ['add', bob.keyFile]);
     refusedByEveryGate(story, work, bob.keyFile);
+
+    // The same for a key file in the keys directory spelled in another case: verify's walk lists it too.
+    const variant = '.delegate-git/KEYS/carol.json';
+    const [carol] = registerKeys(story, work, [{ name: 'carol' }]);
+    fs.mkdirSync(path.join(work, '.delegate-git/KEYS'));
+    fs.renameSync(path.join(work, carol!.keyFile), path.join(work, variant));
+    attestOk(story, work, 'approve', [variant]);
+    gitOk(story, work, ['add', variant]);
+    refusedByEveryGate(story, work, variant);
   });
 });

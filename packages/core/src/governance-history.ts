@@ -8,7 +8,7 @@
  */
 import { keysLeftBehind, leftBehind, parseRawDiff, policyVersionAt, withJoiningKeys } from './checks.js';
 import { isDelegateGitError } from './errors.js';
-import { git, gitTry, literalPathspecs, PINNED_LOG } from './git.js';
+import { git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { type FileToJudge, type Judgement, judgeFiles } from './judge.js';
 import { PathHistories } from './path-history.js';
@@ -59,7 +59,7 @@ export async function unapprovedGovernanceChanges(
       '--format=%x01%H %P',
       commit,
       '--',
-      ...literalPathspecs(pathspecs),
+      ...ignoringCase(pathspecs),
     ],
     opts,
   );
@@ -103,7 +103,7 @@ export async function unapprovedGovernanceChanges(
       changes = parseRawDiff(
         splitZ(
           await git(
-            ['diff-tree', '-r', '-z', '--no-renames', other, id, '--', ...literalPathspecs(pathspecs)],
+            ['diff-tree', '-r', '-z', '--no-renames', other, id, '--', ...ignoringCase(pathspecs)],
             opts,
           ),
         ),
@@ -205,7 +205,7 @@ async function mergesGoingBack(
   if (pairs.length === 0) return [];
   // --always prints every pair's header, even with nothing changed, so the output lines up with the input.
   const out = await git(
-    ['diff-tree', '--stdin', '--always', '-r', '-z', '--no-renames', '--', ...literalPathspecs(pathspecs)],
+    ['diff-tree', '--stdin', '--always', '-r', '-z', '--no-renames', '--', ...ignoringCase(pathspecs)],
     { ...opts, input: pairs.map((p) => `${p.merge} ${p.parent}\n`).join('') },
   );
   const problems: GovernanceChangeProblem[] = [];
@@ -290,6 +290,15 @@ async function allHold(repo: Repository, commits: string[], path: string, blob: 
 }
 
 /** The policy file and every keys directory any version of the policy in this history named. */
+/**
+ * The governance pathspecs as git's literal paths, ignoring case: the gates fold case when they tell a governance
+ * file (`.delegate-git/KEYS/x.json` is in the keys directory on a file system that ignores case), and a walk that
+ * listed only the exact spelling would judge such a change at the revision alone. (git folds ASCII case only.)
+ */
+function ignoringCase(pathspecs: readonly string[]): string[] {
+  return pathspecs.map((p) => `:(literal,icase)${p}`);
+}
+
 async function governancePathspecs(repo: Repository, commit: string): Promise<string[]> {
   const opts = { cwd: repo.cwd, env: repo.env };
   const versions = (await git(['log', '--no-show-signature', '--format=%H', commit, '--', POLICY_PATH], opts))
@@ -324,7 +333,7 @@ async function governanceInForce(
     const governance = await readGovernance(repo, at);
     if (governance !== null) return governance;
     const last = await gitTry(
-      ['rev-list', '-1', '--first-parent', at, '--', ...literalPathspecs(pathspecs)],
+      ['rev-list', '-1', '--first-parent', at, '--', ...ignoringCase(pathspecs)],
       opts,
     );
     const changedAt = last.code === 0 ? last.stdout.toString('utf8').trim() : '';
