@@ -191,6 +191,46 @@ describe('a move of the keys directory', () => {
   });
 });
 
+describe('a move of the keys directory and back within one push', () => {
+  let story: Story;
+  afterAll(() => story.cleanup());
+
+  it('is judged at the commit that moves: an unapproved key file there is refused at push; control: without it, accepted', async () => {
+    story = makeStory();
+    const work = adoptedClone(story, ['src/**']);
+    const policy = path.join(work, POLICY_PATH);
+    const adopted = fs.readFileSync(policy, 'utf8');
+    const moveAndBack = async (extra: boolean) => {
+      fs.cpSync(path.join(work, '.delegate-git/keys'), path.join(work, 'k2'), { recursive: true });
+      if (extra) {
+        const [carol] = registerKeys(story, work, [{ name: 'carol' }]);
+        fs.renameSync(path.join(work, carol!.keyFile), path.join(work, 'k2/carol.json'));
+      }
+      editPolicy(work, (p) => {
+        p.keysDir = 'k2';
+      });
+      attestOk(story, work, 'approve', [POLICY_PATH, 'k2/alice.json']);
+      gitOk(story, work, ['add', POLICY_PATH, 'k2']);
+      expect(commit(story, work, 'keys in k2/', ['--no-verify']).code).toBe(0);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      fs.writeFileSync(policy, adopted);
+      attestOk(story, work, 'approve', [POLICY_PATH, '.delegate-git/keys/alice.json']);
+      gitOk(story, work, ['add', POLICY_PATH]);
+      expect(commit(story, work, 'keys back', ['--no-verify']).code).toBe(0);
+      return gitRun(story, work, ['push', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
+    };
+    const refused = await moveAndBack(true);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/refused refs\/heads\/main [0-9a-f]{12} k2\/carol\.json: /);
+
+    // Control: the same two commits without carol's file.
+    gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+    gitOk(story, work, ['clean', '-q', '-fdx']);
+    const accepted = await moveAndBack(false);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+});
+
 describe('a move of the keys directory with git mv', () => {
   let story: Story;
   afterAll(() => story.cleanup());

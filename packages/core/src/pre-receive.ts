@@ -475,7 +475,8 @@ async function judgeRefUpdate(
     if (!j.promoted)
       result.refusals.push({ ref: u.ref, commit: unique[i]!.commit, path: j.path, reason: j.reason });
   });
-  for (const refusal of await movedKeysRefused(reads, u, governance, after)) result.refusals.push(refusal);
+  for (const refusal of await movedKeysRefused(reads, u, governance, after, brought.introduced))
+    result.refusals.push(refusal);
   for (const d of firstOfEach(deleted, (f) => f.path)) {
     const reason = deletionRefusal(governance.policy, d.path, matcher, d.removesLink === true);
     if (reason) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason });
@@ -485,22 +486,45 @@ async function judgeRefUpdate(
 /**
  * When the pushed tip's policy moves the keys directory, every file there becomes a key file: each is judged as one
  * (a reviewer's approval under the rules in force, no older than the policy the move replaces: withJoiningKeys), not
- * only those the push adds (keysMovedTo).
+ * only those the push adds (keysMovedTo). So is a move by a commit in between (one the tip may move back): verify's
+ * walk judges each commit's move, and the server must not accept what it refuses.
  */
 async function movedKeysRefused(
   reads: PushReads,
   u: RefUpdate,
   governance: Governance,
   after: LedgerAfter,
+  introduced: readonly Introduced[],
 ): Promise<PushRefusal[]> {
-  const moved = keysMovedTo(governance.policy, await policyAt(reads.repo, u.newId));
-  if (moved === null) return [];
   const own = await previousTip(reads, u);
   const inForceAt = own !== null && (await reads.hasPolicy(own)) ? own : await reads.headCommit();
-  const joining = await treeFiles(reads.repo.cwd, u.newId, [`${moved}/`], reads.repo.env);
-  const keyFiles = withJoiningKeys([], joining, await policyVersionAt(reads.repo, inForceAt));
+  const moves: Array<{ commit: string; from: Policy | null; datedAt: string | null }> = [
+    { commit: u.newId, from: governance.policy, datedAt: inForceAt },
+  ];
+  const policyChanges = introduced.filter(
+    (c) => c.commit !== u.newId && c.replacedAt && c.path === POLICY_PATH,
+  );
+  for (const c of firstOfEach(policyChanges, (c) => c.commit))
+    moves.push({ commit: c.commit, from: await policyAt(reads.repo, c.replacedAt!), datedAt: c.replacedAt! });
+  const refusals: PushRefusal[] = [];
+  for (const move of moves) refusals.push(...(await moveRefused(reads, u.ref, move, governance, after)));
+  return refusals;
+}
+
+/** movedKeysRefused's answer for one commit whose policy moves the keys directory from `from`'s. */
+async function moveRefused(
+  reads: PushReads,
+  ref: string,
+  move: { commit: string; from: Policy | null; datedAt: string | null },
+  governance: Governance,
+  after: LedgerAfter,
+): Promise<PushRefusal[]> {
+  const moved = move.from === null ? null : keysMovedTo(move.from, await policyAt(reads.repo, move.commit));
+  if (moved === null) return [];
+  const joining = await treeFiles(reads.repo.cwd, move.commit, [`${moved}/`], reads.repo.env);
+  const keyFiles = withJoiningKeys([], joining, await policyVersionAt(reads.repo, move.datedAt));
   const left = (await keysLeftBehind(reads.repo, governance.trustRoot, joining)).map(
-    (path): PushRefusal => ({ ref: u.ref, commit: u.newId, path, reason: leftBehind(moved) }),
+    (path): PushRefusal => ({ ref, commit: move.commit, path, reason: leftBehind(moved) }),
   );
   const judged = await judgeFiles(keyFiles, {
     governance: { ...governance, policy: { ...governance.policy, keysDir: moved } },
@@ -514,7 +538,7 @@ async function movedKeysRefused(
   return [
     ...left,
     ...judged.flatMap((j) =>
-      j.promoted ? [] : [{ ref: u.ref, commit: u.newId, path: j.path, reason: j.reason }],
+      j.promoted ? [] : [{ ref, commit: move.commit, path: j.path, reason: j.reason }],
     ),
   ];
 }
