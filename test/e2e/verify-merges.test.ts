@@ -298,5 +298,17 @@ describe('verify and merges that change the trust root', () => {
     const rogue = gitRun(story, work, ['merge', '--no-edit', 'rogue']);
     expect(rogue.code).not.toBe(0);
     expect(rogue.stderr).toContain(`NOT PROMOTED  ${rex!.keyFile}`);
+
+    // Nor do the rules of an orphan that adopted on its own with main's files and a key of its own.
+    gitOk(story, work, ['merge', '--abort']);
+    gitOk(story, work, ['checkout', '-q', '--orphan', 'orphan', 'main']);
+    const [oz] = registerKeys(story, work, [{ name: 'oz' }]);
+    attestOk(story, work, 'approve', [oz!.keyFile], { key: 'oz' });
+    gitOk(story, work, ['add', oz!.keyFile]);
+    expect(commit(story, work, 'an orphan trusting oz', ['--no-verify']).code).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    const orphan = gitRun(story, work, ['merge', '--no-edit', '--allow-unrelated-histories', 'orphan']);
+    expect(orphan.code).not.toBe(0);
+    expect(orphan.stderr).toContain(`NOT PROMOTED  ${oz!.keyFile}`);
   });
 });

@@ -357,14 +357,24 @@ async function takenFromMerged(
 }
 
 /**
- * Whether the policy and keys at `commit` were each admitted under the rules before them (verify's history walk):
- * a branch whose key approved itself must not have that key judge what the merge takes from it.
+ * Whether the policy and keys at `commit` were each admitted under the rules before them (verify's history walk),
+ * from HEAD's adoption on: a branch whose key approved itself, or that adopted on its own, must not have its keys
+ * judge what the merge takes from it.
  */
 async function admittedAlongItsHistory(
   repo: Repository,
   commit: string,
   notesAt: string | null,
 ): Promise<boolean> {
+  // An orphan, or a line that adopted on its own, is a trust anchor of its own: it must hold HEAD's adoptions.
+  const opts = { cwd: repo.cwd, env: repo.env };
+  const adoptions = await git(
+    ['log', '--diff-filter=A', '--format=%H', 'HEAD', '--', ...literalPathspecs([POLICY_PATH])],
+    opts,
+  );
+  for (const adoption of adoptions.toString('utf8').split('\n').filter(Boolean)) {
+    if ((await gitTry(['merge-base', '--is-ancestor', adoption, commit], opts)).code !== 0) return false;
+  }
   // Loaded when asked: governance-history.ts builds on this module.
   const { unapprovedGovernanceChanges } = await import('./governance-history.js');
   return (await unapprovedGovernanceChanges(repo, commit, notesAt)).length === 0;
