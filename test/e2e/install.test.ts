@@ -567,6 +567,26 @@ describe('init: a newcomer to a repository that adopted delegate-git already', (
     expect(pushed.code, pushed.stderr).toBe(0);
   });
 
+  it('refuses to adopt again on a branch from before the adoption, writing nothing; control: on the adopted branch it sets up', () => {
+    const dir = makeWorkTree(story, 'newcomer-old-branch');
+    stage(dir, { 'README.md': 'before delegate-git\n' });
+    expect(commit(story, dir, 'before the adoption').code).toBe(0);
+    gitOk(story, dir, ['branch', 'old']);
+    adopt(story, dir, ['src/**']);
+    const ledger = refTip(story, dir, 'refs/notes/delegations');
+    gitOk(story, dir, ['checkout', '-q', 'old']);
+    const refused = cli(story, dir, ['init', '--protect', 'src/**'], operatorEnv(story, 'carol'));
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      'has adopted delegate-git already (main holds .delegate-git/policy.json)',
+    );
+    expect(refused.stderr).toContain('git merge main');
+    expect(gitOk(story, dir, ['status', '--porcelain'])).toBe('');
+    expect(refTip(story, dir, 'refs/notes/delegations')).toBe(ledger); // no anchor records of another repository
+    gitOk(story, dir, ['checkout', '-q', 'main']);
+    expect(cli(story, dir, ['init'], operatorEnv(story, 'carol')).code).toBe(0);
+  });
+
   it('says there is nothing to commit when the key is in the trust root already', () => {
     const dir = makeWorkTree(story, 'newcomer-again');
     adopt(story, dir, ['src/**']);

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   adopt,
+  adoptByHand,
   cli,
-  cliOk,
   cloneInto,
   commit,
   copyWorkTree,
@@ -386,7 +386,7 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
   it('deleting the policy and adopting afresh under a new key is judged by the rules before the deletion', () => {
     gitOk(story, work, ['rm', '-q', '-r', '.delegate-git']);
     expect(commit(story, work, 'drop delegate-git', ['--no-verify']).code).toBe(0);
-    cliOk(story, work, ['init', '--protect', 'src/**', '--key', 'usurper', '--no-hook']);
+    adoptByHand(story, work, ['--protect', 'src/**', '--key', 'usurper']);
     gitOk(story, work, ['add', '.delegate-git']);
     expect(commit(story, work, 're-adopt under another key', ['--no-verify']).code).toBe(0);
 

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adopt,
+  adoptByHand,
   cli,
   cliOk,
   commit,
@@ -162,7 +163,9 @@ describe('verify and merges that change the trust root', () => {
     const merge = head(work);
     // Adopted afresh with nothing protected, and an unpromoted file under src/.
     fs.rmSync(path.join(work, '.delegate-git'), { recursive: true, force: true });
-    adopt(story, work, ['nothing/**']);
+    adoptByHand(story, work, ['--protect', 'nothing/**']);
+    gitOk(story, work, ['add', '.delegate-git']);
+    expect(commit(story, work, 'adopted afresh', ['--no-verify']).code).toBe(0);
     writeFiles(work, { 'src/unjudged.ts': 'export const x = 1;\n' });
     gitOk(story, work, ['add', 'src/unjudged.ts']);
     expect(commit(story, work, 'unjudged', ['--no-verify']).code).toBe(0);

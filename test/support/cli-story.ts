@@ -203,6 +203,24 @@ export function adopt(story: Story, dir: string, protect: string[], initArgs: st
   return init;
 }
 
+/**
+ * A second adoption made by hand, as `init` refuses one where a branch holds a policy already: what `init` writes in
+ * a scratch repository (policy and key file) copied into `dir`, approved there by the key `init` used. Returns the
+ * files written.
+ */
+export function adoptByHand(story: Story, dir: string, initArgs: string[]): string[] {
+  const scratch = makeWorkTree(story, `scratch-${Math.random().toString(36).slice(2)}`);
+  cliOk(story, scratch, ['init', ...initArgs, '--no-hook']);
+  const from = path.join(scratch, '.delegate-git');
+  fs.cpSync(from, path.join(dir, '.delegate-git'), { recursive: true });
+  const files = (fs.readdirSync(from, { recursive: true }) as string[])
+    .filter((f) => fs.statSync(path.join(from, f)).isFile())
+    .map((f) => `.delegate-git/${f.split(path.sep).join('/')}`);
+  const key = initArgs.includes('--key') ? initArgs[initArgs.indexOf('--key') + 1]! : OPERATOR;
+  cliOk(story, dir, ['attest', '--approve', ...files, '--key', key, '--yes']);
+  return files;
+}
+
 /** A copy of a prepared work tree (git and all), so describe blocks start from the same state without re-running init. */
 export function copyWorkTree(story: Story, from: string, name: string): string {
   const dir = path.join(story.root, name);

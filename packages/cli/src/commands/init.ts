@@ -174,6 +174,32 @@ function nextStep(policy: Policy, created: boolean, keyFile: string | null, key:
   ].join('\n');
 }
 
+/**
+ * A repository adopts once: where a branch already holds a policy, a new one written here (on a branch from before
+ * the adoption, say) would be a trust anchor of its own, which verify and the server refuse, and its anchor records
+ * would name another repository id in the shared ledger, so that the ledger could not be pushed.
+ */
+async function refuseSecondAdoption(top: string, io: Io): Promise<void> {
+  const opts = { cwd: top, env: io.env };
+  const adopted = (await gitTry(['rev-list', '-1', '--all', '--', `:(literal)${POLICY_PATH}`], opts)).stdout
+    .toString()
+    .trim();
+  if (!adopted) return;
+  const holders = (
+    await gitTry(['branch', '-a', '--contains', adopted, '--format=%(refname:short)'], opts)
+  ).stdout
+    .toString()
+    .split('\n')
+    .filter(Boolean);
+  throw new DelegateGitError(
+    'USAGE',
+    `This repository has adopted delegate-git already (${holders[0] ?? `commit ${adopted.slice(0, 12)}`} holds ${POLICY_PATH}), ` +
+      'but this branch has no policy: a second adoption would be a trust anchor of its own, which verify and the ' +
+      `server refuse. Merge the adopted branch into this one (git merge ${holders[0] ?? adopted.slice(0, 12)}), or run ` +
+      '`delegate-git init` on it.',
+  );
+}
+
 /** The existing policy (kept as it is), or the one a new adoption will write (not written yet). */
 async function choosePolicy(
   top: string,
@@ -182,6 +208,7 @@ async function choosePolicy(
 ): Promise<{ policy: Policy; created: boolean }> {
   const file = path.join(top, POLICY_PATH);
   if (existsSync(file)) return { policy: parsePolicy(await readFile(file, 'utf8')), created: false };
+  await refuseSecondAdoption(top, io);
   let protect = values.protect ?? [];
   if (!values.protect && io.interactive) {
     const answer = await io.prompt(
