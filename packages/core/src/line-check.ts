@@ -184,7 +184,8 @@ export function datedAhead(createdAt: number, now: number): string | null {
   if (createdAt <= now + CLOCK_SKEW_MS) return null;
   return (
     `created in the future: createdAt ${new Date(createdAt).toISOString()} is more than an hour ahead of this ` +
-    "machine's clock (the signer's clock is wrong: sign it again once it is right)"
+    "machine's clock (the signer's clock is wrong: drop the line from the note on that blob, " +
+    '`git notes --ref delegations edit <blob>`, and sign again with the clock set right)'
   );
 }
 

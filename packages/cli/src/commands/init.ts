@@ -33,7 +33,8 @@ Usage: delegate-git init [--protect <glob>]... [--key <name>] [--keys-dir <dir>]
        delegate-git init --server      (in a bare repository: install the pre-receive hook)
 
 Sets up delegate-git in the current git repository. Idempotent: what exists is kept, never overwritten.
-  - writes ${POLICY_PATH} (repository id, protected globs) unless it exists;
+  - writes ${POLICY_PATH} (repository id, protected globs) unless it exists; refused where another branch
+    holds one already (a repository adopts once: merge that branch, or run init on it);
   - in a new adoption, creates the keys directory (default ${DEFAULT_KEYS_DIR}) and registers your public key
     there with the roles delegator and reviewer; where delegate-git is adopted already, prints the commands a
     trusted reviewer runs to add your key instead (a key file is committed only with reviewers' approval);
