@@ -11,6 +11,8 @@ import { cli, cliOk, commit, gitOk, gitRun, makeStory, type Story } from '../sup
 import { acceptedByEveryGate, adoptedClone, refusedByEveryGate } from '../support/every-gate.js';
 import { type AddedKey, attestOk, editPolicy, generateKey, registerKeys } from '../support/reviewers.js';
 
+const LEDGER = 'refs/notes/delegations';
+
 /** A reviewer's key added, approved by the operator, and accepted by every gate. */
 function trustedKey(story: Story, work: string, name: string): AddedKey {
   const [key] = registerKeys(story, work, [{ name }]);
@@ -131,6 +133,51 @@ describe('a key file keeps its key', () => {
       stale,
       'the policy a move of the keys directory here replaces was admitted',
     );
+  });
+});
+
+describe('a late approval of a policy admitted under a lower threshold', () => {
+  let story: Story;
+  afterAll(() => story.cleanup());
+
+  it('does not move its date: the change that replaced it stays approved in CI; control: going back still needs new approvals', async () => {
+    story = makeStory();
+    const work = adoptedClone(story, ['src/**']);
+    trustedKey(story, work, 'bob');
+    editPolicy(work, (p) => {
+      p.reviewThreshold = 2;
+    });
+    attestOk(story, work, 'approve', [POLICY_PATH]); // alone: the threshold in force is 1
+    gitOk(story, work, ['add', POLICY_PATH]);
+    acceptedByEveryGate(story, work, 'two reviewers from now on');
+    const twoReviewers = fs.readFileSync(path.join(work, POLICY_PATH), 'utf8');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    editPolicy(work, (p) => {
+      p.protect = ['src/**', 'lib/**'];
+    });
+    attestOk(story, work, 'approve', [POLICY_PATH]);
+    attestOk(story, work, 'approve', [POLICY_PATH], { key: 'bob' });
+    gitOk(story, work, ['add', POLICY_PATH]);
+    acceptedByEveryGate(story, work, 'protect lib too');
+    const tightened = fs.readFileSync(path.join(work, POLICY_PATH), 'utf8');
+
+    // bob approves the earlier version now, as a second reviewer would have had to under today's threshold.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    fs.writeFileSync(path.join(work, POLICY_PATH), twoReviewers);
+    attestOk(story, work, 'approve', [POLICY_PATH], { key: 'bob' });
+    fs.writeFileSync(path.join(work, POLICY_PATH), tightened);
+    expect(gitRun(story, work, ['push', '-q', 'origin', LEDGER]).code).toBe(0);
+    const inCi = cli(story, work, ['verify']);
+    expect(inCi.code, inCi.stdout).toBe(0);
+
+    // Control: going back to it needs two approvals made since the tightened policy: bob's is one.
+    fs.writeFileSync(path.join(work, POLICY_PATH), twoReviewers);
+    gitOk(story, work, ['add', POLICY_PATH]);
+    refusedByEveryGate(story, work, POLICY_PATH);
+    fs.writeFileSync(path.join(work, POLICY_PATH), twoReviewers);
+    attestOk(story, work, 'approve', [POLICY_PATH]);
+    gitOk(story, work, ['add', POLICY_PATH]);
+    acceptedByEveryGate(story, work, 'back to two reviewers, protecting src only');
   });
 });
 

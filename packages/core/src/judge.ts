@@ -17,6 +17,7 @@ import {
   governedMatcher,
   isGovernanceFile,
   POLICY_PATH,
+  parsePolicy,
   type RecordedPaths,
   recordedAsCheckedOut,
 } from './policy.js';
@@ -226,8 +227,14 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
         replacedAdmitted: (threshold) => {
           const dates = histories
             .get(f)!
-            .map(({ path, history }) =>
-              admittedAt(path, history.tip, history.commits, (b) => recordsFor(b, true).records, threshold),
+            .map(({ path, history, thresholds }) =>
+              admittedAt(
+                path,
+                history.tip,
+                history.commits,
+                (b) => recordsFor(b, true).records,
+                (commit) => thresholds.get(commit) ?? threshold,
+              ),
             )
             .filter((t): t is number => t !== undefined);
           return dates.length === 0 ? undefined : Math.max(...dates);
@@ -242,17 +249,30 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   return out;
 }
 
+/**
+ * A replaced version's history, and per commit of it the review threshold in force when that commit's version was
+ * admitted (its first parent's policy; 1 for the adoption, whose author alone approves it).
+ */
+interface ReplacedHistory {
+  path: string;
+  history: PathHistory;
+  thresholds: ReadonlyMap<string, number>;
+}
+
 /** Per file that replaces a version (or two): the history each version was admitted along, with its path. */
 async function replacedHistories(
   files: readonly FileToJudge[],
   ctx: JudgeContext,
-): Promise<Map<FileToJudge, Array<{ path: string; history: PathHistory }>>> {
-  const histories = new Map<FileToJudge, Array<{ path: string; history: PathHistory }>>();
+): Promise<Map<FileToJudge, ReplacedHistory[]>> {
+  const histories = new Map<FileToJudge, ReplacedHistory[]>();
   const historyOf = async ({ blob, path, at }: { blob: string; path: string; at?: string }) => {
     const read = at && ctx.historyOf ? await ctx.historyOf(at, path) : null;
-    // Without its history (or where it does not hold that version), the version stands alone.
-    const alone = { tip: blob, commits: new Map([[blob, { blob, parents: [] }]]) };
-    return { path, history: read?.commits.get(read.tip)?.blob === blob ? read : alone };
+    if (!read || read.commits.get(read.tip)?.blob !== blob) {
+      // Without its history (or where it does not hold that version), the version stands alone.
+      const alone = { tip: blob, commits: new Map([[blob, { blob, parents: [] }]]) };
+      return { path, history: alone, thresholds: new Map<string, number>() };
+    }
+    return { path, history: read, thresholds: await thresholdsAlong(read, ctx.batch) };
   };
   await Promise.all(
     files.map(async (f) => {
@@ -262,6 +282,28 @@ async function replacedHistories(
     }),
   );
   return histories;
+}
+
+/** The review threshold in force before each commit of a history: its first parent's policy, read as committed. */
+async function thresholdsAlong(history: PathHistory, batch: CatFileBatch): Promise<Map<string, number>> {
+  const thresholds = new Map<string, number>();
+  await Promise.all(
+    [...history.commits.keys()].map(async (commit) => {
+      // A failed read says nothing (today's threshold applies); a missing object is no policy there.
+      const object = await batch.read(`${commit}^1:${POLICY_PATH}`).catch(() => undefined);
+      if (object === undefined) return;
+      if (object === null) {
+        thresholds.set(commit, 1); // no parent, or no policy there: the adoption, approved by its author alone
+        return;
+      }
+      try {
+        thresholds.set(commit, parsePolicy(object.content.toString('utf8')).reviewThreshold);
+      } catch {
+        // An unreadable policy there says nothing: the threshold of today applies.
+      }
+    }),
+  );
+  return thresholds;
 }
 
 /** What is already known about one governed file when it is judged. */

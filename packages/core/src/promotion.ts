@@ -212,7 +212,9 @@ adds is dated by the moment
  * versions; with fewer such keys, by the last of their approvals), and keeps that date where none had. Dating by the
  * first approval alone let a version come back a second time on an old approval (the policy S, then T, then S approved
  * again, then T once more on the approval it had before S came back); dating by one approval let one reviewer lower a
- * date below a higher threshold by back-dating an approval (createdAt is the signer's word). Undefined when nothing
+ * date below a higher threshold by back-dating an approval (createdAt is the signer's word). `threshold` may be given
+ * per commit, the one in force when that commit's version was admitted: approvals made later toward a higher
+ * threshold of today do not move the date of a version admitted under a lower one. Undefined when nothing
  * along the way was ever approved.
  */
 export function admittedAt(
@@ -220,8 +222,9 @@ export function admittedAt(
   tip: string,
   commits: ReadonlyMap<string, VersionAt>,
   recordsOn: (blob: string) => readonly JudgedRecord[],
-  threshold = 1,
+  threshold: number | ((commit: string) => number) = 1,
 ): number | undefined {
+  const thresholdAt = typeof threshold === 'number' ? () => threshold : threshold;
   const dated = new Map<string, number | undefined>();
   // Parents before children, without recursion: a long history must not exhaust the stack.
   const stack: Array<{ id: string; expanded: boolean }> = [{ id: tip, expanded: false }];
@@ -251,7 +254,7 @@ export function admittedAt(
     // A merge that keeps one side's version replaces the other sides' versions with it: it is dated as that change
     // too, or a version taken from a stale side would keep the side's old date and come back again on it later.
     const replaced = latestTime(others.map((p) => dated.get(p)));
-    const admitted = approvedBy(threshold, path, at.blob, recordsOn(at.blob), replaced) ?? replaced;
+    const admitted = approvedBy(thresholdAt(top.id), path, at.blob, recordsOn(at.blob), replaced) ?? replaced;
     dated.set(top.id, latestTime([carried, admitted]));
   }
   return dated.get(tip);

@@ -448,6 +448,24 @@ describe('a change that goes back to earlier content (the policy and key files)'
     expect(admittedAlong([t.gitBlob], () => after)).toBeUndefined();
   });
 
+  it('a threshold per commit: a version admitted under a lower one keeps its date when a later approval reaches today’s', () => {
+    const late = onBlob(
+      reviewLine(rita, [otherVersion], { createdAt: T1 }), // enough then, under a threshold of 1
+      reviewLine(rob, [otherVersion], { createdAt: T3 }), // a second key, long after
+    );
+    const { tip, commits } = lineOf([otherVersion.gitBlob]);
+    expect(
+      admittedAt(
+        'src/a.ts',
+        tip,
+        commits,
+        () => late,
+        () => 1,
+      ),
+    ).toBe(Date.parse(T1));
+    expect(admittedAt('src/a.ts', tip, commits, () => late, 2)).toBe(Date.parse(T3)); // control: today's threshold
+  });
+
   it('with a threshold, a version is dated when enough distinct keys had approved it: one back-dated approval does not lower it', () => {
     const T0 = '2026-02-01T00:00:00Z';
     const backdated = onBlob(
