@@ -231,8 +231,8 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   ]);
   // A governance file of the rules in force stays one when the staged policy moves the keys: deleting it (a `git mv`
   // of the keys directory) is refused, as the server and verify judge it.
-  for (const r of committed ? removed : []) {
-    if (!isGovernanceFile(committed!.policy, r.path)) continue;
+  const policyInForce = committed?.policy;
+  for (const r of policyInForce ? removed.filter((r) => isGovernanceFile(policyInForce, r.path)) : []) {
     const at = deletions.find((d) => d.path === r.path);
     if (at) Object.assign(at, { blocks: true, reason: GOVERNANCE_DELETED });
     else deletions.push({ path: r.path, blocks: true, reason: GOVERNANCE_DELETED });
