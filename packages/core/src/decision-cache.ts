@@ -143,9 +143,10 @@ export class DecisionCache {
  * 2: the policy and keys paths ignore case (governed-paths.ts), so their files need a reviewer's approval; 3: a key
  * file may not change its key, nor hold a listed key with other content (trust-root.ts, keyFileRefusal); 4: a merge
  * keeping one side's policy or key file is dated as a change from the other side's (promotion.ts, admittedAt); 5: a
- * version is dated by the review threshold in force when it was admitted.
+ * version is dated by the review threshold in force when it was admitted; 6: a record dated ahead of the clock counts
+ * for nothing (promotion.ts, countingAt).
  */
-const DECISION_RULES = 5;
+const DECISION_RULES = 6;
 
 function emptyStore(): Stored {
   return { texts: [], entries: new Map() };

@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Ed25519Backend } from './ed25519.js';
+import { countingAt, type JudgedRecord } from './promotion.js';
 import { decodeRecord, type LedgerRecord, verifyRecord } from './record.js';
 import { VERDICTS, type VerdictName } from './statement.js';
 import type { TrustRoot } from './trust-root.js';
@@ -87,14 +88,16 @@ function judgeRecord(
   record: LedgerRecord,
   judge: LedgerJudge,
 ): JudgedLine {
-  const trust = verifyRecord(record, judge.trustRoot, judge.repositoryId, judge.backend);
+  const verified = verifyRecord(record, judge.trustRoot, judge.repositoryId, judge.backend);
+  // As promotion counts it: an approval or verdict dated ahead of this clock does not count yet.
+  const [{ trust }] = countingAt(Date.now(), [{ record, trust: verified }]) as [JudgedRecord];
   return {
     line,
     lineSha256,
     blob,
     record,
     valid: trust.ok,
-    signer: trust.signer?.name ?? null,
+    signer: verified.signer?.name ?? null,
     reason: trust.ok ? VERIFIED_REASON : trust.reason,
   };
 }

@@ -4,6 +4,7 @@
  * so it crosses threads and a cache unchanged, and everything verify reports about the line is derived from it.
  */
 import { createHash } from 'node:crypto';
+import { datedAhead } from './dated-ahead.js';
 import { addLines } from './path-index.js';
 import {
   decodeRecord,
@@ -170,23 +171,6 @@ export function recordTrust(facts: LineFacts, trustRoot: TrustRoot): RecordTrust
   const signer = t.keyid === null ? undefined : trustRoot.byKeyid(t.keyid);
   if (t.ok) return { ok: true, signer: signer! };
   return signer === undefined ? { ok: false, reason: t.reason } : { ok: false, reason: t.reason, signer };
-}
-
-/** How far a record's createdAt may run ahead of the clock that judges it: clocks drift, by seconds or minutes. */
-export const CLOCK_SKEW_MS = 60 * 60 * 1000;
-
-/**
- * Why a record dated ahead of `now` may not enter the ledger, or null. createdAt is the signer's word, and an
- * approval dated ahead counts as made after every version admitted before that date: a version it approved could
- * come back on it later, and one it admitted could not be replaced until then.
- */
-export function datedAhead(createdAt: number, now: number): string | null {
-  if (createdAt <= now + CLOCK_SKEW_MS) return null;
-  return (
-    `created in the future: createdAt ${new Date(createdAt).toISOString()} is more than an hour ahead of this ` +
-    "machine's clock (the signer's clock is wrong: drop the line from the note on that blob, " +
-    '`git notes --ref delegations edit <blob>`, and sign again with the clock set right)'
-  );
 }
 
 /** What verify reports for a line: valid (counts), invalid (a problem) or revoked (no longer counts). */

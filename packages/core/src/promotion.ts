@@ -3,6 +3,7 @@
  * I/O (reading notes, verifying signatures, hashing content) happens before; this only decides and explains.
  */
 
+import { datedAhead } from './dated-ahead.js';
 import type { LedgerRecord, RecordTrust } from './record.js';
 import { shownPath } from './shown-path.js';
 import type { VerdictName } from './statement.js';
@@ -38,6 +39,8 @@ export interface PromotionRules {
   approvedSince?: number;
   /** What `approvedSince` is the date of, for a refusal's reason (default: the version the change replaces). */
   approvedSinceOf?: string;
+  /** The clock that judges (default: this machine's): a record dated ahead of it does not count (dated-ahead.ts). */
+  now?: number;
 }
 
 export interface Promotion {
@@ -77,7 +80,10 @@ export function promotionOf(
   unreadable: readonly string[] = [],
 ): Promotion {
   const { path } = candidate;
-  const aboutIt = onBlob.filter(({ record }) => record.subjects.some((s) => sameContent(s, candidate)));
+  const aboutIt = countingAt(
+    rules.now ?? Date.now(),
+    onBlob.filter(({ record }) => record.subjects.some((s) => sameContent(s, candidate))),
+  );
   const trusted = aboutIt.filter((j) => j.trust.ok);
 
   const { approvers, rejectors, stale } = reviewOutcome(trusted, rules.approvedSince);
@@ -214,8 +220,8 @@ adds is dated by the moment
  * again, then T once more on the approval it had before S came back); dating by one approval let one reviewer lower a
  * date below a higher threshold by back-dating an approval (createdAt is the signer's word). `threshold` may be given
  * per commit, the one in force when that commit's version was admitted: approvals made later toward a higher
- * threshold of today do not move the date of a version admitted under a lower one. Undefined when nothing
- * along the way was ever approved.
+ * threshold of today do not move the date of a version admitted under a lower one. An approval dated ahead of `now`
+ * counts for nothing (countingAt). Undefined when nothing along the way was ever approved.
  */
 export function admittedAt(
   path: string,
@@ -223,6 +229,7 @@ export function admittedAt(
   commits: ReadonlyMap<string, VersionAt>,
   recordsOn: (blob: string) => readonly JudgedRecord[],
   threshold: number | ((commit: string) => number) = 1,
+  now = Date.now(),
 ): number | undefined {
   const thresholdAt = typeof threshold === 'number' ? () => threshold : threshold;
   const dated = new Map<string, number | undefined>();
@@ -254,7 +261,9 @@ export function admittedAt(
     // A merge that keeps one side's version replaces the other sides' versions with it: it is dated as that change
     // too, or a version taken from a stale side would keep the side's old date and come back again on it later.
     const replaced = latestTime(others.map((p) => dated.get(p)));
-    const admitted = approvedBy(thresholdAt(top.id), path, at.blob, recordsOn(at.blob), replaced) ?? replaced;
+    const admitted =
+      approvedBy(thresholdAt(top.id), path, at.blob, countingAt(now, recordsOn(at.blob)), replaced) ??
+      replaced;
     dated.set(top.id, latestTime([carried, admitted]));
   }
   return dated.get(tip);
@@ -299,6 +308,22 @@ function approvedBy(
     if (keys.size >= threshold) return at;
   }
   return trusted.at(-1)!.at;
+}
+
+/**
+ * The records as they count at `now`: a trusted one dated ahead of it is not trusted (its date is the signer's word,
+ * and dated ahead it would outlast every later version: see dated-ahead.ts), except a rejection, which refuses
+ * whatever its date (refusing is the safe side). Nothing is copied when every record counts.
+ */
+export function countingAt(now: number, records: readonly JudgedRecord[]): readonly JudgedRecord[] {
+  const counts = ({ record, trust }: JudgedRecord) =>
+    !trust.ok ||
+    (record.kind === 'review' && record.decision === 'reject') ||
+    datedAhead(record.createdAt, now) === null;
+  if (records.every(counts)) return records;
+  return records.map((j) =>
+    counts(j) ? j : { record: j.record, trust: { ok: false, reason: datedAhead(j.record.createdAt, now)! } },
+  );
 }
 
 function isLater(a: JudgedRecord, b: JudgedRecord): boolean {

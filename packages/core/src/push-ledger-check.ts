@@ -8,13 +8,14 @@
  * not checked that way (a first push of the ledger) are judged with judgeLine. Both give the same problem.
  */
 import { createHash } from 'node:crypto';
+import { datedAhead } from './dated-ahead.js';
 import type { Decision } from './decision-cache.js';
 import { type CatFileBatch, gitTry } from './git.js';
 import type { Governance } from './governance.js';
 import { rulesFor } from './judge.js';
 import type { KeptObjects } from './kept-objects.js';
 import { changedIds, type LedgerChange, readLedgerChange, readNotesDiff } from './ledger-change.js';
-import { datedAhead, type ExaminedLine, MISPLACED } from './line-check.js';
+import { type ExaminedLine, MISPLACED } from './line-check.js';
 import type { BatchCandidate } from './note-batch.js';
 import type { RefUpdate } from './pre-receive.js';
 import type { Promotion } from './promotion.js';

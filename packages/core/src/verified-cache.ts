@@ -21,8 +21,11 @@ import type { IndexFact, LineFacts } from './line-check.js';
 import type { Candidate, Promotion, PromotionRules } from './promotion.js';
 import type { TrustRoot } from './trust-root.js';
 
-/** Bumped whenever what a line's facts mean, or how a line is judged, changes: old files are then never read. */
-const RULES_VERSION = 1;
+/**
+ * Bumped whenever what a line's facts mean, or how a line is judged, changes: old files are then never read.
+ * 2: a record dated ahead of the clock promotes nothing (promotion.ts, countingAt).
+ */
+const RULES_VERSION = 2;
 /** Lines remembered at most (about 230 bytes each on disk); a larger ledger is remembered up to here. */
 const MAX_LINES = 2_000_000;
 const FILE = /^verified-[0-9a-f]{16}\.ndjson$/;

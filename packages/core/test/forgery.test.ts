@@ -355,8 +355,10 @@ describe('each forgery in the ledger leaves its file unpromoted, and says why', 
 
   it.each(FORGERIES)('%s', (name) => {
     const forgery = matrix.find((f) => f.name === name)!;
-    // Control: the honest counterpart, judged by the same rule on the same content, promotes.
-    const honest = promotionOf(forgery.file, judgeLines([forgery.honest], { governance }), policy);
+    // Control: the honest counterpart, judged by the same rule on the same content, promotes (judged by a clock past
+    // its date: the not-yet-valid key's honest record is dated in 2027, and one dated ahead counts for nothing).
+    const rules = { ...policy, now: Date.parse('2027-06-01T00:00:00Z') };
+    const honest = promotionOf(forgery.file, judgeLines([forgery.honest], { governance }), rules);
     expect(honest).toMatchObject({ promoted: true });
     // The forgery, read back from the real ledger by the work-tree check, does not.
     const result = resultFor(worktreeReport, forgery.file.path);

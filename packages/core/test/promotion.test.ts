@@ -284,6 +284,33 @@ describe('records that do not count', () => {
     expect(promote([reviewLine(mallory, [file])]).promoted).toBe(false);
   });
 
+  it('a record dated more than an hour ahead of the judging clock counts only once the clock reaches it', () => {
+    const now = Date.parse(T1);
+    const aheadRules = { ...OPEN, now };
+    const ahead = '2026-03-01T11:00:01Z'; // an hour and a second after T1
+    expect(promote([reviewLine(rita, [file], { createdAt: ahead })], aheadRules)).toEqual({
+      path: 'src/a.ts',
+      promoted: false,
+      reason:
+        "the record on it does not count: created in the future: createdAt 2026-03-01T11:00:01.000Z is more than an hour ahead of this machine's clock (the signer's clock is wrong: drop the line from the note on that blob, `git notes --ref delegations edit <blob>`, and sign again with the clock set right)",
+      by: [],
+    });
+    expect(promote([verdictLine(alice, [file], { createdAt: ahead })], aheadRules).promoted).toBe(false);
+    // Controls: within the hour a drifting clock is allowed; once the clock reaches the date it counts.
+    expect(promote([reviewLine(rita, [file], { createdAt: T2 })], aheadRules).promoted).toBe(true);
+    expect(
+      promote([reviewLine(rita, [file], { createdAt: ahead })], { ...OPEN, now: now + 1000 }).promoted,
+    ).toBe(true);
+  });
+
+  it('a rejection dated ahead refuses all the same: refusing is the safe side', () => {
+    const rules = { ...OPEN, now: Date.parse(T1) };
+    const rejected = reviewLine(rob, [file], { decision: 'reject', createdAt: '2027-01-01T00:00:00Z' });
+    const passed = verdictLine(alice, [file], { createdAt: T1 });
+    expect(promote([passed, rejected], rules)).toMatchObject({ promoted: false, reason: 'rejected by rob' });
+    expect(promote([passed], rules)).toMatchObject({ promoted: true, reason: REASONS.passed }); // control
+  });
+
   it('a trusted failing verdict is reported before an untrusted record', () => {
     const lines = [verdictLine(mallory, [file]), verdictLine(alice, [file], { verdict: 'UNIT_FAILED' })];
     expect(promote(lines).reason).toMatch(/^verdict was UNIT_FAILED/);
@@ -315,6 +342,27 @@ function admittedAlong(blobs: readonly (string | null)[], on: () => JudgedRecord
   const { tip, commits } = lineOf(blobs);
   return admittedAt('src/a.ts', tip, commits, on, threshold);
 }
+
+describe('dating a version by approvals dated ahead of the clock', () => {
+  const approved = (at: string) => onBlob(reviewLine(rita, [otherVersion], { createdAt: at }));
+  const along = (records: JudgedRecord[], now: number) =>
+    admittedAt(
+      'src/a.ts',
+      'c0',
+      new Map([['c0', { blob: otherVersion.gitBlob, parents: [] }]]),
+      () => records,
+      1,
+      now,
+    );
+
+  it('an approval more than an hour ahead does not date the version until the clock reaches it', () => {
+    const far = '2031-01-01T00:00:00Z';
+    expect(along(approved(far), Date.parse(T1))).toBeUndefined();
+    expect(along([...approved(far), ...approved(T1)], Date.parse(T1))).toBe(Date.parse(T1));
+    // Control: once the clock reaches it, it dates the version.
+    expect(along(approved(far), Date.parse(far))).toBe(Date.parse(far));
+  });
+});
 
 describe('a change that goes back to earlier content (the policy and key files)', () => {
   const REVIEWED: PromotionRules = { requireReview: true, reviewThreshold: 1 };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CLOCK_SKEW_MS, datedAhead } from '../src/line-check.js';
+import { CLOCK_SKEW_MS, datedAhead } from '../src/dated-ahead.js';
 
 describe('datedAhead', () => {
   const now = Date.parse('2026-12-01T12:00:00Z');
