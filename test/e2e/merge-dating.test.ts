@@ -9,9 +9,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POLICY_PATH } from '../../packages/core/src/index.js';
-import { cli, commit, gitOk, gitRun, makeStory, type Story } from '../support/cli-story.js';
+import {
+  cli,
+  cliOk,
+  commit,
+  gitOk,
+  gitRun,
+  makeStory,
+  OPERATOR,
+  recordApproval,
+  type Story,
+} from '../support/cli-story.js';
 import { acceptedByEveryGate, adoptedClone, refusedByEveryGate } from '../support/every-gate.js';
-import { attestOk, editPolicy } from '../support/reviewers.js';
+import { addKeys, approveBy, attestOk, editPolicy, keyFileOf, registerKeys } from '../support/reviewers.js';
 
 const LEDGER = 'refs/notes/delegations';
 const GOING_BACK = 'only before the version it replaces was approved';
@@ -123,5 +133,63 @@ describe('a merge keeping a stale side’s policy is dated as a change from the 
     const whole = cli(story, work, ['verify']);
     expect(whole.code).toBe(1);
     expect(whole.stdout).toContain(`changed in commit ${back.slice(0, 12)} without the approval`);
+  });
+});
+
+describe('a merge is dated by the highest review threshold of its parents', () => {
+  let story: Story;
+  let work: string;
+  afterAll(() => story.cleanup());
+
+  // The revocation of carol, made as a merge whose first parent is the adoption (threshold 1) and whose second is main
+  // (threshold 2): dated by one approval, alice's back-dated to bob's old approval of carol's key, it let carol's
+  // key come back later on bob's and dave's old approvals, with no new approval at all.
+  it('one back-dated approval cannot date a revocation merged over an older first parent; approved anew, the key comes back', async () => {
+    story = makeStory();
+    work = adoptedClone(story, ['src/**']);
+    const adoption = gitOk(story, work, ['rev-parse', 'HEAD']);
+    addKeys(story, work, [{ name: 'bob' }, { name: 'dave' }]);
+    gitOk(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]);
+    editPolicy(work, (p) => {
+      p.reviewThreshold = 2;
+    });
+    approveBy(story, work, [POLICY_PATH], [OPERATOR, 'bob']);
+    gitOk(story, work, ['add', POLICY_PATH]);
+    acceptedByEveryGate(story, work, 'threshold 2');
+
+    const carol = keyFileOf('carol');
+    registerKeys(story, work, [{ name: 'carol' }]);
+    const start = Date.now() - 3 * 3600 * 1000;
+    const minute = (m: number) => new Date(start + m * 60 * 1000).toISOString();
+    for (const [key, m] of [
+      [OPERATOR, 10],
+      ['bob', 20],
+      ['dave', 30],
+    ] as const)
+      await recordApproval(story, work, carol, { key, createdAt: minute(m) });
+    gitOk(story, work, ['add', carol]);
+    acceptedByEveryGate(story, work, 'trust carol');
+    const trusted = fs.readFileSync(path.join(work, carol), 'utf8');
+    const main = gitOk(story, work, ['rev-parse', 'HEAD']);
+
+    cliOk(story, work, ['keys', 'revoke', 'carol']);
+    approveBy(story, work, [carol], ['bob']);
+    await recordApproval(story, work, carol, { key: OPERATOR, createdAt: minute(20) });
+    gitOk(story, work, ['add', carol]);
+    const tree = gitOk(story, work, ['write-tree']);
+    const merge = gitOk(story, work, ['commit-tree', '-p', adoption, '-p', main, '-m', 'revoke carol', tree]);
+    gitOk(story, work, ['reset', '-q', '--hard', merge]);
+    const revoked = gitRun(story, work, ['push', '--atomic', 'origin', 'main', LEDGER]);
+    expect(revoked.code, revoked.stderr).toBe(0); // a revocation two reviewers approved
+
+    fs.writeFileSync(path.join(work, carol), trusted);
+    gitOk(story, work, ['add', carol]);
+    refusedByEveryGate(story, work, carol, GOING_BACK);
+
+    // Control: two reviewers approve carol's key again, now; it comes back through every gate.
+    fs.writeFileSync(path.join(work, carol), trusted);
+    approveBy(story, work, [carol], ['bob', 'dave']);
+    gitOk(story, work, ['add', carol]);
+    acceptedByEveryGate(story, work, 'trust carol again');
   });
 });

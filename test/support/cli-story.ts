@@ -26,7 +26,10 @@ import {
   parsePolicy,
   Repository,
   recordStatement,
+  reviewStatement,
   rfc3339,
+  type Statement,
+  type SubjectFile,
   signStatement,
   type VerdictName,
   verdictStatement,
@@ -262,6 +265,36 @@ export async function recordVerdict(
   file: string,
   opts: VerdictOptions = {},
 ): Promise<string> {
+  const verdict = opts.verdict ?? 'UNIT_PASSED';
+  return recordAbout(story, dir, file, opts, `test: ${verdict} ${file}`, (subject, repository, createdAt) =>
+    verdictStatement([subject], { verdict, repository, createdAt }),
+  );
+}
+
+/**
+ * Signs an approval of one file's content with a reviewer key (as `attest --approve` would, but at the time given:
+ * a signer's clock is its own) and records it in the work tree's ledger. Returns the blob id approved.
+ */
+export async function recordApproval(
+  story: Story,
+  dir: string,
+  file: string,
+  opts: Omit<VerdictOptions, 'verdict'> & { key: string },
+): Promise<string> {
+  const reviewer = { name: opts.key, email: `${opts.key}@example.com` };
+  return recordAbout(story, dir, file, opts, `test: approve ${file}`, (subject, repository, createdAt) =>
+    reviewStatement([subject], { decision: 'approve', reviewer, repository, createdAt }),
+  );
+}
+
+async function recordAbout(
+  story: Story,
+  dir: string,
+  file: string,
+  opts: Omit<VerdictOptions, 'verdict'>,
+  message: string,
+  statementOf: (subject: SubjectFile, repository: { id: string }, createdAt: string) => Statement<object>,
+): Promise<string> {
   const env = opts.env ?? story.env;
   const content = opts.content ?? fs.readFileSync(path.join(dir, file));
   const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
@@ -270,17 +303,11 @@ export async function recordVerdict(
     .trim();
   const policy = parsePolicy(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8'));
   const { key } = loadSigningKey(opts.key ?? OPERATOR, env);
-  const statement = verdictStatement(
-    [{ path: file, sha256: createHash('sha256').update(bytes).digest('hex'), gitBlob: blob }],
-    {
-      verdict: opts.verdict ?? 'UNIT_PASSED',
-      repository: { id: policy.repositoryId },
-      createdAt: opts.createdAt ?? rfc3339(),
-    },
-  );
+  const subject = { path: file, sha256: createHash('sha256').update(bytes).digest('hex'), gitBlob: blob };
+  const statement = statementOf(subject, { id: policy.repositoryId }, opts.createdAt ?? rfc3339());
   const repo = await Repository.open(dir, env);
   try {
-    await recordStatement(repo.ledger, statement, key, `test: ${opts.verdict ?? 'UNIT_PASSED'} ${file}`);
+    await recordStatement(repo.ledger, statement, key, message);
   } finally {
     await repo.close();
   }

@@ -144,9 +144,9 @@ export class DecisionCache {
  * file may not change its key, nor hold a listed key with other content (trust-root.ts, keyFileRefusal); 4: a merge
  * keeping one side's policy or key file is dated as a change from the other side's (promotion.ts, admittedAt); 5: a
  * version is dated by the review threshold in force when it was admitted; 6: a record dated ahead of the clock counts
- * for nothing (promotion.ts, countingAt).
+ * for nothing (promotion.ts, countingAt); 7: that threshold is the highest of the commit's parents' (judge.ts).
  */
-const DECISION_RULES = 6;
+const DECISION_RULES = 7;
 
 function emptyStore(): Stored {
   return { texts: [], entries: new Map() };

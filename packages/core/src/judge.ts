@@ -251,7 +251,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
 
 /**
  * A replaced version's history, and per commit of it the review threshold in force when that commit's version was
- * admitted (its first parent's policy; 1 for the adoption, whose author alone approves it).
+ * admitted (the highest of its parents' policies; 1 for the adoption, whose author alone approves it).
  */
 interface ReplacedHistory {
   path: string;
@@ -284,26 +284,54 @@ async function replacedHistories(
   return histories;
 }
 
-/** The review threshold in force before each commit of a history: its first parent's policy, read as committed. */
+/**
+ * The review threshold in force before each commit of a history, read as committed: the highest of its parents'
+ * policies. A merge's first parent is the merger's choice (git commit-tree orders parents at will): a merge into a
+ * branch under threshold 2, whose first parent is an older commit under 1, was admitted under 2, and dated by one
+ * approval it let a single reviewer bring back a revoked key on other reviewers' old approvals. 1 only where no
+ * parent holds a policy (the adoption, approved by its author alone).
+ */
 async function thresholdsAlong(history: PathHistory, batch: CatFileBatch): Promise<Map<string, number>> {
   const thresholds = new Map<string, number>();
+  const ofParent = new Map<string, Promise<number | null | undefined>>();
+  const thresholdAt = (commit: string) => {
+    let known = ofParent.get(commit);
+    if (!known) {
+      known = committedThreshold(commit, batch);
+      ofParent.set(commit, known);
+    }
+    return known;
+  };
   await Promise.all(
     [...history.commits.keys()].map(async (commit) => {
-      // A failed read says nothing (today's threshold applies); a missing object is no policy there.
-      const object = await batch.read(`${commit}^1:${POLICY_PATH}`).catch(() => undefined);
-      if (object === undefined) return;
-      if (object === null) {
-        thresholds.set(commit, 1); // no parent, or no policy there: the adoption, approved by its author alone
-        return;
-      }
-      try {
-        thresholds.set(commit, parsePolicy(object.content.toString('utf8')).reviewThreshold);
-      } catch {
-        // An unreadable policy there says nothing: the threshold of today applies.
-      }
+      // A failed read says nothing (today's threshold applies).
+      const object = await batch.read(commit).catch(() => null);
+      if (object?.type !== 'commit') return;
+      const parents = await Promise.all(parentsOf(object.content).map(thresholdAt));
+      if (parents.includes(undefined)) return;
+      const held = parents.filter((t): t is number => t !== null);
+      thresholds.set(commit, held.length === 0 ? 1 : Math.max(...held));
     }),
   );
   return thresholds;
+}
+
+/** The parents a commit object names, in order. */
+function parentsOf(commit: Buffer): string[] {
+  const header = commit.toString('latin1', 0, Math.max(0, commit.indexOf('\n\n')));
+  return [...header.matchAll(/^parent ([0-9a-f]+)$/gm)].map((m) => m[1]!);
+}
+
+/** The review threshold of the policy committed at `commit`: null where it has none; undefined where unreadable. */
+async function committedThreshold(commit: string, batch: CatFileBatch): Promise<number | null | undefined> {
+  const object = await batch.read(`${commit}:${POLICY_PATH}`).catch(() => undefined);
+  if (object === undefined) return undefined;
+  if (object === null) return null;
+  try {
+    return parsePolicy(object.content.toString('utf8')).reviewThreshold;
+  } catch {
+    return undefined;
+  }
 }
 
 /** What is already known about one governed file when it is judged. */
