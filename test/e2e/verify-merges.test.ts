@@ -314,4 +314,35 @@ describe('verify and merges that change the trust root', () => {
     expect(orphan.code).not.toBe(0);
     expect(orphan.stderr).toContain(`NOT PROMOTED  ${oz!.keyFile}`);
   });
+
+  it('a branch forked before main revoked a key: its older rules do not judge what a merge into main takes from it; a branch holding the revocation does', () => {
+    const work = copyWorkTree(story, template, 'stale-rules');
+    const [cara, dina] = registerKeys(story, work, [{ name: 'cara' }, { name: 'dina' }]);
+    commitApproved(story, work, [cara!.keyFile], [OPERATOR], 'trust cara');
+    gitOk(story, work, ['branch', 'before-revocation']);
+    cliOk(story, work, ['keys', 'revoke', 'cara']);
+    commitApproved(story, work, [cara!.keyFile], [OPERATOR], 'revoke cara');
+
+    // The stale branch: cara alone approves a file, as its rules (cara trusted) allow.
+    gitOk(story, work, ['checkout', '-q', 'before-revocation']);
+    writeFiles(work, { 'src/caras.ts': 'export const c = 1;\n' });
+    commitApproved(story, work, ['src/caras.ts'], ['cara'], 'cara approves');
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    const stale = gitRun(story, work, ['merge', '--no-edit', 'before-revocation']);
+    expect(stale.code).not.toBe(0);
+    expect(stale.stderr).toContain('NOT PROMOTED  src/caras.ts');
+    gitOk(story, work, ['merge', '--abort']);
+
+    // Control: a branch holding the revocation trusts dina, who approves a file there; main takes both.
+    gitOk(story, work, ['checkout', '-q', '-b', 'after-revocation']);
+    commitApproved(story, work, [dina!.keyFile], [OPERATOR], 'trust dina');
+    writeFiles(work, { 'src/dinas.ts': 'export const d = 1;\n' });
+    commitApproved(story, work, ['src/dinas.ts'], ['dina'], 'dina approves');
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    writeFiles(work, { 'docs/main.md': 'main moves on\n' });
+    gitOk(story, work, ['add', 'docs/main.md']);
+    expect(commit(story, work, 'main moves on').code).toBe(0);
+    const fresh = gitRun(story, work, ['merge', '--no-edit', 'after-revocation']);
+    expect(fresh.code, fresh.stderr).toBe(0);
+  });
 });

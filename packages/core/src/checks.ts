@@ -320,8 +320,8 @@ async function judgeWithCache(
  * During a merge (`git merge`, `git pull`), a refused file whose staged content is exactly a merged branch's is
  * judged again by that branch's own rules, which already accepted it there: merging the default branch into a
  * feature branch brings the default branch's policy and keys as that branch approved them, perhaps by a reviewer the
- * feature branch's older trust root does not list yet, as long as that branch's policy and keys were each admitted
- * by the rules before them. (The server judges the push by the ref's own rules as well, and skips what the default
+ * feature branch's older trust root does not list yet, as long as that branch holds every change of HEAD's rules and
+ * its policy and keys were each admitted by the rules before them. (The server judges the push by the ref's own rules as well, and skips what the default
  * branch holds; this gate is the early word, not the last.)
  */
 async function takenFromMerged(
@@ -357,26 +357,21 @@ async function takenFromMerged(
 }
 
 /**
- * Whether the policy and keys at `commit` were each admitted under the rules before them (verify's history walk),
- * from HEAD's adoption on: a branch whose key approved itself, or that adopted on its own, must not have its keys
- * judge what the merge takes from it.
+ * Whether the rules at `commit` may judge what a merge takes from it: they hold every change of HEAD's rules, and
+ * each version of its policy and keys was admitted under the rules before it (verify's history walk). A branch whose
+ * key approved itself, that adopted on its own, or that forked before HEAD raised its threshold or revoked a key must
+ * not have its keys judge what the merge takes from it.
  */
 async function admittedAlongItsHistory(
   repo: Repository,
   commit: string,
   notesAt: string | null,
 ): Promise<boolean> {
-  // An orphan, or a line that adopted on its own, is a trust anchor of its own: it must hold HEAD's adoptions.
-  const opts = { cwd: repo.cwd, env: repo.env };
-  const adoptions = await git(
-    ['log', '--diff-filter=A', '--format=%H', 'HEAD', '--', ...literalPathspecs([POLICY_PATH])],
-    opts,
-  );
-  for (const adoption of adoptions.toString('utf8').split('\n').filter(Boolean)) {
-    if ((await gitTry(['merge-base', '--is-ancestor', adoption, commit], opts)).code !== 0) return false;
-  }
   // Loaded when asked: governance-history.ts builds on this module.
-  const { unapprovedGovernanceChanges } = await import('./governance-history.js');
+  const { holdsGovernanceOf, unapprovedGovernanceChanges } = await import('./governance-history.js');
+  // An orphan, a line that adopted on its own, or a branch from before HEAD's last change of its rules: its rules are
+  // not HEAD's, nor grown from them.
+  if (!(await holdsGovernanceOf(repo, commit, 'HEAD'))) return false;
   return (await unapprovedGovernanceChanges(repo, commit, notesAt)).length === 0;
 }
 

@@ -36,6 +36,19 @@ export interface GovernanceChangeProblem {
 }
 
 /**
+ * Whether `commit` holds every change `of` made to its policy and keys (each is an ancestor of it): then the rules
+ * at `commit` are `of`'s or grew from them. A branch that forked before `of` raised its threshold or revoked a key
+ * holds older rules, however clean its own history. False when git cannot tell.
+ */
+export async function holdsGovernanceOf(repo: Repository, commit: string, of: string): Promise<boolean> {
+  const missing = await gitTry(
+    ['rev-list', '-1', of, `^${commit}`, '--', ...ignoringCase(await governancePathspecs(repo, of))],
+    { cwd: repo.cwd, env: repo.env },
+  );
+  return missing.code === 0 && missing.stdout.toString('utf8').trim() === '';
+}
+
+/**
  * Every change to the policy file or the keys directory in `commit`'s history not promoted under the rules before it.
  * `index`: the path index of the ledger at `notesAt`, when the caller has it already (verify builds it in its pass).
  */
@@ -289,7 +302,6 @@ async function allHold(repo: Repository, commits: string[], path: string, blob: 
   return true;
 }
 
-/** The policy file and every keys directory any version of the policy in this history named. */
 /**
  * The governance pathspecs as git's literal paths, ignoring case: the gates fold case when they tell a governance
  * file (`.delegate-git/KEYS/x.json` is in the keys directory on a file system that ignores case), and a walk that
@@ -299,6 +311,7 @@ function ignoringCase(pathspecs: readonly string[]): string[] {
   return pathspecs.map((p) => `:(literal,icase)${p}`);
 }
 
+/** The policy file and every keys directory any version of the policy in this history named. */
 async function governancePathspecs(repo: Repository, commit: string): Promise<string[]> {
   const opts = { cwd: repo.cwd, env: repo.env };
   const versions = (await git(['log', '--no-show-signature', '--format=%H', commit, '--', POLICY_PATH], opts))
