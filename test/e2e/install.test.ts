@@ -577,14 +577,68 @@ describe('init: a newcomer to a repository that adopted delegate-git already', (
     gitOk(story, dir, ['checkout', '-q', 'old']);
     const refused = cli(story, dir, ['init', '--protect', 'src/**'], operatorEnv(story, 'carol'));
     expect(refused.code).toBe(2);
+    // It names whose keys the adoption trusts: merging it makes them this branch's trust anchor.
     expect(refused.stderr).toContain(
-      'has adopted delegate-git already (main holds .delegate-git/policy.json)',
+      'has adopted delegate-git already: main holds .delegate-git/policy.json, which trusts the keys .delegate-git/keys/alice.json',
     );
-    expect(refused.stderr).toContain('git merge main');
+    expect(refused.stderr).toContain(
+      'If you trust those keys, merge that branch into this one (git merge main)',
+    );
     expect(gitOk(story, dir, ['status', '--porcelain'])).toBe('');
     expect(refTip(story, dir, 'refs/notes/delegations')).toBe(ledger); // no anchor records of another repository
     gitOk(story, dir, ['checkout', '-q', 'main']);
     expect(cli(story, dir, ['init'], operatorEnv(story, 'carol')).code).toBe(0);
+  });
+
+  it('in a clone that has not fetched a teammate’s adoption, refuses until it has; control: a first adoption with a remote', () => {
+    const server = makeServer(story, 'unfetched.git', { hook: false });
+    const first = cloneInto(story, server, 'unfetched-first');
+    stage(first, { 'README.md': 'before delegate-git\n' });
+    expect(commit(story, first, 'before the adoption').code).toBe(0);
+    gitOk(story, first, ['push', '-q', 'origin', 'main']);
+    const stale = cloneInto(story, server, 'unfetched-stale');
+    adopt(story, first, ['src/**']); // init asks the remote: it holds nothing adopted yet
+    gitOk(story, first, ['push', '-q', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
+
+    const carol = operatorEnv(story, 'carol');
+    const unfetched = cli(story, stale, ['init', '--protect', 'src/**'], carol);
+    expect(unfetched.code).toBe(2);
+    expect(unfetched.stderr).toContain('origin has commits this clone has not fetched (main)');
+    expect(unfetched.stderr).toContain('Fetch them (git fetch origin main)');
+    expect(gitOk(story, stale, ['status', '--porcelain'])).toBe('');
+    gitOk(story, stale, ['fetch', '-q', 'origin']);
+    const fetched = cli(story, stale, ['init', '--protect', 'src/**'], carol);
+    expect(fetched.code).toBe(2);
+    expect(fetched.stderr).toContain('origin/main holds .delegate-git/policy.json');
+    expect(refTip(story, stale, 'refs/notes/delegations')).toBeNull();
+  });
+
+  it('fails closed when a ref points at a missing object; control: with the ref repaired it adopts', () => {
+    const dir = makeWorkTree(story, 'broken-ref');
+    stage(dir, { 'README.md': 'before delegate-git\n' });
+    expect(commit(story, dir, 'before the adoption').code).toBe(0);
+    fs.writeFileSync(path.join(dir, '.git', 'refs', 'heads', 'gone'), `${'1'.repeat(40)}\n`);
+    const refused = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      'Could not tell whether a branch holds .delegate-git/policy.json already',
+    );
+    expect(gitOk(story, dir, ['status', '--porcelain'])).toBe('');
+    fs.rmSync(path.join(dir, '.git', 'refs', 'heads', 'gone'));
+    expect(cli(story, dir, ['init', '--protect', 'src/**']).code).toBe(0);
+  });
+
+  it('in a sparse checkout that leaves the policy out, keeps the adopted policy (control: a sparse checkout showing it)', () => {
+    const dir = makeWorkTree(story, 'sparse');
+    adopt(story, dir, ['src/**']);
+    gitOk(story, dir, ['sparse-checkout', 'set', '--no-cone', '/README*']);
+    expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+    const kept = cli(story, dir, ['init'], operatorEnv(story, 'carol'));
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(kept.stdout).toContain('kept the existing .delegate-git/policy.json');
+    expect(gitOk(story, dir, ['status', '--porcelain'])).toBe('');
+    gitOk(story, dir, ['sparse-checkout', 'disable']);
+    expect(cliOk(story, dir, ['init'], operatorEnv(story, 'carol')).stdout).toContain('kept the existing');
   });
 
   it('says there is nothing to commit when the key is in the trust root already', () => {

@@ -23,6 +23,7 @@ import {
   saveSigningKey,
   shellQuote,
 } from '@delegate-git/core';
+import { refuseSecondAdoption } from '../adoption-check.js';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import { installClientHooks, installHookFile, planClientHooks, serverHooksDir } from '../hook-install.js';
@@ -33,16 +34,17 @@ Usage: delegate-git init [--protect <glob>]... [--key <name>] [--keys-dir <dir>]
        delegate-git init --server      (in a bare repository: install the pre-receive hook)
 
 Sets up delegate-git in the current git repository. Idempotent: what exists is kept, never overwritten.
-  - writes ${POLICY_PATH} (repository id, protected globs) unless it exists; refused where another branch
-    holds one already (a repository adopts once: merge that branch, or run init on it);
+  - writes ${POLICY_PATH} (repository id, protected globs) unless it exists; refused where another branch,
+    here or on a remote (asked with git ls-remote), holds one already: a repository adopts once (merge that
+    branch if you trust the keys it names, or run init on it);
   - in a new adoption, creates the keys directory (default ${DEFAULT_KEYS_DIR}) and registers your public key
     there with the roles delegator and reviewer; where delegate-git is adopted already, prints the commands a
     trusted reviewer runs to add your key instead (a key file is committed only with reviewers' approval);
   - generates your personal signing key if you have none ($XDG_CONFIG_HOME/delegate-git/keys/<name>.key, 0600);
   - when it writes a new policy, signs your approval of it and of your key file: that first policy and trust
     root are the repository's trust anchor;
-  - sets notes.delegations.mergeStrategy=cat_sort_uniq and, for each remote, fetches its ledger into
-    refs/notes/remotes/<remote>/delegations;
+  - sets notes.delegations.mergeStrategy=cat_sort_uniq and, for each remote, a fetch refspec so that
+    git fetch brings its ledger into refs/notes/remotes/<remote>/delegations;
   - installs the pre-commit hook, and the pre-merge-commit hook that git runs instead for the commit of a
     merge (into husky when the repository uses it, else where git runs hooks; an existing hook is chained,
     never replaced). Refused, before anything is written, when core.hooksPath comes from the global or
@@ -176,29 +178,17 @@ function nextStep(policy: Policy, created: boolean, keyFile: string | null, key:
 }
 
 /**
- * A repository adopts once: where a branch already holds a policy, a new one written here (on a branch from before
- * the adoption, say) would be a trust anchor of its own, which verify and the server refuse, and its anchor records
- * would name another repository id in the shared ledger, so that the ledger could not be pushed.
+ * The policy this checkout holds: the work tree's, else the index's or HEAD's (a sparse checkout may leave the
+ * `.delegate-git` directory out of the work tree); null where none does.
  */
-async function refuseSecondAdoption(top: string, io: Io): Promise<void> {
-  const opts = { cwd: top, env: io.env };
-  const adopted = (await gitTry(['rev-list', '-1', '--all', '--', `:(literal)${POLICY_PATH}`], opts)).stdout
-    .toString()
-    .trim();
-  if (!adopted) return;
-  const holders = (
-    await gitTry(['branch', '-a', '--contains', adopted, '--format=%(refname:short)'], opts)
-  ).stdout
-    .toString()
-    .split('\n')
-    .filter(Boolean);
-  throw new DelegateGitError(
-    'USAGE',
-    `This repository has adopted delegate-git already (${holders[0] ?? `commit ${adopted.slice(0, 12)}`} holds ${POLICY_PATH}), ` +
-      'but this branch has no policy: a second adoption would be a trust anchor of its own, which verify and the ' +
-      `server refuse. Merge the adopted branch into this one (git merge ${holders[0] ?? adopted.slice(0, 12)}), or run ` +
-      '`delegate-git init` on it.',
-  );
+async function policyHere(top: string, io: Io): Promise<string | null> {
+  const file = path.join(top, POLICY_PATH);
+  if (existsSync(file)) return readFile(file, 'utf8');
+  for (const name of [`:${POLICY_PATH}`, `HEAD:${POLICY_PATH}`]) {
+    const blob = await gitTry(['cat-file', 'blob', name], { cwd: top, env: io.env });
+    if (blob.code === 0) return blob.stdout.toString('utf8');
+  }
+  return null;
 }
 
 /** The existing policy (kept as it is), or the one a new adoption will write (not written yet). */
@@ -207,8 +197,8 @@ async function choosePolicy(
   values: { protect?: string[]; 'keys-dir'?: string },
   io: Io,
 ): Promise<{ policy: Policy; created: boolean }> {
-  const file = path.join(top, POLICY_PATH);
-  if (existsSync(file)) return { policy: parsePolicy(await readFile(file, 'utf8')), created: false };
+  const kept = await policyHere(top, io);
+  if (kept !== null) return { policy: parsePolicy(kept), created: false };
   await refuseSecondAdoption(top, io);
   let protect = values.protect ?? [];
   if (!values.protect && io.interactive) {
