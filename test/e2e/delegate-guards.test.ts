@@ -98,6 +98,43 @@ describe('credential scan of the declared context', () => {
   });
 });
 
+describe('what a unit may never write', () => {
+  test('a workspace inside .git is CONTEXT_REFUSED before the worker is called; git config stays as it was', async () => {
+    const config = fs.readFileSync(path.join(repo.dir, '.git', 'config'), 'utf8');
+    const before = worker.requestCount();
+    const { code, receipt } = await repo.delegate({
+      taskName: 'config',
+      instruction: 'Patch config.',
+      workspaceDir: '.git',
+      runVerification: 'true',
+    });
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('CONTEXT_REFUSED');
+    expect(receipt?.message).toContain('is inside a .git directory');
+    expect(worker.requestCount()).toBe(before);
+    expect(fs.readFileSync(path.join(repo.dir, '.git', 'config'), 'utf8')).toBe(config);
+  });
+
+  test('the policy and a key file are refused, the rest of the reply written (control)', async () => {
+    worker.enqueue({
+      content: [
+        fileBlock('.delegate-git/keys/mallory.json', '{}'),
+        fileBlock('src/beside-keys.js', 'export const b = 1;'),
+      ].join('\n'),
+    });
+    const { receipt } = await repo.delegate({
+      taskName: 'keys',
+      instruction: 'Add a key.',
+      runVerification: 'true',
+    });
+    expect(receipt?.errors).toEqual([
+      "`.delegate-git/keys/mallory.json` is the policy or a key file of the trust root; only reviewers change those (a unit's verdict never promotes them). Not written.",
+    ]);
+    expect(fs.existsSync(path.join(repo.dir, '.delegate-git/keys/mallory.json'))).toBe(false);
+    expect(receipt?.files.map((f) => f.path)).toEqual(['src/beside-keys.js']);
+  });
+});
+
 describe('the unit file', () => {
   test('a unit carrying an operator setting (`endpoint`) is refused with exit 2, naming the field and its setting', async () => {
     const before = worker.requestCount();

@@ -87,6 +87,37 @@ describe('contract re-hash after verification', () => {
   });
 });
 
+describe('files changed by the verification itself', () => {
+  test('code that rewrites the file it was verified as on the last run gets UNIT_UNVERIFIED, recorded as such', async () => {
+    // Each run passes; on the third, the command rewrites the written file on its way out.
+    const rewriteOnThird =
+      'n=$(cat .runs 2>/dev/null || echo 0); n=$((n + 1)); echo $n > .runs; ' +
+      'if [ $n -ge 3 ]; then echo "export const value = 0;" > src/rewritten.js; fi';
+    const { code, receipt, verdicts } = await delegateCreating('src/rewritten.js', {
+      runVerification: rewriteOnThird,
+    });
+    expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([0, 0, 0]);
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('UNIT_UNVERIFIED');
+    expect(receipt?.message).toContain('changed during the last verification run');
+    expect(verdicts).toEqual(['UNIT_UNVERIFIED']);
+    expect((await repo.check(['src/rewritten.js'])).code).toBe(1);
+    fs.rmSync(path.join(repo.dir, '.runs'));
+  });
+
+  test('control: a formatter in the command settles on the first run, and the formatted content passes', async () => {
+    const { code, receipt, verdicts } = await delegateCreating('src/formatted.js', {
+      runVerification: 'grep -q tidied src/formatted.js || echo "// tidied" >> src/formatted.js',
+    });
+    expect(code, receipt?.message ?? '').toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(verdicts).toEqual(['UNIT_PASSED']);
+    // What is recorded and promoted is the formatted content the later runs verified.
+    expect(fs.readFileSync(path.join(repo.dir, 'src/formatted.js'), 'utf8')).toMatch(/\/\/ tidied\n$/);
+    expect((await repo.check(['src/formatted.js'])).code).toBe(0);
+  });
+});
+
 describe('repeats', () => {
   test('a command that passes then fails is UNIT_FLAKY after 2 runs, recorded, not promoted', async () => {
     const counter = path.join(repo.root, 'flaky-counter');

@@ -120,7 +120,15 @@ export function resolveWorkspace(
   } catch (error) {
     return { ok: false, reason: `workspaceDir ${JSON.stringify(requested)}: ${(error as Error).message}` };
   }
-  if (isPathWithin(sessionRoot, dir)) return { ok: true, dir, source: 'within-session-root' };
+  if (isPathWithin(sessionRoot, dir)) {
+    if (entersGitDir(sessionRoot, dir)) {
+      return {
+        ok: false,
+        reason: `workspaceDir ${JSON.stringify(requested)} is inside a .git directory, where a unit may never work (hooks and config there run code)`,
+      };
+    }
+    return { ok: true, dir, source: 'within-session-root' };
+  }
   if (canonicalRoots(opts.emitAllowlist, sessionRoot).some((root) => isPathWithin(root, dir))) {
     return { ok: true, dir, source: 'emitAllowlist' };
   }
@@ -135,8 +143,12 @@ export function resolveWorkspace(
 
 export type EmissionPathCheck = { ok: true; absolute: string } | { ok: false; reason: string };
 
-/** `.git` (directory or worktree gitfile) in any letter case: case-insensitive file systems open it too. */
-function entersGitDir(root: string, absolute: string): boolean {
+/**
+ * `.git` (directory or worktree gitfile) in any letter case below `root`: case-insensitive file systems open it too.
+ * False for a path outside `root`.
+ */
+export function entersGitDir(root: string, absolute: string): boolean {
+  if (!isPathWithin(root, absolute)) return false;
   return path
     .relative(root, absolute)
     .split(path.sep)
@@ -144,14 +156,14 @@ function entersGitDir(root: string, absolute: string): boolean {
 }
 
 /**
- * Checks a path the worker wants to write (or a context file it wants read). Relative paths resolve against the
+ * Checks a path the worker wants to write. Relative paths resolve against the
  * workspace. The canonical result must lie within the workspace or an emitAllowlist root, which refuses `..`
  * escapes, absolute paths elsewhere and symlinks inside that lead out. Paths into a `.git` directory are refused
  * as well: hooks and config there run code, and the ledger lives there.
  */
 export function checkEmissionPath(
   spelled: string,
-  opts: { workspace: string; emitAllowlist: string[] },
+  opts: { workspace: string; emitAllowlist: string[]; sessionRoot?: string },
 ): EmissionPathCheck {
   const shown = `\`${spelled}\``;
   if (spelled.trim() === '') return { ok: false, reason: 'an empty path was named; not written' };
@@ -175,7 +187,9 @@ export function checkEmissionPath(
         'another root with emitAllowlist.',
     };
   }
-  if (entersGitDir(root, absolute)) {
+  // Below the workspace and below the repository: a workspace may itself lie inside a .git directory.
+  const sessionRoot = opts.sessionRoot === undefined ? root : canonicalisePath(opts.sessionRoot);
+  if (entersGitDir(root, absolute) || entersGitDir(sessionRoot, absolute)) {
     return {
       ok: false,
       reason: `${shown} is inside a .git directory, which a unit may never write; not written`,

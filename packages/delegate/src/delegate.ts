@@ -9,12 +9,13 @@ import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { git, gitFailure, WaitingGit } from '@delegate-git/core/git';
 import type { Governance } from '@delegate-git/core/governance';
+import { isGovernanceFile } from '@delegate-git/core/governed-paths';
 import { isRepositoryPath } from '@delegate-git/core/record';
 import { recordStatement } from '@delegate-git/core/recording';
 import type { Repository } from '@delegate-git/core/repository';
 import { SIGNING_KEY_ENV, type SigningKey } from '@delegate-git/core/signing-key';
 import { rfc3339, verdictStatement } from '@delegate-git/core/statement';
-import { canonicalisePath, resolveWorkspace } from './containment.js';
+import { canonicalisePath, entersGitDir, resolveWorkspace } from './containment.js';
 import { type InjectedContext, readContext } from './context.js';
 import { parseEmission } from './emission.js';
 import type { OperatorSettings } from './operator-config.js';
@@ -27,7 +28,7 @@ import { resolveVerdict, type Verdict } from './verdict.js';
 import { evaluateVerificationPolicy, resolveVerificationRepeats } from './verification-policy.js';
 import { runCommand, runPassed, runVerification } from './verification-runner.js';
 import { callWorker, WorkerError, type WorkerProgress } from './worker-client.js';
-import { applyWritePlan, planWrites } from './write-plan.js';
+import { applyWritePlan, type PlannedFile, planWrites } from './write-plan.js';
 
 export interface DelegationOptions {
   repo: Repository;
@@ -195,6 +196,8 @@ async function delegateWith(
     targetFiles: unit.targetFiles ?? [],
     unitScope: settings.unitScope,
     emitAllowlist: settings.emitAllowlist.map((p) => path.resolve(top, p)),
+    repositoryTop: top,
+    governanceFile: (p) => isGovernanceFile(opts.governance.policy, p),
   });
   const errors = [...emission.errors, ...plan.errors];
   receipt.errors = errors;
@@ -205,6 +208,8 @@ async function delegateWith(
   let unitFailed = 0;
   let flaky = false;
   let ran = false;
+  /** The written files as the last run left them, when it did not change them itself (null: it did). */
+  let verifiedAs: string | null = null;
   const command = unit.runVerification ?? null;
   receipt.verification.command = command;
   if (command && wroteCleanly) {
@@ -229,7 +234,9 @@ async function delegateWith(
         repeats: resolveVerificationRepeats(unit.verificationRepeats, settings.verification.repeats),
         logPath: rawLog,
         env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
+        fingerprint: () => fingerprintOf(plan.files),
       });
+      verifiedAs = result.changedByLastRun ? null : fingerprintOf(plan.files);
       flaky = result.flaky;
       receipt.verification.rawLog = rawLog;
       receipt.verification.flaky = flaky;
@@ -281,7 +288,13 @@ async function delegateWith(
     coherenceFailed,
     filesWritten: plan.files.length,
     emissionErrors: errors.length,
+    changedWhileVerified: ran && verifiedAs !== fingerprintOf(plan.files),
   });
+  if (receipt.verdict === 'UNIT_UNVERIFIED' && ran)
+    receipt.message =
+      'The files written changed during the last verification run (or the coherence check after it), so what ' +
+      'would be recorded is not what was verified. A command that formats files must find them formatted when run ' +
+      'again (verificationRepeats of 2 or more).';
   if (settings.retryContext === 'auto') {
     const locations =
       receipt.verdict === 'UNIT_PASSED'
@@ -310,6 +323,21 @@ async function delegateWith(
     receipt.envelope = line;
   }
   return receipt;
+}
+
+/** The written files' content as it is now (a missing file counts as such), to see whether a command changed it. */
+function fingerprintOf(files: readonly PlannedFile[]): string {
+  const hash = createHash('sha256');
+  for (const f of files) {
+    hash.update(f.absolute).update('\0');
+    try {
+      hash.update(readFileSync(f.absolute));
+    } catch {
+      hash.update('\0missing');
+    }
+    hash.update('\0');
+  }
+  return hash.digest('hex');
 }
 
 /**
@@ -386,7 +414,10 @@ async function gatherContext(
   repo: Repository,
   receipt: DelegationReceipt,
 ) {
-  const declared = await readContext(unit.contextFiles ?? [], { workspace: ws });
+  const declared = await readContext(unit.contextFiles ?? [], {
+    workspace: ws,
+    repositoryTop: repo.layout.topLevel!,
+  });
   if (!declared.ok) return declared;
   receipt.context = declared.context.map(({ text: _text, ...meta }) => meta);
   if (settings.retryContext !== 'auto') return { ...declared, retry: undefined, taken: [] };
@@ -394,13 +425,18 @@ async function gatherContext(
   const declaredPaths = new Set(
     (unit.contextFiles ?? []).map((c) => canonicalisePath(path.resolve(ws, c.path))),
   );
+  const top = canonicalisePath(repo.layout.topLevel!);
+  // A .git directory is never read for the worker (readContext refuses it): such a location is dropped, not the rest.
   const windows = retryWindows(locations, (rel) => {
     const abs = canonicalisePath(path.resolve(ws, rel));
-    return declaredPaths.has(abs) || contractFiles.includes(abs);
+    return declaredPaths.has(abs) || contractFiles.includes(abs) || entersGitDir(top, abs);
   });
   if (windows.length === 0) return { ...declared, retry: undefined, taken: locations };
   // Best effort: widened context that cannot be read (budget, missing file) is dropped, never a refusal.
-  const widened = await readContext([...(unit.contextFiles ?? []), ...windows], { workspace: ws });
+  const widened = await readContext([...(unit.contextFiles ?? []), ...windows], {
+    workspace: ws,
+    repositoryTop: repo.layout.topLevel!,
+  });
   if (!widened.ok) return { ...declared, retry: undefined, taken: locations };
   const extra = widened.context.slice(declared.context.length);
   receipt.contextWidened = extra.map(({ text: _text, ...meta }) => meta);

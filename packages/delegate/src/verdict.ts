@@ -27,6 +27,8 @@ export interface VerdictInputs {
   filesWritten: number;
   /** Files the worker named that were refused (containment, contract, scope, patch, create-only). */
   emissionErrors: number;
+  /** The files written changed during the last verification run or the coherence check after it. */
+  changedWhileVerified?: boolean;
 }
 
 /**
@@ -34,7 +36,8 @@ export interface VerdictInputs {
  * CONTRACT_MODIFIED > VERIFICATION_NOT_APPROVED > UNIT_FLAKY > coherence failed (INCOHERENT if the unit itself
  * passed or was unverified, else UNIT_FAILED) > NO_CHANGES (nothing written, nothing refused) > UNIT_FAILED
  * (any emission error: a unit that was only partly written did not do what it was asked) > UNIT_UNVERIFIED (no
- * command ran) > UNIT_FAILED (a run failed) > UNIT_PASSED.
+ * command ran) > UNIT_FAILED (a run failed) > UNIT_UNVERIFIED (the files changed while the last run verified them)
+ * > UNIT_PASSED.
  */
 export function resolveVerdict(i: VerdictInputs): Verdict {
   if (i.contractViolations.length > 0) return 'CONTRACT_MODIFIED';
@@ -48,6 +51,8 @@ export function resolveVerdict(i: VerdictInputs): Verdict {
   if (i.emissionErrors > 0) return 'UNIT_FAILED';
   if (!i.ran) return 'UNIT_UNVERIFIED';
   if (i.unitFailed > 0) return 'UNIT_FAILED';
+  // What would be recorded is not what the last run verified.
+  if (i.changedWhileVerified) return 'UNIT_UNVERIFIED';
   return 'UNIT_PASSED';
 }
 

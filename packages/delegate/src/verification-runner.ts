@@ -37,6 +37,8 @@ export interface VerificationResult {
   runs: RunResult[];
   flaky: boolean;
   passed: boolean;
+  /** The fingerprint of the files verified changed during the last run (only when a fingerprint was given). */
+  changedByLastRun: boolean;
 }
 
 export const DEFAULT_VERIFICATION_TIMEOUT_MS = 30000;
@@ -165,13 +167,18 @@ export function runPassed(run: RunResult): boolean {
 
 export async function runVerification(
   command: string,
-  opts: RunOptions & { repeats: number; logPath: string },
+  opts: RunOptions & { repeats: number; logPath: string; fingerprint?: () => string },
 ): Promise<VerificationResult> {
   const repeats = resolveRepeats(opts.repeats);
   const runs: RunResult[] = [];
   let flaky = false;
+  let changedByLastRun = false;
   for (let i = 0; i < repeats; i++) {
+    // The content recorded is what the last run leaves; it was verified only if that run found it already so (a
+    // formatter in the command settles on the first run; code that rewrites itself on its way out does not).
+    const before = opts.fingerprint?.();
     const run = await runCommand(command, opts);
+    changedByLastRun = before !== opts.fingerprint?.();
     runs.push(run);
     if (runs.length > 1 && runPassed(run) !== runPassed(runs[0]!)) {
       flaky = true;
@@ -179,7 +186,7 @@ export async function runVerification(
     }
   }
   writeLogAtomically(opts.logPath, renderLog(command, runs, repeats));
-  return { runs, flaky, passed: !flaky && runPassed(runs[0]!) };
+  return { runs, flaky, passed: !flaky && runPassed(runs[0]!), changedByLastRun };
 }
 
 function renderLog(command: string, runs: RunResult[], repeats: number): string {

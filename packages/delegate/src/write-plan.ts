@@ -49,6 +49,10 @@ export interface WritePlanOptions {
   targetFiles: string[];
   unitScope: UnitScopeMode;
   emitAllowlist: string[];
+  /** The repository's top level: no path under its `.git` is written, even from a workspace inside it. */
+  repositoryTop?: string;
+  /** Whether a path (relative to repositoryTop, `/`-separated) is the policy or a key file: reviewers' to change. */
+  governanceFile?: (path: string) => boolean;
 }
 
 function countLines(content: string): number {
@@ -145,15 +149,29 @@ export function planWrites(emission: Emission, opts: WritePlanOptions): WritePla
   const duplicates = [...emission.duplicates];
   const seen = new Set<string>();
   const workspace = canonicalisePath(opts.workspace);
+  const top = opts.repositoryTop === undefined ? null : canonicalisePath(opts.repositoryTop);
 
   for (const emitted of emission.files) {
     const shown = `\`${emitted.path}\``;
-    const contained = checkEmissionPath(emitted.path, { workspace, emitAllowlist: opts.emitAllowlist });
+    const contained = checkEmissionPath(emitted.path, {
+      workspace,
+      emitAllowlist: opts.emitAllowlist,
+      ...(top !== null && { sessionRoot: top }),
+    });
     if (!contained.ok) {
       errors.push(contained.reason);
       continue;
     }
     const absolute = contained.absolute;
+    if (top !== null && opts.governanceFile && isPathWithin(top, absolute)) {
+      if (opts.governanceFile(path.relative(top, absolute).split(path.sep).join('/'))) {
+        errors.push(
+          `${shown} is the policy or a key file of the trust root; only reviewers change those (a unit's ` +
+            'verdict never promotes them). Not written.',
+        );
+        continue;
+      }
+    }
     // Before scope, so a contract file that is also a target reads as what it is.
     if (opts.contractFiles.some((contract) => isPathWithin(contract, absolute))) {
       errors.push(

@@ -156,6 +156,15 @@ describe('resolveWorkspace', () => {
     }
   });
 
+  it.each(['.git', '.git/hooks', 'ws/../.GIT/hooks'])('refuses a workspace inside .git: %s', (requested) => {
+    expect(resolveWorkspace(requested, opts())).toEqual({
+      ok: false,
+      reason: `workspaceDir ${JSON.stringify(requested)} is inside a .git directory, where a unit may never work (hooks and config there run code)`,
+    });
+    // Control: a directory whose name merely starts with .git is a workspace like any other.
+    expect(resolveWorkspace('.github', opts()).ok).toBe(true);
+  });
+
   it('relative emitAllowlist entries resolve against the session root', () => {
     expect(resolveWorkspace('../outside', { sessionRoot: session, emitAllowlist: ['../outside'] })).toEqual({
       ok: true,
@@ -215,6 +224,19 @@ describe('checkEmissionPath', () => {
       });
     },
   );
+
+  it('refuses a path into .git below the session root when the workspace itself lies inside .git', () => {
+    const inGit = path.join(session, '.git');
+    fs.mkdirSync(inGit, { recursive: true });
+    const within = { workspace: inGit, emitAllowlist: [], sessionRoot: session };
+    expect(checkEmissionPath('config', within)).toEqual({
+      ok: false,
+      reason: '`config` is inside a .git directory, which a unit may never write; not written',
+    });
+    // Control: without the session root, only .git below the workspace is seen (the old blind spot).
+    expect(checkEmissionPath('config', { workspace: inGit, emitAllowlist: [] }).ok).toBe(true);
+    expect(checkEmissionPath('src/a.ts', { ...opts(), sessionRoot: session }).ok).toBe(true);
+  });
 
   it('allows names that merely contain ".git" (control)', () => {
     expect(checkEmissionPath('.gitignore', opts()).ok).toBe(true);

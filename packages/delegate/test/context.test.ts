@@ -138,6 +138,24 @@ describe('readContext: containment', () => {
     expect(context.map((item) => item.path)).toEqual(['b.txt', 'src/a.ts', 'b.txt']);
   });
 
+  it('refuses a file under a .git directory, below the workspace or below the repository', async () => {
+    fs.mkdirSync(path.join(workspace, '.git'));
+    fs.writeFileSync(path.join(workspace, '.git', 'config'), '[core]\n');
+    expect(refused(await readContext([{ path: '.git/config' }], { workspace }))).toEqual([
+      '.git/config: inside a .git directory',
+    ]);
+    // A workspace inside the repository's .git: every file in it is under .git of the repository.
+    const inGit = path.join(workspace, '.git');
+    expect(
+      refused(await readContext([{ path: 'config' }], { workspace: inGit, repositoryTop: workspace })),
+    ).toEqual(['config: inside a .git directory']);
+    // Control: a name that merely starts with .git is read.
+    fs.writeFileSync(path.join(workspace, '.gitignore'), 'dist\n');
+    expect(
+      injected(await readContext([{ path: '.gitignore' }], { workspace, repositoryTop: workspace })),
+    ).toHaveLength(1);
+  });
+
   it('one bad request refuses the whole injection', async () => {
     const errors = refused(await readContext([{ path: 'b.txt' }, { path: 'missing.ts' }], { workspace }));
     expect(errors).toEqual(['missing.ts: no such file']);

@@ -205,6 +205,24 @@ describe('planWrites: the per-file gates, in order', () => {
     expect(fs.readdirSync(path.join(base, 'outside'))).toEqual([]);
   });
 
+  it('the policy and key files are refused when the caller says which they are; other files still plan', async () => {
+    const governanceFile = (p: string) =>
+      p === '.delegate-git/policy.json' || p.startsWith('.delegate-git/keys/');
+    const plan = planWrites(
+      emission(
+        ['.delegate-git/policy.json', '{}\n'],
+        ['.delegate-git/keys/mallory.json', '{}\n'],
+        ['.delegate-git/notes.md', 'x\n'],
+      ),
+      options({ repositoryTop: ws, governanceFile }),
+    );
+    expect(plan.files.map((f) => f.path)).toEqual(['.delegate-git/notes.md']);
+    expect(plan.errors).toEqual([
+      "`.delegate-git/policy.json` is the policy or a key file of the trust root; only reviewers change those (a unit's verdict never promotes them). Not written.",
+      "`.delegate-git/keys/mallory.json` is the policy or a key file of the trust root; only reviewers change those (a unit's verdict never promotes them). Not written.",
+    ]);
+  });
+
   it('an emitAllowlist root admits a path outside the workspace (control)', async () => {
     const plan = planWrites(
       emission(['../outside/a.ts', 'x\n']),
