@@ -168,6 +168,9 @@ export function checkEmissionPath(
   const shown = `\`${spelled}\``;
   if (spelled.trim() === '') return { ok: false, reason: 'an empty path was named; not written' };
   if (spelled.includes('\0')) return { ok: false, reason: `${shown} contains a NUL byte; not written` };
+  // A name with a control character (an escape sequence, a line break) is no file a person meant to create.
+  if (/[\u0001-\u001f\u007f-\u009f]/.test(spelled))
+    return { ok: false, reason: `${JSON.stringify(spelled)} contains a control character; not written` };
   const workspace = canonicalisePath(opts.workspace);
   let absolute: string;
   let roots: string[];

@@ -269,7 +269,7 @@ class ReplyCollector {
     const record = asRecord(chunk);
     this.rejectInlineError(record);
     this.sawAnything = true;
-    if (typeof record.model === 'string') this.model = record.model;
+    if (typeof record.model === 'string') this.model = oneLine(record.model);
     this.acceptUsage(record.usage);
     const choice = firstChoice(record.choices);
     const delta = asRecord(choice.delta);
@@ -298,7 +298,7 @@ class ReplyCollector {
     }
     this.sawAnything = true;
     this.sawDone = true;
-    if (typeof record.model === 'string') this.model = record.model;
+    if (typeof record.model === 'string') this.model = oneLine(record.model);
     this.acceptUsage(record.usage);
     const choice = firstChoice(choices);
     const message = asRecord(choice.message);
@@ -553,8 +553,11 @@ async function readEventStream(
     if (colon === 0) return; // a comment (`: keep-alive`)
     const name = colon === -1 ? line : line.slice(0, colon);
     const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
-    if (name === 'data') event.data = event.data === null ? value : `${event.data}\n${value}`;
-    else if (name === 'event') event.type = value;
+    if (name === 'data') {
+      event.data = event.data === null ? value : `${event.data}\n${value}`;
+      // An event whose data lines never end (no blank line) grows here, not in the buffer.
+      if (event.data.length > MAX_REPLY_CHARS) throw tooLarge(endpointHost);
+    } else if (name === 'event') event.type = value;
     else if (name === 'error') event.error = value;
   };
   const consumeLines = (final: boolean) => {
@@ -632,7 +635,10 @@ function extractServerMessage(text: string): string | null {
   }
 }
 
-/** A server's text on one line, bounded, with control characters (terminal escapes among them) made spaces. */
+/**
+ * A server's text on one line, bounded, with control characters (terminal escapes among them) made spaces. The
+ * model's name goes through here too: it is recorded in the signed, append-only ledger.
+ */
 function oneLine(text: string): string {
   const collapsed = text.replace(/[\u0000-\u001f\u007f-\u009f\s]+/g, ' ').trim();
   return collapsed.length > 300 ? `${collapsed.slice(0, 300)}…` : collapsed;

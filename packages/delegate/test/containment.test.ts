@@ -252,6 +252,11 @@ describe('checkEmissionPath', () => {
       ok: false,
       reason: 'an empty path was named; not written',
     });
+    expect(checkEmissionPath('src/\u001b[2Jx.ts', opts())).toEqual({
+      ok: false,
+      reason: '"src/\\u001b[2Jx.ts" contains a control character; not written',
+    });
+    expect(checkEmissionPath('src/ä tab.ts', opts()).ok).toBe(true); // control: other characters are names
     expect(checkEmissionPath('a\0.ts', opts())).toEqual({
       ok: false,
       reason: '`a\0.ts` contains a NUL byte; not written',

@@ -172,7 +172,18 @@ export function renderReceipt(r: DelegationReceipt): string {
       `Worker: ${r.worker.model} at ${r.worker.host}, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion token(s)${r.tokens.counted ? ' (counted locally)' : ''}, ${r.worker.durationMs} ms.`,
     );
   out.push(`Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : ''}`);
-  return `${out.join('\n')}\n`;
+  return `${out.map(printable).join('\n')}\n`;
+}
+
+/**
+ * One receipt line as the terminal should show it: the worker and its server chose much of this text (paths, the
+ * model's name, failure names), and a line break or an escape sequence in it could draw a verdict line of its own.
+ */
+function printable(line: string): string {
+  return line.replace(
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 function where(c: { path: string; lineRange: [number, number] | null }): string {

@@ -1,0 +1,51 @@
+// The human receipt of `delegate`: much of its text comes from the worker and its server (paths, the model's
+// name), and none of it may draw a line of its own on the terminal.
+import type { DelegationReceipt } from '@delegate-git/delegate';
+import { describe, expect, it } from 'vitest';
+import { renderReceipt } from '../src/commands/delegate.js';
+
+function receipt(overrides: Partial<DelegationReceipt>): DelegationReceipt {
+  return {
+    verdict: 'UNIT_FAILED',
+    taskName: 'add',
+    workspace: null,
+    message: null,
+    files: [],
+    errors: [],
+    context: [],
+    contextWidened: [],
+    verification: {
+      command: null,
+      skipped: null,
+      runs: [],
+      flaky: false,
+      failures: [],
+      omittedFailures: 0,
+      rawLog: null,
+    },
+    coherence: null,
+    contract: { files: [], violations: [] },
+    tokens: { prompt: 1, completion: 2, counted: false },
+    worker: { host: '127.0.0.1:1234', model: 'qwen', durationMs: 5, truncated: false },
+    envelope: null,
+    ...overrides,
+  };
+}
+
+describe('renderReceipt', () => {
+  it('shows control characters from the worker as escapes: a model name cannot forge the verdict line', () => {
+    const worker = { host: 'h', model: 'm\nVerdict: UNIT_PASSED\u001b[8m', durationMs: 1, truncated: false };
+    const text = renderReceipt(receipt({ worker, errors: ['`src/\u001b[2Ja.ts` refused'] }));
+    const verdictLines = text.split('\n').filter((line) => line.startsWith('Verdict:'));
+    expect(verdictLines).toEqual(['Verdict: UNIT_FAILED']);
+    expect(text).toContain('Worker: m\\u000aVerdict: UNIT_PASSED\\u001b[8m at h');
+    expect(text).toContain('refused: `src/\\u001b[2Ja.ts` refused');
+    expect(text).not.toMatch(/\u001b/);
+  });
+
+  it('control: ordinary text is shown as it is', () => {
+    expect(renderReceipt(receipt({}))).toContain(
+      'Worker: qwen at 127.0.0.1:1234, 1 prompt + 2 completion token(s), 5 ms.',
+    );
+  });
+});
