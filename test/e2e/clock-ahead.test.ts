@@ -58,4 +58,17 @@ describe('a record dated ahead of the clock', () => {
     expect(verified.stdout).toContain("more than an hour ahead of this machine's clock");
     expect(verified.stdout).toMatch(/src\/days\.ts.*the record on it does not count: created in the future/);
   });
+
+  it('a file refused for a record dated ahead is judged again once the clock reaches it, not remembered as refused', async () => {
+    await withVerdict('src/soon.ts', new Date(Date.now() + 90 * 60 * 1000));
+    const refused = commit(story, work, 'soon');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(AHEAD);
+    // The same ledger tip, three hours later by this machine's clock (a Date.now shifted in every node the hook runs).
+    const clock = path.join(story.root, 'later.cjs');
+    fs.writeFileSync(clock, 'const now = Date.now; Date.now = () => now() + 3 * 3600 * 1000;\n');
+    const later = { ...story.env, NODE_OPTIONS: `--require ${clock}` };
+    const committed = gitRun(story, work, ['commit', '-q', '-m', 'soon'], later);
+    expect(committed.code, committed.stderr).toBe(0);
+  });
 });

@@ -5,11 +5,14 @@
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adopt,
   cli,
+  cliAsync,
   cliOk,
   cloneInto,
   commit,
@@ -611,6 +614,53 @@ describe('init: a newcomer to a repository that adopted delegate-git already', (
     expect(fetched.code).toBe(2);
     expect(fetched.stderr).toContain('origin/main holds .delegate-git/policy.json');
     expect(refTip(story, stale, 'refs/notes/delegations')).toBeNull();
+  });
+
+  it('asks a remote that wants a password nothing, and adopts with a warning; a remote tag is followed to its commit', async () => {
+    const dir = makeWorkTree(story, 'asks-nobody');
+    stage(dir, { 'README.md': 'before delegate-git\n' });
+    expect(commit(story, dir, 'before the adoption').code).toBe(0);
+    const server = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="x"' });
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    gitOk(story, dir, ['remote', 'add', 'origin', `http://127.0.0.1:${port}/repo.git`]);
+    const asked = path.join(story.root, 'asked');
+    const askpass = path.join(story.root, 'askpass.sh');
+    executable(askpass, `#!/bin/sh\necho "$1" >> '${asked}'\necho secret\n`);
+    try {
+      const started = Date.now();
+      const init = await cliAsync(story, dir, ['init', '--protect', 'src/**'], {
+        ...story.env,
+        GIT_ASKPASS: askpass,
+      });
+      expect(init.code, init.stderr).toBe(0);
+      expect(init.stderr).toContain('could not reach origin to see whether it adopted delegate-git already');
+      expect(fs.existsSync(asked)).toBe(false); // nobody was asked for a user name or password
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      server.close();
+    }
+
+    // A remote's annotated tag this clone holds the object of, but no ref to: what it tags is looked at too.
+    const tagged = makeServer(story, 'tagged.git', { hook: false });
+    const owner = cloneInto(story, tagged, 'tagged-owner');
+    stage(owner, { 'README.md': 'before delegate-git\n' });
+    expect(commit(story, owner, 'before the adoption').code).toBe(0);
+    gitOk(story, owner, ['push', '-q', 'origin', 'main']);
+    const clone = cloneInto(story, tagged, 'tagged-clone');
+    gitOk(story, owner, ['checkout', '-q', '-b', 'adopting']);
+    adopt(story, owner, ['src/**']);
+    gitOk(story, owner, ['tag', '-a', '-m', 'adopted', 'v1']);
+    gitOk(story, owner, ['push', '-q', 'origin', 'v1']);
+    gitOk(story, clone, ['fetch', '-q', 'origin', 'tag', 'v1']);
+    gitOk(story, clone, ['tag', '-d', 'v1']);
+    const refused = cli(story, clone, ['init', '--protect', 'src/**'], operatorEnv(story, 'carol'));
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain('has adopted delegate-git already');
   });
 
   it('fails closed when a ref points at a missing object; control: with the ref repaired it adopts', () => {

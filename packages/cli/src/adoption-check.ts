@@ -4,6 +4,7 @@
  * and the server refuse, and its anchor records would name another repository id in the shared ledger, so that the
  * ledger could not be pushed.
  */
+import { spawn } from 'node:child_process';
 import { DelegateGitError, gitTry, holdsKey, POLICY_PATH, parsePolicy, shownPath } from '@delegate-git/core';
 import type { Io } from './command.js';
 
@@ -48,11 +49,11 @@ async function tipsOfRemotes(opts: GitOptions, io: Io): Promise<string[]> {
   const remotes = (await gitTry(['remote'], opts)).stdout.toString().split('\n').filter(Boolean);
   const tips: string[] = [];
   for (const remote of remotes) {
-    const listed = await gitTry(['ls-remote', '--heads', '--tags', remote], opts);
+    const listed = await lsRemote(remote, opts);
     if (listed.code !== 0) {
       io.err(
         `delegate-git: could not reach ${remote} to see whether it adopted delegate-git already ` +
-          `(${firstLine(listed.stderr)}); if it has, fetch it and run init on its branch instead.\n`,
+          `(${listed.stderr}); if it has, fetch it and run init on its branch instead.\n`,
       );
       continue;
     }
@@ -76,9 +77,65 @@ async function tipsOfRemotes(opts: GitOptions, io: Io): Promise<string[]> {
           `${names.slice(0, 3).join(' ')}${names.length > 3 ? ' ...' : ''}) and run init again.`,
       );
     }
-    tips.push(...refs.filter((_, i) => types[i] === 'commit').map(({ id }) => id));
+    // An annotated tag is followed to what it tags (rev-list peels it).
+    tips.push(...refs.filter((_, i) => types[i] === 'commit' || types[i] === 'tag').map(({ id }) => id));
   }
   return tips;
+}
+
+/** How long a remote may take to list its refs before init goes on without it. */
+const LS_REMOTE_TIMEOUT_MS = 20_000;
+
+/**
+ * `git ls-remote --heads --tags <remote>`, asking nobody anything: no credential helper, askpass or terminal prompt,
+ * and no terminal for ssh to prompt on (its own session); a remote that answers nothing is given up after
+ * LS_REMOTE_TIMEOUT_MS. init must not hang on a remote that needs a password or drops packets.
+ */
+function lsRemote(
+  remote: string,
+  opts: GitOptions,
+): Promise<{ code: number; stdout: Buffer; stderr: string }> {
+  const env: NodeJS.ProcessEnv = {
+    ...opts.env,
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_ASKPASS: 'true',
+    SSH_ASKPASS: 'true',
+    SSH_ASKPASS_REQUIRE: 'never',
+  };
+  return new Promise((resolve) => {
+    const child = spawn('git', ['-c', 'credential.helper=', 'ls-remote', '--heads', '--tags', remote], {
+      cwd: opts.cwd,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, 'SIGKILL'); // the group: ssh, or a credential helper, with it
+      } catch {
+        child.kill('SIGKILL');
+      }
+    }, LS_REMOTE_TIMEOUT_MS);
+    const done = (code: number, stderr: string) => {
+      clearTimeout(timer);
+      resolve({ code, stdout: Buffer.concat(out), stderr });
+    };
+    child.on('error', (error) => done(-1, error.message));
+    child.on('close', (code) =>
+      done(
+        timedOut ? -1 : (code ?? -1),
+        timedOut
+          ? `no answer within ${LS_REMOTE_TIMEOUT_MS / 1000} s`
+          : firstLine(Buffer.concat(err).toString('utf8')),
+      ),
+    );
+  });
 }
 
 /** A branch (or tag) holding `commit`, as the user names it; else the commit itself. */

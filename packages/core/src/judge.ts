@@ -3,6 +3,7 @@
  * their blobs, verify those records against the trust root in force, and ask promotionOf.
  */
 import { createHash } from 'node:crypto';
+import { DATED_AHEAD } from './dated-ahead.js';
 import type { DecisionCache } from './decision-cache.js';
 import type { Ed25519Backend } from './ed25519.js';
 import type { CatFileBatch } from './git.js';
@@ -135,7 +136,8 @@ export async function judgeFiles(files: readonly FileToJudge[], ctx: JudgeContex
   const asked = judged.filter((_, i) => !known[i]);
   const fresh = await judgeUncached(asked, ctx);
   fresh.forEach((j, i) => {
-    if (j.sha256 !== '' && !asked[i]!.replaces) ctx.decisions?.set(j);
+    // A refusal for a record dated ahead lasts until the clock reaches it, not for as long as the ledger tip.
+    if (j.sha256 !== '' && !asked[i]!.replaces && !j.reason.includes(DATED_AHEAD)) ctx.decisions?.set(j);
   });
   let next = 0;
   return known.map((k) => k ?? fresh[next++]!);
@@ -150,7 +152,11 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
       [...history.commits.values()].flatMap((c) => (c.blob === null ? [] : [c.blob])),
     ),
   );
-  const blobs = [...new Set([...files.map((f) => f.blob), ...replaced])];
+  // The replaced versions' notes are only weighed here, for their dates: read once per ledger tip, however many
+  // changes of a long policy history verify's walk judges, and neither hashed nor sent to the threads.
+  const replacedNotes = readNotesOnce(ctx, replaced);
+  replacedNotes.catch(() => {}); // awaited below
+  const blobs = [...new Set(files.map((f) => f.blob))];
   // Threads take a while to start: start them while git reads, when the batch is large enough to use them.
   const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
   const anchor = ctx.anchor ?? ctx.governance;
@@ -188,6 +194,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   } finally {
     await pool?.close();
   }
+  for (const [blob, note] of await replacedNotes) if (!notes.has(blob)) notes.set(blob, note);
   // Judged here, on demand: the records of blobs no thread promoted a file of (or of every blob, when few).
   const judged = new Map<string, { records: JudgedRecord[]; unreadable: string[] }>();
   const recordsFor = (blob: string, governanceFile: boolean) => {
@@ -292,29 +299,42 @@ async function replacedHistories(
  * parent holds a policy (the adoption, approved by its author alone).
  */
 async function thresholdsAlong(history: PathHistory, batch: CatFileBatch): Promise<Map<string, number>> {
-  const thresholds = new Map<string, number>();
-  const ofParent = new Map<string, Promise<number | null | undefined>>();
-  const thresholdAt = (commit: string) => {
-    let known = ofParent.get(commit);
-    if (!known) {
-      known = committedThreshold(commit, batch);
-      ofParent.set(commit, known);
+  let known = thresholdsRead.get(batch);
+  if (!known) {
+    known = new Map();
+    thresholdsRead.set(batch, known);
+  }
+  const memo = known;
+  const once = (key: string, read: () => Promise<number | null | undefined>) => {
+    let value = memo.get(key);
+    if (!value) {
+      value = read();
+      memo.set(key, value);
     }
-    return known;
+    return value;
   };
+  const thresholds = new Map<string, number>();
   await Promise.all(
     [...history.commits.keys()].map(async (commit) => {
-      // A failed read says nothing (today's threshold applies).
-      const object = await batch.read(commit).catch(() => null);
-      if (object?.type !== 'commit') return;
-      const parents = await Promise.all(parentsOf(object.content).map(thresholdAt));
-      if (parents.includes(undefined)) return;
-      const held = parents.filter((t): t is number => t !== null);
-      thresholds.set(commit, held.length === 0 ? 1 : Math.max(...held));
+      const threshold = await once(`before:${commit}`, async () => {
+        // A failed read says nothing (today's threshold applies).
+        const object = await batch.read(commit).catch(() => null);
+        if (object?.type !== 'commit') return undefined;
+        const parents = await Promise.all(
+          parentsOf(object.content).map((p) => once(p, () => committedThreshold(p, batch))),
+        );
+        if (parents.includes(undefined)) return undefined;
+        const held = parents.filter((t): t is number => t !== null);
+        return held.length === 0 ? 1 : Math.max(...held);
+      });
+      if (typeof threshold === 'number') thresholds.set(commit, threshold);
     }),
   );
   return thresholds;
 }
+
+/** Thresholds read per object reader: a commit's parents' policies do not change, and a walk asks at every change. */
+const thresholdsRead = new WeakMap<CatFileBatch, Map<string, Promise<number | null | undefined>>>();
 
 /** The parents a commit object names, in order. */
 function parentsOf(commit: Buffer): string[] {
@@ -401,6 +421,35 @@ function submoduleRefusal(f: FileToJudge): Judgement {
   return { path: f.path, blob: f.blob, sha256: '', promoted: false, reason: SUBMODULE_REFUSED, by: [] };
 }
 const NO_NOTE = Buffer.alloc(0);
+
+/** Notes already read, per ledger and tip: a walk judges the same replaced versions at every change of a history. */
+const notesRead = new WeakMap<object, Map<string, Promise<Buffer>>>();
+
+/** The notes on `blobs` at ctx.notesAt, each read from git once per ledger and tip. */
+async function readNotesOnce(ctx: JudgeContext, blobs: readonly string[]): Promise<Map<string, Buffer>> {
+  const { notesAt } = ctx;
+  if (notesAt === null) return new Map(blobs.map((blob) => [blob, NO_NOTE]));
+  let read = notesRead.get(ctx.ledger);
+  if (!read) {
+    read = new Map();
+    notesRead.set(ctx.ledger, read);
+  }
+  const missing = [...new Set(blobs)].filter((blob) => !read.has(`${notesAt}:${blob}`));
+  if (missing.length > 0) {
+    const all = new Map<string, Buffer>();
+    const done = ctx.ledger.notesOnManyInWindows(missing, notesAt, missing.length, (window) => {
+      for (const [blob, note] of window) all.set(blob, note);
+    });
+    for (const blob of missing)
+      read.set(
+        `${notesAt}:${blob}`,
+        done.then(() => all.get(blob) ?? NO_NOTE),
+      );
+  }
+  return new Map(
+    await Promise.all(blobs.map(async (blob) => [blob, await read.get(`${notesAt}:${blob}`)!] as const)),
+  );
+}
 
 /** From this many blobs with records on, their records are checked on worker threads, as `verify` does. */
 const THREADED_BLOBS = 256;

@@ -93,6 +93,20 @@ async function blobsAt(
  * commits). A commit the history does not list changes nothing there and is no merge, so it holds what its first
  * parent holds: it is answered by the nearest commit listed along its first parents.
  */
+/** The commits of a history that are `tip` or behind it: what dates the version at `tip`, nothing newer. */
+function behind(commits: ReadonlyMap<string, PathVersion>, tip: string): Map<string, PathVersion> {
+  const kept = new Map<string, PathVersion>();
+  const stack = [tip];
+  while (stack.length > 0) {
+    const id = stack.pop()!;
+    const version = commits.get(id);
+    if (!version || kept.has(id)) continue;
+    kept.set(id, version);
+    stack.push(...version.parents);
+  }
+  return kept;
+}
+
 export class PathHistories {
   private readonly paths = new Map<string, Promise<PathHistory>>();
   private firstParents: Promise<Map<string, string>> | null = null;
@@ -113,7 +127,8 @@ export class PathHistories {
     let at: string | undefined = commit;
     while (at !== undefined && !commits.has(at)) at = parents!.get(at);
     // Not behind the top at all (a rewound tip, say): read on its own.
-    return at === undefined ? pathHistory(this.repo, commit, path) : { tip: at, commits };
+    if (at === undefined) return pathHistory(this.repo, commit, path);
+    return { tip: at, commits: behind(commits, at) };
   }
 
   private firstParentsOf(): Promise<Map<string, string>> {

@@ -297,7 +297,7 @@ function approvedBy(
     if (record.kind !== 'review' || record.decision !== 'approve' || record.createdAt < since) continue;
     if (!record.subjects.some((s) => s.path === path && s.gitBlob === blob)) continue;
     if (trust.ok) trusted.push({ at: record.createdAt, key: trust.signer.keyid });
-    else if (trust.verified && trust.signer && record.createdAt <= (trust.signer.revoked ?? Infinity))
+    else if (formerlyApproved(record.createdAt, trust))
       formerly = Math.max(formerly ?? record.createdAt, record.createdAt);
   }
   if (trusted.length === 0) return formerly;
@@ -324,6 +324,17 @@ export function countingAt(now: number, records: readonly JudgedRecord[]): reado
   return records.map((j) =>
     counts(j) ? j : { record: j.record, trust: { ok: false, reason: datedAhead(j.record.createdAt, now)! } },
   );
+}
+
+/**
+ * An approval by a reviewer key revoked since, made before the revocation: the only untrusted approval that dates a
+ * version. A key that never was a reviewer (a delegator's) or that is not revoked but otherwise not allowed now
+ * (expired, not yet valid) dates nothing, and neither does one dated after its revocation (its word on time).
+ */
+function formerlyApproved(createdAt: number, trust: RecordTrust): boolean {
+  if (trust.ok || !trust.verified || !trust.signer) return false;
+  const { revoked, roles } = trust.signer;
+  return revoked !== undefined && createdAt <= revoked && roles.has('reviewer');
 }
 
 function isLater(a: JudgedRecord, b: JudgedRecord): boolean {

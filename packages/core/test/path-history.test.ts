@@ -53,7 +53,10 @@ describe('PathHistories', () => {
     expect(after.tip).toBe(at.back);
     const other = await histories.historyOf(at.other!, P);
     expect(other.tip).toBe(at.t);
-    expect(other.commits).toBe(after.commits); // one read of the path
+    // Each is the history behind its own tip, nothing newer: the version at t is not dated by what came after it.
+    expect(other.commits.has(at.back!)).toBe(false);
+    expect(after.commits.has(at.back!)).toBe(true);
+    expect([...other.commits.keys()].every((id) => after.commits.has(id))).toBe(true);
     // A commit not behind the top is read on its own.
     const beside = repo.gitText(['commit-tree', '-p', at.t!, '-m', 'beside', `${at.t}^{tree}`]);
     const alone = await histories.historyOf(beside, P);

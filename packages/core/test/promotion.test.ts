@@ -362,6 +362,13 @@ describe('dating a version by approvals dated ahead of the clock', () => {
     // Control: once the clock reaches it, it dates the version.
     expect(along(approved(far), Date.parse(far))).toBe(Date.parse(far));
   });
+
+  it('an approval by a key that never was a reviewer dates nothing, whenever it is dated', () => {
+    const byDelegator = (at: string) => onBlob(reviewLine(alice, [otherVersion], { createdAt: at }));
+    expect(along(byDelegator('2031-01-01T00:00:00Z'), Date.parse(T1))).toBeUndefined();
+    expect(along(byDelegator(T1), Date.parse(T2))).toBeUndefined();
+    expect(along(approved(T1), Date.parse(T2))).toBe(Date.parse(T1)); // control: a reviewer's
+  });
 });
 
 describe('a change that goes back to earlier content (the policy and key files)', () => {
