@@ -1,33 +1,15 @@
 // The human receipt of `delegate`: much of its text comes from the worker and its server (paths, the model's
 // name), and none of it may draw a line of its own on the terminal.
-import type { DelegationReceipt } from '@delegate-git/delegate';
+import { type DelegationReceipt, emptyReceipt } from '@delegate-git/delegate';
 import { describe, expect, it } from 'vitest';
 import { renderReceipt } from '../src/commands/delegate.js';
 
 function receipt(overrides: Partial<DelegationReceipt>): DelegationReceipt {
   return {
+    ...emptyReceipt({ taskName: 'add' }),
     verdict: 'UNIT_FAILED',
-    taskName: 'add',
-    workspace: null,
-    message: null,
-    files: [],
-    errors: [],
-    context: [],
-    contextWidened: [],
-    verification: {
-      command: null,
-      skipped: null,
-      runs: [],
-      flaky: false,
-      failures: [],
-      omittedFailures: 0,
-      rawLog: null,
-    },
-    coherence: null,
-    contract: { files: [], violations: [] },
     tokens: { prompt: 1, completion: 2, counted: false },
     worker: { host: '127.0.0.1:1234', model: 'qwen', durationMs: 5, truncated: false },
-    envelope: null,
     ...overrides,
   };
 }

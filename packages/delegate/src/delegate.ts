@@ -352,7 +352,8 @@ function commandEnvironment(env: NodeJS.ProcessEnv | undefined, apiKeyEnv: strin
   return copy;
 }
 
-function emptyReceipt(unit: Unit): DelegationReceipt {
+/** A receipt before anything happened: what a unit that ends early reports. */
+export function emptyReceipt(unit: Pick<Unit, 'taskName'>): DelegationReceipt {
   return {
     verdict: 'NO_CHANGES',
     taskName: unit.taskName,
