@@ -241,6 +241,8 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
                 history.commits,
                 (b) => recordsFor(b, true).records,
                 (commit) => thresholds.get(commit) ?? threshold,
+                undefined,
+                datesFound(ctx, anchor, path, threshold),
               ),
             )
             .filter((t): t is number => t !== undefined);
@@ -421,6 +423,30 @@ function submoduleRefusal(f: FileToJudge): Judgement {
   return { path: f.path, blob: f.blob, sha256: '', promoted: false, reason: SUBMODULE_REFUSED, by: [] };
 }
 const NO_NOTE = Buffer.alloc(0);
+
+/** Dates of versions found (admittedAt), per ledger: a walk dates the same history at each of its changes. */
+const datesRead = new WeakMap<object, Map<string, Map<string, number | undefined>>>();
+
+/** The dates found along `path`'s history under the same ledger tip, anchor keys and fallback threshold. */
+function datesFound(
+  ctx: JudgeContext,
+  anchor: Governance,
+  path: string,
+  threshold: number,
+): Map<string, number | undefined> {
+  let byKey = datesRead.get(ctx.ledger);
+  if (!byKey) {
+    byKey = new Map();
+    datesRead.set(ctx.ledger, byKey);
+  }
+  const key = `${ctx.notesAt}\0${anchor.trustRoot.digest}\0${anchor.policy.repositoryId}\0${threshold}\0${path}`;
+  let dates = byKey.get(key);
+  if (!dates) {
+    dates = new Map();
+    byKey.set(key, dates);
+  }
+  return dates;
+}
 
 /** Notes already read, per ledger and tip: a walk judges the same replaced versions at every change of a history. */
 const notesRead = new WeakMap<object, Map<string, Promise<Buffer>>>();

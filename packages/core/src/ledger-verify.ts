@@ -322,11 +322,7 @@ async function checkAppendOnly(
       removed.push({ commit: tip, blob: d.annotated, line: d.line });
     return { checked: `since baseline ${base}`, removed };
   }
-  for await (const { commit, parents } of repo.ledger.history()) {
-    for (const parent of parents) {
-      for (const d of await repo.ledger.droppedLines(parent, commit))
-        removed.push({ commit, blob: d.annotated, line: d.line });
-    }
-  }
+  for (const d of await repo.ledger.droppedLinesAlongHistory())
+    removed.push({ commit: d.commit, blob: d.annotated, line: d.line });
   return { checked: 'whole history', removed };
 }

@@ -221,7 +221,9 @@ adds is dated by the moment
  * date below a higher threshold by back-dating an approval (createdAt is the signer's word). `threshold` may be given
  * per commit, the one in force when that commit's version was admitted: approvals made later toward a higher
  * threshold of today do not move the date of a version admitted under a lower one. An approval dated ahead of `now`
- * counts for nothing (countingAt). Undefined when nothing along the way was ever approved.
+ * counts for nothing (countingAt). Undefined when nothing along the way was ever approved. `dated`: the dates of
+ * commits found so far, kept by a caller that asks again along the same history with the same records and thresholds
+ * (a commit's date depends only on what is behind it).
  */
 export function admittedAt(
   path: string,
@@ -230,9 +232,9 @@ export function admittedAt(
   recordsOn: (blob: string) => readonly JudgedRecord[],
   threshold: number | ((commit: string) => number) = 1,
   now = Date.now(),
+  dated = new Map<string, number | undefined>(),
 ): number | undefined {
   const thresholdAt = typeof threshold === 'number' ? () => threshold : threshold;
-  const dated = new Map<string, number | undefined>();
   // Parents before children, without recursion: a long history must not exhaust the stack.
   const stack: Array<{ id: string; expanded: boolean }> = [{ id: tip, expanded: false }];
   while (stack.length > 0) {

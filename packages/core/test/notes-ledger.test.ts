@@ -397,6 +397,28 @@ describe('droppedLines', () => {
   });
 });
 
+describe('droppedLinesAlongHistory', () => {
+  it('names each line a notes commit dropped against its parent, anywhere in the history; none for additions', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    expect(await ledger.droppedLinesAlongHistory()).toEqual([]); // no ledger yet
+    const [a, b] = writeBlobs(r, 2);
+    await ledger.append([
+      { blob: a!, lines: ['l1', 'l2'] },
+      { blob: b!, lines: ['b1'] },
+    ]);
+    r.git(['notes', `--ref=${LEDGER_REF}`, 'add', '-f', '-F', '-', a!], 'l1\n');
+    const rewritten = r.gitText(['rev-parse', LEDGER_REF]);
+    await ledger.append([{ blob: b!, lines: ['b2'] }]); // later commits only add
+    await ledger.append([{ blob: a!, lines: ['l3'] }]);
+    expect(await ledger.droppedLinesAlongHistory()).toEqual([
+      { commit: rewritten, annotated: a!, line: 'l2' },
+    ]);
+    // Control: the same as asking commit by commit.
+    expect(await ledger.droppedLines(`${rewritten}~1`, rewritten)).toEqual([{ annotated: a!, line: 'l2' }]);
+  });
+});
+
 describe('divergent ledgers', () => {
   it('merge with git notes merge -s cat_sort_uniq into the union, readable by NotesLedger', async () => {
     const origin = repo();

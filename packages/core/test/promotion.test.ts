@@ -343,6 +343,29 @@ function admittedAlong(blobs: readonly (string | null)[], on: () => JudgedRecord
   return admittedAt('src/a.ts', tip, commits, on, threshold);
 }
 
+describe('dates kept between calls', () => {
+  it('a second history sharing commits with the first is dated without weighing those again, to the same date', () => {
+    const blobs = [otherVersion.gitBlob, file.gitBlob, otherVersion.gitBlob];
+    const { commits } = lineOf(blobs);
+    const records = onBlob(
+      reviewLine(rita, [otherVersion], { createdAt: T1 }),
+      reviewLine(rita, [file], { createdAt: T2 }),
+      reviewLine(rob, [otherVersion], { createdAt: '2026-03-01T12:00:00Z' }),
+    );
+    const weighed: string[] = [];
+    const recordsOn = (blob: string) => {
+      weighed.push(blob);
+      return records;
+    };
+    const kept = new Map<string, number | undefined>();
+    const fresh = admittedAt('src/a.ts', 'c2', commits, () => records);
+    expect(admittedAt('src/a.ts', 'c1', commits, recordsOn, 1, Date.now(), kept)).toBe(Date.parse(T2));
+    weighed.length = 0;
+    expect(admittedAt('src/a.ts', 'c2', commits, recordsOn, 1, Date.now(), kept)).toBe(fresh);
+    expect(weighed).toEqual([otherVersion.gitBlob]); // only c2 itself: c0 and c1 were dated already
+  });
+});
+
 describe('dating a version by approvals dated ahead of the clock', () => {
   const approved = (at: string) => onBlob(reviewLine(rita, [otherVersion], { createdAt: at }));
   const along = (records: JudgedRecord[], now: number) =>
