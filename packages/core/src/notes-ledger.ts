@@ -847,10 +847,11 @@ export class NotesLedger {
     for await (const { commit, parents } of this.history())
       for (const parent of parents) pairs.push({ commit, parent });
     if (pairs.length === 0) return [];
+    // "<commit> <parent>" is a commit against that parent (not two trees: the other order would diff backwards).
     // --always prints every pair's header, even with nothing changed, so the output lines up with the input.
     const out = await git(['diff-tree', '--stdin', '--always', '-r', '-z', '--no-renames'], {
       ...this.options(),
-      input: pairs.map((p) => `${p.parent} ${p.commit}\n`).join(''),
+      input: pairs.map((p) => `${p.commit} ${p.parent}\n`).join(''),
     });
     const touched: Array<Set<string>> = [];
     let status: string | null = null;

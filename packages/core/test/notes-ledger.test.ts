@@ -410,8 +410,12 @@ describe('droppedLinesAlongHistory', () => {
     r.git(['notes', `--ref=${LEDGER_REF}`, 'add', '-f', '-F', '-', a!], 'l1\n');
     const rewritten = r.gitText(['rev-parse', LEDGER_REF]);
     await ledger.append([{ blob: b!, lines: ['b2'] }]); // later commits only add
+    r.git(['notes', `--ref=${LEDGER_REF}`, 'remove', b!]); // a whole note removed
+    const removed = r.gitText(['rev-parse', LEDGER_REF]);
     await ledger.append([{ blob: a!, lines: ['l3'] }]);
     expect(await ledger.droppedLinesAlongHistory()).toEqual([
+      { commit: removed, annotated: b!, line: 'b1' },
+      { commit: removed, annotated: b!, line: 'b2' },
       { commit: rewritten, annotated: a!, line: 'l2' },
     ]);
     // Control: the same as asking commit by commit.
