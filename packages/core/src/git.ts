@@ -3,6 +3,7 @@
 import { type ChildProcess, type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { DelegateGitError } from './errors.js';
 
 export interface GitOptions {
@@ -210,10 +211,21 @@ export async function gitText(args: string[], opts: GitOptions): Promise<string>
  */
 export async function* gitRecords(
   args: string[],
-  opts: { cwd: string; env?: NodeJS.ProcessEnv },
+  opts: { cwd: string; env?: NodeJS.ProcessEnv; input?: AsyncIterable<string> },
   separator = '\n',
 ): AsyncGenerator<string> {
-  const child = startGitWithoutInput(args, opts);
+  const child = opts.input === undefined ? startGitWithoutInput(args, opts) : startGit(args, opts);
+  let inputFailure: unknown = null;
+  if (opts.input !== undefined) {
+    // Written as it is produced, while the output is read: neither side is held whole.
+    child.stdin!.on('error', () => {}); // git may exit before reading it all; its exit code says what happened
+    const source = Readable.from(opts.input);
+    source.on('error', (error) => {
+      inputFailure = error; // git would wait for the rest of its input for ever
+      child.kill();
+    });
+    source.pipe(child.stdin!);
+  }
   const stderr: Buffer[] = [];
   child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
   const spawnFailure: { error?: DelegateGitError } = {};
@@ -240,6 +252,7 @@ export async function* gitRecords(
     const code = await exit;
     finished = true;
     if (spawnFailure.error) throw spawnFailure.error;
+    if (inputFailure !== null) throw inputFailure;
     if (rest.length > 0) yield rest.toString('utf8');
     if (code !== 0) throw gitFailure(args, { code, stderr: Buffer.concat(stderr).toString('utf8') });
   } finally {

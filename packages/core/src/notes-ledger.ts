@@ -15,7 +15,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DelegateGitError } from './errors.js';
 import {
   CatFileBatch,
-  git,
   gitFailure,
   gitRecords,
   gitTry,
@@ -843,47 +842,62 @@ export class NotesLedger {
    * commit a record, and a git process for each was most of that check's time.
    */
   async droppedLinesAlongHistory(): Promise<Array<{ commit: string; annotated: string; line: string }>> {
-    const pairs: Array<{ commit: string; parent: string }> = [];
-    for await (const { commit, parents } of this.history())
-      for (const parent of parents) pairs.push({ commit, parent });
-    if (pairs.length === 0) return [];
+    if ((await this.tip()) === null) return [];
+    // The pairs written to git and not yet answered: a few pipe buffers' worth, however long the history.
+    const pending: Array<{ commit: string; parent: string }> = [];
+    const history = this.history();
+    const input = (async function* () {
+      for await (const { commit, parents } of history)
+        for (const parent of parents) {
+          pending.push({ commit, parent });
+          yield `${commit} ${parent}\n`;
+        }
+    })();
     // "<commit> <parent>" is a commit against that parent (not two trees: the other order would diff backwards).
-    // --always prints every pair's header, even with nothing changed, so the output lines up with the input.
-    const out = await git(['diff-tree', '--stdin', '--always', '-r', '-z', '--no-renames'], {
-      ...this.options(),
-      input: pairs.map((p) => `${p.commit} ${p.parent}\n`).join(''),
-    });
-    const touched: Array<Set<string>> = [];
-    let status: string | null = null;
-    for (const token of out.toString('utf8').split('\0')) {
-      if (status !== null) {
-        // A path only added cannot lose a line; a note modified, deleted or moved by fanout is compared in full.
-        const annotated = annotatedIdOfPath(token);
-        if (annotated && status !== 'A') touched[touched.length - 1]!.add(annotated);
-        status = null;
-      } else if (token.startsWith(':')) status = token.split(' ')[4] ?? '';
-      else if (token.trim() !== '') touched.push(new Set()); // a pair's header
-    }
+    // --always prints every pair's header, even with nothing changed, so the output lines up with the input. Read as
+    // it comes, a pair at a time, so memory stays flat however long the history.
+    const records = gitRecords(
+      ['diff-tree', '--stdin', '--always', '-r', '-z', '--no-renames'],
+      { ...this.options(), input },
+      '\0',
+    );
     const dropped: Array<{ commit: string; annotated: string; line: string }> = [];
     const batch = new CatFileBatch(this.options());
+    let at: { commit: string; parent: string } | undefined;
+    let touched = new Set<string>();
+    const compare = async () => {
+      if (!at || touched.size === 0) return;
+      const ids = [...touched].sort();
+      const [olderTree, newerTree] = await Promise.all([
+        NotesTreeReader.open(batch, at.parent),
+        NotesTreeReader.open(batch, at.commit),
+      ]);
+      const [before, after] = await Promise.all([
+        this.readNotes(olderTree, ids),
+        this.readNotes(newerTree, ids),
+      ]);
+      for (const annotated of ids) {
+        const kept = new Set(after.get(annotated));
+        for (const line of before.get(annotated) ?? [])
+          if (!kept.has(line)) dropped.push({ commit: at.commit, annotated, line });
+      }
+    };
     try {
-      for (const [i, { commit, parent }] of pairs.entries()) {
-        const ids = [...(touched[i] ?? [])].sort();
-        if (ids.length === 0) continue;
-        const [olderTree, newerTree] = await Promise.all([
-          NotesTreeReader.open(batch, parent),
-          NotesTreeReader.open(batch, commit),
-        ]);
-        const [before, after] = await Promise.all([
-          this.readNotes(olderTree, ids),
-          this.readNotes(newerTree, ids),
-        ]);
-        for (const annotated of ids) {
-          const kept = new Set(after.get(annotated));
-          for (const line of before.get(annotated) ?? [])
-            if (!kept.has(line)) dropped.push({ commit, annotated, line });
+      let status: string | null = null;
+      for await (const token of records) {
+        if (status !== null) {
+          // A path only added cannot lose a line; a note modified, deleted or moved by fanout is compared in full.
+          const annotated = annotatedIdOfPath(token);
+          if (annotated && status !== 'A') touched.add(annotated);
+          status = null;
+        } else if (token.startsWith(':')) status = token.split(' ')[4] ?? '';
+        else if (token.trim() !== '') {
+          await compare(); // a pair's header: the one before it is complete
+          at = pending.shift();
+          touched = new Set();
         }
       }
+      await compare();
     } finally {
       await batch.close();
     }

@@ -122,6 +122,29 @@ describe('gitRecords', () => {
     };
     await expect(failing()).rejects.toMatchObject({ code: 'GIT' });
   });
+
+  it('streams its input while it reads the output; an input that fails ends git instead of leaving it waiting', async () => {
+    const r = repo();
+    r.commit({ 'a.txt': 'a' });
+    const head = r.gitText(['rev-parse', 'HEAD']);
+    const lines = async function* () {
+      for (let i = 0; i < 3000; i++) yield `${head}\n`; // more than a pipe buffer holds
+    };
+    let count = 0;
+    for await (const _ of gitRecords(['cat-file', '--batch-check'], { cwd: r.dir, env, input: lines() }))
+      count++;
+    expect(count).toBe(3000);
+    const broken = async function* () {
+      yield `${head}\n`;
+      throw new Error('the input broke');
+    };
+    const reading = async () => {
+      for await (const _ of gitRecords(['cat-file', '--batch-check'], { cwd: r.dir, env, input: broken() })) {
+        // the first answer may come before the failure
+      }
+    };
+    await expect(reading()).rejects.toThrow('the input broke');
+  });
 });
 
 describe('writeBlob and CatFileBatch', () => {
