@@ -87,8 +87,9 @@ async function tipsOfRemotes(opts: GitOptions, io: Io): Promise<string[]> {
 const LS_REMOTE_TIMEOUT_MS = 20_000;
 
 /**
- * `git ls-remote --heads --tags <remote>`, asking nobody anything: no credential helper, askpass or terminal prompt,
- * and no terminal for ssh to prompt on (its own session); a remote that answers nothing is given up after
+ * `git ls-remote --heads --tags <remote>`, asking nobody anything: stored credentials are used (a credential helper
+ * that keeps them), but no prompt is shown (askpass answers nothing, Git Credential Manager is told not to ask, and
+ * ssh has no terminal to prompt on: its own session); a remote that answers nothing is given up after
  * LS_REMOTE_TIMEOUT_MS. init must not hang on a remote that needs a password or drops packets.
  */
 function lsRemote(
@@ -101,9 +102,10 @@ function lsRemote(
     GIT_ASKPASS: 'true',
     SSH_ASKPASS: 'true',
     SSH_ASKPASS_REQUIRE: 'never',
+    GCM_INTERACTIVE: 'never',
   };
   return new Promise((resolve) => {
-    const child = spawn('git', ['-c', 'credential.helper=', 'ls-remote', '--heads', '--tags', remote], {
+    const child = spawn('git', ['ls-remote', '--heads', '--tags', remote], {
       cwd: opts.cwd,
       env,
       detached: true,
