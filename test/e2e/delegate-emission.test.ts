@@ -267,7 +267,7 @@ describe('containment: nothing is written outside the workspace', () => {
     const [dotdot, abs, link, gitDir] = receipt!.errors;
     for (const reason of [dotdot, abs, link]) expect(reason).toContain('outside the workspace');
     expect(link).toContain('src/link/escape-link.js');
-    expect(gitDir).toContain('inside a .git directory');
+    expect(gitDir).toContain('inside a git directory');
 
     // A partly refused emission did not do what it was asked: the file that landed is recorded as UNIT_FAILED.
     expect(code).toBe(1);

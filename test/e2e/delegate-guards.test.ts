@@ -110,9 +110,35 @@ describe('what a unit may never write', () => {
     });
     expect(code).toBe(1);
     expect(receipt?.verdict).toBe('CONTEXT_REFUSED');
-    expect(receipt?.message).toContain('is inside a .git directory');
+    expect(receipt?.message).toContain('is inside a git directory');
     expect(worker.requestCount()).toBe(before);
     expect(fs.readFileSync(path.join(repo.dir, '.git', 'config'), 'utf8')).toBe(config);
+  });
+
+  test('a git directory of another name (a gitfile points at it) is refused like .git; the rest is written', async () => {
+    const other = await makeDelegateRepo({ workerUrl: worker.url });
+    try {
+      fs.renameSync(path.join(other.dir, '.git'), path.join(other.dir, 'meta'));
+      fs.writeFileSync(path.join(other.dir, '.git'), 'gitdir: meta\n');
+      worker.enqueue({
+        content: [
+          fileBlock('meta/hooks/pre-commit', 'echo pwned'),
+          fileBlock('src/plain.js', 'export {};'),
+        ].join('\n'),
+      });
+      const { receipt } = await other.delegate({
+        taskName: 'meta',
+        instruction: 'Add.',
+        runVerification: 'true',
+      });
+      expect(receipt?.errors).toEqual([
+        '`meta/hooks/pre-commit` is inside a git directory, which a unit may never write; not written',
+      ]);
+      expect(fs.existsSync(path.join(other.dir, 'meta', 'hooks', 'pre-commit'))).toBe(false);
+      expect(receipt?.files.map((f) => f.path)).toEqual(['src/plain.js']);
+    } finally {
+      other.cleanup();
+    }
   });
 
   test('the policy and a key file are refused, the rest of the reply written (control)', async () => {

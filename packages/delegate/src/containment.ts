@@ -108,7 +108,7 @@ export type WorkspaceResolution =
  */
 export function resolveWorkspace(
   requested: string | undefined,
-  opts: { sessionRoot: string; emitAllowlist: string[] },
+  opts: { sessionRoot: string; emitAllowlist: string[]; gitDirs?: readonly string[] },
 ): WorkspaceResolution {
   const sessionRoot = canonicalisePath(opts.sessionRoot);
   if (requested === undefined || requested.trim() === '') {
@@ -120,15 +120,14 @@ export function resolveWorkspace(
   } catch (error) {
     return { ok: false, reason: `workspaceDir ${JSON.stringify(requested)}: ${(error as Error).message}` };
   }
-  if (isPathWithin(sessionRoot, dir)) {
-    if (entersGitDir(sessionRoot, dir)) {
-      return {
-        ok: false,
-        reason: `workspaceDir ${JSON.stringify(requested)} is inside a .git directory, where a unit may never work (hooks and config there run code)`,
-      };
-    }
-    return { ok: true, dir, source: 'within-session-root' };
+  // Under the session root or an allowlisted root alike: another repository's git directory is no workspace either.
+  if (entersGitDir(dir, opts.gitDirs)) {
+    return {
+      ok: false,
+      reason: `workspaceDir ${JSON.stringify(requested)} is inside a git directory, where a unit may never work (hooks and config there run code)`,
+    };
   }
+  if (isPathWithin(sessionRoot, dir)) return { ok: true, dir, source: 'within-session-root' };
   if (canonicalRoots(opts.emitAllowlist, sessionRoot).some((root) => isPathWithin(root, dir))) {
     return { ok: true, dir, source: 'emitAllowlist' };
   }
@@ -141,18 +140,25 @@ export function resolveWorkspace(
   };
 }
 
+/**
+ * Control characters, and the Unicode line separators and bidirectional overrides that make text show other than
+ * it is (`src/\u202Esj.txt` shows as `src/txt.js`).
+ */
+export const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
 export type EmissionPathCheck = { ok: true; absolute: string } | { ok: false; reason: string };
 
 /**
- * `.git` (directory or worktree gitfile) in any letter case below `root`: case-insensitive file systems open it too.
- * False for a path outside `root`.
+ * Whether `absolute` (canonical) is in a git directory: any `.git` segment of the path, in any letter case
+ * (case-insensitive file systems open it too), or under one of `gitDirs`, the repository's real git directories
+ * (`git rev-parse --git-dir` and `--git-common-dir`, canonical), whatever their names: a gitfile, a symbolic link or
+ * GIT_DIR can put them anywhere. Hooks and config there run code, and the operator's settings live there.
  */
-export function entersGitDir(root: string, absolute: string): boolean {
-  if (!isPathWithin(root, absolute)) return false;
-  return path
-    .relative(root, absolute)
-    .split(path.sep)
-    .some((segment) => segment.toLowerCase() === '.git');
+export function entersGitDir(absolute: string, gitDirs: readonly string[] = []): boolean {
+  return (
+    absolute.split(path.sep).some((segment) => segment.toLowerCase() === '.git') ||
+    gitDirs.some((dir) => isPathWithin(dir, absolute))
+  );
 }
 
 /**
@@ -163,13 +169,13 @@ export function entersGitDir(root: string, absolute: string): boolean {
  */
 export function checkEmissionPath(
   spelled: string,
-  opts: { workspace: string; emitAllowlist: string[]; sessionRoot?: string },
+  opts: { workspace: string; emitAllowlist: string[]; gitDirs?: readonly string[] },
 ): EmissionPathCheck {
   const shown = `\`${spelled}\``;
   if (spelled.trim() === '') return { ok: false, reason: 'an empty path was named; not written' };
   if (spelled.includes('\0')) return { ok: false, reason: `${shown} contains a NUL byte; not written` };
   // A name with a control character (an escape sequence, a line break) is no file a person meant to create.
-  if (/[\u0001-\u001f\u007f-\u009f]/.test(spelled))
+  if (UNPRINTABLE.test(spelled))
     return { ok: false, reason: `${JSON.stringify(spelled)} contains a control character; not written` };
   const workspace = canonicalisePath(opts.workspace);
   let absolute: string;
@@ -190,12 +196,10 @@ export function checkEmissionPath(
         'another root with emitAllowlist.',
     };
   }
-  // Below the workspace and below the repository: a workspace may itself lie inside a .git directory.
-  const sessionRoot = opts.sessionRoot === undefined ? root : canonicalisePath(opts.sessionRoot);
-  if (entersGitDir(root, absolute) || entersGitDir(sessionRoot, absolute)) {
+  if (entersGitDir(absolute, opts.gitDirs)) {
     return {
       ok: false,
-      reason: `${shown} is inside a .git directory, which a unit may never write; not written`,
+      reason: `${shown} is inside a git directory, which a unit may never write; not written`,
     };
   }
   return { ok: true, absolute };

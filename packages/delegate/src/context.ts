@@ -40,7 +40,7 @@ const READ_CHUNK_BYTES = 64 * 1024;
 
 export async function readContext(
   requests: ContextRequest[],
-  opts: { workspace: string; maxBytes?: number; repositoryTop?: string },
+  opts: { workspace: string; maxBytes?: number; gitDirs?: readonly string[] },
 ): Promise<ContextResult> {
   const maxBytes = opts.maxBytes ?? DEFAULT_CONTEXT_MAX_BYTES;
   let workspace: string;
@@ -53,7 +53,6 @@ export async function readContext(
     return { ok: false, errors: [`workspace ${opts.workspace} is not a directory`] };
   }
 
-  const top = opts.repositoryTop === undefined ? undefined : canonicalisePath(opts.repositoryTop);
   const errors: string[] = [];
   const context: InjectedContext[] = [];
   let usedBytes = 0;
@@ -64,7 +63,7 @@ export async function readContext(
       errors.push(`${label}: ${range}`);
       continue;
     }
-    const located = await locateFile(workspace, request.path, top);
+    const located = await locateFile(workspace, request.path, opts.gitDirs ?? []);
     if (typeof located === 'string') {
       errors.push(`${label}: ${located}`);
       continue;
@@ -132,7 +131,7 @@ export function validateRange(request: ContextRequest): LineRange | string {
 async function locateFile(
   workspace: string,
   requested: string,
-  top: string | undefined,
+  gitDirs: readonly string[],
 ): Promise<{ absolute: string; relative: string; size: number } | string> {
   let absolute: string;
   try {
@@ -141,9 +140,8 @@ async function locateFile(
     return 'cannot be resolved (symbolic link loop)';
   }
   if (absolute === workspace || !isPathWithin(workspace, absolute)) return 'outside the workspace';
-  // Emission's rule: nothing under a .git directory (config, hooks, the operator's settings) is read for the worker.
-  if (entersGitDir(workspace, absolute) || (top !== undefined && entersGitDir(top, absolute)))
-    return 'inside a .git directory';
+  // Emission's rule: nothing in a git directory (config, hooks, the operator's settings) is read for the worker.
+  if (entersGitDir(absolute, gitDirs)) return 'inside a git directory';
   let stat: Stats;
   try {
     stat = await fs.stat(absolute);

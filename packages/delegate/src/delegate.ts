@@ -133,9 +133,11 @@ async function delegateWith(
   const refuse = (verdict: Verdict, message: string, errors: string[] = []) =>
     Object.assign(receipt, { verdict, message, errors });
 
+  const gitDirs = gitDirsOf(repo);
   const workspace = resolveWorkspace(unit.workspaceDir ? path.resolve(top, unit.workspaceDir) : undefined, {
     sessionRoot: top,
     emitAllowlist: settings.emitAllowlist.map((p) => path.resolve(top, p)),
+    gitDirs,
   });
   if (!workspace.ok) return refuse('CONTEXT_REFUSED', workspace.reason);
   const ws = workspace.dir;
@@ -197,6 +199,7 @@ async function delegateWith(
     unitScope: settings.unitScope,
     emitAllowlist: settings.emitAllowlist.map((p) => path.resolve(top, p)),
     repositoryTop: top,
+    gitDirs,
     governanceFile: (p) => isGovernanceFile(opts.governance.policy, p),
   });
   const errors = [...emission.errors, ...plan.errors];
@@ -325,6 +328,13 @@ async function delegateWith(
   return receipt;
 }
 
+/** The repository's git directories, canonical: a gitfile, a symbolic link or GIT_DIR may put them anywhere. */
+function gitDirsOf(repo: Repository): string[] {
+  return [
+    ...new Set([repo.layout.gitDir, repo.layout.commonDir].map((d) => canonicalisePath(path.resolve(d)))),
+  ];
+}
+
 /** The written files' content as it is now (a missing file counts as such), to see whether a command changed it. */
 function fingerprintOf(files: readonly PlannedFile[]): string {
   const hash = createHash('sha256');
@@ -415,10 +425,8 @@ async function gatherContext(
   repo: Repository,
   receipt: DelegationReceipt,
 ) {
-  const declared = await readContext(unit.contextFiles ?? [], {
-    workspace: ws,
-    repositoryTop: repo.layout.topLevel!,
-  });
+  const gitDirs = gitDirsOf(repo);
+  const declared = await readContext(unit.contextFiles ?? [], { workspace: ws, gitDirs });
   if (!declared.ok) return declared;
   receipt.context = declared.context.map(({ text: _text, ...meta }) => meta);
   if (settings.retryContext !== 'auto') return { ...declared, retry: undefined, taken: [] };
@@ -426,18 +434,14 @@ async function gatherContext(
   const declaredPaths = new Set(
     (unit.contextFiles ?? []).map((c) => canonicalisePath(path.resolve(ws, c.path))),
   );
-  const top = canonicalisePath(repo.layout.topLevel!);
-  // A .git directory is never read for the worker (readContext refuses it): such a location is dropped, not the rest.
+  // A git directory is never read for the worker (readContext refuses it): such a location is dropped, not the rest.
   const windows = retryWindows(locations, (rel) => {
     const abs = canonicalisePath(path.resolve(ws, rel));
-    return declaredPaths.has(abs) || contractFiles.includes(abs) || entersGitDir(top, abs);
+    return declaredPaths.has(abs) || contractFiles.includes(abs) || entersGitDir(abs, gitDirs);
   });
   if (windows.length === 0) return { ...declared, retry: undefined, taken: locations };
   // Best effort: widened context that cannot be read (budget, missing file) is dropped, never a refusal.
-  const widened = await readContext([...(unit.contextFiles ?? []), ...windows], {
-    workspace: ws,
-    repositoryTop: repo.layout.topLevel!,
-  });
+  const widened = await readContext([...(unit.contextFiles ?? []), ...windows], { workspace: ws, gitDirs });
   if (!widened.ok) return { ...declared, retry: undefined, taken: locations };
   const extra = widened.context.slice(declared.context.length);
   receipt.contextWidened = extra.map(({ text: _text, ...meta }) => meta);

@@ -49,8 +49,10 @@ export interface WritePlanOptions {
   targetFiles: string[];
   unitScope: UnitScopeMode;
   emitAllowlist: string[];
-  /** The repository's top level: no path under its `.git` is written, even from a workspace inside it. */
+  /** The repository's top level, where the policy and keys directory are (governanceFile). */
   repositoryTop?: string;
+  /** The repository's git directories (canonical): nothing under them is written, whatever their names. */
+  gitDirs?: readonly string[];
   /** Whether a path (relative to repositoryTop, `/`-separated) is the policy or a key file: reviewers' to change. */
   governanceFile?: (path: string) => boolean;
 }
@@ -156,7 +158,7 @@ export function planWrites(emission: Emission, opts: WritePlanOptions): WritePla
     const contained = checkEmissionPath(emitted.path, {
       workspace,
       emitAllowlist: opts.emitAllowlist,
-      ...(top !== null && { sessionRoot: top }),
+      gitDirs: opts.gitDirs ?? [],
     });
     if (!contained.ok) {
       errors.push(contained.reason);

@@ -159,10 +159,23 @@ describe('resolveWorkspace', () => {
   it.each(['.git', '.git/hooks', 'ws/../.GIT/hooks'])('refuses a workspace inside .git: %s', (requested) => {
     expect(resolveWorkspace(requested, opts())).toEqual({
       ok: false,
-      reason: `workspaceDir ${JSON.stringify(requested)} is inside a .git directory, where a unit may never work (hooks and config there run code)`,
+      reason: `workspaceDir ${JSON.stringify(requested)} is inside a git directory, where a unit may never work (hooks and config there run code)`,
     });
     // Control: a directory whose name merely starts with .git is a workspace like any other.
     expect(resolveWorkspace('.github', opts()).ok).toBe(true);
+  });
+
+  it("refuses another repository's .git under an emitAllowlist root, and a git directory of any name", () => {
+    const other = path.join(allowed, 'other');
+    fs.mkdirSync(path.join(other, '.git', 'hooks'), { recursive: true });
+    expect(resolveWorkspace(path.join(other, '.git', 'hooks'), opts()).ok).toBe(false);
+    expect(resolveWorkspace(path.join(other), opts()).ok).toBe(true); // control: its work tree is allowed
+    // A git directory named otherwise (a gitfile, a symbolic link or GIT_DIR put it there): known by gitDirs.
+    const meta = path.join(session, 'meta');
+    fs.mkdirSync(path.join(meta, 'hooks'), { recursive: true });
+    const withGitDir = { ...opts(), gitDirs: [meta] };
+    expect(resolveWorkspace('meta/hooks', withGitDir).ok).toBe(false);
+    expect(resolveWorkspace('ws', withGitDir).ok).toBe(true); // control
   });
 
   it('relative emitAllowlist entries resolve against the session root', () => {
@@ -220,22 +233,27 @@ describe('checkEmissionPath', () => {
     (spelled) => {
       expect(checkEmissionPath(spelled, opts())).toEqual({
         ok: false,
-        reason: `\`${spelled}\` is inside a .git directory, which a unit may never write; not written`,
+        reason: `\`${spelled}\` is inside a git directory, which a unit may never write; not written`,
       });
     },
   );
 
-  it('refuses a path into .git below the session root when the workspace itself lies inside .git', () => {
+  it('refuses a path in a git directory however the workspace reaches it, and in one of any name', () => {
     const inGit = path.join(session, '.git');
     fs.mkdirSync(inGit, { recursive: true });
-    const within = { workspace: inGit, emitAllowlist: [], sessionRoot: session };
-    expect(checkEmissionPath('config', within)).toEqual({
+    expect(checkEmissionPath('config', { workspace: inGit, emitAllowlist: [] })).toEqual({
       ok: false,
-      reason: '`config` is inside a .git directory, which a unit may never write; not written',
+      reason: '`config` is inside a git directory, which a unit may never write; not written',
     });
-    // Control: without the session root, only .git below the workspace is seen (the old blind spot).
-    expect(checkEmissionPath('config', { workspace: inGit, emitAllowlist: [] }).ok).toBe(true);
-    expect(checkEmissionPath('src/a.ts', { ...opts(), sessionRoot: session }).ok).toBe(true);
+    const withGitDir = { ...opts(), emitAllowlist: [session], gitDirs: [path.join(session, 'meta')] };
+    expect(checkEmissionPath('../meta/hooks/pre-commit', withGitDir).ok).toBe(false);
+    expect(checkEmissionPath('../metadata/x', withGitDir).ok).toBe(true); // control: a sibling name
+    expect(checkEmissionPath('src/a.ts', withGitDir).ok).toBe(true);
+  });
+
+  it('refuses a path that shows other than it is: bidirectional overrides and line separators', () => {
+    for (const spelled of ['src/\u202Esj.txt', 'src/a\u2028b.ts', 'src/\u2066x.ts'])
+      expect(checkEmissionPath(spelled, opts()).ok).toBe(false);
   });
 
   it('allows names that merely contain ".git" (control)', () => {

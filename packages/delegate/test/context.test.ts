@@ -142,18 +142,23 @@ describe('readContext: containment', () => {
     fs.mkdirSync(path.join(workspace, '.git'));
     fs.writeFileSync(path.join(workspace, '.git', 'config'), '[core]\n');
     expect(refused(await readContext([{ path: '.git/config' }], { workspace }))).toEqual([
-      '.git/config: inside a .git directory',
+      '.git/config: inside a git directory',
     ]);
-    // A workspace inside the repository's .git: every file in it is under .git of the repository.
+    // A workspace inside a .git directory: every file in it is in a git directory.
     const inGit = path.join(workspace, '.git');
-    expect(
-      refused(await readContext([{ path: 'config' }], { workspace: inGit, repositoryTop: workspace })),
-    ).toEqual(['config: inside a .git directory']);
+    expect(refused(await readContext([{ path: 'config' }], { workspace: inGit }))).toEqual([
+      'config: inside a git directory',
+    ]);
+    // A git directory of another name, as the repository says (a gitfile or GIT_DIR put it there).
+    fs.mkdirSync(path.join(workspace, 'meta'));
+    fs.writeFileSync(path.join(workspace, 'meta', 'config'), '[core]\n');
+    const gitDirs = [path.join(workspace, 'meta')];
+    expect(refused(await readContext([{ path: 'meta/config' }], { workspace, gitDirs }))).toEqual([
+      'meta/config: inside a git directory',
+    ]);
     // Control: a name that merely starts with .git is read.
     fs.writeFileSync(path.join(workspace, '.gitignore'), 'dist\n');
-    expect(
-      injected(await readContext([{ path: '.gitignore' }], { workspace, repositoryTop: workspace })),
-    ).toHaveLength(1);
+    expect(injected(await readContext([{ path: '.gitignore' }], { workspace, gitDirs }))).toHaveLength(1);
   });
 
   it('one bad request refuses the whole injection', async () => {

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { Repository } from '@delegate-git/core/repository';
-import type { DelegationReceipt } from '@delegate-git/delegate';
+import { type DelegationReceipt, UNPRINTABLE } from '@delegate-git/delegate';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -181,7 +181,7 @@ export function renderReceipt(r: DelegationReceipt): string {
  */
 function printable(line: string): string {
   return line.replace(
-    /[\u0000-\u001f\u007f-\u009f]/g,
+    new RegExp(UNPRINTABLE.source, 'g'),
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
 }
