@@ -301,20 +301,8 @@ async function replacedHistories(
  * parent holds a policy (the adoption, approved by its author alone).
  */
 async function thresholdsAlong(history: PathHistory, batch: CatFileBatch): Promise<Map<string, number>> {
-  let known = thresholdsRead.get(batch);
-  if (!known) {
-    known = new Map();
-    thresholdsRead.set(batch, known);
-  }
-  const memo = known;
-  const once = (key: string, read: () => Promise<number | null | undefined>) => {
-    let value = memo.get(key);
-    if (!value) {
-      value = read();
-      memo.set(key, value);
-    }
-    return value;
-  };
+  const memo = keptFor(thresholdsRead, batch, () => new Map());
+  const once = (key: string, read: () => Promise<number | null | undefined>) => keptFor(memo, key, read);
   const thresholds = new Map<string, number>();
   await Promise.all(
     [...history.commits.keys()].map(async (commit) => {
@@ -434,18 +422,26 @@ function datesFound(
   path: string,
   threshold: number,
 ): Map<string, number | undefined> {
-  let byKey = datesRead.get(ctx.ledger);
-  if (!byKey) {
-    byKey = new Map();
-    datesRead.set(ctx.ledger, byKey);
-  }
   const key = `${ctx.notesAt}\0${anchor.trustRoot.digest}\0${anchor.policy.repositoryId}\0${threshold}\0${path}`;
-  let dates = byKey.get(key);
-  if (!dates) {
-    dates = new Map();
-    byKey.set(key, dates);
+  return keptFor(
+    keptFor(datesRead, ctx.ledger, () => new Map()),
+    key,
+    () => new Map(),
+  );
+}
+
+/** What `kept` holds for `key`, made by `make` the first time it is asked for. */
+function keptFor<K, V>(
+  kept: { get(key: K): V | undefined; set(key: K, value: V): unknown },
+  key: K,
+  make: () => V,
+): V {
+  let value = kept.get(key);
+  if (value === undefined) {
+    value = make();
+    kept.set(key, value);
   }
-  return dates;
+  return value;
 }
 
 /** Notes already read, per ledger and tip: a walk judges the same replaced versions at every change of a history. */
@@ -455,11 +451,7 @@ const notesRead = new WeakMap<object, Map<string, Promise<Buffer>>>();
 async function readNotesOnce(ctx: JudgeContext, blobs: readonly string[]): Promise<Map<string, Buffer>> {
   const { notesAt } = ctx;
   if (notesAt === null) return new Map(blobs.map((blob) => [blob, NO_NOTE]));
-  let read = notesRead.get(ctx.ledger);
-  if (!read) {
-    read = new Map();
-    notesRead.set(ctx.ledger, read);
-  }
+  const read = keptFor(notesRead, ctx.ledger, () => new Map<string, Promise<Buffer>>());
   const missing = [...new Set(blobs)].filter((blob) => !read.has(`${notesAt}:${blob}`));
   if (missing.length > 0) {
     const all = new Map<string, Buffer>();

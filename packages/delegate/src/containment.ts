@@ -162,9 +162,9 @@ export function entersGitDir(absolute: string, gitDirs: readonly string[] = []):
 }
 
 /**
- * Checks a path the worker wants to write. Relative paths resolve against the
- * workspace. The canonical result must lie within the workspace or an emitAllowlist root, which refuses `..`
- * escapes, absolute paths elsewhere and symlinks inside that lead out. Paths into a `.git` directory are refused
+ * Checks a path the worker wants to write. Relative paths resolve against the workspace. The canonical result must
+ * lie within the workspace or an emitAllowlist root, which refuses `..` escapes, absolute paths elsewhere and symlinks
+ * inside that lead out. Paths in a git directory (entersGitDir, with the repository's own as `gitDirs`) are refused
  * as well: hooks and config there run code, and the ledger lives there.
  */
 export function checkEmissionPath(
