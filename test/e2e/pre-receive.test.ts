@@ -24,6 +24,7 @@ import {
   refTip,
   resetWorkTree,
   type Story,
+  statementOf,
   writeFiles,
 } from '../support/cli-story.js';
 
@@ -295,6 +296,49 @@ describe('pre-receive: the ledger holds only notes', () => {
     expect(stderr).toContain(refusal(a, 'a submodule (mode 160000), not a note file (mode 100644)'));
     expect(stderr).toContain(refusal(b, 'an executable file (mode 100755), not a note file (mode 100644)'));
     expect(stderr).toContain(refusal(c, 'a symbolic link (mode 120000), not a note file (mode 100644)'));
+  });
+
+  it('reads a note stored under an old mode (100664) as git does: a fanned copy holding only the approval hides no rejection; an approved file stored so is accepted', () => {
+    const rejected = 'src/old-mode-rejected.ts';
+    const approved = 'src/old-mode-approved.ts';
+    writeFiles(work, { [rejected]: 'export const x = "no";\n', [approved]: 'export const y = "yes";\n' });
+    cliOk(story, work, ['attest', '--approve', rejected, approved, '--yes']);
+    cliOk(story, work, ['attest', '--reject', rejected, '--yes', '-m', 'wrong']);
+    expect(gitRun(story, work, ['push', 'origin', LEDGER]).code).toBe(0);
+    const ids = [rejected, approved].map((f) => gitOk(story, work, ['hash-object', f]));
+    // Each note, flat at the top of the ledger's tree, stored as 100664 (git shows and reads it as 100644, and its diff
+    // shows no change), with a fanned-out copy beside it holding only the approval.
+    const tip = refTip(story, work, LEDGER)!;
+    const listed = gitOk(story, work, ['ls-tree', '-z', tip]).split('\0').filter(Boolean);
+    const approvalOf = (id: string) =>
+      noteLines(story, work, id).find((line) => statementOf(line).predicate.decision === 'approve')!;
+    const tree = mktree(story, work, [
+      ...listed.map((entry) =>
+        ids.some((id) => entry.endsWith(`\t${id}`)) ? entry.replace(/^100644/, '100664') : entry,
+      ),
+      ...ids.map((id) => {
+        const copy = mktree(story, work, [`100644 blob ${stageBlob(`${approvalOf(id)}\n`)}\t${id.slice(2)}`]);
+        return `040000 tree ${copy}\t${id.slice(0, 2)}`;
+      }),
+    ]);
+    const crafted = gitOk(story, work, ['commit-tree', tree, '-p', tip, '-m', 'Notes added by git notes']);
+    expect(gitOk(story, work, ['diff-tree', '-r', '--name-only', tip, crafted]).split('\n')).toHaveLength(2);
+    gitOk(story, work, ['update-ref', LEDGER, crafted]);
+    gitOk(story, work, ['add', '--', rejected, approved]);
+    gitOk(story, work, ['commit', '-q', '--no-verify', '-m', 'both files']);
+
+    const refused = gitRun(story, work, ATOMIC);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(refusedLine('refs/heads/main', rejected, 'rejected by'));
+    expect(refused.stderr).not.toContain(approved);
+    expect(refTip(story, server, 'refs/heads/main')).not.toBe(refTip(story, work, 'HEAD'));
+
+    // Control: the approved file alone, with the same crafted ledger, is accepted.
+    gitOk(story, work, ['rm', '-q', '--cached', rejected]);
+    gitOk(story, work, ['commit', '-q', '--amend', '--no-verify', '-m', 'the approved file']);
+    const accepted = gitRun(story, work, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(crafted);
   });
 
   it('refuses the first push of a ledger that holds a file besides its notes; without it, the first push is accepted', () => {

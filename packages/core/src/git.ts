@@ -436,7 +436,10 @@ export interface TreeEntry {
   oid: string;
 }
 
-/** Parses a raw tree object (`<mode> <name>\0<binary id>`…); the id length follows the repository's hash. */
+/**
+ * Parses a raw tree object (`<mode> <name>\0<binary id>`…); the id length follows the repository's hash. Modes are
+ * read as git reads them (canonicalMode), so an entry means here what it means to git.
+ */
 export function parseTreeObject(content: Buffer, oidBytes: number): TreeEntry[] {
   const entries: TreeEntry[] = [];
   let offset = 0;
@@ -444,16 +447,41 @@ export function parseTreeObject(content: Buffer, oidBytes: number): TreeEntry[] 
     const space = content.indexOf(32, offset);
     const nul = content.indexOf(0, space + 1);
     if (space === -1 || nul === -1 || nul + 1 + oidBytes > content.length) {
-      throw new DelegateGitError('GIT', 'a git tree object is malformed; run `git fsck` on this repository.');
+      throw new DelegateGitError('GIT', MALFORMED_TREE);
     }
     entries.push({
-      mode: content.toString('latin1', offset, space),
+      mode: canonicalMode(content.toString('latin1', offset, space)),
       name: content.toString('utf8', space + 1, nul),
       oid: content.toString('hex', nul + 1, nul + 1 + oidBytes),
     });
     offset = nul + 1 + oidBytes;
   }
   return entries;
+}
+
+const CANONICAL_MODES = new Set(['100644', '100755', '120000', '40000', '160000']);
+const MALFORMED_TREE = 'a git tree object is malformed; run `git fsck` on this repository.';
+
+/**
+ * A tree entry's mode as git itself reads it (canon_mode): any regular file is 100644, or 100755 when the owner may
+ * execute it; anything else is a symbolic link, a directory or a gitlink by its type bits. Old or hand-made trees
+ * store other modes (100664, 040000), which every git command shows and reads as the canonical one; a reader that
+ * took the stored text as it is would skip a note git reads (`git notes show` prints it), and miss a line on it.
+ */
+export function canonicalMode(stored: string): string {
+  if (CANONICAL_MODES.has(stored)) return stored;
+  if (!/^[0-7]+$/.test(stored)) throw new DelegateGitError('GIT', MALFORMED_TREE);
+  const mode = Number.parseInt(stored, 8);
+  switch (mode & 0o170000) {
+    case 0o100000:
+      return mode & 0o100 ? '100755' : '100644';
+    case 0o120000:
+      return '120000';
+    case 0o040000:
+      return '40000';
+    default:
+      return '160000';
+  }
 }
 
 export interface RepositoryLayout {

@@ -232,6 +232,44 @@ describe('writeBlob and CatFileBatch', () => {
       await batch.close();
     }
   });
+
+  it('reads the modes an old or hand-made tree stores as git reads them, as ls-tree lists them; refuses a mode that is no number', async () => {
+    const r = repo();
+    const blob = r.blob('x\n');
+    const stored = ['100664', '100744', '100600', '0100644', '040000', '120777', '170000'];
+    const entries = stored.map((mode, i) => `${mode} ${mode === '040000' ? 'tree' : 'blob'} ${blob}\tf${i}`);
+    // mktree keeps a mode as written; a directory entry needs a tree.
+    const emptyTree = r.gitText(['mktree'], '');
+    const tree = r.gitText(
+      ['mktree'],
+      `${entries.map((e) => (e.startsWith('040000') ? e.replace(blob, emptyTree) : e)).join('\n')}\n`,
+    );
+    const batch = new CatFileBatch({ cwd: r.dir, env });
+    try {
+      const object = await batch.read(tree);
+      expect(object!.content.toString('latin1')).toContain('100664 f0');
+      const parsed = parseTreeObject(object!.content, object!.oid.length / 2);
+      const listed = r
+        .git(['ls-tree', tree])
+        .trim()
+        .split('\n')
+        .map((line) => line.split(' ')[0]!.replace(/^0/, ''));
+      expect(parsed.map((e) => e.mode)).toEqual(listed);
+      expect(parsed.map((e) => e.mode)).toEqual([
+        '100644',
+        '100755',
+        '100644',
+        '100644',
+        '40000',
+        '120000',
+        '160000',
+      ]);
+    } finally {
+      await batch.close();
+    }
+    const malformed = Buffer.concat([Buffer.from('10x644 name\0'), Buffer.alloc(20)]);
+    expect(() => parseTreeObject(malformed, 20)).toThrow(/tree object is malformed/);
+  });
 });
 
 describe('repositoryLayout', () => {
