@@ -187,3 +187,114 @@ describe('sync with a remote it cannot reach', () => {
     expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
   });
 });
+
+describe('sync takes the union, whatever either side dropped', () => {
+  /** A server without the hook (github.com), a clone that adopted and synced, and a second clone of it. */
+  function plainPair(name: string): { server: string; work: string; other: string } {
+    const server = makeServer(story, `${name}.git`, { hook: false });
+    const work = cloneInto(story, server, name);
+    adopt(story, work, ['src/**']);
+    expect(gitRun(story, work, ['push', '-q', 'origin', 'main']).code).toBe(0);
+    writeFiles(work, { 'src/a.ts': 'export const a = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes', '-m', 'a']);
+    expect(cli(story, work, ['sync']).code).toBe(0);
+    const other = cloneInto(story, server, `${name}-other`);
+    gitOk(story, other, ['fetch', '-q', 'origin', `${LEDGER}:${LEDGER}`]);
+    return { server, work, other };
+  }
+
+  it('keeps a line the remote removed (a notes commit on top of ours) and gives it back; a remote that only adds is a fast-forward (control)', () => {
+    const { server, work, other } = plainPair('dropping');
+    const blob = gitOk(story, work, ['hash-object', 'src/a.ts']);
+    // Control: the remote only adds, and the clone fast-forwards to it.
+    writeFiles(other, { 'src/b.ts': 'export const b = 1;\n' });
+    cliOk(story, other, ['attest', '--approve', 'src/b.ts', '--yes', '-m', 'b']);
+    expect(gitRun(story, other, ['push', '-q', 'origin', LEDGER]).code).toBe(0);
+    expect(cli(story, work, ['sync']).code).toBe(0);
+    expect(refTip(story, work, LEDGER)).toBe(refTip(story, other, LEDGER));
+
+    // A pusher removes the approval on src/a.ts, while this clone records something of its own.
+    gitOk(story, other, ['notes', '--ref=delegations', 'remove', blob]);
+    expect(gitRun(story, other, ['push', '-q', 'origin', LEDGER]).code).toBe(0);
+    writeFiles(work, { 'src/c.ts': 'export const c = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/c.ts', '--yes', '-m', 'c']);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    const c = gitOk(story, work, ['hash-object', 'src/c.ts']);
+    for (const dir of [work, server]) {
+      expect(comments(noteLines(story, dir, blob)), dir).toEqual(['a']);
+      expect(comments(noteLines(story, dir, c)), dir).toEqual(['c']);
+    }
+    // The remote's commit is in the history (a merge), so the push was no force.
+    const parents = gitOk(story, work, ['rev-list', '--parents', '-n', '1', LEDGER]).split(' ');
+    expect(parents.slice(1)).toContain(refTip(story, other, LEDGER));
+  });
+
+  it('gives back a line removed here that the remote holds, where the hook would refuse the push without it', () => {
+    const server = makeServer(story, 'restoring.git');
+    const work = cloneInto(story, server, 'restoring');
+    adopt(story, work, ['src/**']);
+    writeFiles(work, { 'src/a.ts': 'export const a = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes', '-m', 'a']);
+    expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+    const blob = gitOk(story, work, ['hash-object', 'src/a.ts']);
+    gitOk(story, work, ['notes', '--ref=delegations', 'remove', blob]);
+    // Control: pushed as it is, the hook refuses the dropped line.
+    const pushed = gitRun(story, work, ['push', 'origin', LEDGER]);
+    expect(pushed.code).not.toBe(0);
+    expect(pushed.stderr).toContain('drops 1 record line');
+
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(comments(noteLines(story, work, blob))).toEqual(['a']);
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
+  });
+
+  it('refuses a remote ledger that names no commit, or a commit of code, taking and pushing nothing; a valid one after is taken', () => {
+    const { server, work, other } = plainPair('hostile');
+    const before = refTip(story, work, LEDGER);
+    fs.writeFileSync(path.join(other, '.git', 'not-a-commit'), 'not a commit\n');
+    const blob = gitOk(story, other, ['hash-object', '-w', '.git/not-a-commit']);
+    for (const [target, expected] of [
+      [
+        blob,
+        /the ledger on origin is damaged: its refs\/notes\/delegations names a blob, not a notes commit/,
+      ],
+      [
+        'HEAD',
+        /the ledger on origin \([0-9a-f]{12}\) holds entries that are no notes: \.delegate-git \(not a note/,
+      ],
+    ] as const) {
+      expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${target}:${LEDGER}`]).code).toBe(0);
+      const refused = cli(story, work, ['sync']);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(expected);
+      expect(refused.stderr).not.toContain('    at ');
+      expect(refTip(story, work, LEDGER)).toBe(before);
+    }
+    expect(gitRun(story, work, ['rev-parse', '--verify', '--quiet', TRACKING]).code).toBe(0);
+    // The remote restored: taken again.
+    expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${LEDGER}:${LEDGER}`]).code).toBe(0);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
+  });
+
+  it('reports a refusal whose message reads like a lost race once, from git’s own status line', () => {
+    const server = makeServer(story, 'wordy.git', { hook: false });
+    const work = cloneInto(story, server, 'wordy');
+    adopt(story, work, ['src/**']);
+    const hook = path.join(server, 'hooks', 'pre-receive');
+    fs.writeFileSync(hook, '#!/bin/sh\necho "no (non-fast-forward) here; cannot lock ref" >&2\nexit 1\n', {
+      mode: 0o755,
+    });
+    const refused = cli(story, work, ['sync', '--json']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('the push to origin was refused');
+    expect(refused.stderr).not.toContain('kept moving');
+    // Control: without the hook, the same sync goes through.
+    fs.rmSync(hook);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+  });
+});

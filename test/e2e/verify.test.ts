@@ -581,7 +581,14 @@ describe('an empty ledger', () => {
 
   it('with governed files at the revision: each is refused (exit 1), nothing else is wrong; control: with the ledger, 0', () => {
     expect(verifyJson(dir).code).toBe(0);
+    const verified = refTip(story, dir, LEDGER)!;
     gitOk(story, dir, ['update-ref', '-d', LEDGER]);
+    // A baseline says a ledger was verified before: its absence is named as the problem it is.
+    const gone = verifyJson(dir, ['--baseline', verified]);
+    expect(gone.code).toBe(1);
+    expect(gone.result.appendOnly.problem).toBe(
+      `there is no ledger (${LEDGER}) though the baseline ${verified} was verified: it was deleted, or not fetched`,
+    );
     expect(refTip(story, dir, LEDGER)).toBeNull();
 
     const { code, result } = verifyJson(dir);

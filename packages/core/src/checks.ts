@@ -2,7 +2,7 @@
  * The local checks of DESIGN 4.2: the work tree (`--path`), a commit (`--rev`) and the index (`--staged`). Each reads
  * policy, trust root and content from the same snapshot it judges.
  */
-import { existsSync, lstatSync } from 'node:fs';
+import { existsSync, lstatSync, realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DecisionCache, governanceDigest } from './decision-cache.js';
@@ -527,11 +527,28 @@ function requireWorkTree(repo: Repository): string {
 
 export function toRepositoryPath(top: string, cwd: string, p: string): string {
   const abs = path.resolve(cwd, p);
-  const rel = path.relative(top, abs);
-  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) {
+  // The top level is a physical path (git's); a path named through a symbolic link to the checkout (or to a
+  // directory in it) is placed by its directory's physical path. The file itself stays as named: a link there is a
+  // file of the repository.
+  const rel = inside(top, abs) ?? inside(top, path.join(physical(path.dirname(abs)), path.basename(abs)));
+  if (rel === null)
     throw new DelegateGitError('USAGE', `${p} is outside the repository at ${top}. Name a file inside it.`);
-  }
   return rel.split(path.sep).join('/');
+}
+
+/** `abs` relative to `top` when it lies beneath it (`..weird.ts` does; `../x` does not), else null. */
+function inside(top: string, abs: string): string | null {
+  const rel = path.relative(top, abs);
+  const outside = rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel);
+  return outside ? null : rel;
+}
+
+function physical(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return dir; // a directory that does not exist is named as it is
+  }
 }
 
 /** The files of `more` not already among `files` (by path), as files to judge by their content alone. */

@@ -122,15 +122,20 @@ export function compareNotes(
   return { dropped, added };
 }
 
+const EMPTY_TREE_SHA1 = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+const EMPTY_TREE_SHA256 = '6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321';
+
 /**
  * What `git diff-tree -r` reports between two notes commits (full ids, both present in the object store). `-t` names
  * the directories too: an empty one shows only so, and a foreign one is named once rather than by each file in it.
  */
 export async function readNotesDiff(
   git: { cwd: string; env?: NodeJS.ProcessEnv },
-  older: string,
+  older: string | null,
   newer: string,
 ): Promise<NotesDiff> {
+  // No older commit: everything is added, as against git's empty tree (which every repository has).
+  older ??= newer.length === 64 ? EMPTY_TREE_SHA256 : EMPTY_TREE_SHA1;
   for (const id of [older, newer])
     if (!isObjectId(id))
       throw new DelegateGitError('LEDGER', `${JSON.stringify(id)} is not a notes commit id.`);

@@ -127,6 +127,13 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
     governanceChanges: [],
     appendOnly: { checked: 'no ledger', removed: [] },
   };
+  // A baseline says a ledger was verified here before: none now means it was deleted (or not fetched).
+  if (!ledgerTip && opts.baseline)
+    result.appendOnly = {
+      checked: `baseline ${opts.baseline}`,
+      removed: [],
+      problem: `there is no ledger (${repo.ledger.ref}) though the baseline ${opts.baseline} was verified: it was deleted, or not fetched`,
+    };
   // The ledger's history is checked by git processes of its own, beside the pass.
   const appendOnly = ledgerTip ? checkAppendOnly(repo, ledgerTip, opts.baseline) : null;
   appendOnly?.catch(() => {}); // awaited below

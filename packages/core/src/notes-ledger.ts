@@ -473,7 +473,13 @@ const FAST_IMPORT = ['-c', 'fastimport.unpackLimit=0', 'fast-import', '--quiet']
  * The fast-import stream that makes one notes commit on `ref` with `plan` on top of `parent` and prints its id.
  * Without a parent the commit is a root, and fast-import creates the ref only if it still does not exist.
  */
-function fastImportStream(ref: string, parent: string | null, plan: WritePlan, message: string): Buffer {
+function fastImportStream(
+  ref: string,
+  parent: string | null,
+  plan: WritePlan,
+  message: string,
+  merged?: string,
+): Buffer {
   const parts: Buffer[] = [];
   const push = (text: string) => parts.push(Buffer.from(text, 'utf8'));
   const data = (text: string) => {
@@ -487,6 +493,7 @@ function fastImportStream(ref: string, parent: string | null, plan: WritePlan, m
   push(`commit ${ref}\nmark :1\ncommitter ${NOTES_COMMITTER} ${Math.floor(Date.now() / 1000)} +0000\n`);
   data(message);
   if (parent) push(`from ${parent}\n`);
+  if (merged) push(`merge ${merged}\n`);
   for (const path of plan.deletes) push(`D ${path}\n`);
   for (const [path, write] of plan.writes) {
     if ('oid' in write) push(`M 100644 ${write.oid} ${path}\n`);
@@ -500,6 +507,11 @@ function fastImportStream(ref: string, parent: string | null, plan: WritePlan, m
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+
+/** After a lost race: back off (randomly, so writers spread out) before rebuilding on the new tip. */
+function backOff(attempt: number): Promise<void> {
+  return sleep(Math.random() * Math.min(250, 5 * 2 ** Math.min(attempt, 6)));
+}
 
 /** Each note of noteContents' windows with its lines, in order. */
 export async function* notesIn(
@@ -799,30 +811,95 @@ export class NotesLedger {
         const message =
           opts.message ?? `delegate-git: add ${plan.added} record line(s) to ${plan.notes} note(s)`;
         const input = fastImportStream(this.ref, parent, plan, message);
-        const waiting = attempt === 1 ? opts.writer : undefined; // a retry starts its own
-        const written = await (waiting?.run(input) ?? gitTry(FAST_IMPORT, { ...this.options(), input }));
-        if (written.code === 0) return { commit: written.stdout.toString('utf8').trim(), added: plan.added };
-        // The commit is written either way; only moving the ref can lose a race: the ledger moved since `parent`
-        // ("Not updating ... does not contain"), or its lock file was held by another writer at that instant.
-        const lostRace =
-          (await this.tip()) !== parent || /not updating|file exists|cannot lock/i.test(written.stderr);
-        if (!lostRace) {
-          throw new DelegateGitError(
-            'LEDGER',
-            `the notes commit could not be written to ${this.ref}: ${gitFailure(FAST_IMPORT, written).message}`,
-          );
-        }
-        // Another writer moved the ledger: back off (randomly, so writers spread out) and rebuild on its tip.
-        await sleep(Math.random() * Math.min(250, 5 * 2 ** Math.min(attempt, 6)));
+        const commit = await this.writeCommit(input, parent, attempt === 1 ? opts.writer : undefined);
+        if (commit !== null) return { commit, added: plan.added };
+        await backOff(attempt);
       }
-      throw new DelegateGitError(
-        'LEDGER',
-        `${this.ref} kept changing under ${MAX_APPEND_ATTEMPTS} attempts to add records (other writers are busy). Run the command again.`,
-      );
+      throw this.keptChanging('add records');
     } finally {
       opts.writer?.dismiss(); // when unused (nothing to add, or it failed to start)
       if (!shared) await batch.close();
     }
+  }
+
+  /**
+   * Takes every line of the notes commit `other` (a remote's ledger) into this one, and loses none of either: the
+   * ledger fast-forwards to `other` only when that drops none of its lines, stays when it holds every line of
+   * `other` and `other` is in its history, and otherwise moves to a commit holding its notes with the lines it lacks
+   * (a merge of `other` when that is not in its history yet, its parents the tip then `other`). `git notes merge`
+   * takes a fast-forward or a three-way merge as it comes, so a remote notes commit that removed a line removed it
+   * here too (and a line removed here stayed removed), and it moved the ref without a compare-and-swap. Every move
+   * here is compare-and-swap, rebuilt from the new tip after a lost race, as append's.
+   */
+  async takeIn(
+    other: string,
+    message: string,
+  ): Promise<{ commit: string; how: 'up to date' | 'fast-forward' | 'merge' | 'restore'; added: number }> {
+    assertRevision(other, 'notes commit');
+    for (let attempt = 1; attempt <= MAX_APPEND_ATTEMPTS; attempt++) {
+      const tip = await this.tip();
+      if (tip === other) return { commit: tip, how: 'up to date', added: 0 };
+      if (
+        tip === null ||
+        ((await this.isAncestor(tip, other)) && (await this.droppedLines(tip, other)).length === 0)
+      ) {
+        const args = ['update-ref', this.ref, other, tip ?? ''];
+        const moved = await gitTry(args, this.options());
+        if (moved.code === 0) return { commit: other, how: 'fast-forward', added: 0 };
+        if ((await this.tip()) === tip && !/cannot lock|file exists/i.test(moved.stderr))
+          throw new DelegateGitError('LEDGER', gitFailure(args, moved).message);
+      } else {
+        const inHistory = await this.isAncestor(other, tip);
+        const additions = await this.addedLines(tip, other);
+        if (inHistory && additions.length === 0) return { commit: tip, how: 'up to date', added: 0 };
+        const grouped = groupAdditions(additions.map(({ annotated, lines }) => ({ blob: annotated, lines })));
+        const written = await this.withReader(tip, async (reader) => {
+          const plan = await planAppend(reader, grouped);
+          const input = fastImportStream(this.ref, tip, plan, message, inHistory ? undefined : other);
+          return { commit: await this.writeCommit(input, tip), added: plan.added };
+        });
+        if (written.commit !== null)
+          return { commit: written.commit, how: inHistory ? 'restore' : 'merge', added: written.added };
+      }
+      await backOff(attempt);
+    }
+    throw this.keptChanging(`take in ${other.slice(0, 12)}`);
+  }
+
+  private async isAncestor(older: string, newer: string): Promise<boolean> {
+    const args = ['merge-base', '--is-ancestor', older, newer];
+    const result = await gitTry(args, this.options());
+    if (result.code > 1) throw new DelegateGitError('LEDGER', gitFailure(args, result).message);
+    return result.code === 0;
+  }
+
+  /**
+   * Runs one fast-import stream that commits onto `parent` and moves the ref: the new commit, or null when another
+   * writer moved the ledger first (the caller rebuilds on its tip).
+   */
+  private async writeCommit(
+    input: Buffer,
+    parent: string | null,
+    writer?: WaitingGit,
+  ): Promise<string | null> {
+    const written = await (writer?.run(input) ?? gitTry(FAST_IMPORT, { ...this.options(), input }));
+    if (written.code === 0) return written.stdout.toString('utf8').trim();
+    // The commit is written either way; only moving the ref can lose a race: the ledger moved since `parent`
+    // ("Not updating ... does not contain"), or its lock file was held by another writer at that instant.
+    const lostRace =
+      (await this.tip()) !== parent || /not updating|file exists|cannot lock/i.test(written.stderr);
+    if (lostRace) return null;
+    throw new DelegateGitError(
+      'LEDGER',
+      `the notes commit could not be written to ${this.ref}: ${gitFailure(FAST_IMPORT, written).message}`,
+    );
+  }
+
+  private keptChanging(what: string): DelegateGitError {
+    return new DelegateGitError(
+      'LEDGER',
+      `${this.ref} kept changing under ${MAX_APPEND_ATTEMPTS} attempts to ${what} (other writers are busy). Run the command again.`,
+    );
   }
 
   /** Notes commits newest first (rev-list of the ref), with parents. */

@@ -536,3 +536,101 @@ describe('concurrent writers', () => {
     r.git(['fsck', '--strict', '--no-progress']);
   });
 });
+
+describe('takeIn (sync)', () => {
+  /** Lines on every blob at the ledger's tip, as git reads them. */
+  async function everything(ledger: NotesLedger, blobs: string[]): Promise<string[]> {
+    const lines = await ledger.linesOnMany(blobs);
+    return blobs.flatMap((b) => (lines.get(b) ?? []).map((line) => `${b.slice(0, 7)} ${line}`)).sort();
+  }
+
+  it('fast-forwards only when nothing is dropped, keeps both sides otherwise, and restores a line lost here', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const remote = new NotesLedger({ cwd: r.dir, env, ref: 'refs/notes/remote' });
+    const [a, b, c] = writeBlobs(r, 3) as [string, string, string];
+    const base = (await ledger.append([{ blob: a, lines: ['a1'] }])).commit!;
+
+    // No ledger here yet, or a remote that only adds: a fast-forward.
+    r.git(['update-ref', 'refs/notes/remote', base]);
+    const ahead = (await remote.append([{ blob: b, lines: ['b1'] }])).commit!;
+    expect(await ledger.takeIn(ahead, 'sync')).toEqual({ commit: ahead, how: 'fast-forward', added: 0 });
+    expect(await ledger.takeIn(base, 'sync')).toEqual({ commit: ahead, how: 'up to date', added: 0 });
+
+    // The remote drops a1 on top of ours: no fast-forward; the merge keeps a1 and takes c1.
+    r.git(['notes', '--ref=remote', 'remove', a]);
+    const dropping = (await remote.append([{ blob: c, lines: ['c1'] }])).commit!;
+    const merged = await ledger.takeIn(dropping, 'sync');
+    expect(merged).toMatchObject({ how: 'merge', added: 1 });
+    expect(r.git(['rev-list', '--parents', '-n', '1', merged.commit]).trim().split(' ').slice(1)).toEqual([
+      ahead,
+      dropping,
+    ]);
+    expect(await everything(ledger, [a, b, c])).toEqual([
+      `${a.slice(0, 7)} a1`,
+      `${b.slice(0, 7)} b1`,
+      `${c.slice(0, 7)} c1`,
+    ].sort());
+
+    // A line lost here that the remote (in our history) holds: restored by a commit on top, no merge.
+    r.git(['notes', '--ref=delegations', 'remove', b]);
+    const lost = (await ledger.tip())!;
+    const restored = await ledger.takeIn(dropping, 'sync');
+    expect(restored).toMatchObject({ how: 'restore', added: 1 });
+    expect(r.git(['rev-list', '--parents', '-n', '1', restored.commit]).trim().split(' ').slice(1)).toEqual([
+      lost,
+    ]);
+    expect(await everything(ledger, [a, b, c])).toHaveLength(3);
+    expect(await ledger.droppedLines(dropping, restored.commit)).toEqual([]);
+  });
+
+  it('loses no line of writers appending while it takes in other ledgers (compare-and-swap, rebuilt on the new tip)', async () => {
+    const r = repo();
+    const ledger = ledgerOf(r);
+    const remote = new NotesLedger({ cwd: r.dir, env, ref: 'refs/notes/remote' });
+    const workers = 3;
+    const rounds = 8;
+    const [shared, ...blobs] = writeBlobs(r, workers + 1 + rounds);
+    const own = blobs.slice(0, workers);
+    const theirs = blobs.slice(workers);
+    await ledger.append([{ blob: shared!, lines: ['base'] }]);
+    // Remote notes commits with no history in common, each adding a line of its own.
+    const others: string[] = [];
+    for (const [i, blob] of theirs.entries()) {
+      r.git(['update-ref', '-d', 'refs/notes/remote']);
+      others.push((await remote.append([{ blob, lines: [`remote-${i}`] }])).commit!);
+    }
+
+    const buildDir = makeTempDir();
+    cleanups.push(() => removeDir(buildDir));
+    const moduleFile = path.join(buildDir, 'notes-ledger.mjs');
+    await build({
+      entryPoints: [path.join(repoRoot, 'packages/core/src/notes-ledger.ts')],
+      outfile: moduleFile,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      logLevel: 'warning',
+    });
+    const workerScript = path.join(repoRoot, 'test/support/append-worker.mjs');
+    const run = promisify(execFile);
+    const appending = Promise.all(
+      own.map((blob, i) =>
+        run(process.execPath, [workerScript, moduleFile, r.dir, `w${i}`, String(rounds), shared!, blob], {
+          env,
+        }),
+      ),
+    );
+    for (const other of others) await ledger.takeIn(other, 'sync');
+    const added = (await appending).flatMap(
+      ({ stdout }) => JSON.parse(stdout) as Array<{ blob: string; line: string }>,
+    );
+
+    const lines = await ledger.linesOnMany([shared!, ...own, ...theirs]);
+    for (const { blob, line } of added) expect(lines.get(blob)).toContain(line);
+    for (const [i, blob] of theirs.entries()) expect(lines.get(blob)).toEqual([`remote-${i}`]);
+    expect(lines.get(shared!)).toHaveLength(workers * rounds + 1);
+    r.git(['fsck', '--strict', '--no-progress']);
+  });
+});

@@ -1,0 +1,34 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { toRepositoryPath } from '../src/checks.js';
+
+const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'repository-path-')));
+afterAll(() => fs.rmSync(base, { recursive: true, force: true }));
+const top = path.join(base, 'work');
+fs.mkdirSync(path.join(top, 'src'), { recursive: true });
+fs.writeFileSync(path.join(top, '..weird.ts'), 'x');
+fs.writeFileSync(path.join(top, 'src', 'a.ts'), 'a');
+// The checkout reached through a link, and a link inside it to a file outside.
+fs.symlinkSync(top, path.join(base, 'link'));
+fs.writeFileSync(path.join(base, 'outside.ts'), 'o');
+fs.symlinkSync(path.join(base, 'outside.ts'), path.join(top, 'src', 'to-outside.ts'));
+
+describe('toRepositoryPath', () => {
+  it('places a file whose name starts with two dots inside; `..`, `../x` and the top itself are outside', () => {
+    expect(toRepositoryPath(top, top, '..weird.ts')).toBe('..weird.ts');
+    expect(toRepositoryPath(top, path.join(top, 'src'), '../..weird.ts')).toBe('..weird.ts');
+    for (const outside of ['..', '../outside.ts', '.', path.join(base, 'outside.ts')])
+      expect(() => toRepositoryPath(top, top, outside), outside).toThrow(/is outside the repository/);
+  });
+
+  it('places a path named through a link to the checkout by its physical directory; a link in the checkout stays as named', () => {
+    expect(toRepositoryPath(top, base, path.join(base, 'link', 'src', 'a.ts'))).toBe('src/a.ts');
+    expect(toRepositoryPath(top, path.join(base, 'link'), 'src/a.ts')).toBe('src/a.ts');
+    expect(toRepositoryPath(top, top, 'src/to-outside.ts')).toBe('src/to-outside.ts');
+    // A file not there yet, in a directory not there yet, is named as it is.
+    expect(toRepositoryPath(top, top, 'src/new/b.ts')).toBe('src/new/b.ts');
+    expect(() => toRepositoryPath(top, base, path.join(base, 'elsewhere', 'a.ts'))).toThrow(/outside/);
+  });
+});
