@@ -566,11 +566,9 @@ describe('takeIn (sync)', () => {
       ahead,
       dropping,
     ]);
-    expect(await everything(ledger, [a, b, c])).toEqual([
-      `${a.slice(0, 7)} a1`,
-      `${b.slice(0, 7)} b1`,
-      `${c.slice(0, 7)} c1`,
-    ].sort());
+    expect(await everything(ledger, [a, b, c])).toEqual(
+      [`${a.slice(0, 7)} a1`, `${b.slice(0, 7)} b1`, `${c.slice(0, 7)} c1`].sort(),
+    );
 
     // A line lost here that the remote (in our history) holds: restored by a commit on top, no merge.
     r.git(['notes', '--ref=delegations', 'remove', b]);
