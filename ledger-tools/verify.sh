@@ -22,9 +22,27 @@ cli=${DELEGATE_GIT_CLI:-npx --yes delegate-git}
 if [ "$(git rev-parse --is-shallow-repository)" = true ]; then
   git fetch --unshallow --no-tags -- "$remote" || echo "::warning::could not fetch the whole history from $remote"
 fi
-if ! git fetch --no-tags -- "$remote" "+refs/notes/delegations:refs/notes/delegations"; then
-  echo "::notice::no ledger on $remote yet"
-fi
+# The ledger judged is the remote's, never one a kept workspace (a self-hosted runner) holds from an earlier run: a
+# remote without a ledger leaves none here either, and a remote that cannot be asked fails the step.
+git ls-remote --exit-code -- "$remote" refs/notes/delegations >/dev/null
+case $? in
+  0)
+    if ! git fetch --no-tags -- "$remote" "+refs/notes/delegations:refs/notes/delegations"; then
+      echo "::error::could not fetch refs/notes/delegations from $remote"
+      exit 2
+    fi
+    ;;
+  2)
+    echo "::notice::no ledger on $remote yet"
+    if git rev-parse -q --verify refs/notes/delegations >/dev/null; then
+      git update-ref -d refs/notes/delegations || exit 2
+    fi
+    ;;
+  *)
+    echo "::error::could not ask $remote for its ledger (git ls-remote failed)"
+    exit 2
+    ;;
+esac
 # Sets $value to the full object id a remember step wrote to file $1, or to nothing. Anything else (a revision such
 # as HEAD, a short id) is not what remember.sh writes, and is ignored with a warning: the whole history is then
 # judged, never less.

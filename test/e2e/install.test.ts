@@ -708,3 +708,33 @@ function shimmedCli(): string {
   if (!fs.existsSync(file)) executable(file, `#!/bin/sh\nexec '${process.execPath}' '${storyCli}' "$@"\n`);
   return file;
 }
+
+describe('init: a directory where a hook goes', () => {
+  it('is refused before anything is written (client and server), with what to do; moved away, init sets up', () => {
+    const dir = makeWorkTree(story, 'hook-dir');
+    const hook = path.join(dir, '.git', 'hooks', 'pre-commit');
+    fs.mkdirSync(hook, { recursive: true });
+    const refused = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      `${hook} is a directory, where git looks for a hook script. Nothing was written.`,
+    );
+    expect(refused.stderr).not.toContain('unexpected error');
+    expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+    expect(refTip(story, dir, 'refs/notes/delegations')).toBeNull();
+
+    fs.rmdirSync(hook);
+    const done = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(done.code, done.stderr).toBe(0);
+    expect(fs.readFileSync(hook, 'utf8')).toContain(MARKER);
+
+    const server = makeServer(story, 'hook-dir.git', { hook: false });
+    const receive = path.join(server, 'hooks', 'pre-receive');
+    fs.mkdirSync(receive, { recursive: true });
+    const serverRefused = cli(story, server, ['init', '--server']);
+    expect(serverRefused.code).toBe(2);
+    expect(serverRefused.stderr).toContain(`${receive} is a directory`);
+    fs.rmdirSync(receive);
+    expect(cli(story, server, ['init', '--server']).code).toBe(0);
+  });
+});

@@ -268,6 +268,30 @@ describe('the ledger action', () => {
     expect(verifyStep(ci, { DELEGATE_GIT_REV: 'HEAD' }).code).toBe(0);
   });
 
+  it('judges the remote’s ledger, not one a kept workspace holds: a ledger deleted on the remote fails against the baseline; a remote it cannot ask fails the step', () => {
+    const { remote, work } = hostedPair('kept-workspace');
+    const ci = cloneInto(story, remote, 'kept-workspace-ci');
+    const verified = refTip(story, work, LEDGER)!;
+    // Control: the first run (the workspace kept afterwards, as on a self-hosted runner) passes.
+    expect(verifyStep(ci, {}, verified).code).toBe(0);
+    expect(refTip(story, ci, LEDGER)).toBe(verified);
+
+    gitOk(story, work, ['push', '-q', 'origin', `:${LEDGER}`]);
+    const gone = verifyStep(ci, {}, verified);
+    expect(gone.code).toBe(1);
+    expect(gone.stdout).toContain('::notice::no ledger on origin yet');
+    expect(gone.stdout).toContain(
+      `though the baseline ${verified} was verified: it was deleted, or not fetched`,
+    );
+    expect(refTip(story, ci, LEDGER)).toBeNull();
+    expect(gone.output).toBe('ledger-tip=\n');
+
+    gitOk(story, ci, ['remote', 'set-url', 'origin', `${remote}-gone`]);
+    const unreachable = verifyStep(ci, {}, verified);
+    expect(unreachable.code).toBe(2);
+    expect(unreachable.stdout).toContain('::error::could not ask origin for its ledger');
+  });
+
   it('says when the remote has no ledger yet, and reports no tip', () => {
     const remote = makeServer(story, 'empty-ledger.git', { hook: false });
     const work = cloneInto(story, remote, 'empty-ledger-work');

@@ -4,7 +4,7 @@
  * An existing foreign hook is kept and chained, never replaced. A hooks directory that is not this clone's alone
  * (core.hooksPath from the global or system config, or a directory the repository tracks) is refused, not written.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { chmod, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +40,7 @@ async function hookTemplate(name: HookName): Promise<string> {
 /** Writes `<dir>/<name>`, moving a foreign hook aside to `<name>.chained` (which ours runs first). */
 export async function installHookFile(dir: string, name: HookName): Promise<string> {
   const file = path.join(dir, name);
+  refuseOccupied([file]);
   if (existsSync(file)) {
     if (!(await isOurs(file))) {
       const chained = `${file}.chained`;
@@ -80,7 +81,11 @@ export interface ClientHookPlan {
 export async function planClientHooks(repo: Repository): Promise<ClientHookPlan> {
   const top = repo.layout.topLevel!;
   const configured = await configuredHooksPath(repo, top);
-  if (!configured) return { dir: path.join(repo.layout.commonDir, 'hooks'), configured, husky: false };
+  if (!configured) {
+    const plan = { dir: path.join(repo.layout.commonDir, 'hooks'), configured, husky: false };
+    refuseOccupied(hookFiles(repo, top, plan));
+    return plan;
+  }
   const { value, scope } = configured;
   if (scope !== 'local' && scope !== 'worktree') {
     throw new DelegateGitError(
@@ -99,7 +104,44 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
       `core.hooksPath is ${value}, a directory this repository tracks: its hooks are the team's, and init would replace them with a script naming this machine's paths (and leave untracked files beside them). Nothing was written. Add the gate to the committed hooks by hand: a line running \`delegate-git hook pre-commit\` in ${shown}/pre-commit and one running \`delegate-git hook pre-merge-commit\` in ${shown}/pre-merge-commit (git runs that one for the commit of a merge), each ending the hook with its exit status when it fails; then run \`delegate-git init --no-hook\`.`,
     );
   }
-  return { dir, configured, husky };
+  const plan = { dir, configured, husky };
+  refuseOccupied(hookFiles(repo, top, plan));
+  return plan;
+}
+
+/** The files installClientHooks writes (or appends to) for a plan. */
+function hookFiles(
+  repo: Repository,
+  top: string,
+  { dir, husky }: Omit<ClientHookPlan, 'configured'>,
+): string[] {
+  const names = ['pre-commit', 'pre-merge-commit'];
+  if (!husky) return names.map((name) => path.join(dir, name));
+  return [
+    ...names.map((name) => path.join(top, '.husky', name)),
+    ...names.map((name) => path.join(repo.layout.commonDir, 'delegate-git', 'hooks', name)),
+    path.join(dir, 'pre-merge-commit'),
+  ];
+}
+
+/**
+ * Refuses a hook path that holds what no hook script can replace (a directory, say) before anything is written: init
+ * would otherwise stop half-way, after the policy, the key and the ledger's first records.
+ */
+function refuseOccupied(files: readonly string[]): void {
+  for (const file of files) {
+    let stats: ReturnType<typeof statSync>;
+    try {
+      stats = statSync(file);
+    } catch {
+      continue; // nothing there (or a link to nothing), which the hook file replaces
+    }
+    if (stats.isFile()) continue;
+    throw new DelegateGitError(
+      'USAGE',
+      `${file} is ${stats.isDirectory() ? 'a directory' : 'not a regular file'}, where git looks for a hook script. Nothing was written. Move it out of the way, then run init again.`,
+    );
+  }
 }
 
 /**

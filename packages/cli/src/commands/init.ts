@@ -299,7 +299,7 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
   }
   const file = await installHookFile(await serverHooksDir(repo), 'pre-receive');
   const opts = { cwd: repo.cwd, env: repo.env };
-  // The ledger is append-only on the server too: git itself refuses a forced notes update before the hook runs.
+  // For a `git notes merge` run here by hand; the hook itself refuses a forced update or a deletion of the ledger.
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
   // Malformed objects (a tree naming an entry twice, say) are refused before the hook runs: what git and a reader
   // make of one need not agree.
