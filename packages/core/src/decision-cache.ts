@@ -99,6 +99,9 @@ export class DecisionCache {
   }
 
   set(d: Decision): void {
+    // A name read from bytes that are not UTF-8 (lone surrogates, git-fields.ts) would be written to the file as
+    // another name, U+FFFD in place of each such byte: not remembered.
+    if (!(d.path as unknown as { isWellFormed(): boolean }).isWellFormed()) return;
     const k = entryKey(d.path, d.blob);
     this.stored.entries.delete(k); // re-inserted last: the newest survive the bound
     this.stored.entries.set(k, {

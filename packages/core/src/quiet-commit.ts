@@ -18,6 +18,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathsName, replaceCacheFile } from './cache-file.js';
 import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
+import { splitZ } from './git-fields.js';
 import { type GitDirs, gitDirsOf, looseCommitTree, readText, refTarget } from './git-files.js';
 import {
   adoptGlobExpressions,
@@ -74,8 +75,7 @@ async function askGit(
   ]);
   const [head, policyId, ledger, defaultKeys, headTree] = (ids?.toString('utf8') ?? '').split('\n');
   if (diff === null || !head?.includes(' commit ')) return unsure(null);
-  const fields = diff.toString('utf8').split('\0');
-  if (fields.at(-1) === '') fields.pop();
+  const fields = splitZ(diff);
   const staged = { base: head.split(' ')[0]!, changes: parseRawDiff(fields) };
   if (commonDir === null || !policyId?.includes(' blob ')) return unsure(staged);
   const cacheDir = cacheDirOf(commonDir);

@@ -2,9 +2,13 @@
  * The three places a check can read from (DESIGN 4.2): the work tree, the index, or a commit's tree. Policy, trust
  * root and content are always read from the same snapshot they judge, so `init` works before its first commit.
  */
+
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type CatFileBatch, git, literalPathspecs, parseTreeObject } from './git.js';
+import { splitZ } from './git-fields.js';
+
+export { splitZ };
 
 export interface SnapshotFile {
   path: string;
@@ -150,9 +154,4 @@ const SYMLINK_MODE = '120000';
 /** Regular files and symlinks carry content a record can judge; gitlinks (submodules) do not. */
 function isRegularFile(mode: string): boolean {
   return mode !== GITLINK_MODE;
-}
-
-export function splitZ(out: Buffer): string[] {
-  const text = out.toString('utf8');
-  return text.split('\0').filter((s) => s.length > 0);
 }
