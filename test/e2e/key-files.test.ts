@@ -9,7 +9,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POLICY_PATH } from '../../packages/core/src/index.js';
 import { cli, cliOk, commit, gitOk, gitRun, makeStory, type Story } from '../support/cli-story.js';
 import { acceptedByEveryGate, adoptedClone, refusedByEveryGate } from '../support/every-gate.js';
-import { type AddedKey, attestOk, editPolicy, generateKey, registerKeys } from '../support/reviewers.js';
+import {
+  type AddedKey,
+  addKeys,
+  attestOk,
+  editPolicy,
+  generateKey,
+  keyFileOf,
+  registerKeys,
+} from '../support/reviewers.js';
 
 const LEDGER = 'refs/notes/delegations';
 
@@ -386,5 +394,43 @@ describe('the review threshold raised', () => {
     attestOk(story, work, 'approve', [variant]);
     gitOk(story, work, ['add', variant]);
     refusedByEveryGate(story, work, variant);
+  });
+});
+
+describe('a revocation whose approvals all stop counting keeps its date', () => {
+  let story: Story;
+  let work: string;
+  beforeAll(() => {
+    story = makeStory();
+    work = adoptedClone(story, ['src/**']);
+  });
+  afterAll(() => story.cleanup());
+
+  it('mal’s key file put back after bob, who alone approved its revocation, is revoked from before then: refused at every gate; approved again, accepted', () => {
+    const [, mal] = addKeys(story, work, [{ name: 'bob' }, { name: 'mal' }]);
+    gitOk(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]);
+    const malFile = path.join(work, mal!.keyFile);
+    const unrevoked = fs.readFileSync(malFile, 'utf8');
+    cliOk(story, work, ['keys', 'revoke', 'mal']);
+    attestOk(story, work, 'approve', [mal!.keyFile], { key: 'bob' });
+    gitOk(story, work, ['add', mal!.keyFile]);
+    acceptedByEveryGate(story, work, 'revoke mal (approved by bob)');
+    // bob found compromised since an hour ago: his approval of mal's revocation no longer counts.
+    cliOk(story, work, ['keys', 'revoke', 'bob', '--at', new Date(Date.now() - 3_600_000).toISOString()]);
+    attestOk(story, work, 'approve', [keyFileOf('bob')]);
+    gitOk(story, work, ['add', keyFileOf('bob')]);
+    // At the hook and the server (verify now refuses the revoked mal.json, approved by no key that counts).
+    expect(commit(story, work, 'revoke bob from an hour ago').code).toBe(0);
+    expect(gitRun(story, work, ['push', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+
+    fs.writeFileSync(malFile, unrevoked);
+    gitOk(story, work, ['add', mal!.keyFile]);
+    refusedByEveryGate(story, work, mal!.keyFile, 'going back to earlier content needs a new approval');
+
+    // Control: the operator approves putting it back now, and every gate accepts it.
+    fs.writeFileSync(malFile, unrevoked);
+    attestOk(story, work, 'approve', [mal!.keyFile]);
+    gitOk(story, work, ['add', mal!.keyFile]);
+    acceptedByEveryGate(story, work, 'trust mal again');
   });
 });

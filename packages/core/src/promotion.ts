@@ -280,11 +280,9 @@ function latestTime(times: ReadonlyArray<number | undefined>): number | undefine
  * When `threshold` distinct keys had approved the content (records on that blob about that path) no earlier than
  * `since`; where fewer did (a version admitted under a lower threshold of its time), the last of those approvals, so
  * a later one, back-dated or not, can only move that date on. Keys the rules trust now decide it. Only where none of
- * them approved do approvals by keys revoked since (or otherwise not allowed now) count, by the latest of them made
- * before the revocation: a version approved only by a key rotated out was still approved then, and going back from
- * it must not need less than going back from any other; but a revoked key's word on time is not believed (it could
- * date an approval of its own revocation back to before it, and so come back), so it can only move a date on.
- * Undefined when no key approved it.
+ * them approved do the approvals of keys not allowed now count (formerlyApproved), by the latest of them: a version
+ * approved only by a key rotated out was still approved then, and going back from it must not need less than going
+ * back from any other. Undefined when no key of the trust root approved it.
  */
 function approvedBy(
   threshold: number,
@@ -299,8 +297,7 @@ function approvedBy(
     if (record.kind !== 'review' || record.decision !== 'approve' || record.createdAt < since) continue;
     if (!record.subjects.some((s) => s.path === path && s.gitBlob === blob)) continue;
     if (trust.ok) trusted.push({ at: record.createdAt, key: trust.signer.keyid });
-    else if (formerlyApproved(record.createdAt, trust))
-      formerly = Math.max(formerly ?? record.createdAt, record.createdAt);
+    else if (formerlyApproved(trust)) formerly = Math.max(formerly ?? record.createdAt, record.createdAt);
   }
   if (trusted.length === 0) return formerly;
   trusted.sort((a, b) => a.at - b.at);
@@ -318,8 +315,9 @@ function approvedBy(
  * whatever its date (refusing is the safe side). Nothing is copied when every record counts.
  */
 export function countingAt(now: number, records: readonly JudgedRecord[]): readonly JudgedRecord[] {
+  // An untrusted record whose signature verifies may still date a version (formerlyApproved): not from ahead either.
   const counts = ({ record, trust }: JudgedRecord) =>
-    !trust.ok ||
+    (!trust.ok && !trust.verified) ||
     (record.kind === 'review' && record.decision === 'reject') ||
     datedAhead(record.createdAt, now) === null;
   if (records.every(counts)) return records;
@@ -329,14 +327,14 @@ export function countingAt(now: number, records: readonly JudgedRecord[]): reado
 }
 
 /**
- * An approval by a reviewer key revoked since, made before the revocation: the only untrusted approval that dates a
- * version. A key that never was a reviewer (a delegator's) or that is not revoked but otherwise not allowed now
- * (expired, not yet valid) dates nothing, and neither does one dated after its revocation (its word on time).
+ * An approval whose signature verifies under a key of the trust root that may not sign it now (revoked since, dated
+ * after a revocation, expired, no longer a reviewer): it dates the version only where no approval that counts does.
+ * Such a date can only make going back from that version harder (approvals must be newer than it), never easier;
+ * without it, a version whose approvals all stopped counting (its reviewer revoked with a time before them, or no
+ * longer a reviewer) lost its date, and the version it replaced could come back on its own old approvals.
  */
-function formerlyApproved(createdAt: number, trust: RecordTrust): boolean {
-  if (trust.ok || !trust.verified || !trust.signer) return false;
-  const { revoked, roles } = trust.signer;
-  return revoked !== undefined && createdAt <= revoked && roles.has('reviewer');
+function formerlyApproved(trust: RecordTrust): boolean {
+  return !trust.ok && trust.verified === true && trust.signer !== undefined;
 }
 
 function isLater(a: JudgedRecord, b: JudgedRecord): boolean {

@@ -38,6 +38,30 @@ function repo(): TempRepo {
   return created;
 }
 
+/**
+ * Runs test/support/append-worker.mjs in a process of its own, against this checkout's NotesLedger bundled once:
+ * `args` are its arguments after the module (repository, name, rounds, shared blob, own blob).
+ */
+async function appendWorkers(): Promise<
+  (args: string[], opts: { env: NodeJS.ProcessEnv }) => Promise<{ stdout: string }>
+> {
+  const buildDir = makeTempDir();
+  cleanups.push(() => removeDir(buildDir));
+  const moduleFile = path.join(buildDir, 'notes-ledger.mjs');
+  await build({
+    entryPoints: [path.join(repoRoot, 'packages/core/src/notes-ledger.ts')],
+    outfile: moduleFile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    logLevel: 'warning',
+  });
+  const workerScript = path.join(repoRoot, 'test/support/append-worker.mjs');
+  const run = promisify(execFile);
+  return (args, opts) => run(process.execPath, [workerScript, moduleFile, ...args], opts);
+}
+
 function ledgerOf(r: TempRepo): NotesLedger {
   return new NotesLedger({ cwd: r.dir, env });
 }
@@ -495,23 +519,10 @@ describe('concurrent writers', () => {
     // No ledger yet: the first appends race to create the ref, the later ones to move it.
     const [shared, ...own] = writeBlobs(r, workers + 1);
 
-    const buildDir = makeTempDir();
-    cleanups.push(() => removeDir(buildDir));
-    const moduleFile = path.join(buildDir, 'notes-ledger.mjs');
-    await build({
-      entryPoints: [path.join(repoRoot, 'packages/core/src/notes-ledger.ts')],
-      outfile: moduleFile,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      logLevel: 'warning',
-    });
-    const workerScript = path.join(repoRoot, 'test/support/append-worker.mjs');
-    const run = promisify(execFile);
+    const appendWorker = await appendWorkers();
     const outputs = await Promise.all(
       own.map((blob, i) =>
-        run(process.execPath, [workerScript, moduleFile, r.dir, `w${i}`, String(rounds), shared!, blob], {
+        appendWorker([r.dir, `w${i}`, String(rounds), shared!, blob], {
           env,
         }),
       ),
@@ -599,23 +610,10 @@ describe('takeIn (sync)', () => {
       others.push((await remote.append([{ blob, lines: [`remote-${i}`] }])).commit!);
     }
 
-    const buildDir = makeTempDir();
-    cleanups.push(() => removeDir(buildDir));
-    const moduleFile = path.join(buildDir, 'notes-ledger.mjs');
-    await build({
-      entryPoints: [path.join(repoRoot, 'packages/core/src/notes-ledger.ts')],
-      outfile: moduleFile,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      logLevel: 'warning',
-    });
-    const workerScript = path.join(repoRoot, 'test/support/append-worker.mjs');
-    const run = promisify(execFile);
+    const appendWorker = await appendWorkers();
     const appending = Promise.all(
       own.map((blob, i) =>
-        run(process.execPath, [workerScript, moduleFile, r.dir, `w${i}`, String(rounds), shared!, blob], {
+        appendWorker([r.dir, `w${i}`, String(rounds), shared!, blob], {
           env,
         }),
       ),

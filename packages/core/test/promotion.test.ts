@@ -386,11 +386,12 @@ describe('dating a version by approvals dated ahead of the clock', () => {
     expect(along(approved(far), Date.parse(far))).toBe(Date.parse(far));
   });
 
-  it('an approval by a key that never was a reviewer dates nothing, whenever it is dated', () => {
+  it('an approval by a key that may not approve (a delegator’s) dates a version no one else approved, never from ahead of the clock', () => {
     const byDelegator = (at: string) => onBlob(reviewLine(alice, [otherVersion], { createdAt: at }));
     expect(along(byDelegator('2031-01-01T00:00:00Z'), Date.parse(T1))).toBeUndefined();
-    expect(along(byDelegator(T1), Date.parse(T2))).toBeUndefined();
-    expect(along(approved(T1), Date.parse(T2))).toBe(Date.parse(T1)); // control: a reviewer's
+    expect(along(byDelegator(T1), Date.parse(T2))).toBe(Date.parse(T1));
+    // A reviewer's approval decides the date where there is one, however late the other.
+    expect(along([...approved(T1), ...byDelegator(T2)], Date.parse(T2))).toBe(Date.parse(T1));
   });
 });
 
@@ -506,7 +507,7 @@ describe('a change that goes back to earlier content (the policy and key files)'
     expect(admittedAt('src/a.ts', 'kept', commits, () => records)).toBe(Date.parse(T2));
   });
 
-  it('a revoked key cannot lower a date: its approvals count only where no trusted key approved, by their latest', () => {
+  it('a revoked key cannot lower a date: its approvals count only where no trusted key approved, by their latest, whenever made', () => {
     const ruth = testKey({ name: 'ruth', roles: ['reviewer'], revoked: '2026-06-01T00:00:00Z' });
     const rotated = { ...governance, trustRoot: trustRootOf([alice, rita, rob, ruth]) };
     const T0 = '2026-02-01T00:00:00Z';
@@ -521,9 +522,10 @@ describe('a change that goes back to earlier content (the policy and key files)'
     // Approved by her alone (before her revocation), a version is dated by the latest of her approvals.
     const alone = judged(reviewLine(ruth, [t], { createdAt: T0 }), reviewLine(ruth, [t], { createdAt: T2 }));
     expect(admittedAlong([t.gitBlob], () => alone)).toBe(Date.parse(T2));
-    // One she claims to have made after her revocation is not believed at all.
+    // One she claims to have made after her revocation dates a version no trusted key approved: a later date only
+    // asks newer approvals of whatever goes back from it (without one, the version it replaced could come back).
     const after = judged(reviewLine(ruth, [t], { createdAt: '2026-07-01T00:00:00Z' }));
-    expect(admittedAlong([t.gitBlob], () => after)).toBeUndefined();
+    expect(admittedAlong([t.gitBlob], () => after)).toBe(Date.parse('2026-07-01T00:00:00Z'));
   });
 
   it('a threshold per commit: a version admitted under a lower one keeps its date when a later approval reaches today’s', () => {
