@@ -7,7 +7,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POLICY_PATH } from '../../packages/core/src/index.js';
-import { cli, cliOk, commit, gitOk, gitRun, makeStory, type Story } from '../support/cli-story.js';
+import {
+  cli,
+  cliOk,
+  commit,
+  gitOk,
+  gitRun,
+  makeStory,
+  recordApproval,
+  refTip,
+  type Story,
+  writeFiles,
+} from '../support/cli-story.js';
 import { acceptedByEveryGate, adoptedClone, refusedByEveryGate } from '../support/every-gate.js';
 import {
   type AddedKey,
@@ -432,5 +443,41 @@ describe('a revocation whose approvals all stop counting keeps its date', () => 
     attestOk(story, work, 'approve', [mal!.keyFile]);
     gitOk(story, work, ['add', mal!.keyFile]);
     acceptedByEveryGate(story, work, 'trust mal again');
+  });
+});
+
+describe('a key past its notAfter', () => {
+  let story: Story;
+  let work: string;
+  beforeAll(() => {
+    story = makeStory();
+    work = adoptedClone(story, ['src/**']);
+  });
+  afterAll(() => story.cleanup());
+
+  it('signs nothing the server receives after it, however the record is dated; a key valid now is accepted (control)', async () => {
+    const notAfter = new Date(Date.now() - 60_000);
+    addKeys(story, work, [{ name: 'bob', notAfter: notAfter.toISOString() }, { name: 'carol' }]);
+    expect(gitRun(story, work, ['push', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+    const before = refTip(story, work, LEDGER)!;
+
+    writeFiles(work, { 'src/a.ts': 'export const a = 1;\n' });
+    // bob dates his approval back to before his key expired: his own word.
+    await recordApproval(story, work, 'src/a.ts', {
+      key: 'bob',
+      createdAt: new Date(notAfter.getTime() - 60_000).toISOString(),
+    });
+    gitOk(story, work, ['add', 'src/a.ts']);
+    gitOk(story, work, ['commit', '-q', '--no-verify', '-m', 'approved by bob, dated back']);
+    const refused = gitRun(story, work, ['push', '--atomic', 'origin', 'main', LEDGER]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(
+      `signer bob's key expired at ${notAfter.toISOString()}, before this record arrived`,
+    );
+
+    gitOk(story, work, ['update-ref', LEDGER, before]);
+    attestOk(story, work, 'approve', ['src/a.ts'], { key: 'carol' });
+    const accepted = gitRun(story, work, ['push', '--atomic', 'origin', 'main', LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
   });
 });

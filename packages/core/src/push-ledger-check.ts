@@ -21,6 +21,7 @@ import type { RefUpdate } from './pre-receive.js';
 import type { Promotion } from './promotion.js';
 import { checkPushedNote } from './pushed-note-check.js';
 import { judgeLine } from './record.js';
+import { expiredAt, type TrustedKey } from './trust-root.js';
 
 export interface LedgerCheckSources {
   cwd: string;
@@ -183,12 +184,18 @@ export function lineProblem(
   const { record, trust } = judged;
   if (!record.subjects.some((s) => s.gitBlob === annotated)) return MISPLACED;
   if (!trust.ok) return trust.reason;
-  const ahead = datedAhead(record.createdAt, Date.now());
-  if (ahead) return ahead;
+  const late = arrivalProblem(record.createdAt, trust.signer);
+  if (late) return late;
   if (sha256 !== null && record.subjects.some((s) => s.gitBlob === annotated && s.sha256 !== sha256)) {
     return 'the record names a sha256 that does not match the blob';
   }
   return null;
+}
+
+/** What the server's clock says of a new line that verifies: dated ahead of it, or signed by a key expired by now. */
+function arrivalProblem(createdAt: number, signer: TrustedKey): string | null {
+  const now = Date.now();
+  return datedAhead(createdAt, now) ?? expiredAt(signer, now);
 }
 
 /** lineProblem's answer for a line checkPushedNote examined. */
@@ -202,8 +209,8 @@ export function problemOf(
   if (facts.undecodable !== null) return `not a valid record: ${facts.undecodable}`;
   if (facts.misplaced) return MISPLACED;
   if (!facts.trust?.ok) return facts.trust?.reason ?? 'the record has no signature';
-  const ahead = record ? datedAhead(record.createdAt, Date.now()) : null;
-  if (ahead) return ahead;
+  const late = record && line.trust?.ok ? arrivalProblem(record.createdAt, line.trust.signer) : null;
+  if (late) return late;
   if (sha256 !== null && record?.subjects.some((s) => s.gitBlob === annotated && s.sha256 !== sha256))
     return 'the record names a sha256 that does not match the blob';
   return null;

@@ -52,6 +52,15 @@ export function keyRefusal(key: TrustedKey, role: Role, createdAt: number): stri
   return null;
 }
 
+/**
+ * Why a record that arrives at `now` (a push the server judges) cannot come from `key`: past its notAfter, a record's
+ * date is only its signer's word, so a key holder could date an approval back to before the expiry. Null when it may.
+ */
+export function expiredAt(key: TrustedKey, now: number): string | null {
+  if (key.notAfter === undefined || now <= key.notAfter) return null;
+  return `signer ${key.name}'s key expired at ${new Date(key.notAfter).toISOString()}, before this record arrived (the date it carries is the signer's word): have a key valid now sign it`;
+}
+
 export class TrustRoot {
   private readonly byId = new Map<string, TrustedKey>();
 
