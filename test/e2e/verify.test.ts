@@ -385,6 +385,79 @@ describe('a revoked key', () => {
   });
 });
 
+describe('a key whose trust-root entry changes after it signed (role removed, notAfter set before its records)', () => {
+  function changeBob(name: string, change: (key: Record<string, unknown>) => void): string {
+    const dir = copyWorkTree(story, template, name);
+    const keyFile = path.join(dir, BOB_KEY_FILE);
+    const key = JSON.parse(fs.readFileSync(keyFile, 'utf8')) as Record<string, unknown>;
+    change(key);
+    fs.writeFileSync(keyFile, `${JSON.stringify(key, null, 2)}\n`);
+    cliOk(story, dir, ['attest', '--approve', BOB_KEY_FILE, '--key', OPERATOR, '--yes']);
+    commitAll(dir, name);
+    return dir;
+  }
+
+  for (const { name, change, reason } of [
+    {
+      name: 'role-removed',
+      change: (key: Record<string, unknown>) => {
+        key.roles = ['reviewer'];
+      },
+      reason: 'signer bob does not have the delegator role',
+    },
+    {
+      name: 'expired-before',
+      change: (key: Record<string, unknown>) => {
+        key.notAfter = '2020-01-01T00:00:00Z';
+      },
+      reason: "signer bob's key had expired when the record was made",
+    },
+  ]) {
+    it(`${name}: its lines count for nothing and are listed as disallowed, not invalid; verify passes once its file is promoted again`, () => {
+      const dir = changeBob(name, change);
+      const { code, result } = verifyJson(dir);
+      expect(code).toBe(1);
+      expect(result.invalid).toEqual([]);
+      expect(result.revoked).toEqual([]);
+      expect(result.disallowed.map((p) => [p.blob, p.reason])).toEqual(
+        [blobs.b, blobs.c].sort().map((b) => [b, reason]),
+      );
+      expect(result.bySigner.bob).toBeUndefined();
+      expect(file(result, 'src/b.ts').promoted).toBe(false);
+      expect(file(result, 'src/c.ts')).toMatchObject({ promoted: true, by: ['alice'] });
+
+      // Control: the revision before the change is judged by the entry in force there, and bob's lines count.
+      const before = verifyJson(dir, ['--rev', 'HEAD~1']);
+      expect(before.code).toBe(0);
+      expect(before.result.disallowed).toEqual([]);
+      expect(before.result.bySigner.bob).toBe(2);
+
+      cliOk(story, dir, ['attest', '--approve', 'src/b.ts', '--key', OPERATOR, '--yes']);
+      const text = verify(dir);
+      expect(text.code, text.stdout).toBe(0);
+      expect(text.stdout).toContain(
+        `disallowed    blob ${blobs.b} line ${ledgerLines(dir, blobs.b).findIndex((l) => lineSigner(l) === 'bob') + 1}: ${reason} (counts for nothing)`,
+      );
+      expect(text.stdout).toContain('0 invalid, 0 by revoked keys, 2 their key may not sign');
+    });
+  }
+
+  it("control: a line under bob's keyid whose signature does not verify stays invalid", () => {
+    const dir = changeBob('role-removed-forged', (key) => {
+      key.roles = ['reviewer'];
+    });
+    const line = JSON.parse(ledgerLines(dir, blobs.b)[0]!) as { signatures: Array<{ sig: string }> };
+    const sig = Buffer.from(line.signatures[0]!.sig, 'base64');
+    sig[0]! ^= 1;
+    line.signatures[0]!.sig = sig.toString('base64');
+    appendNoteLine(dir, blobs.b, JSON.stringify(line));
+    const { code, result } = verifyJson(dir);
+    expect(code).toBe(1);
+    expect(result.invalid.map((p) => p.reason)).toEqual(['the signature by bob does not verify']);
+    expect(result.disallowed).toHaveLength(2);
+  });
+});
+
 /** The name in the key file of whoever signed a line, by keyid (the template's two keys). */
 function lineSigner(line: string): string {
   const keyid = (JSON.parse(line) as { signatures: Array<{ keyid: string }> }).signatures[0]!.keyid;

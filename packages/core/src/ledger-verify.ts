@@ -55,6 +55,11 @@ export interface LedgerVerification {
   /** Records of revoked keys: valid once, they no longer count; content they promoted needs promoting again. */
   revoked: LineProblem[];
   /**
+   * Lines signed by a key of the trust root that may not sign them: without the role, or dated outside its validity
+   * (a role removed or a notAfter set after they were made). They count for nothing; no problem by themselves.
+   */
+  disallowed: LineProblem[];
+  /**
    * Entries of the ledger's tree at its tip that are no notes (not a regular file named by a full object id, nor a
    * fanout directory), in git's order; a foreign directory is named once. Every reader skips them.
    */
@@ -122,6 +127,7 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
     bySigner: {},
     invalid: [],
     revoked: [],
+    disallowed: [],
     foreignEntries: [],
     files: [],
     governanceChanges: [],
@@ -242,7 +248,7 @@ async function verifyLines(
         const o = lineOutcome(facts, trustRoot, now);
         if (o.status !== 'valid') {
           const problem = { blob: note.annotated, line: i + 1, sha256: facts.sha256 ?? '', reason: o.reason };
-          (o.status === 'revoked' ? out.revoked : out.invalid).push(problem);
+          out[o.status].push(problem);
           return;
         }
         if (facts.elsewhere) {
@@ -284,6 +290,7 @@ async function verifyLines(
     a.blob === b.blob ? a.line - b.line : a.blob < b.blob ? -1 : 1;
   out.invalid.sort(order);
   out.revoked.sort(order);
+  out.disallowed.sort(order);
   return { index, stats };
 }
 

@@ -20,7 +20,13 @@ export type LineOutcome =
   | { status: 'valid'; outcome: string; signer: string }
   | { status: 'invalid'; reason: string }
   /** Valid once; a revoked key's records no longer count (not a fault of the ledger). */
-  | { status: 'revoked'; reason: string };
+  | { status: 'revoked'; reason: string }
+  /**
+   * Signed by a key of the trust root that may not sign it (without the role, or dated outside the key's validity):
+   * it counts for nothing, and is no fault of the ledger either, since a role removed or a notAfter set later turns
+   * the key's earlier records into these. The server refuses such a line when it arrives.
+   */
+  | { status: 'disallowed'; reason: string };
 
 /** A path index entry without its blob (the blob is the note's): kind, outcome, signer keyid, createdAt, paths. */
 export type IndexFact = [kind: 'v' | 'r', outcome: string, keyid: string, createdAt: number, paths: string[]];
@@ -32,8 +38,11 @@ export interface LineFacts {
   misplaced: boolean;
   /** It decodes and names another blob too, so the same line may sit on that blob's note as well. */
   elsewhere: boolean;
-  /** verifyRecord's answer, with the signer by keyid; null when the line does not decode. */
-  trust: { ok: boolean; reason: string; keyid: string | null } | null;
+  /**
+   * verifyRecord's answer, with the signer by keyid; null when the line does not decode. `verified`: refused though
+   * its signature verifies under that key (the key may not sign it).
+   */
+  trust: { ok: boolean; reason: string; keyid: string | null; verified?: true } | null;
   /** The verdict, or `review:<decision>`, of a line that decodes. */
   outcome: string | null;
   /** What the path index records for this line on this blob (null: nothing, as path-index.ts reads it). */
@@ -125,7 +134,12 @@ function examined(line: string, annotated: string, judged: LineJudgement): Exami
     elsewhere,
     trust: trust.ok
       ? { ok: true, reason: '', keyid: trust.signer.keyid }
-      : { ok: false, reason: trust.reason, keyid: trust.signer?.keyid ?? null },
+      : {
+          ok: false,
+          reason: trust.reason,
+          keyid: trust.signer?.keyid ?? null,
+          ...(trust.verified && { verified: true as const }),
+        },
     outcome: r.kind === 'verdict' ? outcome : `review:${outcome}`,
     index,
     sha256: null,
@@ -170,19 +184,22 @@ export function recordTrust(facts: LineFacts, trustRoot: TrustRoot): RecordTrust
   if (t === null) return null;
   const signer = t.keyid === null ? undefined : trustRoot.byKeyid(t.keyid);
   if (t.ok) return { ok: true, signer: signer! };
-  return signer === undefined ? { ok: false, reason: t.reason } : { ok: false, reason: t.reason, signer };
+  if (signer === undefined) return { ok: false, reason: t.reason };
+  return t.verified
+    ? { ok: false, reason: t.reason, signer, verified: true }
+    : { ok: false, reason: t.reason, signer };
 }
 
-/** What verify reports for a line: valid (counts), invalid (a problem) or revoked (no longer counts). */
+/** What verify reports for a line: valid (counts), invalid (a problem), or revoked or disallowed (counts for nothing). */
 export function lineOutcome(facts: LineFacts, trustRoot: TrustRoot, now = Date.now()): LineOutcome {
   if (facts.undecodable !== null)
     return { status: 'invalid', reason: `not a valid record: ${facts.undecodable}` };
   if (facts.misplaced) return { status: 'invalid', reason: MISPLACED };
   const trust = recordTrust(facts, trustRoot)!;
   if (!trust.ok) {
-    return trust.signer?.revoked !== undefined && trust.reason.endsWith('was revoked')
-      ? { status: 'revoked', reason: trust.reason }
-      : { status: 'invalid', reason: trust.reason };
+    if (!trust.verified) return { status: 'invalid', reason: trust.reason };
+    // keyRefusal names a revocation before anything else the key may lack.
+    return { status: trust.signer?.revoked === undefined ? 'disallowed' : 'revoked', reason: trust.reason };
   }
   const ahead = datedAhead(facts.index?.[3] ?? 0, now);
   if (ahead) return { status: 'invalid', reason: ahead };

@@ -24,8 +24,10 @@ import type { TrustRoot } from './trust-root.js';
 /**
  * Bumped whenever what a line's facts mean, or how a line is judged, changes: old files are then never read.
  * 2: a record dated ahead of the clock promotes nothing (promotion.ts, countingAt).
+ * 3: a refused line's trust says whether its signature verified (`verified`), which dates versions (promotion.ts)
+ *    and tells verify's disallowed lines from invalid ones; before, a warm run lost it.
  */
-const RULES_VERSION = 2;
+const RULES_VERSION = 3;
 /** Lines remembered at most (about 230 bytes each on disk); a larger ledger is remembered up to here. */
 const MAX_LINES = 2_000_000;
 const FILE = /^verified-[0-9a-f]{16}\.ndjson$/;
@@ -239,13 +241,14 @@ export class VerifiedCacheWriter {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// One line's facts as a compact JSON array: [undecodable, misplaced + 2 * elsewhere, trust ok, trust reason,
-// signer keyid, outcome, index, sha256]. The index entry's keyid and outcome are left out when they repeat the line's.
+// One line's facts as a compact JSON array: [undecodable, misplaced + 2 * elsewhere, trust (1 ok; 0 refused; 2 refused
+// though the signature verified), trust reason, signer keyid, outcome, index, sha256]. The index entry's keyid and
+// outcome are left out when they repeat the line's.
 
 type EncodedFacts = [
   undecodable: string | null,
   placement: 0 | 1 | 2 | 3,
-  ok: 0 | 1 | null,
+  trust: 0 | 1 | 2 | null,
   reason: string,
   keyid: string | null,
   outcome: string | null,
@@ -260,7 +263,7 @@ function encodeFacts(f: LineFacts): EncodedFacts {
   return [
     f.undecodable,
     ((f.misplaced ? 1 : 0) + (f.elsewhere ? 2 : 0)) as EncodedFacts[1],
-    f.trust === null ? null : f.trust.ok ? 1 : 0,
+    f.trust === null ? null : f.trust.ok ? 1 : f.trust.verified ? 2 : 0,
     f.trust?.reason ?? '',
     keyid,
     f.outcome,
@@ -282,10 +285,11 @@ function decodeFacts(value: unknown, trustRoot: TrustRoot): LineFacts | null {
   )
     return null;
   if (!(sha256 === null || (isString(sha256) && HEX64.test(sha256)))) return null;
-  if ((ok !== null && ok !== 0 && ok !== 1) || !isString(reason) || !isStringOrNull(keyid)) return null;
+  if ((ok !== null && ok !== 0 && ok !== 1 && ok !== 2) || !isString(reason) || !isStringOrNull(keyid))
+    return null;
   if (!isStringOrNull(outcome) || (undecodable === null) === (ok === null)) return null;
-  // A signer is always one of this trust root's keys, and a record that counts always has one.
-  if (keyid === null ? ok === 1 : trustRoot.byKeyid(keyid) === undefined) return null;
+  // A signer is always one of this trust root's keys, and a record that counts, or verified, always has one.
+  if (keyid === null ? ok === 1 || ok === 2 : trustRoot.byKeyid(keyid) === undefined) return null;
   let index: IndexFact | null = null;
   if (ix !== null) {
     if (!Array.isArray(ix) || ix.length !== 5) return null;
@@ -301,7 +305,7 @@ function decodeFacts(value: unknown, trustRoot: TrustRoot): LineFacts | null {
     undecodable,
     misplaced: (placement & 1) === 1,
     elsewhere: (placement & 2) === 2,
-    trust: ok === null ? null : { ok: ok === 1, reason, keyid },
+    trust: ok === null ? null : { ok: ok === 1, reason, keyid, ...(ok === 2 && { verified: true as const }) },
     outcome,
     index,
     sha256,

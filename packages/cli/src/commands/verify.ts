@@ -19,7 +19,9 @@ against the trust root at <rev> (default HEAD), and that the ledger's tree holds
 governed file in <rev>'s tree is promoted; and that the ledger is append-only (since --baseline, which must be an
 ancestor of the current ledger, or else across its whole history). Exit 0 all good, 1 a problem (each listed),
 2 could not answer.
-Records of revoked keys are reported but are not problems by themselves: they simply no longer count.
+Records of revoked keys, and records a key may not sign (without the role, or dated outside its validity: a role
+removed or a notAfter set after they were made), are reported but are not problems by themselves: they count for
+nothing.
   --since <commit>  the commit verified last on the protected branch: every commit <rev> adds beyond it is
                judged as a push onto it would be at the server (by the policy and trust root in force there, each
                commit's files as well as the tips' difference), and the history up to it is taken as verified.
@@ -104,8 +106,10 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
     );
   for (const p of v.revoked)
     out.push(`revoked       blob ${p.blob} line ${p.line}: ${p.reason} (no longer counts)`);
+  for (const p of v.disallowed)
+    out.push(`disallowed    blob ${p.blob} line ${p.line}: ${p.reason} (counts for nothing)`);
   out.push(
-    `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} valid record(s) in ${v.lines} line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${v.revoked.length} by revoked keys${foreignCount(v, ', ')}`,
+    `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} valid record(s) in ${v.lines} line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${notCounting(v, ', ')}${foreignCount(v, ', ')}`,
     `${v.rev} (${v.commit.slice(0, 12)}): ${v.files.length} governed file(s), ${promoted} promoted, ${refused.length} refused`,
     ...(v.since ? [`since ${v.since.commit.slice(0, 12)}: ${sinceSummary(v.since)}`] : []),
     `append-only (${v.appendOnly.checked}): ${v.appendOnly.problem || v.appendOnly.removed.length ? 'VIOLATED' : 'ok'}`,
@@ -151,7 +155,7 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     '|---|---|',
     `| revision | \`${v.rev}\` (${v.commit.slice(0, 12)}) |`,
     `| ledger tip | ${v.ledgerTip ? `\`${v.ledgerTip.slice(0, 12)}\`` : 'none'} |`,
-    `| records | ${v.records} valid in ${v.lines} line(s) on ${v.notes} blob(s); ${v.invalid.length} invalid; ${v.revoked.length} by revoked keys${foreignCount(v, '; ')} |`,
+    `| records | ${v.records} valid in ${v.lines} line(s) on ${v.notes} blob(s); ${v.invalid.length} invalid; ${notCounting(v, '; ')}${foreignCount(v, '; ')} |`,
     `| governed files | ${v.files.length}: ${promoted} promoted, ${refused.length} refused |`,
     ...(v.since ? [`| since \`${v.since.commit.slice(0, 12)}\` | ${sinceSummary(v.since)} |`] : []),
     `| append-only | ${v.appendOnly.problem || v.appendOnly.removed.length ? 'violated' : 'ok'} (${v.appendOnly.checked}) |`,
@@ -190,6 +194,13 @@ function sinceSummary(since: NonNullable<LedgerVerification['since']>): string {
 }
 
 /** Entries of the ledger's tree that are no notes, counted beside the records when there are any. */
+/** The lines that count for nothing but are no problem; disallowed ones named only when there are some. */
+function notCounting(v: LedgerVerification, separator: string): string {
+  const revoked = `${v.revoked.length} by revoked keys`;
+  const n = v.disallowed.length;
+  return n === 0 ? revoked : `${revoked}${separator}${n} their key may not sign`;
+}
+
 function foreignCount(v: LedgerVerification, separator: string): string {
   const n = v.foreignEntries.length;
   if (n === 0) return '';
