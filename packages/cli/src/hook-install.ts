@@ -9,6 +9,7 @@ import { chmod, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DelegateGitError, gitFailure, gitText, gitTry, type Repository } from '@delegate-git/core';
+import { relativeWithin } from '@delegate-git/core/path-within';
 import { writeFileAtomic } from './fs.js';
 
 const MARKER = '# delegate-git hook';
@@ -178,8 +179,8 @@ async function configuredHooksPath(
 }
 
 async function tracksFilesIn(repo: Repository, top: string, dir: string): Promise<boolean> {
-  const rel = path.relative(top, dir);
-  if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return false;
+  const rel = relativeWithin(top, dir);
+  if (rel === null) return false;
   const listed = await gitText(['ls-files', '-z', '--', `:(literal)${rel || '.'}`], {
     cwd: top,
     env: repo.env,

@@ -15,6 +15,7 @@ import { type FileToJudge, governedFiles, isLink, type Judgement, judgeFiles } f
 import { damagedLedger } from './notes-ledger.js';
 import { pathHistory } from './path-history.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
+import { relativeWithin } from './path-within.js';
 import {
   deletionRefusal,
   GOVERNANCE_DELETED,
@@ -537,10 +538,9 @@ export function toRepositoryPath(top: string, cwd: string, p: string): string {
 }
 
 /** `abs` relative to `top` when it lies beneath it (`..weird.ts` does; `../x` does not), else null. */
+/** `abs` relative to `top` when it lies beneath it; null for `top` itself or anywhere else. */
 function inside(top: string, abs: string): string | null {
-  const rel = path.relative(top, abs);
-  const outside = rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel);
-  return outside ? null : rel;
+  return relativeWithin(top, abs) || null;
 }
 
 function physical(dir: string): string {

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
+import { relativeWithin } from '@delegate-git/core/path-within';
 
 /** Symlink hops followed before a path is declared unresolvable (Linux's own limit is 40). */
 const MAX_LINK_HOPS = 40;
@@ -84,10 +85,7 @@ export function canonicaliseAgainst(base: string, p: string): string {
  */
 export function isPathWithin(root: string, candidate: string): boolean {
   const fold = (p: string) => (process.platform === 'win32' ? p.toLowerCase() : p);
-  const relative = path.relative(fold(root), fold(candidate));
-  if (relative === '') return true;
-  if (path.isAbsolute(relative)) return false;
-  return relative !== '..' && !relative.startsWith(`..${path.sep}`);
+  return relativeWithin(fold(root), fold(candidate)) !== null;
 }
 
 function canonicalRoots(entries: readonly string[], base: string): string[] {

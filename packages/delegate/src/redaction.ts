@@ -6,6 +6,7 @@
  * bounded, and the number of failures is capped.
  */
 import path from 'node:path';
+import { relativeWithin } from '@delegate-git/core/path-within';
 import { scanForCredentials } from './credential-scan.js';
 import type { ParsedTestOutput, TestFailure } from './test-output.js';
 
@@ -86,15 +87,8 @@ function relativeToWorkspace(location: string, workspace: string): string {
   const position = /:\d+(?::\d+)?$/.exec(location);
   const file = position ? location.slice(0, position.index) : location;
   if (!path.isAbsolute(file)) return location;
-  const relative = path.relative(path.resolve(workspace), file);
-  if (
-    relative === '' ||
-    relative === '..' ||
-    relative.startsWith(`..${path.sep}`) ||
-    path.isAbsolute(relative)
-  ) {
-    return location;
-  }
+  const relative = relativeWithin(path.resolve(workspace), file);
+  if (!relative) return location;
   return relative.split(path.sep).join('/') + (position?.[0] ?? '');
 }
 
