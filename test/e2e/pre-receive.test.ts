@@ -100,7 +100,10 @@ describe('pre-receive: content and the ledger', () => {
     expect(commit(story, work, 'an odd name, hook skipped', ['--no-verify']).code).toBe(0);
     const refused = gitRun(story, work, ['push', 'origin', 'main']);
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toMatch(refusedLine('refs/heads/main', '"src/odd\u2028name\\n.ts"', 'no verdict'));
+    // U+2028 ends a line in some viewers: quoted too, by its UTF-8 bytes as git quotes them.
+    expect(refused.stderr).toMatch(
+      refusedLine('refs/heads/main', '"src/odd\\342\\200\\250name\\n.ts"', 'no verdict'),
+    );
 
     cliOk(story, work, ['attest', '--approve', name, '--yes']);
     const accepted = gitRun(story, work, ATOMIC);

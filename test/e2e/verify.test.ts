@@ -611,7 +611,8 @@ describe('a ledger rewritten since the baseline', () => {
     const md = verify(dir, ['--markdown', '--baseline', baseline]).stdout;
     expect(md).toContain('- 1 record line(s) removed from the ledger:');
     expect(md).toContain(
-      `  - from blob \`${blobs.c.slice(0, 12)}\` in notes commit \`${tip.slice(0, 12)}\`: ${what}`,
+      // Markdown-escaped: a path or a name in it could otherwise make a link, an image or emphasis.
+      `  - from blob \`${blobs.c.slice(0, 12)}\` in notes commit \`${tip.slice(0, 12)}\`: ${what.replace('_', '\\_')}`,
     );
   });
 

@@ -2,6 +2,7 @@ import { isatty } from 'node:tty';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import type { QuickAnswer } from '@delegate-git/core/quiet-commit';
+import { shownOutput } from '@delegate-git/core/shown-path';
 
 export interface Io {
   out(text: string): void;
@@ -25,10 +26,15 @@ export interface CommandModule {
   run(argv: string[], io: Io, given?: Given): Promise<number>;
 }
 
+/**
+ * The process's own streams. Everything written passes through shownOutput: much of it is text a pusher, a record
+ * or a worker chose, and an escape sequence or a carriage return in it could redraw what a reviewer reads (the diff
+ * attest asks about, a refusal) wherever a command forgot to quote it.
+ */
 export function processIo(): Io {
   return {
-    out: (t) => process.stdout.write(t),
-    err: (t) => process.stderr.write(t),
+    out: (t) => process.stdout.write(shownOutput(t)),
+    err: (t) => process.stderr.write(shownOutput(t)),
     cwd: process.cwd(),
     env: process.env,
     // isatty, not process.stdin.isTTY: touching process.stdin builds a stream for it (about 3 ms), and most
@@ -38,7 +44,7 @@ export function processIo(): Io {
       const { createInterface } = await import('node:readline/promises');
       const rl = createInterface({ input: process.stdin, output: process.stderr });
       try {
-        return await rl.question(question);
+        return await rl.question(shownOutput(question));
       } finally {
         rl.close();
       }

@@ -3,6 +3,7 @@
  * gate's modules.
  */
 import { isDelegateGitError } from '@delegate-git/core/errors';
+import { shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Given, type Io, processIo } from './command.js';
 
 const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
@@ -51,7 +52,8 @@ export async function main(argv: string[], io: Io = processIo(), given: Given = 
     return await command.run(rest, io, given);
   } catch (error) {
     if (isDelegateGitError(error)) {
-      io.err(`delegate-git ${name}: ${error.message}\n`);
+      // One paragraph, whatever text of a repository or a record it quotes.
+      io.err(`delegate-git ${name}: ${shownText(error.message)}\n`);
       return 2;
     }
     io.err(`delegate-git ${name}: unexpected error: ${(error as Error).stack ?? String(error)}\n`);

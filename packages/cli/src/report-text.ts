@@ -1,5 +1,5 @@
 import type { CheckReport } from '@delegate-git/core';
-import { shownPath } from '@delegate-git/core/shown-path';
+import { shownPath, shownText } from '@delegate-git/core/shown-path';
 
 /** One line per file, the reason under each refusal, what to do, and a summary line. */
 export function renderReport(report: CheckReport): string {
@@ -9,13 +9,13 @@ export function renderReport(report: CheckReport): string {
     if (!r.governed) out.push(`not governed  ${shownPath(r.path)}`);
     else if (r.promoted)
       out.push(
-        `PROMOTED      ${shownPath(r.path)}\n    ${r.reason}${r.by.length ? ` (${r.by.join(', ')})` : ''}`,
+        `PROMOTED      ${shownPath(r.path)}\n    ${shownText(r.reason)}${r.by.length ? ` (${shownText(r.by.join(', '))})` : ''}`,
       );
-    else out.push(`NOT PROMOTED  ${shownPath(r.path)}\n    ${r.reason}`);
+    else out.push(`NOT PROMOTED  ${shownPath(r.path)}\n    ${shownText(r.reason)}`);
   }
   for (const d of report.deletions) {
     out.push(
-      `${d.blocks ? 'DELETION REFUSED' : 'deleted (governed)'}  ${shownPath(d.path)}${d.reason ? `\n    ${d.reason}` : ''}`,
+      `${d.blocks ? 'DELETION REFUSED' : 'deleted (governed)'}  ${shownPath(d.path)}${d.reason ? `\n    ${shownText(d.reason)}` : ''}`,
     );
   }
   const refused = governed.filter((r) => !r.promoted);

@@ -12,6 +12,7 @@
  */
 import canonicalizeJcs from 'canonicalize';
 import { DelegateGitError } from './errors.js';
+import { shownText } from './shown-path.js';
 
 // ES2024 `String.prototype.isWellFormed` (Node >= 20) is missing from the ES2023 lib typings used here.
 const isWellFormed = (text: string): boolean =>
@@ -158,17 +159,26 @@ export function canonicalBytes(value: unknown): Buffer {
 }
 
 const MAX_KEY_SHOWN = 60;
+const NOT_VALID = 'not valid JSON (';
 
 function showKey(key: string): string {
   return JSON.stringify(key.length > MAX_KEY_SHOWN ? `${key.slice(0, MAX_KEY_SHOWN)}...` : key);
 }
 
+const NOT_STRICT = 'Not strict JSON: ';
+const STRICT_RULES =
+  '. Records must be I-JSON (RFC 7493): unique keys, no lone surrogates, integers within +-(2^53-1), finite numbers.';
+
 function refuseText(what: string): never {
-  throw new DelegateGitError(
-    'CANONICAL_JSON',
-    `Not strict JSON: ${what}. Records must be I-JSON (RFC 7493): unique keys, no lone surrogates, ` +
-      'integers within +-(2^53-1), finite numbers.',
-  );
+  throw new DelegateGitError('CANONICAL_JSON', `${NOT_STRICT}${what}${STRICT_RULES}`);
+}
+
+/** What parseStrictJson found wrong, without the sentence about records: "duplicate key "roles" at offset 12". */
+export function strictJsonProblem(error: unknown): string {
+  const message = (error as Error).message;
+  if (!message.startsWith(NOT_STRICT) || !message.endsWith(STRICT_RULES)) return message;
+  const what = message.slice(NOT_STRICT.length, -STRICT_RULES.length);
+  return what.startsWith(NOT_VALID) && what.endsWith(')') ? what.slice(NOT_VALID.length, -1) : what;
 }
 
 const PLAIN_STRING_RUN = /[^"\\\ud800-\udfff]*/y;
@@ -336,7 +346,7 @@ export function parseStrictJson(text: string): unknown {
   try {
     value = JSON.parse(text);
   } catch (error) {
-    refuseText(`not valid JSON (${(error as Error).message})`);
+    refuseText(`${NOT_VALID}${shownText((error as Error).message)})`);
   }
   checkStrict(text);
   return value;

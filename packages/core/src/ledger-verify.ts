@@ -123,8 +123,9 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
     records: 0,
     lines: 0,
     notes: 0,
-    byVerdict: {},
-    bySigner: {},
+    // Keyed by names a key file chose: `__proto__` or `constructor` must count as any other name.
+    byVerdict: Object.create(null) as Record<string, number>,
+    bySigner: Object.create(null) as Record<string, number>,
     invalid: [],
     revoked: [],
     disallowed: [],

@@ -5,6 +5,7 @@
  */
 import { decodeEnvelopeLine, type Envelope, IN_TOTO_PAYLOAD_TYPE, isObject, pae } from './dsse.js';
 import type { Ed25519Backend } from './ed25519.js';
+import { shownPath, shownText } from './shown-path.js';
 import {
   parseRfc3339Utc,
   REVIEW_PREDICATE,
@@ -53,9 +54,9 @@ export function decodeRecord(line: string): DecodedRecord {
     if (!isObject(s) || typeof s.name !== 'string' || !isObject(s.digest)) return fail('malformed subject');
     const { sha256, gitBlob } = s.digest;
     if (typeof sha256 !== 'string' || !HEX64.test(sha256))
-      return fail(`subject ${s.name} has no sha256 digest`);
+      return fail(`subject ${shownPath(s.name)} has no sha256 digest`);
     if (typeof gitBlob !== 'string' || !GIT_ID.test(gitBlob))
-      return fail(`subject ${s.name} has no gitBlob digest`);
+      return fail(`subject ${shownPath(s.name)} has no gitBlob digest`);
     if (!isRepositoryPath(s.name))
       return fail(`subject name ${JSON.stringify(s.name)} is not a repository path`);
     subjects.push({ path: s.name, sha256, gitBlob });
@@ -177,7 +178,7 @@ function trustOf(
     if (!s.key) {
       refusal ??= {
         ok: false,
-        reason: `signed by a key that is not in the trust root (keyid ${s.keyid.slice(0, 12)})`,
+        reason: `signed by a key that is not in the trust root (keyid ${shownText(s.keyid.slice(0, 12))})`,
       };
       continue;
     }

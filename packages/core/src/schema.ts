@@ -4,7 +4,9 @@
  * its English locale module pulls every locale into a bundle (366 KB), so the few messages users see are here.
  */
 import * as z from 'zod/mini';
+import { parseStrictJson, strictJsonProblem } from './canonical-json.js';
 import { DelegateGitError, type ErrorCode } from './errors.js';
+import { shownText } from './shown-path.js';
 import { parseRfc3339Utc } from './statement.js';
 
 type Issue = z.core.$ZodIssue;
@@ -63,14 +65,19 @@ export function parseWithSchema<T>(
 ): T {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    // Strict, as records are: a key given twice (`"roles"` again at the end of a long line) is refused, not the
+    // last one taken.
+    value = parseStrictJson(text);
   } catch (error) {
-    throw new DelegateGitError(code, `${source} is not valid JSON (${(error as Error).message}). ${hint}`);
+    throw new DelegateGitError(
+      code,
+      `${shownText(source)} is not valid JSON (${strictJsonProblem(error)}). ${hint}`,
+    );
   }
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const where = issue.path.length > 0 ? `field ${issue.path.map(String).join('.')}` : 'the file';
   const detail = describeIssue(issue);
-  throw new DelegateGitError(code, `${source}: ${where} ${detail}. ${hint}`);
+  throw new DelegateGitError(code, shownText(`${source}: ${where} ${detail}. ${hint}`));
 }

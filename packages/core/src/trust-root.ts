@@ -7,12 +7,17 @@ import * as z from 'zod/mini';
 import { PublicKey } from './ed25519.js';
 import { DelegateGitError } from './errors.js';
 import { parseWithSchema, rfc3339Utc } from './schema.js';
+import { shownPath, UNPRINTABLE } from './shown-path.js';
 import { parseRfc3339Utc } from './statement.js';
 
 export type Role = 'delegator' | 'reviewer';
 
 const keyFileSchema = z.strictObject({
-  name: z.string().check(z.minLength(1)),
+  // A name is shown in every report, hook message and CI summary: one printable line.
+  name: z.string().check(
+    z.minLength(1),
+    z.refine((name) => !UNPRINTABLE.test(name), 'must be printable text on one line (no control characters)'),
+  ),
   email: z.string(),
   publicKey: z.string(),
   keyid: z.string().check(z.regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits')),
@@ -91,7 +96,7 @@ export function parseKeyFile(text: string, file: string): TrustedKey {
   try {
     publicKey = PublicKey.fromBase64(data.publicKey);
   } catch (error) {
-    throw new DelegateGitError('TRUST_ROOT', `${file}: ${(error as Error).message} ${KEY_HINT}`);
+    throw new DelegateGitError('TRUST_ROOT', `${shownPath(file)}: ${(error as Error).message} ${KEY_HINT}`);
   }
   if (publicKey.keyid !== data.keyid) {
     throw new DelegateGitError(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeTempRepo } from '../../../test/support/git-repo.js';
-import { shownPath } from '../src/shown-path.js';
+import { shownOutput, shownPath, shownText } from '../src/shown-path.js';
 
 describe('shownPath', () => {
   it('shows an ordinary path as it is, non-ASCII and spaces included (control)', () => {
@@ -28,5 +28,35 @@ describe('shownPath', () => {
       repo.cleanup();
     }
     expect(shownPath('new\nline.ts')).toBe('"new\\nline.ts"');
+  });
+
+  it('quotes a path holding a bidirectional override or a C1 control by the octal of its UTF-8 bytes, as git does', () => {
+    expect(shownPath('src/evil\u202esj.txt')).toBe('"src/evil\\342\\200\\256sj.txt"');
+    expect(shownPath('c1\u0085.ts')).toBe('"c1\\302\\205.ts"');
+    // git quotes every non-ASCII byte unless core.quotePath is off; these it would quote either way.
+    const repo = makeTempRepo();
+    try {
+      repo.commit({ 'src/evil\u202esj.txt': 'x\n' });
+      expect(repo.gitText(['ls-files']).trim()).toBe(shownPath('src/evil\u202esj.txt'));
+    } finally {
+      repo.cleanup();
+    }
+  });
+});
+
+describe('shownText and shownOutput', () => {
+  it('shownText keeps text on one line: every control and bidirectional character as \\u', () => {
+    expect(shownText('a\nb\r\x1b[2K\tc\u202ed\u2028')).toBe(
+      'a\\u000ab\\u000d\\u001b[2K\\u0009c\\u202ed\\u2028',
+    );
+    expect(shownText('Zoë “quoted” path/ä')).toBe('Zoë “quoted” path/ä');
+  });
+
+  it('shownOutput keeps the line breaks and tabs output is made of, and nothing else unprintable', () => {
+    expect(shownOutput('line 1\n\tline 2\r\x1b[8m\n')).toBe('line 1\n\tline 2\\u000d\\u001b[8m\n');
+    // In JSON such characters stand only in strings, where the escape means the same.
+    const json = JSON.stringify({ name: 'a\u202eb\u0085' });
+    expect(JSON.parse(shownOutput(json))).toEqual({ name: 'a\u202eb\u0085' });
+    expect(shownOutput(json)).not.toMatch(/[\u202e\u0085]/);
   });
 });

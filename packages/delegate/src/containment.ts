@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { relativeWithin } from '@delegate-git/core/path-within';
+import { UNPRINTABLE } from '@delegate-git/core/shown-path';
 
 /** Symlink hops followed before a path is declared unresolvable (Linux's own limit is 40). */
 const MAX_LINK_HOPS = 40;
@@ -138,11 +139,8 @@ export function resolveWorkspace(
   };
 }
 
-/**
- * Control characters, and the Unicode line separators and bidirectional overrides that make text show other than
- * it is (`src/\u202Esj.txt` shows as `src/txt.js`).
- */
-export const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+/** A worker's path holding any of these shows other than it is (`src/\u202Esj.txt` shows as `src/txt.js`). */
+export { UNPRINTABLE } from '@delegate-git/core/shown-path';
 
 export type EmissionPathCheck = { ok: true; absolute: string } | { ok: false; reason: string };
 

@@ -21,6 +21,7 @@ import {
   worktreeBlobs,
   worktreeSnapshot,
 } from '@delegate-git/core';
+import { shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -112,7 +113,7 @@ export default {
         repo.ledger,
         statement,
         key,
-        `delegate-git attest --${decision}: ${shown.files.map((f) => f.path).join(', ')}`,
+        `delegate-git attest --${decision}: ${shown.files.map((f) => shownPath(f.path)).join(', ')}`,
       );
       if (values.json)
         io.out(json({ decision, reviewer, files: shown.files, envelope: line, notesCommit: commit }));
@@ -310,7 +311,7 @@ async function lastPromoted(
 
 function renderShown(f: ShownFile): string {
   const out = [
-    `${f.path}\n  sha256 ${f.sha256}\n  now: ${f.before.promoted ? 'promoted' : 'not promoted'} (${f.before.reason})\n`,
+    `${shownPath(f.path)}\n  sha256 ${f.sha256}\n  now: ${f.before.promoted ? 'promoted' : 'not promoted'} (${shownText(f.before.reason)})\n`,
   ];
   if (f.records.length === 0) out.push('  recorded on this content: no records\n');
   else {
@@ -320,11 +321,13 @@ function renderShown(f: ShownFile): string {
       const who = r.signer ? ` by ${r.signer}` : '';
       const when = r.createdAt ? ` at ${r.createdAt}` : '';
       const notes = [
-        r.recordedAs ? `recorded as ${r.recordedAs}` : '',
+        r.recordedAs ? `recorded as ${shownPath(r.recordedAs)}` : '',
         r.counts ? '' : `does not count: ${r.reason}`,
         r.comment ? `"${r.comment}"` : '',
       ].filter(Boolean);
-      out.push(`    ${what}${who}${when}${notes.length ? ` (${notes.join('; ')})` : ''}\n`);
+      // One line per record, whatever its comment or reason holds: a reviewer must not be shown a record line that
+      // is not there.
+      out.push(`    ${shownText(`${what}${who}${when}${notes.length ? ` (${notes.join('; ')})` : ''}`)}\n`);
     }
   }
   if (f.lastPromoted) {
@@ -336,9 +339,12 @@ function renderShown(f: ShownFile): string {
 }
 
 function indent(text: string): string {
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => `    ${l}\n`)
-    .join('');
+  return (
+    text
+      .split('\n')
+      .filter(Boolean)
+      // A carriage return or an escape sequence in the content would redraw the line the reviewer reads.
+      .map((l) => `    ${shownOutput(l)}\n`)
+      .join('')
+  );
 }

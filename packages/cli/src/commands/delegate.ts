@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { Repository } from '@delegate-git/core/repository';
-import { type DelegationReceipt, UNPRINTABLE } from '@delegate-git/delegate';
+import { shownText } from '@delegate-git/core/shown-path';
+import type { DelegationReceipt } from '@delegate-git/delegate';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -172,19 +173,11 @@ export function renderReceipt(r: DelegationReceipt): string {
       `Worker: ${r.worker.model} at ${r.worker.host}, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion token(s)${r.tokens.counted ? ' (counted locally)' : ''}, ${r.worker.durationMs} ms.`,
     );
   out.push(`Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : ''}`);
-  return `${out.map(printable).join('\n')}\n`;
+  return `${out.map(shownText).join('\n')}\n`;
 }
 
-/**
- * One receipt line as the terminal should show it: the worker and its server chose much of this text (paths, the
- * model's name, failure names), and a line break or an escape sequence in it could draw a verdict line of its own.
- */
-function printable(line: string): string {
-  return line.replace(
-    new RegExp(UNPRINTABLE.source, 'g'),
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
-}
+// Each receipt line goes through shownText: the worker and its server chose much of this text (paths, the model's
+// name, failure names), and a line break or an escape sequence in it could draw a verdict line of its own.
 
 function where(c: { path: string; lineRange: [number, number] | null }): string {
   return c.lineRange ? `${c.path} (lines ${c.lineRange[0]}-${c.lineRange[1]})` : c.path;

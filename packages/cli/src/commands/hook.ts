@@ -2,7 +2,7 @@
 // promoted), and the hook runs on every one.
 
 import { type QuickAnswer, quickPreCommit, rememberIndexTree } from '@delegate-git/core/quiet-commit';
-import { shownPath } from '@delegate-git/core/shown-path';
+import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Given, type Io, parseCommandArgs, usageError } from '../command.js';
 import { renderReport } from '../report-text.js';
 
@@ -108,7 +108,7 @@ async function preReceive(io: Io): Promise<number> {
       const where = [r.ref, r.commit?.slice(0, 12), r.path === undefined ? undefined : shownPath(r.path)]
         .filter(Boolean)
         .join(' ');
-      io.err(`delegate-git: refused ${where}: ${r.reason}\n`);
+      io.err(`delegate-git: refused ${where}: ${shownText(r.reason)}\n`);
     }
     if (result.refusals.length > 0) {
       // Only content refusals are fixed by promoting; a refused ledger update is fixed by syncing, not by attesting;

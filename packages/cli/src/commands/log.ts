@@ -10,7 +10,7 @@ import {
   workerOf,
   worktreeSnapshot,
 } from '@delegate-git/core';
-import { shownPath } from '@delegate-git/core/shown-path';
+import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -132,21 +132,24 @@ export function renderLog(entries: readonly LogEntry[]): string {
   const outcomeWidth = Math.max(0, ...entries.map((e) => e.outcome.length));
   const signerWidth = Math.max(1, ...entries.map((e) => (e.signer ?? '-').length));
   const pathWidth = Math.min(48, Math.max(1, ...entries.map((e) => displayPath(e).length)));
-  return entries
-    .map((e) => {
-      const blob = (e.subjects[0]?.gitBlob ?? e.noteBlob).slice(0, 12);
-      const status = e.valid ? 'valid' : `INVALID(${e.reason})`;
-      return [
-        shortTime(e.createdAt),
-        e.outcome.padEnd(outcomeWidth),
-        (e.signer ?? '-').padEnd(signerWidth),
-        displayPath(e).padEnd(pathWidth),
-        blob,
-        status,
-      ].join('  ');
-    })
-    .map((line) => `${line}\n`)
-    .join('');
+  return (
+    entries
+      .map((e) => {
+        const blob = (e.subjects[0]?.gitBlob ?? e.noteBlob).slice(0, 12);
+        const status = e.valid ? 'valid' : `INVALID(${e.reason})`;
+        return [
+          shortTime(e.createdAt),
+          e.outcome.padEnd(outcomeWidth),
+          (e.signer ?? '-').padEnd(signerWidth),
+          displayPath(e).padEnd(pathWidth),
+          blob,
+          status,
+        ].join('  ');
+      })
+      // One line per record, whatever its reason quotes.
+      .map((line) => `${shownText(line)}\n`)
+      .join('')
+  );
 }
 
 export default {

@@ -9,7 +9,7 @@ import {
   worktreeBlobs,
   worktreeSnapshot,
 } from '@delegate-git/core';
-import { shownPath } from '@delegate-git/core/shown-path';
+import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -79,14 +79,14 @@ export default {
         io.out(`${label} (blob ${blob}): ${records.length} record(s)\n`);
         for (const r of records) {
           if (!('kind' in r)) {
-            io.out(`  INVALID  ${r.reason}\n`);
+            io.out(`  INVALID  ${shownText(r.reason)}\n`);
             continue;
           }
           io.out(
             `  ${r.valid ? 'valid  ' : 'INVALID'}  ${r.kind} ${r.outcome}  by ${r.signer ?? 'unknown key'}  at ${r.createdAt}\n`,
           );
           io.out(
-            `           ${r.reason}; subjects: ${(r.subjects ?? []).map((s) => shownPath(s.path)).join(', ')}\n`,
+            `           ${shownText(r.reason)}; subjects: ${(r.subjects ?? []).map((s) => shownPath(s.path)).join(', ')}\n`,
           );
         }
       }

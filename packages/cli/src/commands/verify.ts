@@ -8,7 +8,7 @@ import {
   verifyLedger,
   whyNotANote,
 } from '@delegate-git/core';
-import { shownPath } from '@delegate-git/core/shown-path';
+import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs } from '../command.js';
 
 const help = `
@@ -115,9 +115,16 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
     `append-only (${v.appendOnly.checked}): ${v.appendOnly.problem || v.appendOnly.removed.length ? 'VIOLATED' : 'ok'}`,
     exitCode === 0 ? 'verify: ok' : 'verify: FAILED',
   );
-  return `${out.join('\n')}\n`;
+  // Each entry is one line, whatever a reason quotes: a line break in it would start a line of its own (under
+  // GitHub Actions, a workflow command).
+  return `${out.map(shownText).join('\n')}\n`;
 }
 
+/**
+ * The job summary. Text from the ledger or the repository (paths, reasons, signer names) is written so that Markdown
+ * shows it as it is: a path as code, other text with the characters that would make a link, an image, HTML, emphasis
+ * or a table cell escaped.
+ */
 export function renderMarkdown(v: LedgerVerification, exitCode: number): string {
   const { refused, promoted } = counts(v);
   const md: string[] = [
@@ -127,23 +134,23 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
   if (exitCode !== 0) {
     md.push('### Problems', '');
     for (const p of v.invalid)
-      md.push(`- invalid record on blob \`${p.blob.slice(0, 12)}\` line ${p.line}: ${p.reason}`);
+      md.push(`- invalid record on blob \`${p.blob.slice(0, 12)}\` line ${p.line}: ${mdText(p.reason)}`);
     for (const e of v.foreignEntries.slice(0, MAX_LISTED))
-      md.push(`- \`${shownPath(e.path)}\` in the ledger's tree is ${whyNotANote(e)}`);
+      md.push(`- ${mdCode(shownPath(e.path))} in the ledger's tree is ${whyNotANote(e)}`);
     if (v.foreignEntries.length > MAX_LISTED)
       md.push(
         `- … and ${v.foreignEntries.length - MAX_LISTED} more entries that are not notes (see \`--json\`)`,
       );
-    for (const f of refused) md.push(`- \`${shownPath(f.path)}\` is not promoted: ${f.reason}`);
-    if (v.since?.problem) md.push(`- not judged from the commit verified last: ${v.since.problem}`);
+    for (const f of refused) md.push(`- ${mdCode(shownPath(f.path))} is not promoted: ${mdText(f.reason)}`);
+    if (v.since?.problem) md.push(`- not judged from the commit verified last: ${mdText(v.since.problem)}`);
     for (const r of v.since?.refusals ?? [])
-      md.push(`- refused since the commit verified last: ${sinceRefusal(r)}`);
-    if (v.appendOnly.problem) md.push(`- ledger rewritten: ${v.appendOnly.problem}`);
+      md.push(`- refused since the commit verified last: ${mdText(sinceRefusal(r))}`);
+    if (v.appendOnly.problem) md.push(`- ledger rewritten: ${mdText(v.appendOnly.problem)}`);
     if (v.appendOnly.removed.length)
       md.push(`- ${v.appendOnly.removed.length} record line(s) removed from the ledger:`);
     for (const r of v.appendOnly.removed.slice(0, MAX_LISTED)) {
       md.push(
-        `  - from blob \`${r.blob.slice(0, 12)}\` in notes commit \`${r.commit.slice(0, 12)}\`: ${describeLine(r.line)}`,
+        `  - from blob \`${r.blob.slice(0, 12)}\` in notes commit \`${r.commit.slice(0, 12)}\`: ${mdText(describeLine(r.line))}`,
       );
     }
     if (v.appendOnly.removed.length > MAX_LISTED)
@@ -153,7 +160,7 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
   md.push(
     '| | |',
     '|---|---|',
-    `| revision | \`${v.rev}\` (${v.commit.slice(0, 12)}) |`,
+    `| revision | ${mdCode(v.rev, true)} (${v.commit.slice(0, 12)}) |`,
     `| ledger tip | ${v.ledgerTip ? `\`${v.ledgerTip.slice(0, 12)}\`` : 'none'} |`,
     `| records | ${v.records} valid in ${v.lines} line(s) on ${v.notes} blob(s); ${v.invalid.length} invalid; ${notCounting(v, '; ')}${foreignCount(v, '; ')} |`,
     `| governed files | ${v.files.length}: ${promoted} promoted, ${refused.length} refused |`,
@@ -166,6 +173,7 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     '|---|---|',
     ...Object.entries(v.byVerdict)
       .sort()
+      // Verdict names and review decisions: a closed set, checked when the record was read.
       .map(([k, n]) => `| ${k} | ${n} |`),
     '',
     '### Records by signer',
@@ -174,10 +182,28 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     '|---|---|',
     ...Object.entries(v.bySigner)
       .sort()
-      .map(([k, n]) => `| ${k} | ${n} |`),
+      .map(([k, n]) => `| ${mdText(k)} | ${n} |`),
     '',
   );
-  return `${md.join('\n')}\n`;
+  return `${md.map(shownText).join('\n')}\n`;
+}
+
+const MARKDOWN_SIGNIFICANT = /[\\`*_[\]<>|~&]/g;
+
+/** Text Markdown shows as it is, on one line and in a table cell too. */
+function mdText(text: string): string {
+  return shownText(text).replace(MARKDOWN_SIGNIFICANT, (c) => `\\${c}`);
+}
+
+/**
+ * A code span that holds `text` as it is: fenced by more backticks than any run in it. In a table cell a `|` still
+ * ends the cell, so there it is escaped (GitHub drops that backslash inside a code span of a table).
+ */
+function mdCode(text: string, inTable = false): string {
+  const shown = inTable ? shownText(text).replace(/\|/g, '\\|') : shownText(text);
+  const fence = '`'.repeat(Math.max(0, ...(shown.match(/`+/g) ?? []).map((run) => run.length)) + 1);
+  const pad = shown.startsWith('`') || shown.endsWith('`') ? ' ' : '';
+  return `${fence}${pad}${shown}${pad}${fence}`;
 }
 
 function sinceRefusal(r: NonNullable<LedgerVerification['since']>['refusals'][number]): string {
@@ -193,7 +219,6 @@ function sinceSummary(since: NonNullable<LedgerVerification['since']>): string {
   return `${since.commits} commit(s) judged as a push onto it, ${refused === 0 ? 'none refused' : `${refused} refusal(s)`}`;
 }
 
-/** Entries of the ledger's tree that are no notes, counted beside the records when there are any. */
 /** The lines that count for nothing but are no problem; disallowed ones named only when there are some. */
 function notCounting(v: LedgerVerification, separator: string): string {
   const revoked = `${v.revoked.length} by revoked keys`;
@@ -201,6 +226,7 @@ function notCounting(v: LedgerVerification, separator: string): string {
   return n === 0 ? revoked : `${revoked}${separator}${n} their key may not sign`;
 }
 
+/** Entries of the ledger's tree that are no notes, counted beside the records when there are any. */
 function foreignCount(v: LedgerVerification, separator: string): string {
   const n = v.foreignEntries.length;
   if (n === 0) return '';
@@ -220,8 +246,8 @@ export function describeLine(line: string): string {
   if (!decoded.ok) return `a line that is no record (line sha256 ${digest})`;
   const r = decoded.record;
   const what = r.kind === 'verdict' ? `verdict ${r.verdict}` : `review ${r.decision}`;
-  const keys = r.envelope.signatures.map((s) => s.keyid.slice(0, 12)).join(', ');
-  return `${what} of ${r.subjects.map((s) => s.path).join(', ')} made ${r.createdAtText}, signed by key ${keys} (line sha256 ${digest})`;
+  const keys = r.envelope.signatures.map((s) => shownText(s.keyid.slice(0, 12))).join(', ');
+  return `${what} of ${r.subjects.map((s) => shownPath(s.path)).join(', ')} made ${r.createdAtText}, signed by key ${keys} (line sha256 ${digest})`;
 }
 
 function escapeAnnotation(text: string): string {

