@@ -581,15 +581,59 @@ describe('pre-receive: content that arrives by other refs', () => {
     expect(aBlob.code, aBlob.stderr).toBe(0);
   });
 
-  it('judges objects as stored, not what a pushed refs/replace/* ref puts in their place (the server and verify)', () => {
+  /** A commit that changes nothing governed, on no branch. */
+  function harmlessCommit(): string {
     stageFile(work, 'README.md', 'nothing governed\n');
     expect(commit(story, work, 'a harmless commit').code).toBe(0);
     const harmless = refTip(story, work, 'HEAD')!;
     gitOk(story, work, ['reset', '-q', '--hard', 'HEAD~1']);
+    return harmless;
+  }
+
+  /** `refs/replace/<replaced>` made on the server by hand (a push of one is refused), naming a pushed commit. */
+  function replaceOnServer(replaced: string, by: string): void {
+    const pushed = gitRun(story, work, ['push', 'origin', `${by}:refs/heads/replacement`]);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    gitOk(story, server, ['update-ref', `refs/replace/${replaced}`, by]);
+    gitOk(story, server, ['update-ref', '-d', 'refs/heads/replacement']);
+  }
+
+  it('refuses a pushed refs/replace/* ref, for a commit or for a promoted blob; deleting one is accepted', () => {
+    const tip = refTip(story, work, 'HEAD')!;
+    const made = unpromotedCommit('src/swapped.ts');
+    gitOk(story, work, ['replace', tip, made]);
+    const commitSwap = gitRun(story, work, ['push', 'origin', `refs/replace/${tip}`]);
+    expect(commitSwap.code).not.toBe(0);
+    expect(commitSwap.stderr).toContain(
+      `refused refs/replace/${tip}: a replace ref makes git show other content`,
+    );
+    gitOk(story, work, ['replace', '-d', tip]);
+
+    const policyBlob = gitOk(story, work, ['rev-parse', `HEAD:${POLICY}`]);
+    const evilFile = path.join(story.root, 'evil-policy.json');
+    fs.writeFileSync(evilFile, '{"protect": []}\n');
+    const evil = gitOk(story, work, ['hash-object', '-w', evilFile]);
+    gitOk(story, work, ['replace', policyBlob, evil]);
+    const blobSwap = gitRun(story, work, ['push', 'origin', `refs/replace/${policyBlob}`]);
+    expect(blobSwap.code).not.toBe(0);
+    expect(gitOk(story, server, ['for-each-ref', 'refs/replace/'])).toBe('');
+    // The server shows the policy as pushed.
+    expect(gitOk(story, server, ['show', `HEAD:${POLICY}`])).not.toContain('"protect": []');
+    gitOk(story, work, ['replace', '-d', policyBlob]);
+
+    // Control: one already on the server (an administrator's) can be deleted by a push.
+    replaceOnServer(made, harmlessCommit());
+    const deleted = gitRun(story, work, ['push', 'origin', `:refs/replace/${made}`]);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(gitOk(story, server, ['for-each-ref', 'refs/replace/'])).toBe('');
+  });
+
+  it('judges objects as stored, not what a refs/replace/* ref puts in their place (the server and verify)', () => {
+    const harmless = harmlessCommit();
     const made = unpromotedCommit('src/replaced.ts');
+    // On the server and in this clone.
+    replaceOnServer(made, harmless);
     gitOk(story, work, ['replace', made, harmless]);
-    const replacement = gitRun(story, work, ['push', 'origin', `refs/replace/${made}`]);
-    expect(replacement.code, replacement.stderr).toBe(0);
     // verify reads the commit itself, as a clone checks it out, though this clone has the replacement too.
     const verified = cli(story, work, ['verify', '--rev', made]);
     expect(verified.code).toBe(1);
@@ -601,6 +645,7 @@ describe('pre-receive: content that arrives by other refs', () => {
     expect(refused.stderr).toMatch(refusedLine('refs/heads/main', 'src/replaced.ts', 'no verdict'));
     const accepted = gitRun(story, work, ['push', 'origin', `${harmless}:refs/heads/main`]);
     expect(accepted.code, accepted.stderr).toBe(0);
+    gitOk(story, server, ['update-ref', '-d', `refs/replace/${made}`]);
   });
 
   it('judges a commit a branch brings even when a notes ref brought it first; promoted, it is accepted', () => {

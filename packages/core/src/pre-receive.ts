@@ -95,7 +95,11 @@ async function judgeWith(
 ): Promise<PushJudgement> {
   const { repo } = reads;
   const notesUpdate = updates.find((u) => u.ref === LEDGER_REF);
-  const contentUpdates = updates.filter((u) => !u.ref.startsWith('refs/notes/') && !ZERO.test(u.newId));
+  for (const u of updates.filter((x) => x.ref.startsWith(REPLACE_REFS) && !ZERO.test(x.newId)))
+    result.refusals.push({ ref: u.ref, reason: REPLACE_REFUSED });
+  const contentUpdates = updates.filter(
+    (u) => !u.ref.startsWith('refs/notes/') && !u.ref.startsWith(REPLACE_REFS) && !ZERO.test(u.newId),
+  );
   // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
   // awaited where it is needed.
   const changes = contentUpdates.map((u) => early(changesOf(reads, u)));
@@ -143,6 +147,15 @@ async function judgeWith(
     await judgeRefUpdate(reads, update, changes[i]!, after, result);
   return result;
 }
+
+const REPLACE_REFS = 'refs/replace/';
+/**
+ * A replace ref makes git read one object in place of another wherever it is reachable: `git show`, `git archive` and
+ * every checkout on the server and in mirror clones would hold content no gate judged (the gates read objects as
+ * stored). Nothing delegate-git governs needs one, so none is taken; removing one is fine.
+ */
+const REPLACE_REFUSED =
+  'a replace ref makes git show other content in place of an object wherever it is read (the server, archives, mirror clones), which no gate judges: push the change as a commit instead';
 
 /** `load` run on the first call only; every call gets its one promise. */
 function once<T>(load: () => Promise<T>): () => Promise<T> {
