@@ -112,12 +112,11 @@ export interface GovernedMatcher {
  * Built once per run, each glob compiled once to a regular expression (the hook asks about every staged path).
  */
 export function governedMatcher(policy: Policy): GovernedMatcher {
-  // Every rule ignores case and Unicode normalization: git checks `SRC/evil.js` out into an existing `src/` on a file
-  // system that ignores case (macOS, Windows), so `src/**` must govern it; and two spellings such a checkout writes
-  // into one file must be governed alike, or an excluded `src/gen/core.ts` would overwrite a governed
-  // `src/Gen/core.ts` there (exclude matched as written once let it).
+  // protect ignores case and Unicode normalization, exclude does not: git checks `SRC/evil.js` out into an existing
+  // `src/` on a file system that ignores case (macOS, Windows), so `src/**` must govern it; governing more, never
+  // less, stays safe.
   const protect = globsMatcher(policy.protect.map(foldedPath), true);
-  const exclude = globsMatcher(policy.exclude.map(foldedPath), true);
+  const exclude = globsMatcher(policy.exclude, false);
   const isGovernance = governanceFiles(policy);
   // Built when a link is first asked about: most commits stage none, and the hook asks about every staged path.
   let beneath: ((path: string) => boolean) | undefined;
@@ -135,9 +134,8 @@ export function governedMatcher(policy: Policy): GovernedMatcher {
   // and it is the way to keep a submodule (which no record can promote) beside protected paths.
   const classify = (path: string, link = false): Governedness => {
     if (isGovernance(path) || (link && holdsGovernance(path))) return 'governed';
-    const folded = foldedPath(path);
-    if (exclude(folded)) return 'ungoverned';
-    return protect(folded) || (link && coversBeneath(path)) ? 'governed' : 'if-recorded';
+    if (exclude(path)) return 'ungoverned';
+    return protect(foldedPath(path)) || (link && coversBeneath(path)) ? 'governed' : 'if-recorded';
   };
   const isProtected = (path: string, link = false) => classify(path, link) === 'governed';
   const governed = (path: string, everRecorded: boolean, link = false) => {

@@ -484,8 +484,9 @@ describe('callWorker: only a reply the model finished is an answer', () => {
 
   it('refuses an event whose data lines never end past the reply limit, as it does one long line', async () => {
     const line = `data: ${'y'.repeat(1024 * 1024)}\n`;
+    // 33 MB through the loopback: a loaded machine needs more than the usual 5 s to stream it.
     const error = await streaming(line.repeat(33), (url) =>
-      expectWorkerError(callWorker(request({ endpoint: url }))),
+      expectWorkerError(callWorker(request({ endpoint: url, timeoutMs: 40_000 }))),
     );
     expect(error.message).toContain('is larger than 32 MB; nothing of it was used');
   });
