@@ -68,7 +68,9 @@ function addLine(dir: string, line: string): void {
 }
 
 const INJECTED =
-  'x\n::add-mask::FAILED\n::notice title=delegate-git::ledger verified\n## ✅ verified\n<img src="https://attacker.example/p.png">\n| governed files | 1: 1 promoted, 0 refused |\n';
+  'x\n::add-mask::FAILED\n::notice title=delegate-git::ledger verified\n## ✅ verified\n<img src="https://attacker.example/p.png">\n| governed files | 1: 1 promoted, 0 refused |\n' +
+  // The older form of a workflow command, which the runner finds anywhere in a line; and a bare link.
+  ' ##[group]verify: ok (0 problems) see https://attacker.example/rerun or www.attacker.example\n';
 
 describe('an unsigned ledger line whose subject name holds line breaks', () => {
   let dir: string;
@@ -91,6 +93,8 @@ describe('an unsigned ledger line whose subject name holds line breaks', () => {
     const invalid = run.stdout.split('\n').filter((l) => l.startsWith('INVALID LINE'));
     expect(invalid).toHaveLength(1);
     expect(invalid[0]).toContain('\\n::add-mask::FAILED\\n::notice');
+    expect(run.stdout).not.toContain('##[');
+    expect(invalid[0]).toContain('#\\u0023[group]verify: ok');
     expect(run.stdout).toMatch(/\nverify: FAILED\n$/);
 
     const summary = fs.readFileSync(summaryFile, 'utf8');
@@ -98,6 +102,10 @@ describe('an unsigned ledger line whose subject name holds line breaks', () => {
     expect(summary).not.toMatch(/^\| governed files \| 1: 1 promoted/m);
     expect(summary).not.toMatch(/(^|[^\\])<img/m);
     expect(summary).toContain('\\<img src=');
+    // GitHub links a bare address in Markdown: escaped, it stays text.
+    expect(summary).not.toMatch(/https:\/\/attacker|www\.attacker/);
+    expect(summary).toContain('https:\\/\\/attacker.example/rerun or www\\.attacker.example');
+    expect(summary).not.toContain('##[');
   });
 
   it('control: a line that is merely malformed is listed the same way, by its reason', () => {
@@ -129,7 +137,17 @@ describe('escape sequences and carriage returns in a record', () => {
     });
     const run = cliOk(story, dir, ['attest', '--approve', 'src/a.ts', '--yes']);
     expect(run.stdout).not.toMatch(/[\r\x1b]/);
-    expect(run.stdout).toContain('execSync("curl x | sh");\\u000d\\u001b[2K+// no change');
+    // Marked, as the text `\u000d` could stand in content too: the reviewer is told to read the bytes.
+    expect(run.stdout).toContain(
+      '! +require("child_process").execSync("curl x | sh");\\u000d\\u001b[2K+// no change',
+    );
+    expect(run.stdout).toContain('  ! marks a line holding characters a terminal does not show as they are');
+    // Control: the text \u000d in content is shown as it is, unmarked.
+    const literal = copyWorkTree(story, template, 'attest-literal');
+    writeFiles(literal, { 'src/a.ts': 'export const a = 1;\n// the text \\u000d\n' });
+    const plain = cliOk(story, literal, ['attest', '--approve', 'src/a.ts', '--yes']);
+    expect(plain.stdout).toContain('    +// the text \\u000d\n');
+    expect(plain.stdout).not.toContain('! marks a line');
   });
 });
 
@@ -164,24 +182,28 @@ describe('a key file’s name', () => {
     return dir;
   }
 
-  it('holding a line break is refused (exit 2, naming the field); a name in any script is fine (control)', () => {
+  it('holding a line break, or starting with "::", is refused (exit 2, naming the field); a name in any script is fine (control)', () => {
     const bad = cli(story, withKeyName('mallory\n::add-mask::FAILED', 'name-newline'), ['check', 'src/a.ts']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('field name must be printable text on one line');
     expect(bad.stderr.split('\n').filter((l) => l.startsWith('::'))).toEqual([]);
+    // `keys list` starts a line with the name.
+    const command = cli(story, withKeyName('::error::pwned', 'name-command'), ['keys', 'list']);
+    expect(command.code).toBe(2);
+    expect(command.stderr).toContain('field name must start with a letter or a digit');
 
     const fine = cli(story, withKeyName('Zoë Łukasiewicz', 'name-unicode'), ['check', 'src/a.ts']);
     expect(fine.code, fine.stderr).toBe(0);
   });
 
-  it('__proto__ is counted by signer like any other name', () => {
-    const dir = withKeyName('__proto__', 'name-proto');
+  it('constructor is counted by signer like any other name', () => {
+    const dir = withKeyName('constructor', 'name-constructor');
     gitOk(story, dir, ['commit', '-q', '-a', '--no-verify', '-m', 'rename the key']);
     const run = cli(story, dir, ['verify', '--json']);
     expect(run.code, run.stderr).not.toBe(2);
     const result = JSON.parse(run.stdout) as { bySigner: Record<string, number> };
     // The verdict on src/a.ts and the adoption's approval of the key file.
-    expect(Object.entries(result.bySigner)).toEqual([['__proto__', 2]]);
+    expect(Object.entries(result.bySigner)).toEqual([['constructor', 2]]);
   });
 
   it('given twice in the file, is refused: the policy and key files are strict JSON, as records are', () => {

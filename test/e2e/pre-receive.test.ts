@@ -608,6 +608,10 @@ describe('pre-receive: content that arrives by other refs', () => {
       `refused refs/replace/${tip}: a replace ref makes git show other content`,
     );
     gitOk(story, work, ['replace', '-d', tip]);
+    // In any letter case: loose refs on a server that ignores case put it where git reads replace refs.
+    const shouted = gitRun(story, work, ['push', 'origin', `${made}:refs/REPLACE/${tip}`]);
+    expect(shouted.code).not.toBe(0);
+    expect(shouted.stderr).toContain(`refused refs/REPLACE/${tip}: a replace ref`);
 
     const policyBlob = gitOk(story, work, ['rev-parse', `HEAD:${POLICY}`]);
     const evilFile = path.join(story.root, 'evil-policy.json');

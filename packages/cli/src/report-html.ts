@@ -4,6 +4,7 @@
  * (model names, signer names, reasons) is escaped: the ledger is data written by others.
  */
 import type { LedgerStats, VerdictCounts, VerdictName } from '@delegate-git/core';
+import { shownText } from '@delegate-git/core/shown-path';
 
 export interface ReportContext {
   /** What the report is about, e.g. the repository directory's name. */
@@ -27,8 +28,9 @@ const ESCAPES: Record<string, string> = {
 };
 
 /** Escapes text for HTML content and for quoted attribute values alike. */
+/** Text for HTML: escaped, and with the characters that would show it other than it is (a bidi override) as `\uXXXX`. */
 export function esc(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+  return shownText(String(value)).replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }
 
 const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });

@@ -10,6 +10,7 @@ import {
   POLICY_PATH,
 } from './governed-paths.js';
 import { parseWithSchema } from './schema.js';
+import { UNPRINTABLE } from './shown-path.js';
 
 // The path questions live apart from the schema so the pre-commit hook can ask them without loading zod.
 export * from './governed-paths.js';
@@ -20,6 +21,8 @@ const relativeDir = z.string().check(
     (s) => !s.startsWith('/') && !s.split('/').includes('..') && !s.includes('\\'),
     'must be a repository-relative POSIX path without ..',
   ),
+  // It is named in messages and in the commands init tells a newcomer to run.
+  z.refine((s) => !UNPRINTABLE.test(s), 'must be printable text on one line (no control characters)'),
   z.refine((s) => canonicalDir(s) !== '', 'must name a directory below the top of the repository'),
   // Every file in the keys directory is read as a key: the policy file there would be one too.
   z.refine(

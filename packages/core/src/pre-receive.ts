@@ -95,10 +95,10 @@ async function judgeWith(
 ): Promise<PushJudgement> {
   const { repo } = reads;
   const notesUpdate = updates.find((u) => u.ref === LEDGER_REF);
-  for (const u of updates.filter((x) => x.ref.startsWith(REPLACE_REFS) && !ZERO.test(x.newId)))
+  for (const u of updates.filter((x) => isReplaceRef(x.ref) && !ZERO.test(x.newId)))
     result.refusals.push({ ref: u.ref, reason: REPLACE_REFUSED });
   const contentUpdates = updates.filter(
-    (u) => !u.ref.startsWith('refs/notes/') && !u.ref.startsWith(REPLACE_REFS) && !ZERO.test(u.newId),
+    (u) => !u.ref.startsWith('refs/notes/') && !isReplaceRef(u.ref) && !ZERO.test(u.newId),
   );
   // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
   // awaited where it is needed.
@@ -148,7 +148,10 @@ async function judgeWith(
   return result;
 }
 
-const REPLACE_REFS = 'refs/replace/';
+/** Any spelling: loose refs on a server whose file system ignores case put `refs/REPLACE/x` where git reads. */
+function isReplaceRef(ref: string): boolean {
+  return ref.toLowerCase().startsWith('refs/replace/');
+}
 /**
  * A replace ref makes git read one object in place of another wherever it is reachable: `git show`, `git archive` and
  * every checkout on the server and in mirror clones would hold content no gate judged (the gates read objects as

@@ -11,7 +11,14 @@ export const UNPRINTABLE =
   /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 const UNPRINTABLE_ALL = new RegExp(UNPRINTABLE.source, 'g');
 
-const NEEDS_QUOTING = new RegExp(`${UNPRINTABLE.source}|["\\\\]`);
+/**
+ * Characters a path shows as nothing at all (soft hyphen, zero-width space and joiners, word joiner, byte order mark,
+ * tag characters): `src/a\u200b.js` would read as the promoted `src/a.js`. Quoted in paths only: in a name or a
+ * comment they may belong to its script (a joiner in Persian or Hindi).
+ */
+const INVISIBLE = /[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]|\udb40[\udc00-\udc7f]/;
+
+const NEEDS_QUOTING = new RegExp(`${UNPRINTABLE.source}|${INVISIBLE.source}|["\\\\]`);
 const NEEDS_ESCAPE = new RegExp(NEEDS_QUOTING.source, 'g');
 const ESCAPES: Record<string, string> = {
   '\x07': '\\a',
@@ -27,21 +34,26 @@ const ESCAPES: Record<string, string> = {
 
 /**
  * A repository path: C-quoted as git quotes it (`"src/new\nline.ts"`, other characters by the octal of their UTF-8
- * bytes) when it holds an unprintable character, a quote or a backslash; any other path, non-ASCII included, as it is.
+ * bytes) when it holds an unprintable or invisible character, a quote or a backslash; any other path, non-ASCII
+ * included, as it is.
  */
 export function shownPath(path: string): string {
-  if (!NEEDS_QUOTING.test(path)) return path;
+  if (!NEEDS_QUOTING.test(path)) return neutralCommands(path);
   const escaped = path.replace(
     NEEDS_ESCAPE,
     (c) =>
       ESCAPES[c] ?? [...Buffer.from(c, 'utf8')].map((b) => `\\${b.toString(8).padStart(3, '0')}`).join(''),
   );
-  return `"${escaped}"`;
+  return neutralCommands(`"${escaped}"`);
 }
 
-/** Free text on one line (a reason, a name, a comment): each unprintable character as `\uXXXX`. */
+/**
+ * Free text on one line (a reason, a name, a comment): each unprintable character as `\uXXXX`. A backslash is kept as
+ * it is, so the text `\u000d` reads the same as an escaped carriage return: where that matters (the content a reviewer
+ * approves), say which lines held such characters (attest does).
+ */
 export function shownText(text: string): string {
-  return text.replace(UNPRINTABLE_ALL, unicodeEscape);
+  return neutralCommands(text.replace(UNPRINTABLE_ALL, unicodeEscape));
 }
 
 /**
@@ -49,7 +61,23 @@ export function shownText(text: string): string {
  * made of as `\uXXXX`. Inside JSON, where such characters can only stand in strings, that escape means the same.
  */
 export function shownOutput(text: string): string {
-  return text.replace(UNPRINTABLE_ALL, (c) => (c === '\n' || c === '\t' ? c : unicodeEscape(c)));
+  return neutralCommands(
+    text.replace(UNPRINTABLE_ALL, (c) => (c === '\n' || c === '\t' ? c : unicodeEscape(c))),
+  );
+}
+
+/** Whether `text` holds a character shownText or shownOutput would escape. */
+export function holdsUnprintable(text: string): boolean {
+  return UNPRINTABLE.test(text.replace(/[\n\t]/g, ''));
+}
+
+/**
+ * GitHub's runner takes `##[command]data` anywhere in a line of either stream as a workflow command (the older form;
+ * `::command::` counts only at the start of a line, which no line of ours leaves to chosen text). Its `#` is written
+ * `\u0023` there, the same character inside a JSON string.
+ */
+function neutralCommands(text: string): string {
+  return text.includes('##[') ? text.replaceAll('##[', '#\\u0023[') : text;
 }
 
 function unicodeEscape(c: string): string {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeTempRepo } from '../../../test/support/git-repo.js';
-import { shownOutput, shownPath, shownText } from '../src/shown-path.js';
+import { holdsUnprintable, shownOutput, shownPath, shownText } from '../src/shown-path.js';
 
 describe('shownPath', () => {
   it('shows an ordinary path as it is, non-ASCII and spaces included (control)', () => {
@@ -58,5 +58,24 @@ describe('shownText and shownOutput', () => {
     const json = JSON.stringify({ name: 'a\u202eb\u0085' });
     expect(JSON.parse(shownOutput(json))).toEqual({ name: 'a\u202eb\u0085' });
     expect(shownOutput(json)).not.toMatch(/[\u202e\u0085]/);
+  });
+
+  it('writes the older workflow command form `##[` so no runner takes it, in paths and text alike', () => {
+    expect(shownText('see ##[group]ok')).toBe('see #\\u0023[group]ok');
+    expect(shownOutput('{"a":"##[add-mask]x"}\n')).toBe('{"a":"#\\u0023[add-mask]x"}\n');
+    expect(JSON.parse(shownOutput('{"a":"##[add-mask]x"}'))).toEqual({ a: '##[add-mask]x' });
+    expect(shownPath('src/##[error]x.js')).not.toContain('##[');
+  });
+
+  it('quotes a path holding an invisible character, which would read as another path; a name may hold a joiner', () => {
+    expect(shownPath('src/a\u200b.js')).toBe('"src/a\\342\\200\\213.js"');
+    expect(shownPath('src/a\ufeff.js')).not.toBe('src/a\ufeff.js');
+    expect(shownText('می\u200cخواهم')).toBe('می\u200cخواهم');
+  });
+
+  it('holdsUnprintable ignores the tabs and line breaks text is made of', () => {
+    expect(holdsUnprintable('a\tb\n')).toBe(false);
+    expect(holdsUnprintable('a\rb')).toBe(true);
+    expect(holdsUnprintable('a\u202eb')).toBe(true);
   });
 });

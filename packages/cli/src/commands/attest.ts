@@ -21,7 +21,7 @@ import {
   worktreeBlobs,
   worktreeSnapshot,
 } from '@delegate-git/core';
-import { shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
+import { holdsUnprintable, shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -332,19 +332,23 @@ function renderShown(f: ShownFile): string {
   }
   if (f.lastPromoted) {
     out.push(
-      `  changes since the last promoted version (${f.lastPromoted.gitBlob.slice(0, 12)}):\n${indent(f.lastPromoted.diff)}`,
+      `  changes since the last promoted version (${f.lastPromoted.gitBlob.slice(0, 12)}):\n${shownDiff(f.lastPromoted.diff)}`,
     );
   }
   return out.join('');
 }
 
-function indent(text: string): string {
-  return (
-    text
-      .split('\n')
-      .filter(Boolean)
-      // A carriage return or an escape sequence in the content would redraw the line the reviewer reads.
-      .map((l) => `    ${shownOutput(l)}\n`)
-      .join('')
-  );
+/**
+ * The diff as a reviewer reads it. A carriage return, an escape sequence or a bidirectional override in the content
+ * would redraw what is shown, so each is written as `\uXXXX`; and as the text `\u000d` may stand in content too, a
+ * line that held such a character is marked `!` in the margin, under a warning saying so.
+ */
+function shownDiff(text: string): string {
+  const lines = text.split('\n').filter(Boolean);
+  const out = lines.map((l) => `  ${holdsUnprintable(l) ? '!' : ' '} ${shownOutput(l)}\n`);
+  if (lines.some(holdsUnprintable))
+    out.unshift(
+      '  ! marks a line holding characters a terminal does not show as they are (a carriage return, an escape, a bidirectional override), written here as \\uXXXX: read its bytes (git diff | cat -A) before you sign\n',
+    );
+  return out.join('');
 }

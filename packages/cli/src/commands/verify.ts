@@ -190,9 +190,15 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
 
 const MARKDOWN_SIGNIFICANT = /[\\`*_[\]<>|~&]/g;
 
-/** Text Markdown shows as it is, on one line and in a table cell too. */
+/**
+ * Text Markdown shows as it is, on one line and in a table cell too. GitHub also links a bare `https://…` or
+ * `www.…`; an escaped `/` or `.` there, invisible once rendered, keeps it text.
+ */
 function mdText(text: string): string {
-  return shownText(text).replace(MARKDOWN_SIGNIFICANT, (c) => `\\${c}`);
+  return shownText(text)
+    .replace(MARKDOWN_SIGNIFICANT, (c) => `\\${c}`)
+    .replace(/:\/\//g, ':\\/\\/')
+    .replace(/\bwww\./gi, (w) => `${w.slice(0, 3)}\\.`);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core';
+import { shownText } from '@delegate-git/core/shown-path';
 import { type ScriptedReply, startReplayWorker } from '@delegate-git/delegate';
 import { type CommandModule, type Io, parseCommandArgs, usageError } from '../command.js';
 
@@ -47,7 +48,7 @@ export default {
       model: recording.model,
     });
     io.out(
-      `replay worker (a RECORDING, not a model: ${recording.recording ?? file}) listening on ${server.url}\n`,
+      `replay worker (a RECORDING, not a model: ${shownText(recording.recording ?? file)}) listening on ${server.url}\n`,
     );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
