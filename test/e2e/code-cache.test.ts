@@ -63,6 +63,27 @@ describe('the code cache of the bundled CLI', () => {
     expect(replaced.equals(Buffer.alloc(4096, 7))).toBe(false);
   });
 
+  it('drops a cache that a run using it never finished with (a crash, an endless loop interrupted), and makes it again', () => {
+    const dir = path.join(tmp, 'code');
+    const expected = withoutCache();
+    cli(['keys', '--help'], { DELEGATE_GIT_CODE_CACHE: dir });
+    const [file] = cacheFiles(dir);
+    const first = fs.statSync(path.join(dir, file!)).ino;
+    // A run that finishes leaves no mark, and the next run keeps the cache as it is.
+    expect(cli(['keys', '--help'], { DELEGATE_GIT_CODE_CACHE: dir })).toEqual(expected);
+    expect(cacheFiles(dir)).toEqual([file]);
+    expect(fs.statSync(path.join(dir, file!)).ino).toBe(first);
+
+    // The mark a run leaves when it never reaches its exit (V8 does not check cached code: damaged, it can crash).
+    fs.writeFileSync(path.join(dir, `${file}.running`), '');
+    const past = new Date('2001-01-01T00:00:00Z');
+    fs.utimesSync(path.join(dir, file!), past, past);
+    expect(cli(['keys', '--help'], { DELEGATE_GIT_CODE_CACHE: dir })).toEqual(expected);
+    expect(cacheFiles(dir)).toEqual([file]);
+    // Made again by that run (a file's inode may be reused, its time is new).
+    expect(fs.statSync(path.join(dir, file!)).mtimeMs).toBeGreaterThan(past.getTime() + 1000);
+  });
+
   it('removes the caches an older build left for the same command, and only those', () => {
     const dir = path.join(tmp, 'code');
     fs.mkdirSync(dir, { mode: 0o700 });

@@ -20,7 +20,10 @@ const argv = process.argv.slice(2);
 /** The scripts this run loaded, whose compiled code may be kept at exit. */
 const loaded = [];
 process.once('exit', () => {
-  for (const script of loaded) keepCompiledCode(script);
+  for (const script of loaded) {
+    if (script.marked) fs.rmSync(running(script.cache), { force: true });
+    keepCompiledCode(script);
+  }
 });
 
 run().then((code) => {
@@ -69,7 +72,7 @@ function load(name, command) {
   }
   const cache = codeCache(process.env, command, identity);
   // The file starts with how long the run that made it took (8 bytes), then V8's data.
-  const stored = cache === null ? undefined : readPrivate(cache.file);
+  const stored = cache === null ? undefined : unlessLeftRunning(cache, readPrivate(cache.file));
   const madeInMs = stored && stored.length > 8 ? stored.readDoubleLE(0) : 0;
   const cachedData = stored && stored.length > 8 ? stored.subarray(8) : undefined;
   const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
@@ -78,10 +81,37 @@ function load(name, command) {
     importModuleDynamically: vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
   // Date.now(), not performance.now(): the first use of `performance` loads perf_hooks (1-2 ms of every command).
-  if (cache !== null) loaded.push({ script, cache, cachedData, madeInMs, started: Date.now() });
+  if (cache !== null)
+    loaded.push({ script, cache, cachedData, madeInMs, marked: stored !== undefined, started: Date.now() });
   const module = { exports: {} };
   script.runInThisContext()(module.exports, createRequire(file), module, file, path.dirname(file));
   return module.exports;
+}
+
+/**
+ * The cache's data, unless a run that used it never reached its end. V8 does not check the data it is given: a damaged
+ * file (a disk fault, a write cut short) can crash every later run of the command, or send it into an endless loop,
+ * and such a run never gets to replace it. So a run that uses the cache marks it (`<file>.running`) until its exit;
+ * a mark left behind (a crash, or an interrupt) makes the next run drop that cache and compile afresh. Two runs of one
+ * command at once may drop a sound cache: it is only made again.
+ */
+function unlessLeftRunning(cache, stored) {
+  if (stored === undefined) return undefined;
+  try {
+    if (fs.existsSync(running(cache))) {
+      fs.rmSync(cache.file, { force: true });
+      fs.rmSync(running(cache), { force: true });
+      return undefined;
+    }
+    fs.writeFileSync(running(cache), '', { mode: 0o600 });
+    return stored;
+  } catch {
+    return undefined; // nowhere to mark it: compile afresh rather than run unmarked
+  }
+}
+
+function running(cache) {
+  return `${cache.file}.running`;
 }
 
 /**

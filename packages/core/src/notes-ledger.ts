@@ -755,7 +755,17 @@ export class NotesLedger {
         const window = ids.slice(start, start + ENTRY_WINDOW);
         const reads = Promise.all(
           window.map(async (annotated) => {
-            const objects = (await batch.readMany(listing.get(annotated)!)).filter((o) => o !== null);
+            const oids = listing.get(annotated)!;
+            const read = await batch.readMany(oids);
+            // A note the tree names but the object store lacks is damage, not "no records": a path governed only
+            // because the ledger recorded it there would read as ungoverned.
+            const missing = read.indexOf(null);
+            if (missing !== -1)
+              throw new DelegateGitError(
+                'LEDGER',
+                `the notes tree is damaged: note ${oids[missing]} is missing.`,
+              );
+            const objects = read as NonNullable<(typeof read)[number]>[];
             const content =
               objects.length === 1
                 ? objects[0]!.content

@@ -7,7 +7,7 @@
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { pathsName } from './cache-file.js';
+import { pathsName, recordedPathsBody, recordedPathsText } from './cache-file.js';
 import type { IndexFact } from './line-check.js';
 import type { IndexedBatch } from './note-batch.js';
 import { type NotesLedger, notesIn } from './notes-ledger.js';
@@ -321,8 +321,9 @@ export async function loadRecordedPaths(
 
 async function readRecordedPaths(cacheDir: string, tip: string): Promise<Set<string> | null> {
   try {
-    const text = await readFile(path.join(cacheDir, pathsName(tip)), 'utf8');
-    return new Set(text === '' ? [] : text.split('\0'));
+    const body = recordedPathsBody(await readFile(path.join(cacheDir, pathsName(tip)), 'utf8'));
+    if (body === null) return null;
+    return new Set(body === '' ? [] : body.split('\0'));
   } catch {
     return null;
   }
@@ -346,7 +347,7 @@ async function growRecordedPaths(
   for (const { annotated, lines } of added) addLines(byPath, annotated, lines);
   for (const p of byPath.keys()) before.add(p);
   try {
-    await writeAtomic(path.join(cacheDir, pathsName(tip)), [...before].sort().join('\0'));
+    await writeAtomic(path.join(cacheDir, pathsName(tip)), recordedPathsText([...before].sort()));
     // Kept: this tip's and the one it grew from (the ledger stays there if the push that read it is refused).
     for (const n of await readdir(cacheDir)) {
       if (PATHS_FILE.test(n) && n !== pathsName(tip) && n !== pathsName(known.since))
@@ -429,7 +430,7 @@ export async function writeCache(
   try {
     await mkdir(cacheDir, { recursive: true });
     await writeAtomic(path.join(cacheDir, cacheName(tip)), index.serialized());
-    await writeAtomic(path.join(cacheDir, pathsName(tip)), index.paths().join('\0'));
+    await writeAtomic(path.join(cacheDir, pathsName(tip)), recordedPathsText(index.paths()));
     // Keep the newest only (and `alsoKeep`'s): the next tip extends it.
     const kept = new Set([cacheName(tip), pathsName(tip)]);
     if (alsoKeep !== undefined) kept.add(cacheName(alsoKeep)).add(pathsName(alsoKeep));

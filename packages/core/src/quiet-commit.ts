@@ -16,7 +16,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathsName, replaceCacheFile } from './cache-file.js';
+import { pathsName, recordedPathsBody, replaceCacheFile } from './cache-file.js';
 import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
 import { splitZ } from './git-fields.js';
 import { type GitDirs, gitDirsOf, looseCommitTree, readText, refTarget } from './git-files.js';
@@ -241,7 +241,8 @@ function governedTest(
     if (c !== 'if-recorded') return c === 'governed';
     if (tip === null) return false;
     if (isRecorded === undefined) {
-      const recorded = readText(path.join(cacheDir, pathsName(tip)));
+      const file = readText(path.join(cacheDir, pathsName(tip)));
+      const recorded = file === null ? null : recordedPathsBody(file);
       isRecorded = recorded === null ? null : recordedPathTest(recorded);
     }
     return isRecorded === null ? null : isRecorded(p);

@@ -56,6 +56,21 @@ describe('the path index cache', () => {
     expect([...(await loadRecordedPaths(ledger, tip, cache))].sort()).toContain('src/b.ts');
   });
 
+  it('reads a recorded paths file emptied or cut short as no file, never as fewer paths recorded', async () => {
+    const tip = (await ledger.tip())!;
+    await loadRecordedPaths(ledger, tip, cache);
+    const file = path.join(cache, `recorded-paths-${tip}`);
+    const whole = fs.readFileSync(file, 'utf8');
+    const expected = [...(await loadRecordedPaths(ledger, tip, cache))].sort();
+    expect(expected).toEqual(expect.arrayContaining(['src/a.ts', 'src/b.ts']));
+    for (const damaged of ['', whole.slice(0, -3), whole.replace(/\0[^\0]*$/, ''), `${whole}\0extra.ts`]) {
+      fs.writeFileSync(file, damaged);
+      expect([...(await loadRecordedPaths(ledger, tip, cache))].sort(), JSON.stringify(damaged)).toEqual(
+        expected,
+      );
+    }
+  });
+
   it('control: without a cache it rebuilds from the ledger alone (no marker)', async () => {
     fs.rmSync(cache, { recursive: true, force: true });
     const index = await loadPathIndex(ledger, await ledger.tip(), cache);
