@@ -168,8 +168,14 @@ describe('init', () => {
 
     const again = json<{ done: string[] }>(cliOk(story, dir, ['init', '--protect', 'other/**', '--json']));
     expect(initState(dir)).toEqual(first);
-    expect(again.done[0]).toBe(`kept the existing ${POLICY_PATH}`);
+    // Not committed yet: the adoption this work tree started, kept as it is, approved already.
+    expect(again.done[0]).toBe(
+      `kept ${POLICY_PATH}, written here and not committed yet, as the one to adopt`,
+    );
     expect(again.done).toContain(`your key is already in ${KEY_FILE}`);
+    expect(again.done).toContain(
+      `the policy and your key file are approved as the trust anchor already (${OPERATOR})`,
+    );
     expect(JSON.parse(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8')).protect).toEqual(['src/**']);
     expect(gitOk(story, dir, ['config', '--get-all', 'remote.origin.fetch']).split('\n')).toHaveLength(2);
   });
@@ -180,6 +186,16 @@ describe('keygen', () => {
   let env: NodeJS.ProcessEnv;
   beforeAll(() => {
     env = operatorEnv(story, 'keygen');
+  });
+
+  it('where the system refuses the write (the config home is a file), says so in one paragraph, with no stack', () => {
+    const file = path.join(story.root, 'not-a-directory');
+    fs.writeFileSync(file, 'x');
+    const run = cli(story, story.root, ['keygen', 'laptop'], { ...env, XDG_CONFIG_HOME: file });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(
+      `delegate-git keygen: mkdir ${file}/delegate-git/keys failed: a part of the path is not a directory (ENOTDIR). Nothing was left half-written; fix that and run the command again.\n`,
+    );
   });
 
   it('saves a 0600 PKCS#8 key under XDG_CONFIG_HOME (outside any repository) and prints its public half', () => {
@@ -675,6 +691,28 @@ describe('every command', () => {
     gitOk(story, dir, ['add', '.delegate-git']);
     const adopted = commit(story, dir, 'Adopt');
     expect(adopted.code, adopted.stderr).toBe(0);
+  });
+
+  it('init stopped after writing the policy and key file but before approving them is finished by the next run', () => {
+    const dir = makeWorkTree(story, 'init-interrupted');
+    cliOk(story, dir, ['init', '--protect', 'src/**']);
+    // As if it had been killed before the approval reached the ledger.
+    gitOk(story, dir, ['update-ref', '-d', LEDGER]);
+    gitOk(story, dir, ['add', '.delegate-git']);
+    expect(commit(story, dir, 'Adopt, unapproved').code).not.toBe(0);
+    gitOk(story, dir, ['reset', '-q']);
+
+    const again = cliOk(story, dir, ['init']);
+    expect(again.stdout).toContain(
+      `kept ${POLICY_PATH}, written here and not committed yet, as the one to adopt`,
+    );
+    gitOk(story, dir, ['add', '.delegate-git']);
+    const adopted = commit(story, dir, 'Adopt');
+    expect(adopted.code, adopted.stderr).toBe(0);
+    // Control: committed, the policy is kept as it is and nothing more is approved.
+    const tip = refTip(story, dir, LEDGER);
+    expect(cliOk(story, dir, ['init']).stdout).toContain(`kept the existing ${POLICY_PATH}`);
+    expect(refTip(story, dir, LEDGER)).toBe(tip);
   });
 
   it('a corrupt policy exits 2 naming it for every command that reads it; control: the intact copy does not', async () => {

@@ -56,6 +56,11 @@ export async function main(argv: string[], io: Io = processIo(), given: Given = 
       io.err(`delegate-git ${name}: ${shownText(error.message)}\n`);
       return 2;
     }
+    const system = systemError(error);
+    if (system) {
+      io.err(`delegate-git ${name}: ${shownText(system)}\n`);
+      return 2;
+    }
     io.err(`delegate-git ${name}: unexpected error: ${(error as Error).stack ?? String(error)}\n`);
     return 2;
   }
@@ -79,3 +84,27 @@ async function overview(): Promise<string> {
     '',
   ].join('\n');
 }
+
+/**
+ * What the system refused, as one paragraph: a full disk, a read-only file system or a permission is the operator's to
+ * fix, not a bug to report with a stack. Every file delegate-git writes is replaced whole, so nothing is half-written.
+ */
+function systemError(error: unknown): string | null {
+  const e = error as NodeJS.ErrnoException;
+  if (typeof e?.code !== 'string' || typeof e.syscall !== 'string') return null;
+  const what = SYSTEM_CODES[e.code];
+  if (!what) return null;
+  const where = e.path ? ` ${e.path}` : '';
+  return `${e.syscall}${where} failed: ${what} (${e.code}). Nothing was left half-written; fix that and run the command again.`;
+}
+
+const SYSTEM_CODES: Record<string, string> = {
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'no space is left on the device',
+  EDQUOT: 'the disk quota is used up',
+  EACCES: 'permission denied',
+  EPERM: 'the operation is not permitted',
+  ENOTDIR: 'a part of the path is not a directory',
+  EISDIR: 'it is a directory',
+  EMFILE: 'too many files are open',
+};

@@ -5,6 +5,7 @@ import path from 'node:path';
 import {
   DEFAULT_KEYS_DIR,
   DelegateGitError,
+  decodeRecord,
   generateSigningKey,
   git,
   gitText,
@@ -98,7 +99,7 @@ export default {
       // the key file or the policy exist, so nothing is left half set up.
       const hooks = values['no-hook'] ? null : await planClientHooks(repo);
       const done: string[] = [];
-      const { policy, created } = await choosePolicy(top, values, io);
+      const { policy, created, resumed } = await choosePolicy(top, values, io);
       // The signing key and the key file come before a new policy is written: a run that fails on them (an unusable
       // DELEGATE_GIT_SIGNING_KEY, a name taken by another key) leaves no policy behind, so the next run still writes
       // the policy and approves it as the trust anchor, instead of keeping a policy that nobody approved.
@@ -122,10 +123,14 @@ export default {
             ? `registered your public key in ${keyFile}`
             : `your key is already in ${keyFile}`,
         );
-        await writeFileAtomic(path.join(top, POLICY_PATH), policyText(policy));
-        done.unshift(
-          `wrote ${POLICY_PATH} (protect: ${policy.protect.length ? policy.protect.join(', ') : 'nothing yet'})`,
-        );
+        if (resumed)
+          done.unshift(`kept ${POLICY_PATH}, written here and not committed yet, as the one to adopt`);
+        else {
+          await writeFileAtomic(path.join(top, POLICY_PATH), policyText(policy));
+          done.unshift(
+            `wrote ${POLICY_PATH} (protect: ${policy.protect.length ? policy.protect.join(', ') : 'nothing yet'})`,
+          );
+        }
         await approveAnchor(repo, top, policy, keyFile, keyName, key, email, done);
       } else {
         // Where delegate-git is adopted already, a key file is committed only with reviewers' approval, so one
@@ -181,25 +186,31 @@ function nextStep(policy: Policy, created: boolean, keyFile: string | null, key:
  * The policy this checkout holds: the work tree's, else the index's or HEAD's (a sparse checkout may leave the
  * `.delegate-git` directory out of the work tree); null where none does.
  */
-async function policyHere(top: string, io: Io): Promise<string | null> {
+async function policyHere(top: string, io: Io): Promise<{ text: string; committed: boolean } | null> {
+  let text: string | null = null;
   const file = path.join(top, POLICY_PATH);
-  if (existsSync(file)) return readFile(file, 'utf8');
+  if (existsSync(file)) text = await readFile(file, 'utf8');
   for (const name of [`:${POLICY_PATH}`, `HEAD:${POLICY_PATH}`]) {
     const blob = await gitTry(['cat-file', 'blob', name], { cwd: top, env: io.env });
-    if (blob.code === 0) return blob.stdout.toString('utf8');
+    if (blob.code === 0) return { text: text ?? blob.stdout.toString('utf8'), committed: true };
   }
-  return null;
+  return text === null ? null : { text, committed: false };
 }
 
-/** The existing policy (kept as it is), or the one a new adoption will write (not written yet). */
+/**
+ * The existing policy (kept as it is), or the one a new adoption will write (not written yet). A policy only in the
+ * work tree (neither staged nor committed) is an adoption not finished here, say an init stopped before it approved
+ * the policy: `resumed`, it is kept and approved as a new one would be.
+ */
 async function choosePolicy(
   top: string,
   values: { protect?: string[]; 'keys-dir'?: string },
   io: Io,
-): Promise<{ policy: Policy; created: boolean }> {
+): Promise<{ policy: Policy; created: boolean; resumed?: true }> {
   const kept = await policyHere(top, io);
-  if (kept !== null) return { policy: parsePolicy(kept), created: false };
+  if (kept?.committed) return { policy: parsePolicy(kept.text), created: false };
   await refuseSecondAdoption(top, io);
+  if (kept) return { policy: parsePolicy(kept.text), created: true, resumed: true };
   let protect = values.protect ?? [];
   if (!values.protect && io.interactive) {
     const answer = await io.prompt(
@@ -256,6 +267,30 @@ async function configureNotes(repo: Repository, done: string[]): Promise<void> {
 }
 
 /** The first policy and key file are the trust anchor: their author approves them, so the adopting commit passes. */
+/** Whether `key` has approved each subject (its path and blob) in the ledger. */
+async function approvedAlready(
+  repo: Repository,
+  subjects: ReadonlyArray<{ path: string; gitBlob: string }>,
+  key: SigningKey,
+): Promise<boolean> {
+  for (const subject of subjects) {
+    const lines = await repo.ledger.linesOn(subject.gitBlob);
+    const approved = lines.some((line) => {
+      const decoded = decodeRecord(line);
+      if (!decoded.ok) return false;
+      const r = decoded.record;
+      return (
+        r.kind === 'review' &&
+        r.decision === 'approve' &&
+        r.envelope.signatures.some((s) => s.keyid === key.publicKey.keyid) &&
+        r.subjects.some((s) => s.path === subject.path && s.gitBlob === subject.gitBlob)
+      );
+    });
+    if (!approved) return false;
+  }
+  return true;
+}
+
 async function approveAnchor(
   repo: Repository,
   top: string,
@@ -279,6 +314,11 @@ async function approveAnchor(
         .digest('hex'),
     })),
   );
+  // A run again over an adoption approved here but not committed yet has nothing more to sign.
+  if (await approvedAlready(repo, subjects, key)) {
+    done.push(`the policy and your key file are approved as the trust anchor already (${keyName})`);
+    return;
+  }
   const statement = reviewStatement(subjects, {
     decision: 'approve',
     reviewer: { name: keyName, email },
