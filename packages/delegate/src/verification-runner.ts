@@ -109,6 +109,8 @@ interface SpawnOutcome {
   error?: Error;
 }
 
+const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
 function spawnInGroup(
   command: string,
   opts: RunOptions & { timeoutMs: number; grace: number; stdoutPath: string; stderrPath: string },
@@ -139,9 +141,26 @@ function spawnInGroup(
       signalGroup(child.pid, 'SIGTERM');
       killTimer = setTimeout(() => signalGroup(child.pid, 'SIGKILL'), opts.grace);
     }, opts.timeoutMs);
+    // The group is detached (so a timeout can end it whole), so the terminal's Ctrl-C reaches delegate-git alone: an
+    // interrupt or a hangup of delegate-git ends the group first (the worker's code must not run on unattended), then
+    // delegate-git, as that signal would have.
+    let interrupted = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (interrupted) return;
+      interrupted = true;
+      void reapGroup(child.pid, opts.grace).finally(() => {
+        stopSignals();
+        process.kill(process.pid, signal);
+      });
+    };
+    for (const signal of FORWARDED) process.on(signal, onSignal);
+    const stopSignals = () => {
+      for (const signal of FORWARDED) process.removeListener(signal, onSignal);
+    };
     const stopTimers = () => {
       clearTimeout(timeoutTimer);
       clearTimeout(killTimer);
+      if (!interrupted) stopSignals();
     };
     child.once('error', (error) => {
       stopTimers();

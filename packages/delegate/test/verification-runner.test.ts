@@ -174,3 +174,43 @@ describe('resolveTimeoutMs', () => {
     expect(resolveTimeoutMs(120000)).toBe(120000);
   });
 });
+
+describe('an interrupt of delegate-git while the command runs', () => {
+  it('ends the command’s whole group before delegate-git ends as the signal would end it; control: not interrupted, it runs on', async () => {
+    const { build } = await import('esbuild');
+    const runner = path.join(dir, 'runner.mjs');
+    await build({
+      entryPoints: [path.join(__dirname, '../src/verification-runner.ts')],
+      outfile: runner,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      logLevel: 'warning',
+    });
+    const pidFile = path.join(dir, 'pid');
+    const script = path.join(dir, 'run.mjs');
+    fs.writeFileSync(
+      script,
+      `import { runCommand } from ${JSON.stringify(runner)};\n` +
+        `await runCommand(${JSON.stringify(`sleep 30 & echo $! > ${pidFile}; wait`)}, { cwd: ${JSON.stringify(dir)}, timeoutMs: 60000, killGraceMs: 500 });\n` +
+        `process.stdout.write('finished');\n`,
+    );
+    const started = (await import('node:child_process')).spawn(process.execPath, [script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const until = async (ok: () => boolean) => {
+      for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 25));
+    };
+    await until(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim() !== '');
+    const sleeper = Number(fs.readFileSync(pidFile, 'utf8'));
+    // Control: a moment later the command still runs.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(isAlive(sleeper)).toBe(true);
+
+    const ended = new Promise<NodeJS.Signals | null>((resolve) => started.once('exit', (_, s) => resolve(s)));
+    started.kill('SIGINT');
+    expect(await ended).toBe('SIGINT');
+    expect(isAlive(sleeper)).toBe(false);
+  }, 30_000);
+});
