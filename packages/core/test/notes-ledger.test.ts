@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { build } from 'esbuild';
 import { afterEach, describe, expect, it } from 'vitest';
+import { bundleModule } from '../../../test/support/bundle.js';
 import {
   cleanGitEnv,
   cloneTempRepo,
@@ -47,16 +47,10 @@ async function appendWorkers(): Promise<
 > {
   const buildDir = makeTempDir();
   cleanups.push(() => removeDir(buildDir));
-  const moduleFile = path.join(buildDir, 'notes-ledger.mjs');
-  await build({
-    entryPoints: [path.join(repoRoot, 'packages/core/src/notes-ledger.ts')],
-    outfile: moduleFile,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    logLevel: 'warning',
-  });
+  const moduleFile = await bundleModule(
+    'packages/core/src/notes-ledger.ts',
+    path.join(buildDir, 'notes-ledger.mjs'),
+  );
   const workerScript = path.join(repoRoot, 'test/support/append-worker.mjs');
   const run = promisify(execFile);
   return (args, opts) => run(process.execPath, [workerScript, moduleFile, ...args], opts);

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { bundleModule } from '../../../test/support/bundle.js';
 import {
   resolveTimeoutMs,
   runCommand,
@@ -177,17 +178,10 @@ describe('resolveTimeoutMs', () => {
 
 describe('an interrupt of delegate-git while the command runs', () => {
   it('ends the command’s whole group before delegate-git ends as the signal would end it; control: not interrupted, it runs on', async () => {
-    const { build } = await import('esbuild');
-    const runner = path.join(dir, 'runner.mjs');
-    await build({
-      entryPoints: [path.join(__dirname, '../src/verification-runner.ts')],
-      outfile: runner,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      logLevel: 'warning',
-    });
+    const runner = await bundleModule(
+      'packages/delegate/src/verification-runner.ts',
+      path.join(dir, 'runner.mjs'),
+    );
     const pidFile = path.join(dir, 'pid');
     const script = path.join(dir, 'run.mjs');
     fs.writeFileSync(
