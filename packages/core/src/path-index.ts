@@ -314,9 +314,14 @@ export async function loadRecordedPaths(
     if (exact) return exact;
     const grown = known ? await growRecordedPaths(cacheDir, tip, known) : null;
     if (grown) return grown;
-    // Not cached yet: the full index below writes it.
   }
-  return new Set((await loadPathIndex(ledger, tip, cacheDir, known)).paths());
+  const index = await loadPathIndex(ledger, tip, cacheDir, known);
+  // Written again where it was missing beside a cached index, not whole, or of an older format: the next commit that
+  // stages nothing governed reads this small file, not the index (loadPathIndex writes it only when it builds one).
+  if (cacheDir !== null) {
+    await writeAtomic(path.join(cacheDir, pathsName(tip)), recordedPathsText(index.paths())).catch(() => {});
+  }
+  return new Set(index.paths());
 }
 
 async function readRecordedPaths(cacheDir: string, tip: string): Promise<Set<string> | null> {
