@@ -10,6 +10,11 @@
 export const UNPRINTABLE =
   /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 const UNPRINTABLE_ALL = new RegExp(UNPRINTABLE.source, 'g');
+/** The same but for the line breaks and tabs output is made of: a replace that matched every line break (to keep it)
+ * called back once per line, 38 ms for a report of 20,000 lines. */
+const IN_OUTPUT =
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+const IN_OUTPUT_ALL = new RegExp(IN_OUTPUT.source, 'g');
 
 /**
  * Characters a path shows as nothing at all (soft hyphen, zero-width space and joiners, word joiner, byte order mark,
@@ -53,7 +58,7 @@ export function shownPath(path: string): string {
  * approves), say which lines held such characters (attest does).
  */
 export function shownText(text: string): string {
-  return neutralCommands(text.replace(UNPRINTABLE_ALL, unicodeEscape));
+  return neutralCommands(UNPRINTABLE.test(text) ? text.replace(UNPRINTABLE_ALL, unicodeEscape) : text);
 }
 
 /**
@@ -61,14 +66,12 @@ export function shownText(text: string): string {
  * made of as `\uXXXX`. Inside JSON, where such characters can only stand in strings, that escape means the same.
  */
 export function shownOutput(text: string): string {
-  return neutralCommands(
-    text.replace(UNPRINTABLE_ALL, (c) => (c === '\n' || c === '\t' ? c : unicodeEscape(c))),
-  );
+  return neutralCommands(IN_OUTPUT.test(text) ? text.replace(IN_OUTPUT_ALL, unicodeEscape) : text);
 }
 
-/** Whether `text` holds a character shownText or shownOutput would escape. */
+/** Whether `text` holds a character shownOutput would escape. */
 export function holdsUnprintable(text: string): boolean {
-  return UNPRINTABLE.test(text.replace(/[\n\t]/g, ''));
+  return IN_OUTPUT.test(text);
 }
 
 /**
