@@ -9,8 +9,7 @@ import {
   isGovernanceFile,
   POLICY_PATH,
 } from './governed-paths.js';
-import { parseWithSchema } from './schema.js';
-import { UNPRINTABLE } from './shown-path.js';
+import { parseWithSchema, printableLine } from './schema.js';
 
 // The path questions live apart from the schema so the pre-commit hook can ask them without loading zod.
 export * from './governed-paths.js';
@@ -22,7 +21,7 @@ const relativeDir = z.string().check(
     'must be a repository-relative POSIX path without ..',
   ),
   // It is named in messages and in the commands init tells a newcomer to run.
-  z.refine((s) => !UNPRINTABLE.test(s), 'must be printable text on one line (no control characters)'),
+  printableLine,
   z.refine((s) => canonicalDir(s) !== '', 'must name a directory below the top of the repository'),
   // Every file in the keys directory is read as a key: the policy file there would be one too.
   z.refine(

@@ -6,7 +6,7 @@
 import * as z from 'zod/mini';
 import { parseStrictJson, strictJsonProblem } from './canonical-json.js';
 import { DelegateGitError, type ErrorCode } from './errors.js';
-import { shownText } from './shown-path.js';
+import { shownText, UNPRINTABLE } from './shown-path.js';
 import { parseRfc3339Utc } from './statement.js';
 
 type Issue = z.core.$ZodIssue;
@@ -45,6 +45,12 @@ export function describeIssue(issue: Issue): string {
       return 'is not valid';
   }
 }
+
+/** Text shown in reports, hook messages and CI summaries: one printable line (shown-path.ts's UNPRINTABLE). */
+export const printableLine = z.refine<string>(
+  (text) => !UNPRINTABLE.test(text),
+  'must be printable text on one line (no control characters)',
+);
 
 /** RFC 3339 UTC timestamp, e.g. 2026-01-02T03:04:05Z or with milliseconds. */
 export const rfc3339Utc = z.string().check(

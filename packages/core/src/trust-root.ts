@@ -6,29 +6,21 @@ import { createHash } from 'node:crypto';
 import * as z from 'zod/mini';
 import { PublicKey } from './ed25519.js';
 import { DelegateGitError } from './errors.js';
-import { parseWithSchema, rfc3339Utc } from './schema.js';
-import { shownPath, UNPRINTABLE } from './shown-path.js';
+import { parseWithSchema, printableLine, rfc3339Utc } from './schema.js';
+import { shownPath } from './shown-path.js';
 import { parseRfc3339Utc } from './statement.js';
 
 export type Role = 'delegator' | 'reviewer';
 
 const keyFileSchema = z.strictObject({
-  // A name is shown in every report, hook message and CI summary: one printable line.
-  // Both are shown in reports, hook messages and CI summaries (`keys list` starts a line with the name): one line of
-  // printable text, and a name starts with a letter or a digit, of any script.
+  // Both are shown in reports, hook messages and CI summaries, and `keys list` starts a line with the name: it starts
+  // with a letter or a digit, of any script.
   name: z.string().check(
     z.minLength(1),
-    z.refine((name) => !UNPRINTABLE.test(name), 'must be printable text on one line (no control characters)'),
+    printableLine,
     z.refine((name) => /^[\p{L}\p{N}]/u.test(name), 'must start with a letter or a digit'),
   ),
-  email: z
-    .string()
-    .check(
-      z.refine(
-        (email) => !UNPRINTABLE.test(email),
-        'must be printable text on one line (no control characters)',
-      ),
-    ),
+  email: z.string().check(printableLine),
   publicKey: z.string(),
   keyid: z.string().check(z.regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits')),
   roles: z.array(z.enum(['delegator', 'reviewer'])).check(z.minLength(1, 'must name at least one role')),
