@@ -8,6 +8,7 @@ import path from 'node:path';
 import { DecisionCache, governanceDigest } from './decision-cache.js';
 import { rememberGovernanceDigest } from './decision-store.js';
 import { DelegateGitError, isDelegateGitError } from './errors.js';
+import { collisionRefusals, collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
 import { git, gitTry, literalPathspecs } from './git.js';
 import { type Governance, holdsKey, loadGovernance, loadPolicy } from './governance.js';
 import { changesGovernance, isGovernanceFile, keysMovedTo, recordedAsCheckedOut } from './governed-paths.js';
@@ -28,7 +29,7 @@ import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
 import { shownPath } from './shown-path.js';
 import { gitSnapshot, type Snapshot, splitZ, stagedFiles, treeFiles, worktreeSnapshot } from './snapshot.js';
-import { parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
+import { addsName, parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
 import { parseKeyFile, type TrustRoot } from './trust-root.js';
 import { worktreeBlobs } from './worktree-blobs.js';
 
@@ -79,10 +80,11 @@ async function judgeIn(
   const governed = governedFiles(files, governance, recorded);
   const judged = await judgeWithCache(repo, governed, governance, anchor, notesAt);
   const results: CheckResult[] = judged.map(governedResult);
+  results.push(...collisionRefusals(governance.policy, files, governed));
   if (all) {
-    const governedSet = new Set(governed.map((f) => f.path));
+    const listed = new Set(results.map((r) => r.path));
     for (const f of files) {
-      if (!governedSet.has(f.path)) {
+      if (!listed.has(f.path)) {
         results.push({
           path: f.path,
           blob: f.blob,
@@ -223,7 +225,21 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
       const reason = deletionRefusal(policy, r.path, matcher, r.link);
       return { path: r.path, blocks: reason !== null, reason };
     });
-  if (files.length === 0 && deletions.length === 0) return quiet;
+  // Only a name the commit adds can make a new pair of names one file on a checkout that ignores case.
+  const adds = changes.filter(addsName);
+  const collisions =
+    namesCanCollide(policy) && adds.length > 0
+      ? await collisionsWithAdded(
+          policy,
+          await stagedFiles(top, [], repo.env),
+          adds.map((c) => c.path),
+          async () =>
+            askLedger
+              ? recorded
+              : recordedAsCheckedOut(await loadRecordedPaths(repo.ledger, notesAt, repo.cacheDir)),
+        )
+      : [];
+  if (files.length === 0 && deletions.length === 0 && collisions.length === 0) return quiet;
 
   // Only content needs the trust root; a change that only deletes is decided by the policy alone.
   const [committed, governance] = await Promise.all([
@@ -267,6 +283,7 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
     const objects = { policyBlob, keysTree: keys?.type === 'tree' ? keys.oid : null };
     await rememberGovernanceDigest(repo.cacheDir, objects, governanceDigest(governance, committed));
   }
+  results.push(...collisions);
   const mode = (committed?.policy ?? policy).mode;
   return { results, deletions, policy, mode, source: snapshot.label };
 }

@@ -1,7 +1,7 @@
 /**
  * The trees an index will commit, walked as `git write-tree` walks them: a directory the index's cache tree still
  * names keeps that tree id, and only the directories a change invalidated are hashed from their entries. The same
- * walk can digest the governed entries (path, mode, id) of each directory, bottom up, so that a directory already
+ * walk can digest the governed entries (path, mode, id) of each directory, bottom up (and the names of some others), so that a directory already
  * digested under the same governance (known by its tree id) is not read again: the cost follows what changed since
  * the last commit, not the size of the index.
  */
@@ -15,6 +15,11 @@ export interface GovernedDigests {
    * the entry is a symbolic link or a submodule, governed also by what it could bring beneath its path.
    */
   isGoverned(path: string, link: boolean): boolean | null;
+  /**
+   * Whether an entry that is not governed is digested by its name alone (its content may change without changing
+   * the digest): the names `exclude` takes out, which can be one file with a governed name (fold-collisions.ts).
+   */
+  nameCounts?(path: string): boolean;
   known(tree: string, dir: string): string | undefined;
   learn(tree: string, dir: string, digest: string): void;
 }
@@ -85,7 +90,11 @@ class Walk {
       if (slash < 0) {
         const entry = `${index.modeOf(i).toString(8)} ${name.slice(prefixLength)}\0${index.oidBytesOf(i)}`;
         if (!cached) tree += entry;
-        if (digests && this.isGoverned(index.pathOf(i), isLinkMode(index.modeOf(i)))) governed += entry;
+        if (digests) {
+          const path = index.pathOf(i);
+          if (this.isGoverned(path, isLinkMode(index.modeOf(i)))) governed += entry;
+          else if (digests.nameCounts?.(path)) governed += `name ${name.slice(prefixLength)}\0`;
+        }
         i++;
         continue;
       }

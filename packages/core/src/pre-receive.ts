@@ -5,8 +5,10 @@
  */
 import { keysLeftBehind, leftBehind, parseRawDiff, policyVersionAt, withJoiningKeys } from './checks.js';
 import { DecisionCache } from './decision-cache.js';
+import { collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
 import { CatFileBatch, git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
+import { recordedAsCheckedOut } from './governed-paths.js';
 import { governedFiles, isLink, judgeFiles } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
 import type { LedgerChange } from './ledger-change.js';
@@ -497,6 +499,32 @@ async function judgeRefUpdate(
     const reason = deletionRefusal(governance.policy, d.path, matcher, d.removesLink === true);
     if (reason) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason });
   }
+  for (const c of await collisionsAtTip(reads, u, governance.policy, introduced, after))
+    result.refusals.push({ ref: u.ref, commit: u.newId, path: c.path, reason: c.reason });
+}
+
+/**
+ * Names of the pushed tip that a checkout ignoring case makes one file, one governed and one not, where the push
+ * brings one of them (fold-collisions.ts). Judged at the tip, what a clone checks out: listing every pushed
+ * commit's tree would cost a listing of the whole tree per commit.
+ */
+async function collisionsAtTip(
+  reads: PushReads,
+  u: RefUpdate,
+  policy: Policy,
+  introduced: readonly Introduced[],
+  after: LedgerAfter,
+): Promise<Array<{ path: string; reason: string }>> {
+  if (!namesCanCollide(policy) || introduced.length === 0) return [];
+  const peeled = await reads.repo.objects.read(`${u.newId}^{tree}`);
+  if (peeled === null) return []; // a blob: no names
+  const files = await treeFiles(reads.repo.cwd, peeled.oid, [], reads.repo.env, { submodules: true });
+  return collisionsWithAdded(
+    policy,
+    files,
+    introduced.map((f) => f.path),
+    async () => recordedAsCheckedOut(await after.recordedPaths()),
+  );
 }
 
 /**

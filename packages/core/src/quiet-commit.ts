@@ -18,6 +18,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathsName, recordedPathsBody, replaceCacheFile } from './cache-file.js';
 import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
+import { namesCanCollide } from './fold-collisions.js';
 import { splitZ } from './git-fields.js';
 import { type GitDirs, gitDirsOf, looseCommitTree, readText, refTarget } from './git-files.js';
 import {
@@ -30,11 +31,11 @@ import {
   POLICY_PATH,
   recordedAsCheckedOut,
 } from './governed-paths.js';
-import { parseGitIndex } from './index-file.js';
+import { type GitIndex, parseGitIndex } from './index-file.js';
 import { indexTree } from './index-trees.js';
 import type { Policy } from './policy.js';
 import { QuietTrees } from './quiet-trees.js';
-import { parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
+import { addsName, parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
 
 const LEDGER_REF = 'refs/notes/delegations';
 
@@ -87,13 +88,15 @@ async function askGit(
   const tip = ledger?.includes(' commit ') ? ledger.split(' ')[0]! : null;
   if (tip === null && !ledger?.endsWith(' missing')) return unsure(staged);
   const isGoverned = governedTest(policy, tip, cacheDir);
+  if (namesCanCollide(policy) && makesFoldTwin(staged.changes, policy, isGoverned, read?.index ?? null))
+    return unsure(staged);
   const governed = governedAmong(staged.changes, isGoverned);
   if (governed === null) return unsure(staged);
   // The full check reports every governed path a deletion or a rename removes.
   if (removedPaths(staged.changes).some((r) => isGoverned(r.path, r.link) !== false)) return unsure(staged);
   if (governed.length === 0) {
     if (read?.governed && isSameState(read, { head: staged.base, policyBlob, tip }))
-      learnHeadFromDiff(read, headTree, touchedEntries(fields), isGoverned);
+      learnHeadFromDiff(read, headTree, touchedEntries(fields), countsIn(policy, isGoverned));
     return PASSES;
   }
   const keysAt = async () =>
@@ -127,6 +130,8 @@ interface IndexRead {
   data: Buffer;
   /** Null when the index alone could not say (no validated policy, recorded paths not cached). */
   governed: { policyBlob: string; tip: string | null; digest: string } | null;
+  /** The index parsed, when it could be. */
+  index: GitIndex | null;
 }
 
 /** Null when the index or the refs are not readable here (git then answers). */
@@ -144,7 +149,7 @@ function readIndex(dirs: GitDirs): IndexRead | null {
   const index = parseGitIndex(data, oidBytes);
   const cacheDir = cacheDirOf(dirs.commonDir);
   const trees = QuietTrees.read(cacheDir);
-  const read: IndexRead = { passes: false, trees, dirs, head, data, governed: null };
+  const read: IndexRead = { passes: false, trees, dirs, head, data, governed: null, index };
   const policyAt = index ? index.find(POLICY_PATH) : -1;
   if (!index || policyAt < 0) return read;
   const policyBlob = index.oidOf(policyAt).toString('hex');
@@ -152,6 +157,8 @@ function readIndex(dirs: GitDirs): IndexRead | null {
   if (!policy) return read;
   const { digest } = indexTree(index, oidBytes === 20 ? 'sha1' : 'sha256', {
     isGoverned: governedTest(policy, tip, cacheDir),
+    // An excluded name added beside a governed one can be one file with it (fold-collisions.ts): git must answer.
+    nameCounts: namesCanCollide(policy) ? isExcluded(policy) : undefined,
     known: (tree, dir) => trees.digestOf(tree, dir, policyBlob, tip),
     learn: (tree, dir, d) => trees.learnDigest(tree, dir, policyBlob, tip, d),
   });
@@ -177,19 +184,19 @@ function isSameState(
 }
 
 /**
- * git found no governed path on either side of any change: HEAD's tree governs exactly what the index does, so its
- * digest is the index's. Learned for the next run (the commit of a fresh clone or checkout is often packed).
+ * git found no path the digest counts on either side of any change: HEAD's tree governs exactly what the index
+ * does, so its digest is the index's. Learned for the next run (the commit of a fresh clone or checkout is often packed).
  */
 function learnHeadFromDiff(
   read: IndexRead,
   headTreeLine: string | undefined,
   touched: Array<{ path: string; link: boolean }>,
-  isGoverned: (path: string, link?: boolean) => boolean | null,
+  counts: (path: string, link: boolean) => boolean,
 ): void {
   const { policyBlob, tip, digest } = read.governed!;
   const [tree, type] = (headTreeLine ?? '').split(' ');
   if (type !== 'tree' || !tree) return;
-  if (touched.some((e) => isGoverned(e.path, e.link) !== false)) return;
+  if (touched.some((e) => counts(e.path, e.link))) return;
   read.trees.learnTree(read.head, tree);
   read.trees.learnDigest(tree, '', policyBlob, tip, digest);
 }
@@ -208,6 +215,49 @@ function touchedEntries(fields: string[]): Array<{ path: string; link: boolean }
     for (let n = 0; n < named; n++) entries.push({ path: fields[i++]!, link });
   }
   return entries;
+}
+
+/** Whether an entry counts in the index's digest (readIndex): governed or maybe so, or an excluded name it counts. */
+function countsIn(
+  policy: Policy,
+  isGoverned: (path: string, link?: boolean) => boolean | null,
+): (path: string, link: boolean) => boolean {
+  const excluded = namesCanCollide(policy) ? isExcluded(policy) : () => false;
+  return (p, link) => isGoverned(p, link) !== false || excluded(p);
+}
+
+function isExcluded(policy: Policy): (path: string) => boolean {
+  const matcher = governedMatcher(policy);
+  return (p) => matcher.classify(p) === 'ungoverned';
+}
+
+/**
+ * Whether a name the commit adds, governed or excluded, is one file with another staged name on a checkout that
+ * ignores case (fold-collisions.ts; the full check tells which pairs it refuses). Only such a name can make a pair
+ * the gates refuse: any other name is governed exactly as its folded twin is. Every staged name is folded for it, so
+ * only commits that add such names pay for it. Without the index read here, git's full check answers.
+ */
+function makesFoldTwin(
+  changes: readonly StagedChange[],
+  policy: Policy,
+  isGoverned: (path: string, link?: boolean) => boolean | null,
+  index: GitIndex | null,
+): boolean {
+  const excluded = isExcluded(policy);
+  const added = changes.filter(
+    (c) =>
+      addsName(c) &&
+      (excluded(c.path) || isGoverned(c.path, c.submodule === true || c.symlink === true) !== false),
+  );
+  if (added.length === 0) return false;
+  if (index === null) return true;
+  const folded = new Map(added.map((c) => [foldedPath(c.path), c.path]));
+  for (let i = 0; i < index.count; i++) {
+    const path = index.pathOf(i);
+    const twin = folded.get(foldedPath(path));
+    if (twin !== undefined && twin !== path) return true;
+  }
+  return false;
 }
 
 /** The changes the full check would judge, or null when that depends on recorded paths not cached yet. */

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { CheckResult } from './checks.js';
+import { collisionRefusals } from './fold-collisions.js';
 import type { CatFileBatch } from './git.js';
 import type { Governance } from './governance.js';
 import { type FileToJudge, governedFiles, isLink, judgementOf, rulesFor } from './judge.js';
@@ -120,6 +121,7 @@ export async function judgeRevision(
     });
     results.push({ ...judgement, governed: true });
   }
+  results.push(...collisionRefusals(governance.policy, files, governed));
   return results;
 }
 

@@ -42,6 +42,11 @@ export interface StagedChange {
   removesLink?: true;
 }
 
+/** Whether a change brings a name HEAD did not hold (an addition, or a rename's or copy's new path). */
+export function addsName(change: StagedChange): boolean {
+  return change.status === 'A' || change.status === 'R' || change.status === 'C';
+}
+
 /** A path a change removes (a deletion, or a rename's old path), and whether it was a link. */
 export interface RemovedPath {
   path: string;

@@ -309,6 +309,25 @@ describe('indexTree with governed digests', () => {
     expect(seen.size).toBe(5);
   });
 
+  it('counts the names nameCounts asks for, not their content', () => {
+    const repo = repoWith({ ...files, 'gen/a.ts': 'a\n' });
+    const isGen = (p: string) => p.startsWith('gen/');
+    const digest = () =>
+      indexTree(indexOf(repo)!, 'sha1', { ...memory(underSrc).digests, nameCounts: isGen }).digest;
+    const plain = () => indexTree(indexOf(repo)!, 'sha1', memory(underSrc).digests).digest;
+    const base = digest();
+    const plainBase = plain();
+    fs.writeFileSync(path.join(repo.dir, 'gen/a.ts'), 'regenerated\n');
+    repo.git(['add', 'gen/a.ts']);
+    expect(digest()).toBe(base);
+    fs.writeFileSync(path.join(repo.dir, 'gen/b.ts'), 'b\n');
+    repo.git(['add', 'gen/b.ts']);
+    expect(digest()).not.toBe(base);
+    expect(plain()).toBe(plainBase); // without nameCounts, an ungoverned name is not seen
+    repo.git(['rm', '-q', '--cached', 'gen/b.ts']);
+    expect(digest()).toBe(base);
+  });
+
   it('gives no digest when governedness cannot be told (control: the same walk with it told)', () => {
     const repo = repoWith(files);
     expect(indexTree(indexOf(repo)!, 'sha1', memory(() => null).digests)).toEqual({
