@@ -364,6 +364,35 @@ interface CheckJson {
   exitCode: number;
 }
 
+describe('check <path> where the object store cannot be written', () => {
+  it('judges content already stored (a promoted file) and refuses the rest; control: a writable store answers the same', () => {
+    const dir = copyWorkTree(story, base, 'read-only-store');
+    writeFiles(dir, { 'src/new.ts': 'export const n = 1;\n' });
+    // git as on a read-only mount: storing an object fails, everything else works.
+    const realGit = (process.env.PATH ?? '')
+      .split(path.delimiter)
+      .map((d) => path.join(d, 'git'))
+      .find((f) => fs.existsSync(f));
+    const bin = path.join(story.root, 'read-only-git');
+    fs.mkdirSync(bin);
+    fs.writeFileSync(
+      path.join(bin, 'git'),
+      `#!/bin/sh\ncase " $* " in *" hash-object "*"-w "*) echo "error: unable to create temporary file: Read-only file system" >&2; exit 128;; esac\nexec ${realGit} "$@"\n`,
+      { mode: 0o755 },
+    );
+    fs.symlinkSync(process.execPath, path.join(bin, 'node'));
+    const env = { ...story.env, PATH: bin };
+    for (const run of [
+      cli(story, dir, ['check', 'src/a.ts', 'src/new.ts'], env),
+      cli(story, dir, ['check', 'src/a.ts', 'src/new.ts']),
+    ]) {
+      expect(run.code, run.stderr).toBe(1);
+      expect(run.stdout).toMatch(/^PROMOTED +src\/a\.ts$/m);
+      expect(run.stdout).toContain('NOT PROMOTED  src/new.ts');
+    }
+  });
+});
+
 describe('check --json', () => {
   let dir: string;
   beforeAll(() => {
@@ -641,6 +670,32 @@ describe('every command', () => {
       expect(run.stderr, repoCommands[i]).toContain('Install git (https://git-scm.com/downloads)');
     });
     expect(cli(story, dir, ['check', '--rev', 'HEAD']).code).toBe(0);
+  });
+
+  it('with a git older than 2.31 exits 2 saying so; control: the same git reporting a newer version is a bare failure', () => {
+    // git before 2.31 prints `--path-format=absolute` back as an argument rather than failing on it.
+    const fakeGit = (version: string) => {
+      const bin = path.join(story.root, `git-${version}`);
+      fs.mkdirSync(bin, { recursive: true });
+      fs.writeFileSync(
+        path.join(bin, 'git'),
+        `#!/bin/sh\n[ "$1" = --version ] && { echo "git version ${version}"; exit 0; }\n` +
+          `[ "$1" = rev-parse ] && { printf -- '--path-format=absolute\\nfalse\\ntrue\\n.git\\n.git\\n\\n'; exit 0; }\n` +
+          'exit 1\n',
+        { mode: 0o755 },
+      );
+      fs.symlinkSync(process.execPath, path.join(bin, 'node'));
+      return { ...story.env, PATH: bin };
+    };
+    const old = cli(story, inside, ['log'], fakeGit('2.30.2'));
+    expect(old.code).toBe(2);
+    expect(old.stderr).toContain(
+      'delegate-git needs git 2.31 or newer, and the git on PATH is older (git version 2.30.2)',
+    );
+    const newer = cli(story, inside, ['log'], fakeGit('2.45.0'));
+    expect(newer.code).toBe(2);
+    expect(newer.stderr).not.toContain('2.31 or newer');
+    expect(newer.stderr).toContain('unexpected output');
   });
 
   it('an unusable DELEGATE_GIT_SIGNING_KEY stops every command that signs (exit 2); commands that do not sign ignore it', async () => {

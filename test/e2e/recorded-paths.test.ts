@@ -121,6 +121,34 @@ describe('paths governed because the ledger recorded them', () => {
     gitOk(story, work, ['update-ref', LEDGER, before]);
   });
 
+  it('a notes commit whose tree is gone is a damaged ledger to every command that reads it, not an empty one', () => {
+    const before = gitOk(story, work, ['rev-parse', LEDGER]);
+    const entries = gitOk(story, work, ['ls-tree', LEDGER]).split('\n');
+    // A tree only this notes commit names (an extra note), then its object removed.
+    const blob = gitOk(story, work, ['rev-parse', 'HEAD:tools/INSTALL.sh']);
+    const tree = spawnSync('git', ['mktree'], {
+      cwd: work,
+      env: story.env,
+      input: `${[...entries, `100644 blob ${blob}\t${'ab'.repeat(20)}`].join('\n')}\n`,
+      encoding: 'utf8',
+    }).stdout.trim();
+    const damaged = gitOk(story, work, ['commit-tree', tree, '-p', before, '-m', 'its tree is lost']);
+    gitOk(story, work, ['update-ref', LEDGER, damaged]);
+    fs.rmSync(path.join(work, '.git', 'objects', tree.slice(0, 2), tree.slice(2)));
+    fs.rmSync(path.join(work, '.git', 'delegate-git', 'cache'), { recursive: true, force: true });
+    for (const args of [['log'], ['verify'], ['show', 'tools/INSTALL.sh'], ['check', '--rev', 'HEAD']]) {
+      const run = cli(story, work, args);
+      expect(run.code, `${args.join(' ')}: ${run.stdout}${run.stderr}`).toBe(2);
+      expect(run.stderr, args.join(' ')).toContain(
+        `the notes commit ${damaged}'s tree is missing: the ledger is damaged`,
+      );
+    }
+    gitOk(story, work, ['update-ref', LEDGER, before]);
+    const log = cli(story, work, ['log']);
+    expect(log.code, log.stderr).toBe(0);
+    expect(log.stdout).toContain('INSTALL.sh');
+  });
+
   it('control: a path that folds to nothing recorded is not governed', () => {
     writeFiles(work, { 'tools/uninstall.sh': 'echo bye\n' });
     gitOk(story, work, ['add', 'tools/uninstall.sh']);

@@ -186,6 +186,35 @@ describe('sync with a remote it cannot reach', () => {
     expect(synced.code, synced.stderr).toBe(0);
     expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
   });
+
+  it('says that another sync holds the tracking ref rather than blaming the remote; the lock gone, it syncs', () => {
+    const server = makeServer(story, 'locked.git', { hook: false });
+    const work = cloneInto(story, server, 'locked');
+    adopt(story, work, ['src/**']);
+    cliOk(story, work, ['sync']);
+    gitOk(story, work, ['push', '-q', 'origin', 'main']);
+    // Another clone moves the remote's ledger on: the next fetch here must write the tracking ref.
+    const other = cloneInto(story, server, 'locked-other');
+    cliOk(story, other, ['sync']);
+    cliOk(story, other, ['attest', '--approve', '.delegate-git/policy.json', '--yes', '-m', 'elsewhere']);
+    cliOk(story, other, ['sync']);
+    expect(refTip(story, work, TRACKING)).not.toBe(refTip(story, server, LEDGER));
+    // What a sync running at the same moment holds while git updates the tracking ref.
+    const lock = path.join(work, '.git', `${TRACKING}.lock`);
+    fs.mkdirSync(path.dirname(lock), { recursive: true });
+    fs.writeFileSync(lock, '');
+    const locked = cli(story, work, ['sync']);
+    expect(locked.code).toBe(2);
+    expect(locked.stderr).toContain(
+      `could not update ${TRACKING}: another sync or fetch in this repository kept it locked`,
+    );
+    expect(locked.stderr).toContain('Nothing was lost; run sync again.');
+    expect(locked.stderr).not.toContain('can be reached');
+    fs.rmSync(lock);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
+  });
 });
 
 describe('sync takes the union, whatever either side dropped', () => {

@@ -109,8 +109,11 @@ export async function checkWorktreePaths(
   const top = requireWorkTree(repo);
   const governance = await loadGovernance(worktreeSnapshot(top));
   const rel = paths.map((p) => toRepositoryPath(top, cwd, p));
-  // Stored (-w): the blobs are what judging reads, and what a record made next would name.
-  const ids = await worktreeBlobs(top, rel, { env: repo.env, write: true });
+  // Stored (-w): the blobs are what judging reads, and what a record made next would name. Where the object store
+  // is read-only, content already stored (all a record can promote) is still judged.
+  const ids = await worktreeBlobs(top, rel, { env: repo.env, write: true }).catch(() =>
+    worktreeBlobs(top, rel, { env: repo.env, write: false }),
+  );
   const files: FileToJudge[] = [];
   const missing: CheckResult[] = [];
   for (const [i, p] of rel.entries()) {

@@ -495,6 +495,24 @@ export interface RepositoryLayout {
   objectFormat: 'sha1' | 'sha256';
 }
 
+/**
+ * git before 2.31 echoes `--path-format=absolute` as an argument it does not know rather than failing: say that git
+ * is too old rather than that its output was unexpected.
+ */
+async function unexpectedLayout(
+  args: string[],
+  opts: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<DelegateGitError> {
+  const version = (await gitTry(['--version'], opts)).stdout.toString('utf8').trim();
+  const [major = 0, minor = 0] = (/(\d+)\.(\d+)/.exec(version) ?? []).slice(1).map(Number);
+  if (version && (major < 2 || (major === 2 && minor < 31)))
+    return new DelegateGitError(
+      'GIT',
+      `delegate-git needs git 2.31 or newer, and the git on PATH is older (${version}). Install a newer git and run this again.`,
+    );
+  return gitFailure(args, { code: 0, stderr: 'unexpected output' });
+}
+
 /** One `git rev-parse` call (git >= 2.31 for --path-format). Paths are absolute. */
 export async function repositoryLayout(cwd: string, env?: NodeJS.ProcessEnv): Promise<RepositoryLayout> {
   // --show-toplevel fails outside a work tree, so the top level is derived from --show-cdup, which just prints
@@ -523,7 +541,7 @@ export async function repositoryLayout(cwd: string, env?: NodeJS.ProcessEnv): Pr
     .toString('utf8')
     .split('\n');
   if (!gitDir || !commonDir || (objectFormat !== 'sha1' && objectFormat !== 'sha256'))
-    throw gitFailure(args, { code: 0, stderr: 'unexpected output' });
+    throw await unexpectedLayout(args, { cwd, env });
   return {
     topLevel: insideWorkTree === 'true' ? path.resolve(realpathSync(cwd), cdup ?? '') : null,
     gitDir,

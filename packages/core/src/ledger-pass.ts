@@ -20,7 +20,7 @@ import {
   type NoteBatch,
   NoteBatchBuilder,
 } from './note-batch.js';
-import { type ForeignEntries, noteOfTreeRecord, parseNote } from './notes-ledger.js';
+import { type ForeignEntries, missingNotesTree, noteOfTreeRecord, parseNote } from './notes-ledger.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
 import {
@@ -287,6 +287,8 @@ export async function* notesOf(
   let group = new Map<string, string[]>();
   let first = '';
   const sorted = () => [...group].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  // The tree is read first: ls-tree of a commit whose tree is gone fails with git's bare "not a tree object".
+  if (!(await repo.objects.read(`${tip}^{tree}`))) throw missingNotesTree(tip);
   const args = ['ls-tree', '-r', ...(foreign ? ['-t'] : []), '-z', '--full-tree', tip];
   for await (const record of gitRecords(args, { cwd: repo.cwd, env: repo.env }, '\0')) {
     const note = noteOfTreeRecord(record);

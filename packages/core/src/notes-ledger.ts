@@ -268,7 +268,7 @@ class NotesTreeReader {
       if (named?.type === 'commit') root = await batch.read(`${named.oid}^{tree}`);
       else if (named) throw damagedLedger(at, named.type, named.oid);
       else return null;
-      if (!root) throw new DelegateGitError('LEDGER', `the notes commit ${at}'s tree is missing.`);
+      if (!root) throw missingNotesTree(named.oid);
     }
     const reader = new NotesTreeReader(batch, root.oid);
     reader.trees.set(root.oid, Promise.resolve(parseTreeObject(root.content, root.oid.length / 2)));
@@ -554,6 +554,15 @@ export function damagedLedger(ref: string, type: string, oid: string): DelegateG
   );
 }
 
+/** A notes commit whose tree the object store lacks: every record would read as gone. */
+export function missingNotesTree(commit: string): DelegateGitError {
+  return new DelegateGitError(
+    'LEDGER',
+    `the notes commit ${commit}'s tree is missing: the ledger is damaged. ` +
+      'Fetch the ledger again from a remote that has it (`delegate-git sync`), or run `git fsck` to find what is lost.',
+  );
+}
+
 export class NotesLedger {
   readonly cwd: string;
   readonly ref: string;
@@ -712,10 +721,17 @@ export class NotesLedger {
       this.options(),
     );
     if (result.code === 0) return result.stdout.toString('utf8').trim();
+    // A commit whose tree is gone; or no ledger yet, or (tip throws) a ref that names something else.
+    const commit = at === undefined ? await this.tip() : await this.commitNamed(at);
+    if (commit !== null) throw missingNotesTree(commit);
     if (at !== undefined)
       throw new DelegateGitError('LEDGER', `${at} is not a notes commit in this repository.`);
-    await this.tip(); // no ledger yet, or (this throws) a ref that names something else
     return null;
+  }
+
+  private async commitNamed(at: string): Promise<string | null> {
+    const result = await gitTry(['rev-parse', '--verify', '--quiet', `${at}^{commit}`], this.options());
+    return result.code === 0 ? result.stdout.toString('utf8').trim() : null;
   }
 
   /**

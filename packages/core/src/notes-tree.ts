@@ -6,7 +6,7 @@
  */
 import { DelegateGitError } from './errors.js';
 import { type CatFileBatch, parseTreeObject, type TreeEntry } from './git.js';
-import { isObjectId, NOTE_MODE, parseNote, sortedUnique } from './notes-ledger.js';
+import { isObjectId, missingNotesTree, NOTE_MODE, parseNote, sortedUnique } from './notes-ledger.js';
 
 const TREE_MODE = '40000';
 
@@ -31,7 +31,11 @@ export class NotesTree {
   /** The notes tree of `at`; a LEDGER error when `at` names no commit or tree here. */
   static async open(batch: CatFileBatch, at: string): Promise<NotesTree> {
     const root = await batch.read(`${at}^{tree}`);
-    if (!root) throw new DelegateGitError('LEDGER', `${at} is not a notes commit in this repository.`);
+    if (!root) {
+      const named = await batch.read(at);
+      if (named?.type === 'commit') throw missingNotesTree(named.oid);
+      throw new DelegateGitError('LEDGER', `${at} is not a notes commit in this repository.`);
+    }
     return new NotesTree(batch, at, root.oid, parseTreeObject(root.content, root.oid.length / 2));
   }
 

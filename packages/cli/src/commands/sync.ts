@@ -96,11 +96,26 @@ export default {
 
 type GitOptions = { cwd: string; env?: NodeJS.ProcessEnv };
 
+const LOCKED = /cannot lock ref|Unable to create '[^']*\.lock'/i;
+
 /** Fetches the remote's ledger into `tracking`: its notes commit, or null when the remote has none. */
 async function fetchLedger(remote: string, tracking: string, opts: GitOptions): Promise<string | null> {
-  const fetched = await gitTry(['fetch', '--quiet', remote, `+${LEDGER_REF}:${tracking}`], opts);
+  let fetched = await gitTry(['fetch', '--quiet', remote, `+${LEDGER_REF}:${tracking}`], opts);
+  // Another sync (or fetch) holding the tracking ref's lock: the race is git's, and a moment later it is gone.
+  for (let attempt = 1; fetched.code !== 0 && LOCKED.test(fetched.stderr) && attempt < ATTEMPTS; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 50 * attempt));
+    fetched = await gitTry(['fetch', '--quiet', remote, `+${LEDGER_REF}:${tracking}`], opts);
+  }
   if (fetched.code !== 0) {
     if (/couldn't find remote ref/i.test(fetched.stderr)) return null;
+    if (LOCKED.test(fetched.stderr))
+      throw new DelegateGitError(
+        'GIT',
+        `could not update ${tracking}: another sync or fetch in this repository kept it locked (${fetched.stderr
+          .split('\n')
+          .find((line) => LOCKED.test(line))
+          ?.trim()}). Nothing was lost; run sync again.`,
+      );
     throw new DelegateGitError(
       'GIT',
       `could not fetch the ledger from ${remote}: ${fetched.stderr.trim().replace(/\s*\n\s*/g, ' ')} ` +
