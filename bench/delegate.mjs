@@ -104,6 +104,8 @@ runSync('git', ['add', '-A']);
 runSync('git', ['commit', '-q', '-m', 'adopt delegate-git']);
 runSync(process.execPath, [cliBin, 'config', 'set', 'worker.endpoint', worker.url]);
 runSync(process.execPath, [cliBin, 'config', 'set', 'verification.approval', 'allow']);
+// The unit's one run: a unit may ask for more runs than the operator's setting, never fewer.
+runSync(process.execPath, [cliBin, 'config', 'set', 'verification.repeats', '1']);
 
 const WORKER_MS = Number(options['worker-ms']);
 const reply = (i) => ({

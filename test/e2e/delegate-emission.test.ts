@@ -41,10 +41,42 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
+describe('a second block for the same file', () => {
+  test('is ignored and said so in the receipt (text and JSON); the first block is what is written', async () => {
+    worker.enqueue({
+      content: `${fileBlock('src/twice.js', 'export const first = 1;')}\n${fileBlock('./src/twice.js', 'export const second = 2;')}`,
+    });
+    const unit = {
+      taskName: 'twice',
+      instruction: 'Create src/twice.js.',
+      targetFiles: ['src/twice.js'],
+      runVerification: 'true',
+    };
+    const { receipt } = await repo.delegate(unit);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(receipt?.duplicates).toEqual(['./src/twice.js']);
+    expect(repo.read('src/twice.js')).toBe('export const first = 1;\n');
+    fs.rmSync(path.join(repo.dir, 'src/twice.js'));
+    worker.enqueue({
+      content: `${fileBlock('src/twice.js', 'export const first = 1;')}\n${fileBlock('./src/twice.js', 'export const second = 2;')}`,
+    });
+    const text = await repo.cli(['delegate', repo.writeUnit(unit, 'twice-text.json')]);
+    expect(text.stdout).toContain('  ignored: a second block for ./src/twice.js (the first one was used)');
+    // Control: one block, nothing ignored.
+    fs.rmSync(path.join(repo.dir, 'src/twice.js'));
+    worker.enqueue({ content: fileBlock('src/twice.js', 'export const first = 1;') });
+    expect((await repo.delegate(unit)).receipt?.duplicates).toEqual([]);
+    fs.rmSync(path.join(repo.dir, 'src/twice.js'));
+  });
+});
+
 describe('a whole-file block creates a file', () => {
   test('UNIT_PASSED, exit 0, the verdict is in the ledger on the new blob and `check --path` promotes it', async () => {
     const before = worker.requestCount();
-    worker.enqueue({ content: `Here it is.\n\n${fileBlock('src/created.js', 'export const created = 1;')}` });
+    worker.enqueue({
+      content: `Here it is.\n\n${fileBlock('src/created.js', 'export const created = 1;')}`,
+      model: 'gpt-4o (human-reviewed)',
+    });
     const { code, receipt, stderr } = await repo.delegate({
       taskName: 'create a module',
       instruction: 'Export a constant named created.',
@@ -68,6 +100,11 @@ describe('a whole-file block creates a file', () => {
     expect(others).toEqual([]);
     expect(statement?.predicateType).toBe('urn:delegate-git:verdict:v1');
     expect(statement?.predicate.verdict).toBe('UNIT_PASSED');
+    // The operator's setting is the model on record; the name the server gave is kept apart, as its claim.
+    expect(statement?.predicate.worker).toMatchObject({
+      model: 'local-model',
+      reportedModel: 'gpt-4o (human-reviewed)',
+    });
     expect(statement?.subject).toEqual([
       { name: 'src/created.js', digest: { sha256: receipt?.files[0]?.sha256, gitBlob: blob } },
     ]);
@@ -256,6 +293,7 @@ describe('containment: nothing is written outside the workspace', () => {
     const { code, receipt } = await repo.delegate({
       taskName: 'escape',
       instruction: 'Write files.',
+      targetFiles: ['src/inside.js'],
       runVerification: 'true',
     });
 

@@ -129,6 +129,7 @@ describe('what a unit may never write', () => {
       const { receipt } = await other.delegate({
         taskName: 'meta',
         instruction: 'Add.',
+        targetFiles: ['meta', 'src/plain.js'],
         runVerification: 'true',
       });
       expect(receipt?.errors).toEqual([
@@ -151,6 +152,7 @@ describe('what a unit may never write', () => {
     const { receipt } = await repo.delegate({
       taskName: 'keys',
       instruction: 'Add a key.',
+      targetFiles: ['.delegate-git', 'src/beside-keys.js'],
       runVerification: 'true',
     });
     expect(receipt?.errors).toEqual([

@@ -116,6 +116,53 @@ describe('files changed by the verification itself', () => {
     expect(fs.readFileSync(path.join(repo.dir, 'src/formatted.js'), 'utf8')).toMatch(/\/\/ tidied\n$/);
     expect((await repo.check(['src/formatted.js'])).code).toBe(0);
   });
+
+  test('a written file left as a pipe or a link to the same bytes gets UNIT_UNVERIFIED, without hanging', async () => {
+    // A pipe can answer each reader with other bytes (git's read is not the tests'); a link is no file a blob names.
+    for (const [file, swap] of [
+      ['src/piped.js', 'rm src/piped.js && mkfifo src/piped.js'],
+      ['src/linked.js', 'cp src/linked.js .copy.js && rm src/linked.js && ln -s ../.copy.js src/linked.js'],
+    ] as const) {
+      const once = `test -p ${file} || test -L ${file} || { ${swap}; }`;
+      const { code, receipt, verdicts } = await delegateCreating(file, { runVerification: once });
+      expect(code, `${file}: ${receipt?.message}`).toBe(1);
+      expect(receipt?.verdict).toBe('UNIT_UNVERIFIED');
+      expect(verdicts).toEqual([]); // nothing regular is there to record
+      fs.rmSync(path.join(repo.dir, file), { force: true });
+    }
+    fs.rmSync(path.join(repo.dir, '.copy.js'), { force: true });
+  });
+
+  test('a clean filter that changes what git stores gets UNIT_UNVERIFIED; control: the same bytes without it pass', async () => {
+    // `ident` collapses "$Id: 1 $" to "$Id$" when git stores the file: the recorded blob is not the verified bytes.
+    repo.write('.gitattributes', 'src/ident-*.js ident\n');
+    const body = 'export const id = "$Id: 1 $";';
+    for (const [file, filtered] of [
+      ['src/ident-on.js', true],
+      ['src/plain-off.js', false],
+    ] as const) {
+      worker.enqueue({ content: fileBlock(file, body) });
+      const { code, receipt } = await repo.delegate({
+        taskName: file,
+        instruction: `Create ${file}.`,
+        targetFiles: [file],
+        runVerification: `grep -q 'Id: 1' ${file}`,
+      });
+      const blob = receipt?.files[0]?.gitBlob ?? '';
+      expect(receipt?.verdict, `${file}: ${receipt?.message}`).toBe(
+        filtered ? 'UNIT_UNVERIFIED' : 'UNIT_PASSED',
+      );
+      expect(code).toBe(filtered ? 1 : 0);
+      expect(repo.ledger(blob).map((s) => s.predicate.verdict)).toEqual([receipt?.verdict]);
+      if (filtered)
+        expect(receipt?.message).toContain(
+          `git stores \`${file}\` so that a checkout does not give back the bytes verified`,
+        );
+      // The record names what git stores: the blob of the file as staged.
+      expect(repo.gitText(['hash-object', file])).toBe(blob);
+    }
+    fs.rmSync(path.join(repo.dir, '.gitattributes'));
+  });
 });
 
 describe('repeats', () => {
@@ -242,7 +289,11 @@ describe('verification timeout', () => {
   let timed: DelegateRepo;
 
   beforeAll(async () => {
-    timed = await makeDelegateRepo({ workerUrl: worker.url, config: { 'verification.timeoutMs': '1000' } });
+    // One run: a unit may ask for more runs than the operator set, never fewer.
+    timed = await makeDelegateRepo({
+      workerUrl: worker.url,
+      config: { 'verification.timeoutMs': '1000', 'verification.repeats': '1' },
+    });
   });
   afterAll(() => timed?.cleanup());
 

@@ -37,6 +37,7 @@ export interface Receipt {
     gitBlob: string;
   }>;
   errors: string[];
+  duplicates: string[];
   workspace: string | null;
   context: Array<{
     path: string;

@@ -6,6 +6,7 @@ import { signStatement } from './dsse.js';
 import { DelegateGitError } from './errors.js';
 import type { WaitingGit } from './git.js';
 import type { NotesLedger } from './notes-ledger.js';
+import { decodeRecord } from './record.js';
 import type { SigningKey } from './signing-key.js';
 import type { Statement, Subject } from './statement.js';
 import { keyRefusal, type Role, type TrustRoot } from './trust-root.js';
@@ -18,6 +19,14 @@ export async function recordStatement(
   writer?: WaitingGit,
 ): Promise<{ line: string; commit: string | null }> {
   const { line } = signStatement(statement, key);
+  // A line no reader accepts (a number beyond I-JSON's range, say) would fail verify, and the server would refuse
+  // every later push of the ledger: refused here, before anything is written.
+  const readable = decodeRecord(line);
+  if (!readable.ok)
+    throw new DelegateGitError(
+      'RECORD',
+      `the record would not be readable (${readable.reason}), so nothing was recorded.`,
+    );
   const blobs = [...new Set(statement.subject.map((s: Subject) => s.digest.gitBlob))];
   const { commit } = await ledger.append(
     blobs.map((blob) => ({ blob, lines: [line] })),

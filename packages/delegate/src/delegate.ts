@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
-import { git, gitFailure, WaitingGit } from '@delegate-git/core/git';
+import type { WaitingGit } from '@delegate-git/core/git';
 import type { Governance } from '@delegate-git/core/governance';
 import { isGovernanceFile } from '@delegate-git/core/governed-paths';
 import { isRepositoryPath } from '@delegate-git/core/record';
@@ -29,6 +29,13 @@ import { evaluateVerificationPolicy, resolveVerificationRepeats } from './verifi
 import { runCommand, runPassed, runVerification } from './verification-runner.js';
 import { callWorker, WorkerError, type WorkerProgress } from './worker-client.js';
 import { applyWritePlan, type PlannedFile, planWrites } from './write-plan.js';
+import {
+  ContentHashers,
+  checkedOutContent,
+  fingerprintOf,
+  rawBlobId,
+  regularContent,
+} from './written-content.js';
 
 export interface DelegationOptions {
   repo: Repository;
@@ -58,6 +65,8 @@ export interface DelegationReceipt {
   message: string | null;
   files: ReceiptFile[];
   errors: string[];
+  /** Paths the worker emitted again after a block for the same file: ignored, the first block was used. */
+  duplicates: string[];
   context: Array<Omit<InjectedContext, 'text'>>;
   /** What the retry context added beyond the unit's declared context (shown to the worker, recorded as signed). */
   contextWidened: Array<Omit<InjectedContext, 'text'>>;
@@ -90,28 +99,26 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
 }
 
 /**
- * The two git processes that end a delegation that wrote files, hashing what was written and writing the record,
- * started once the worker has the request: its time hides their start-up (a few milliseconds each, spent after
- * the verification command otherwise). Dismissed unused when nothing is recorded.
+ * The git processes that end a delegation that wrote files: the one writing the record, started once the worker has
+ * the request (its time hides the start-up, a few milliseconds spent after the verification command otherwise), and
+ * those hashing what was written, started once the files are (the command's run hides theirs). Dismissed unused
+ * when nothing is recorded.
  */
 class ClosingWriters {
-  hashing: WaitingGit | null = null;
   recording: WaitingGit | null = null;
+  hashers: ContentHashers | null = null;
 
   constructor(private readonly repo: Repository) {}
 
   start(): void {
-    this.hashing ??= new WaitingGit(HASH_WRITTEN, { cwd: this.repo.layout.topLevel!, env: this.repo.env });
     this.recording ??= this.repo.ledger.startWriter();
   }
 
   dismiss(): void {
-    this.hashing?.dismiss();
+    this.hashers?.dismiss();
     this.recording?.dismiss();
   }
 }
-
-const HASH_WRITTEN = ['hash-object', '-w', '--stdin-paths'];
 
 async function delegateWith(
   unit: Unit,
@@ -204,7 +211,14 @@ async function delegateWith(
   });
   const errors = [...emission.errors, ...plan.errors];
   receipt.errors = errors;
-  if (plan.files.length > 0) applyWritePlan(plan);
+  receipt.duplicates = plan.duplicates;
+  if (plan.files.length > 0) {
+    applyWritePlan(plan);
+    writers.hashers = new ContentHashers(
+      repo,
+      plan.files.map((f) => repositoryPathOf(top, f.absolute)),
+    );
+  }
 
   const wroteCleanly = plan.files.length > 0 && errors.length === 0;
   let notApproved = false;
@@ -282,6 +296,14 @@ async function delegateWith(
   }
 
   receipt.contract = recheckContract(contract);
+  // Read once: what is fingerprinted is what is hashed and recorded (written-content.ts).
+  const contents = plan.files.map((f) => regularContent(f.absolute));
+  const changedByLastRun = ran && verifiedAs !== fingerprintOf(plan.files, contents);
+  const stored =
+    plan.files.length > 0
+      ? await hashWritten(repo, plan.files, contents, writers.hashers!)
+      : { files: [], problems: [] };
+  receipt.files = stored.files;
   receipt.verdict = resolveVerdict({
     contractViolations: receipt.contract.violations,
     verificationNotApproved: notApproved,
@@ -291,13 +313,14 @@ async function delegateWith(
     coherenceFailed,
     filesWritten: plan.files.length,
     emissionErrors: errors.length,
-    changedWhileVerified: ran && verifiedAs !== fingerprintOf(plan.files),
+    changedWhileVerified: changedByLastRun || (ran && stored.problems.length > 0),
   });
   if (receipt.verdict === 'UNIT_UNVERIFIED' && ran)
-    receipt.message =
-      'The files written changed during the last verification run (or the coherence check after it), so what ' +
-      'would be recorded is not what was verified. A command that formats files must find them formatted when run ' +
-      'again (verificationRepeats of 2 or more).';
+    receipt.message = changedByLastRun
+      ? 'The files written changed during the last verification run (or the coherence check after it), so what ' +
+        'would be recorded is not what was verified. A command that formats files must find them formatted when run ' +
+        'again (verificationRepeats of 2 or more).'
+      : `What would be recorded is not what was verified: ${stored.problems.join(' ')}`;
   if (settings.retryContext === 'auto') {
     const locations =
       receipt.verdict === 'UNIT_PASSED'
@@ -307,14 +330,12 @@ async function delegateWith(
   }
   if (plan.files.length === 0) return receipt;
 
-  // Hashes are taken after verification, so a formatter run by the command cannot leave the record stale.
-  const [files, baseCommit] = await Promise.all([hashWritten(repo, plan.files, writers.hashing), startedAt]);
-  receipt.files = files;
+  const baseCommit = await startedAt;
   const recordable = receipt.files.filter((f) => isRepositoryPath(f.path));
   if (recordable.length > 0) {
     const statement = verdictStatement(
       recordable.map((f) => ({ path: f.path, sha256: f.sha256, gitBlob: f.gitBlob })),
-      verdictPredicate(unit, receipt, opts.governance, baseCommit),
+      verdictPredicate(unit, receipt, opts.governance, settings.worker.model, baseCommit),
     );
     const { line } = await recordStatement(
       repo.ledger,
@@ -333,21 +354,6 @@ function gitDirsOf(repo: Repository): string[] {
   return [
     ...new Set([repo.layout.gitDir, repo.layout.commonDir].map((d) => canonicalisePath(path.resolve(d)))),
   ];
-}
-
-/** The written files' content as it is now (a missing file counts as such), to see whether a command changed it. */
-function fingerprintOf(files: readonly PlannedFile[]): string {
-  const hash = createHash('sha256');
-  for (const f of files) {
-    hash.update(f.absolute).update('\0');
-    try {
-      hash.update(readFileSync(f.absolute));
-    } catch {
-      hash.update('\0missing');
-    }
-    hash.update('\0');
-  }
-  return hash.digest('hex');
 }
 
 /**
@@ -371,6 +377,7 @@ export function emptyReceipt(unit: Pick<Unit, 'taskName'>): DelegationReceipt {
     message: null,
     files: [],
     errors: [],
+    duplicates: [],
     context: [],
     contextWidened: [],
     verification: {
@@ -464,72 +471,59 @@ function retryStore(repo: Repository): string {
   return path.join(repo.stateDir, 'retry-context.json');
 }
 
+/**
+ * The receipt's files, hashed from the contents read after verification (`contents`, in the order of `files`),
+ * and why what would be recorded is not what was verified: a file that is no regular file any more (nothing
+ * verified can be recorded for it), or one a clean filter changes so that a checkout of the blob recorded would not
+ * give back the bytes the command ran.
+ */
 async function hashWritten(
   repo: Repository,
-  files: Array<{
-    path: string;
-    absolute: string;
-    mode: 'created' | 'patched';
-    hunks: number;
-    lines: number;
-    bytes: number;
-  }>,
-  hashing: WaitingGit | null,
-): Promise<ReceiptFile[]> {
+  files: readonly PlannedFile[],
+  contents: ReadonlyArray<Buffer | null>,
+  hashers: ContentHashers,
+): Promise<{ files: ReceiptFile[]; problems: string[] }> {
   const top = repo.layout.topLevel!;
-  const rels = files.map((f) => path.relative(top, f.absolute).split(path.sep).join('/'));
-  const paths = files.map((f) => f.absolute);
-  const ids = (await hashedIds(paths, { cwd: top, env: repo.env }, hashing)).toString('utf8').split('\n');
-  return Promise.all(
-    files.map(async (f, i) => {
-      const content = readFileSync(f.absolute);
-      const gitBlob = ids[i]!;
+  const problems: string[][] = files.map(() => []);
+  const hashed = await Promise.all(
+    files.map(async (f, i): Promise<ReceiptFile | null> => {
+      const rel = repositoryPathOf(top, f.absolute);
+      const content = contents[i];
+      if (!content) {
+        problems[i]!.push(`\`${rel}\` is no regular file after verification (a link, a pipe, or gone).`);
+        return null;
+      }
+      const gitBlob = await hashers.hash(i, content);
+      const filtered = rawBlobId(content, gitBlob) !== gitBlob;
+      if (filtered && !(await checkedOutContent(repo, rel, gitBlob)).equals(content))
+        problems[i]!.push(
+          `git stores \`${rel}\` so that a checkout does not give back the bytes verified: a clean filter changes it (.gitattributes filter, ident, working-tree-encoding, or a line-ending conversion of mixed line ends). Turn that off for the path to record what was verified.`,
+        );
+      // DESIGN 3.2: both digests are of the content as stored.
+      const stored = filtered ? await storedContent(repo, gitBlob) : content;
       return {
-        path: rels[i]!,
+        path: rel,
         mode: f.mode,
         hunks: f.hunks,
         lines: f.lines,
         bytes: content.length,
-        sha256: createHash('sha256')
-          .update(await stagedContent(repo, content, gitBlob))
-          .digest('hex'),
+        sha256: createHash('sha256').update(stored).digest('hex'),
         gitBlob,
       };
     }),
   );
+  return { files: hashed.filter((f): f is ReceiptFile => f !== null), problems: problems.flat() };
 }
 
-/**
- * The content staging records (DESIGN 3.2: both digests are of the clean-filtered bytes). `hash-object` applied
- * the clean filters (eol/autocrlf conversion, filter drivers); when the blob id differs from the id of the bytes
- * on disk, a filter changed them, so the sha256 must come from the stored blob, or `check` would find the record
- * naming another sha256 and never promote the file.
- */
-/**
- * `git hash-object -w` of each path, through the waiting one when every path reads back as itself from its line of
- * input: `--stdin-paths` ends a line at LF, drops a CR before it, and unquotes a line that starts with a quote (the
- * paths here are absolute, so none does).
- */
-async function hashedIds(
-  paths: string[],
-  opts: { cwd: string; env?: NodeJS.ProcessEnv },
-  hashing: WaitingGit | null,
-): Promise<Buffer> {
-  if (!hashing || paths.some((p) => /[\n\r]/.test(p) || !path.isAbsolute(p)))
-    return git(['hash-object', '-w', '--', ...paths], opts);
-  const hashed = await hashing.run(paths.map((p) => `${p}\n`).join(''));
-  if (hashed.code !== 0) throw gitFailure(hashing.args, hashed);
-  return hashed.stdout;
-}
-
-async function stagedContent(repo: Repository, onDisk: Buffer, gitBlob: string): Promise<Buffer> {
-  const algorithm = gitBlob.length === 64 ? 'sha256' : 'sha1';
-  const rawId = createHash(algorithm).update(`blob ${onDisk.length}\0`).update(onDisk).digest('hex');
-  if (rawId === gitBlob) return onDisk;
+async function storedContent(repo: Repository, gitBlob: string): Promise<Buffer> {
   const blob = await repo.objects.read(gitBlob);
   if (!blob)
     throw new DelegateGitError('GIT', `git hash-object -w wrote ${gitBlob}, but it cannot be read back.`);
   return blob.content;
+}
+
+function repositoryPathOf(top: string, absolute: string): string {
+  return path.relative(top, absolute).split(path.sep).join('/');
 }
 
 function sha256OfFile(file: string): string | null {
@@ -557,6 +551,7 @@ function verdictPredicate(
   unit: Unit,
   r: DelegationReceipt,
   governance: Governance,
+  configuredModel: string,
   baseCommit: string | null,
 ) {
   const sha = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -590,7 +585,9 @@ function verdictPredicate(
     })),
     worker: r.worker && {
       endpointHost: r.worker.host,
-      model: r.worker.model,
+      // The operator's setting; the name the server gave is its own claim, kept apart when it differs.
+      model: configuredModel,
+      ...(r.worker.model !== configuredModel ? { reportedModel: r.worker.model } : {}),
       promptTokens: r.tokens.prompt,
       completionTokens: r.tokens.completion,
       durationMs: r.worker.durationMs,

@@ -19,6 +19,8 @@ export interface ScriptedReply {
   errorBody?: unknown;
   /** Wait this long before answering (drives client timeouts). */
   delayMs?: number;
+  /** The model the reply names (default: the one the request named): a server may claim any. */
+  model?: string;
   /** Characters per streamed content chunk (default 4). */
   chunkSize?: number;
   /** Answer with a plain JSON completion even when the request asked to stream (a server without SSE). */
@@ -142,7 +144,7 @@ export async function startReplayWorker(
       stream_options?: { include_usage?: boolean };
     };
     const id = `chatcmpl-replay-${++completionCounter}`;
-    const model = request.model ?? modelId;
+    const model = reply.model ?? request.model ?? modelId;
     const content = reply.content ?? '';
     const finishReason = reply.finishReason ?? 'stop';
     const chunkSize = Math.max(1, reply.chunkSize ?? 4);

@@ -13,7 +13,9 @@ export type ScopeDecision = { ok: true } | { ok: false; reason: string };
 /**
  * Allows `absolutePath` if it is within any declared target (resolved against the workspace and canonicalised):
  * a file target covers itself, a directory target its subtree, so `src`, `src/`, `./src/a.ts` and
- * `src/../src/a.ts` all work while `src-extra/a.ts` does not. No declared targets means no constraint.
+ * `src/../src/a.ts` all work while `src-extra/a.ts` does not. No declared targets (the field left out, or an empty
+ * list) covers nothing: a unit that does not say what it touches may write nothing, since otherwise leaving the
+ * field out would let the worker write anywhere in the workspace (a CI workflow, `package.json`, `.gitattributes`).
  */
 export function evaluateUnitScope(
   absolutePath: string,
@@ -21,10 +23,17 @@ export function evaluateUnitScope(
 ): ScopeDecision {
   if (opts.unitScope === 'off') return { ok: true };
   const declared = opts.targetFiles.map((target) => target.trim()).filter((target) => target !== '');
-  if (declared.length === 0) return { ok: true };
-
   const workspace = canonicalisePath(opts.workspace);
   const candidate = canonicalisePath(absolutePath);
+  const shown = path.relative(workspace, candidate).split(path.sep).join('/') || '.';
+  if (declared.length === 0) {
+    return {
+      ok: false,
+      reason:
+        `\`${shown}\` was not written: the unit declares no targetFiles, so nothing may be written. Declare the ` +
+        'files it may write in the unit\'s targetFiles, or an operator can set unitScope: "off" to lift the check.',
+    };
+  }
   const covers = (target: string): boolean => {
     try {
       return isPathWithin(canonicaliseAgainst(workspace, target), candidate);
@@ -35,7 +44,6 @@ export function evaluateUnitScope(
   if (declared.some(covers)) {
     return { ok: true };
   }
-  const shown = path.relative(workspace, candidate).split(path.sep).join('/') || '.';
   return {
     ok: false,
     reason:

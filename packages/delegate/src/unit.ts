@@ -42,8 +42,8 @@ const requiredText = (what: string) =>
     .string({ error: (issue) => (issue.input === undefined ? 'is required' : `must be ${what}`) })
     .check(z.refine((value) => value.trim() !== '', { error: 'must not be empty' }));
 
-// Blank entries are refused rather than dropped: dropping every entry of a blank-only targetFiles would turn a
-// restricted unit into an unrestricted one.
+// Blank entries are refused rather than dropped: a blank target is a mistake the unit's author should see, not a
+// silent narrowing (scope.ts would read a blank-only targetFiles as "nothing may be written").
 const pathList = z.array(requiredText('a path string'), { error: 'must be an array of path strings' });
 
 const lineNumber = z
@@ -75,6 +75,8 @@ export const unitSchema = z.strictObject(
   {
     taskName: requiredText('a string'),
     instruction: requiredText('a string'),
+    // What the worker may write (files, or directories for their subtree). Left out or empty: nothing may be
+    // written (scope.ts), unless the operator set unitScope "off"; a missing list never means "anywhere".
     targetFiles: z.optional(pathList),
     contextFiles: z.optional(
       z.array(contextFile, { error: 'must be an array of {path, startLine?, endLine?}' }),

@@ -2,7 +2,8 @@
  * Whether a unit's verification command may run. The command is chosen by a model and runs with the operator's
  * authority, so the default is to ask, silence is never consent, and the allowlist is the operator's. Allowlisting
  * matches the program only: `node` on the list also allows `node -e "<anything>"` (an accepted, documented trade
- * until the policy can judge arguments).
+ * until the policy can judge arguments). The command runs through `/bin/sh -c`, so a command that can start a
+ * second program or redirect (`node --test && curl … | sh`) is never covered by the allowlist: it is asked about.
  */
 import path from 'node:path';
 
@@ -22,6 +23,24 @@ export interface VerificationPolicyDecision {
 
 export const DEFAULT_VERIFICATION_REPEATS = 3;
 export const MAX_VERIFICATION_REPEATS = 20;
+
+/**
+ * Shell syntax that can run another program (`;`, `&`, `|`, a line break, a backtick, `$(`, process substitution) or
+ * redirect (`<`, `>`), and parameter expansion (`${`). Judged on the raw text, quotes included: `node -e "a;b"` is
+ * asked about although the `;` is quoted, since a false question costs a keystroke and a false allow runs a program
+ * nobody approved.
+ */
+const SHELL_SYNTAX = /[;&|\n\r`<>]|\$[({]/;
+
+/** The first shell operator in `command`, as the operator is shown it, or null when there is none. */
+function shellSyntaxIn(command: string): string | null {
+  const found = SHELL_SYNTAX.exec(command)?.[0];
+  if (found === undefined) return null;
+  if (found === '\n') return 'a line break';
+  if (found === '\r') return 'a carriage return';
+  if (found === '`') return 'a backtick';
+  return `\`${found}\``;
+}
 
 /** The first token of a shell command; a quoted first token is taken whole (`"C:\Program Files\node.exe" x`). */
 function firstToken(command: string): string {
@@ -68,6 +87,17 @@ export function evaluateVerificationPolicy(
     };
   }
   const allowlisted = policy.allowlist.some((entry) => entry.trim() !== '' && programName(entry) === program);
+  const syntax = shellSyntaxIn(command);
+  if (allowlisted && syntax !== null) {
+    return {
+      decision: 'ask',
+      program,
+      reason:
+        `\`${program}\` is on the verification allowlist, but the command chains or redirects (it holds ` +
+        `${syntax}) and runs through a shell; the allowlist matches one program, so it does not cover this ` +
+        "command, and running it needs the operator's approval",
+    };
+  }
   if (allowlisted) {
     return { decision: 'allow', program, reason: `\`${program}\` is on the verification allowlist` };
   }
@@ -79,18 +109,20 @@ export function evaluateVerificationPolicy(
 }
 
 /**
- * Coerces a repeats value from configuration: anything that is not a positive whole number falls back to the
- * default (itself coerced, falling back to 3), and values above 20 are capped at 20.
+ * How many times the command runs: the unit's `verificationRepeats` or the operator's `verification.repeats`,
+ * whichever is larger. Repeats are the operator's guard against a flaky contract, so a unit (model input) may ask
+ * for more runs, never fewer. Each value that is not a positive whole number is ignored (the operator's falls back
+ * to 3), and both are capped at 20.
  */
 export function resolveVerificationRepeats(
-  value: unknown,
-  operatorDefault: unknown = DEFAULT_VERIFICATION_REPEATS,
+  unitValue: unknown,
+  operatorValue: unknown = DEFAULT_VERIFICATION_REPEATS,
 ): number {
-  const fallback = isPositiveInteger(operatorDefault)
-    ? Math.min(operatorDefault, MAX_VERIFICATION_REPEATS)
+  const operator = isPositiveInteger(operatorValue)
+    ? Math.min(operatorValue, MAX_VERIFICATION_REPEATS)
     : DEFAULT_VERIFICATION_REPEATS;
-  if (!isPositiveInteger(value)) return fallback;
-  return Math.min(value, MAX_VERIFICATION_REPEATS);
+  if (!isPositiveInteger(unitValue)) return operator;
+  return Math.max(operator, Math.min(unitValue, MAX_VERIFICATION_REPEATS));
 }
 
 function isPositiveInteger(value: unknown): value is number {

@@ -50,7 +50,10 @@ export interface WorkerReply {
   finishReason: string | null;
   /** The server stopped at the token limit (`finish_reason: 'length'`): the emission is incomplete. */
   truncated: boolean;
-  /** `counted: true` means the server reported no usage and these numbers are our estimate. */
+  /**
+   * `counted: true` means the server reported no usage (or numbers that are not token counts, which are dropped) and
+   * these numbers are our estimate.
+   */
   usage: { prompt: number; completion: number; counted: boolean };
   durationMs: number;
   model: string;
@@ -351,14 +354,22 @@ class ReplyCollector {
     };
   }
 
+  /**
+   * The server's token counts, when it sends them and they are counts. The numbers are signed into the ledger, whose
+   * readers refuse anything that is not I-JSON: 2^53+1, Infinity (`1e400`), -1 or 0.5 taken as sent would give a
+   * signed line no gate accepts, or fail signing after the files were written. A usage holding such a number is
+   * dropped whole (the reply is then counted by us, as when a server sends none); a later usage replaces an earlier.
+   */
   private acceptUsage(usage: unknown): void {
     const record = asRecord(usage);
-    if (typeof record.prompt_tokens === 'number' || typeof record.completion_tokens === 'number') {
-      this.serverUsage = {
-        prompt: typeof record.prompt_tokens === 'number' ? record.prompt_tokens : 0,
-        completion: typeof record.completion_tokens === 'number' ? record.completion_tokens : 0,
-      };
+    const prompt = record.prompt_tokens ?? null;
+    const completion = record.completion_tokens ?? null;
+    if (prompt === null && completion === null) return;
+    if (!isTokenCountOrAbsent(prompt) || !isTokenCountOrAbsent(completion)) {
+      this.serverUsage = null;
+      return;
     }
+    this.serverUsage = { prompt: prompt ?? 0, completion: completion ?? 0 };
   }
 
   private rejectInlineError(record: Record<string, unknown>): void {
@@ -563,10 +574,17 @@ async function readEventStream(
   const consumeLines = (final: boolean) => {
     for (;;) {
       const at = buffer.slice(scanned).search(/[\r\n]/);
-      if (at === -1) break;
+      if (at === -1) {
+        scanned = buffer.length;
+        break;
+      }
       const end = scanned + at;
-      // A CR at the end of what arrived may be the first half of a CRLF.
-      if (buffer[end] === '\r' && end === buffer.length - 1 && !final) break;
+      // A CR at the end of what arrived may be the first half of a CRLF: it is looked at again with the next
+      // chunk, so the search resumes at it, not past it (past it, the CR would stay glued to the line).
+      if (buffer[end] === '\r' && end === buffer.length - 1 && !final) {
+        scanned = end;
+        break;
+      }
       const next = buffer[end] === '\r' && buffer[end + 1] === '\n' ? end + 2 : end + 1;
       const line = buffer.slice(0, end);
       buffer = buffer.slice(next);
@@ -574,7 +592,6 @@ async function readEventStream(
       if (line === '') dispatch();
       else field(line);
     }
-    scanned = buffer.length;
     if (buffer.length > MAX_REPLY_CHARS) throw tooLarge(endpointHost);
     if (final) {
       if (buffer !== '') {
@@ -659,6 +676,14 @@ function reasoningText(record: Record<string, unknown>): string {
   if (typeof record.reasoning_content === 'string') return record.reasoning_content;
   if (typeof record.reasoning === 'string') return record.reasoning;
   return '';
+}
+
+/**
+ * Null (the server left the field out) or a number of tokens as a signed record may hold it: a whole, non-negative,
+ * exactly representable number.
+ */
+function isTokenCountOrAbsent(value: unknown): value is number | null {
+  return value === null || (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0);
 }
 
 function estimateTokens(chars: number): number {

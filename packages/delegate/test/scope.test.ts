@@ -33,8 +33,6 @@ describe('evaluateUnitScope: allowed', () => {
     ['an absolute target', 'src/a.ts', ['<abs>']],
     ['a target spelled through a symlink', 'src/a.ts', ['src-link/a.ts']],
     ['any of several targets', 'lib/b.ts', ['src/a.ts', 'lib']],
-    ['no targets: no constraint', 'anywhere/x.ts', []],
-    ['blank targets only: no constraint', 'anywhere/x.ts', [' ', '']],
   ])('%s', (_name, relative, targets) => {
     const resolved = targets.map((t) => (t === '<abs>' ? path.join(ws, 'src', 'a.ts') : t));
     expect(decide(relative, resolved)).toEqual({ ok: true });
@@ -54,6 +52,29 @@ describe('evaluateUnitScope: refused', () => {
         `\`${relative}\` is outside the unit's declared targetFiles (${targets.map((t) => `\`${t}\``).join(', ')}); ` +
         'not written. Declare it in the unit\'s targetFiles, or an operator can set unitScope: "off" to lift the check.',
     });
+  });
+
+  // A unit that leaves targetFiles out (or empties it) may write nothing: it used to mean "anywhere in the
+  // workspace" (red-team round 18, f06).
+  it.each([
+    ['no targets', 'src/a.ts', []],
+    ['no targets, a CI workflow', '.github/workflows/release.yml', []],
+    ['no targets, package.json', 'package.json', []],
+    ['blank targets only', '.gitattributes', [' ', '']],
+  ])('%s: refused, saying the unit declares no targetFiles', (_name, relative, targets) => {
+    expect(decide(relative, targets)).toEqual({
+      ok: false,
+      reason:
+        `\`${relative}\` was not written: the unit declares no targetFiles, so nothing may be written. Declare the ` +
+        'files it may write in the unit\'s targetFiles, or an operator can set unitScope: "off" to lift the check.',
+    });
+  });
+
+  it('no targets under unitScope "off" writes as before; the same file declared is written (controls)', () => {
+    expect(decide('.github/workflows/release.yml', [], 'off')).toEqual({ ok: true });
+    expect(decide('package.json', [' '], 'off')).toEqual({ ok: true });
+    expect(decide('package.json', ['package.json'])).toEqual({ ok: true });
+    expect(decide('package.json', []).ok).toBe(false);
   });
 
   it('unitScope "off" lifts the check (control for the refusals above)', () => {

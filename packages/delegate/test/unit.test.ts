@@ -42,6 +42,18 @@ describe('parseUnit: valid units', () => {
   });
 });
 
+describe('parseUnit: targetFiles left out or empty', () => {
+  // Both parse: such a unit may still run its verification. What it may write is scope.ts's answer: nothing,
+  // unless the operator set unitScope "off" (scope.test.ts); a blank entry is refused, not read as "no targets".
+  it('accepts a unit without targetFiles and one with an empty list; refuses a blank-only list (control)', () => {
+    expect(parseUnit(JSON.stringify(minimal), 'u.json').targetFiles).toBeUndefined();
+    expect(parseUnit(JSON.stringify({ ...minimal, targetFiles: [] }), 'u.json').targetFiles).toEqual([]);
+    expect(refusal({ ...minimal, targetFiles: [' '] }).message).toContain(
+      'targetFiles[0]: must not be empty',
+    );
+  });
+});
+
 describe('parseUnit: refusals name the source and the field', () => {
   const cases: Array<[string, unknown, string]> = [
     ['missing taskName', { instruction: 'x' }, 'taskName: is required'],

@@ -92,6 +92,60 @@ describe('evaluateVerificationPolicy', () => {
   });
 });
 
+describe('evaluateVerificationPolicy: a command that chains or redirects is not covered by the allowlist', () => {
+  // `sh -c` runs every program in the command; the allowlist judged only the first (red-team round 18, f10).
+  it.each([
+    ['node --test test/a.test.js && touch RAN-UNASKED', '`&`'],
+    ['node --test test/a.test.js & touch RAN-UNASKED', '`&`'],
+    ['node --test test/a.test.js; touch RAN-UNASKED', '`;`'],
+    ['node --test test/a.test.js || touch RAN-UNASKED', '`|`'],
+    ['node --test test/a.test.js | sh', '`|`'],
+    ['node --test test/a.test.js\ntouch RAN-UNASKED', 'a line break'],
+    ['node --test test/a.test.js\rtouch RAN-UNASKED', 'a carriage return'],
+    ['node --test `touch RAN-UNASKED`', 'a backtick'],
+    ['node --test $(touch RAN-UNASKED)', '`$(`'],
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's own `${`, not a template placeholder
+    ['node --test ${X:=x}', '`${`'],
+    ['node --test test/a.test.js > ~/.bashrc', '`>`'],
+    ['node --test < /etc/passwd', '`<`'],
+    ['node --test <(touch RAN-UNASKED)', '`<`'],
+    ['node -e "a;b"', '`;`'], // quoted, still asked about: a false question is the safe mistake
+  ])('%j → ask, naming %s', (command, shown) => {
+    expect(evaluateVerificationPolicy(command, ask(['node']))).toEqual({
+      decision: 'ask',
+      program: 'node',
+      reason:
+        `\`node\` is on the verification allowlist, but the command chains or redirects (it holds ${shown}) and ` +
+        'runs through a shell; the allowlist matches one program, so it does not cover this command, and running ' +
+        "it needs the operator's approval",
+    });
+  });
+
+  it.each([
+    'node --test test/a.test.js',
+    'npm test',
+    '"/opt/my tools/node" --test "test/a b.test.js"',
+    "node --test 'test/with space.test.js' --test-reporter=spec",
+    'npx vitest run -t "adds two numbers"',
+  ])('control: %j is allowed (no shell operator)', (command) => {
+    expect(evaluateVerificationPolicy(command, ask(['node', 'npm', 'npx'])).decision).toBe('allow');
+  });
+
+  it('the operator\'s "allow" and "deny" are unchanged by shell syntax', () => {
+    const chained = 'node --test && touch RAN';
+    expect(evaluateVerificationPolicy(chained, { approval: 'allow', allowlist: [] }).decision).toBe('allow');
+    expect(evaluateVerificationPolicy(chained, { approval: 'deny', allowlist: ['node'] }).decision).toBe(
+      'deny',
+    );
+  });
+
+  it('a chained command whose program is not allowlisted asks for that reason', () => {
+    expect(evaluateVerificationPolicy('make && node --test', ask(['node'])).reason).toBe(
+      "`make` is not on the verification allowlist, so running it needs the operator's approval",
+    );
+  });
+});
+
 describe('resolveVerificationRepeats', () => {
   it.each([
     [undefined, 3],
@@ -102,7 +156,9 @@ describe('resolveVerificationRepeats', () => {
     ['5', 3],
     [Number.NaN, 3],
     [Number.POSITIVE_INFINITY, 3],
-    [1, 1],
+    [1, 3],
+    [2, 3],
+    [3, 3],
     [7, 7],
     [20, 20],
     [21, 20],
@@ -115,6 +171,16 @@ describe('resolveVerificationRepeats', () => {
     expect(resolveVerificationRepeats(undefined, 5)).toBe(5);
     expect(resolveVerificationRepeats(0, 50)).toBe(20);
     expect(resolveVerificationRepeats(undefined, 0)).toBe(3);
-    expect(resolveVerificationRepeats(4, 9)).toBe(4);
+    expect(resolveVerificationRepeats('x', 7)).toBe(7);
+  });
+
+  it('a unit may ask for more runs than the operator set, never fewer (red-team round 18, f11)', () => {
+    expect(resolveVerificationRepeats(1, 5)).toBe(5);
+    expect(resolveVerificationRepeats(4, 9)).toBe(9);
+    expect(resolveVerificationRepeats(6, 3)).toBe(6); // control: more is honoured
+    expect(resolveVerificationRepeats(3, 3)).toBe(3);
+    expect(resolveVerificationRepeats(50, 3)).toBe(20);
+    expect(resolveVerificationRepeats(2, 50)).toBe(20);
+    expect(resolveVerificationRepeats(-1, 5)).toBe(5);
   });
 });

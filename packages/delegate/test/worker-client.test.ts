@@ -499,6 +499,125 @@ describe('callWorker: only a reply the model finished is an answer', () => {
   });
 });
 
+describe('callWorker: a reported usage is taken only when its numbers are token counts', () => {
+  const answer = '```js file="src/a.js"\nconsole.log(1);\n```\n';
+  // Literal JSON text: JSON.stringify cannot write 2^53+1 or 1e400 as a server can.
+  const streamed = (usage: string) =>
+    `data: {"model":"m","choices":[{"index":0,"delta":{"content":${JSON.stringify(answer)}},"finish_reason":"stop"}],"usage":${usage}}\n\ndata: [DONE]\n\n`;
+  const completion = (usage: string) =>
+    `{"model":"m","choices":[{"index":0,"message":{"content":${JSON.stringify(answer)}},"finish_reason":"stop"}],"usage":${usage}}`;
+
+  /** The reply to a server that sends `body` as SSE or as one JSON completion. */
+  async function replyTo(body: string, json: boolean) {
+    const server = await rawServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': json ? 'application/json' : 'text/event-stream' });
+      res.end(body);
+    });
+    try {
+      return await callWorker(request({ endpoint: server.url }));
+    } finally {
+      await server.close();
+    }
+  }
+  // What the client counts itself when it has no usage to take: the prompt's characters / 4, and one token per
+  // streamed piece (streaming) or the answer's characters / 4 (one JSON completion).
+  const estimate = (json: boolean) => ({
+    prompt: Math.ceil((17 + 23) / 4),
+    completion: json ? Math.ceil(answer.length / 4) : 1,
+    counted: true,
+  });
+
+  const bad = ['9007199254740993', '1e400', '-1e400', '-1', '0.5', '"12"', 'true'];
+  for (const json of [false, true]) {
+    const form = json ? 'a JSON completion' : 'a stream';
+    const send = json ? completion : streamed;
+
+    it.each(bad)(
+      `${form}: %s as prompt_tokens or completion_tokens drops the usage (counted by us)`,
+      async (n) => {
+        for (const usage of [
+          `{"prompt_tokens":${n},"completion_tokens":31}`,
+          `{"prompt_tokens":400,"completion_tokens":${n}}`,
+        ]) {
+          const reply = await replyTo(send(usage), json);
+          expect(reply.content).toBe(answer);
+          expect(reply.usage).toEqual(estimate(json));
+        }
+      },
+    );
+
+    it(`${form}: token counts are taken as sent, up to 2^53-1 (control)`, async () => {
+      expect((await replyTo(send('{"prompt_tokens":400,"completion_tokens":31}'), json)).usage).toEqual({
+        prompt: 400,
+        completion: 31,
+        counted: false,
+      });
+      expect(
+        (await replyTo(send('{"prompt_tokens":9007199254740991,"completion_tokens":0}'), json)).usage,
+      ).toEqual({
+        prompt: Number.MAX_SAFE_INTEGER,
+        completion: 0,
+        counted: false,
+      });
+      // A field left out (or null) counts 0, as before: only a number that is not a count drops the usage.
+      expect((await replyTo(send('{"prompt_tokens":400,"completion_tokens":null}'), json)).usage).toEqual({
+        prompt: 400,
+        completion: 0,
+        counted: false,
+      });
+    });
+  }
+
+  it('a stream whose last usage is not a count drops an earlier good one; a good last one is taken (control)', async () => {
+    const usageChunk = (usage: string) => `data: {"choices":[],"usage":${usage}}\n\n`;
+    const good = '{"prompt_tokens":400,"completion_tokens":31}';
+    const worse = (await replyTo(`${usageChunk(good)}${streamed('{"prompt_tokens":1e400}')}`, false)).usage;
+    expect(worse).toEqual(estimate(false));
+    const better = (await replyTo(`${usageChunk('{"prompt_tokens":-1}')}${streamed(good)}`, false)).usage;
+    expect(better).toEqual({ prompt: 400, completion: 31, counted: false });
+  });
+});
+
+describe('callWorker: CRLF line ends split across chunks', () => {
+  /** A server that writes `pieces` one by one, pausing between them so each arrives as a chunk of its own. */
+  async function trickle(pieces: string[], pauseMs: number) {
+    const server = await rawServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.socket?.setNoDelay(true);
+      let next = 0;
+      const step = () => {
+        if (next === pieces.length) res.end();
+        else {
+          res.write(pieces[next++]);
+          setTimeout(step, pauseMs);
+        }
+      };
+      step();
+    });
+    try {
+      return await callWorker(request({ endpoint: server.url }));
+    } finally {
+      await server.close();
+    }
+  }
+  const body = `${delta('one ')}: keep-alive\n${delta('two', 'stop')}data: [DONE]\n\n`.replaceAll(
+    '\n',
+    '\r\n',
+  );
+
+  it('reads the same reply whether it comes whole, cut right after each CR, or one byte per chunk', async () => {
+    const whole = await trickle([body], 0);
+    expect(whole).toMatchObject({ content: 'one two', finishReason: 'stop' });
+    const afterEachCr = body.split(/(?<=\r)/);
+    expect(afterEachCr.every((piece) => piece.endsWith('\r') || piece === afterEachCr.at(-1))).toBe(true);
+    expect(afterEachCr).toHaveLength(8); // seven CRLFs: every one of them split
+    expect(await trickle(afterEachCr, 15)).toMatchObject({ content: 'one two', finishReason: 'stop' });
+    expect(await trickle([...body], 1)).toMatchObject({ content: 'one two', finishReason: 'stop' });
+  });
+});
+
 describe('stripThinking', () => {
   it('removes the blocks a reply starts with, an unclosed one whole, and a template-opened block', () => {
     expect(stripThinking('<think>a</think><think>c</think>d')).toBe('d');

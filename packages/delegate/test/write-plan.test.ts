@@ -32,7 +32,8 @@ function options(overrides: Partial<WritePlanOptions> = {}): WritePlanOptions {
   return {
     workspace: ws,
     contractFiles: [],
-    targetFiles: [],
+    // The whole workspace: these tests are about the other gates. No targets at all writes nothing (scope.test.ts).
+    targetFiles: ['.'],
     unitScope: 'enforce',
     emitAllowlist: [],
     ...overrides,
@@ -226,7 +227,7 @@ describe('planWrites: the per-file gates, in order', () => {
   it('an emitAllowlist root admits a path outside the workspace (control)', async () => {
     const plan = planWrites(
       emission(['../outside/a.ts', 'x\n']),
-      options({ emitAllowlist: [path.join(base, 'outside')] }),
+      options({ emitAllowlist: [path.join(base, 'outside')], targetFiles: ['../outside'] }),
     );
     expect(plan.errors).toEqual([]);
     expect(plan.files[0]?.path).toBe('../outside/a.ts');

@@ -13,7 +13,7 @@ unit can never change them). Values are JSON when they parse as JSON, else strin
 Keys: worker.endpoint (default http://127.0.0.1:1234/v1), worker.model, worker.apiKeyEnv, worker.timeoutMs
 (default 300000), worker.idleTimeoutMs (the longest silence once the reply has begun, default 120000),
 worker.maxTokens, verification.approval (ask | allow | deny), verification.allowlist (programs),
-verification.repeats (1..20, default 3), verification.timeoutMs (default 30000), coherence (a command or null),
+verification.repeats (1..20, default 3; the least a unit gets), verification.timeoutMs (default 30000), coherence (a command or null),
 emitAllowlist, unitScope (enforce | off), retryContext (auto | off), signingKey (a key name).
 Environment overrides: DELEGATE_GIT_WORKER_ENDPOINT, DELEGATE_GIT_WORKER_MODEL.
 

@@ -14,8 +14,9 @@ it emits inside the unit's bounds, runs the unit's verification command, and rec
 refs/notes/delegations on every blob it wrote. Commands decide the verdict, not the model.
 
 The unit: {"taskName", "instruction", "targetFiles", "contextFiles": [{"path","startLine","endLine"}],
-"contractFiles", "runVerification", "verificationRepeats", "workspaceDir"}. The worker endpoint, model,
-verification approval and allowlist are operator settings (\`delegate-git config\`), never the unit's.
+"contractFiles", "runVerification", "verificationRepeats", "workspaceDir"}; the worker may write only the
+targetFiles (none declared: nothing). The worker endpoint, model, verification approval and allowlist are
+operator settings (\`delegate-git config\`), never the unit's.
 
 Exit 0 for UNIT_PASSED (and NO_CHANGES), 1 for any other verdict, 2 for bad input or setup.
   --key <name>   the delegator key to sign with (default: config signingKey, else your only key)
@@ -84,7 +85,8 @@ export default {
         approve: io.interactive
           ? async (command) =>
               /^y(es)?$/i.test(
-                (await io.prompt(`Run the verification command \`${command}\`? [y/N] `)).trim(),
+                // On one line, every control character shown: line breaks must not scroll a part of it away.
+                (await io.prompt(`Run the verification command \`${shownText(command)}\`? [y/N] `)).trim(),
               )
           : undefined,
         onProgress: progress ? (p) => progress.update(p) : undefined,
@@ -112,6 +114,7 @@ function receiptJson(r: DelegationReceipt) {
       gitBlob,
     })),
     errors: r.errors,
+    duplicates: r.duplicates,
     workspace: r.workspace,
     context: r.context,
     contextWidened: r.contextWidened,
@@ -129,6 +132,7 @@ export function renderReceipt(r: DelegationReceipt): string {
   const out: string[] = [`Unit: ${r.taskName}`];
   if (r.message) out.push(r.message);
   for (const e of r.errors) out.push(`  refused: ${e}`);
+  for (const d of r.duplicates) out.push(`  ignored: a second block for ${d} (the first one was used)`);
   if (r.files.length > 0) {
     out.push(`Files written (${r.files.length}):`);
     for (const f of r.files) {

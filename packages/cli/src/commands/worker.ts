@@ -14,7 +14,7 @@ order; when the recording is used up the server answers 500 (or starts over with
 to use as worker.endpoint and runs until interrupted.
 
 A recording: {"recording": "<what it is>", "model": "<id>", "replies": [{"content": "<reply text>",
-"reasoning"?, "finishReason"?: "stop" | "length", "usage"?, "status"?, "delayMs"?}]}
+"reasoning"?, "finishReason"?: "stop" | "length", "usage"?, "status"?, "delayMs"?, "model"?}]}
 
 To use a real local model instead, point worker.endpoint at it:
   LM Studio  http://127.0.0.1:1234/v1     Ollama     http://127.0.0.1:11434/v1
