@@ -43,6 +43,7 @@ interface LogJson {
     subjects: Array<{ path: string; gitBlob: string; sha256: string }>;
     noteBlob: string;
     valid: boolean;
+    notCounted: boolean;
     reason: string;
     unit: string | null;
     model: string | null;
@@ -251,5 +252,37 @@ describe('log', () => {
       ['UNIT_FAILED', true],
       ['UNIT_PASSED', true],
     ]);
+  });
+});
+
+describe('log and show: a line the trust root no longer lets its key sign', () => {
+  test('is "not counted" (as verify lists it), not INVALID; control: a line by a key outside the trust root stays INVALID', async () => {
+    // rita is a reviewer: a verdict she signs verifies but does not count.
+    const policy = parsePolicy(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8'));
+    const repo = await Repository.open(dir, story.env);
+    try {
+      const statement = verdictStatement([b1], {
+        verdict: 'UNIT_PASSED',
+        repository: { id: policy.repositoryId },
+        createdAt: '2026-11-04T08:00:00Z',
+      });
+      await recordStatement(repo.ledger, statement, rita.signer, 't');
+    } finally {
+      await repo.close();
+    }
+    const [byRita] = logJson(['src/lib/b.ts']).records;
+    expect(byRita).toMatchObject({ signer: 'rita', valid: false, notCounted: true });
+    const text = cliOk(story, dir, ['log', 'src/lib/b.ts', '-n', '1']).stdout;
+    expect(text).toMatch(/ {2}not counted\(.*rita.*\)\n$/);
+    const shown = cliOk(story, dir, ['show', b1.gitBlob]).stdout;
+    expect(shown).toMatch(/^ {2}not counted {2}verdict UNIT_PASSED {2}by rita /m);
+    // Control: mallory is in no key file, so her line is not a record the trust root knows at all.
+    const byMallory = logJson(['src/a.ts']).records.find(
+      (r) => r.signer === null && r.outcome === 'UNIT_PASSED',
+    );
+    expect(byMallory).toMatchObject({ valid: false, notCounted: false });
+    expect(cliOk(story, dir, ['log', 'src/a.ts']).stdout).toContain(
+      'INVALID(signed by a key that is not in the trust root',
+    );
   });
 });

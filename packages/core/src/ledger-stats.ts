@@ -31,6 +31,11 @@ export interface JudgedLine {
   /** null when the line is not a readable record. */
   record: LedgerRecord | null;
   valid: boolean;
+  /**
+   * Not valid, but signed by a key of the trust root that may not sign it now (revoked, its role removed, outside
+   * its dates): `verify` lists such a line as revoked or disallowed, not as a problem.
+   */
+  notCounted: boolean;
   /** Name of the trusted key that signed it (also for a refused record, when the key is known). */
   signer: string | null;
   /** 'signature verified', or why the record does not count. */
@@ -62,7 +67,16 @@ export async function* judgeDistinctLines(
       if (!decoded.ok) {
         seen.add(lineSha256);
         const reason = `not a valid record: ${decoded.reason}`;
-        yield { line, lineSha256, blob: annotated, record: null, valid: false, signer: null, reason };
+        yield {
+          line,
+          lineSha256,
+          blob: annotated,
+          record: null,
+          valid: false,
+          notCounted: false,
+          signer: null,
+          reason,
+        };
         continue;
       }
       const record = decoded.record;
@@ -77,7 +91,7 @@ export async function* judgeDistinctLines(
   }
   for (const [lineSha256, { line, blob, record }] of misplaced) {
     const trust = judgeRecord(line, lineSha256, blob, record, judge);
-    yield { ...trust, valid: false, reason: MISPLACED_REASON };
+    yield { ...trust, valid: false, notCounted: false, reason: MISPLACED_REASON };
   }
 }
 
@@ -97,6 +111,7 @@ function judgeRecord(
     blob,
     record,
     valid: trust.ok,
+    notCounted: !verified.ok && verified.verified === true,
     signer: verified.signer?.name ?? null,
     reason: trust.ok ? VERIFIED_REASON : trust.reason,
   };

@@ -41,6 +41,8 @@ export interface LogEntry {
   /** A blob whose note holds the line (for a line that is no record, the only place it can be named by). */
   noteBlob: string;
   valid: boolean;
+  /** Signed by a key of the trust root that may not sign it now (revoked, role removed, outside its dates). */
+  notCounted: boolean;
   reason: string;
   unit: string | null;
   model: string | null;
@@ -75,6 +77,7 @@ export function logEntryOf(judged: JudgedLine, filter: string | null): LogEntry 
   const base = {
     noteBlob: judged.blob,
     valid: judged.valid,
+    notCounted: judged.notCounted,
     reason: judged.reason,
     signer: judged.signer,
     envelopeSha256: judged.lineSha256,
@@ -136,7 +139,7 @@ export function renderLog(entries: readonly LogEntry[]): string {
     entries
       .map((e) => {
         const blob = (e.subjects[0]?.gitBlob ?? e.noteBlob).slice(0, 12);
-        const status = e.valid ? 'valid' : `INVALID(${e.reason})`;
+        const status = e.valid ? 'valid' : `${e.notCounted ? 'not counted' : 'INVALID'}(${e.reason})`;
         return [
           shortTime(e.createdAt),
           e.outcome.padEnd(outcomeWidth),

@@ -65,6 +65,8 @@ export default {
         const trust = verifyRecord(r, governance.trustRoot, governance.policy.repositoryId);
         return {
           valid: trust.ok,
+          // As verify lists it: a key of the trust root that may not sign it now, not a bad line.
+          notCounted: !trust.ok && trust.verified === true,
           reason: trust.ok ? 'signature verified' : trust.reason,
           signer: trust.signer?.name ?? null,
           kind: r.kind,
@@ -83,7 +85,7 @@ export default {
             continue;
           }
           io.out(
-            `  ${r.valid ? 'valid  ' : 'INVALID'}  ${r.kind} ${r.outcome}  by ${r.signer ?? 'unknown key'}  at ${r.createdAt}\n`,
+            `  ${r.valid ? 'valid  ' : r.notCounted ? 'not counted' : 'INVALID'}  ${r.kind} ${r.outcome}  by ${r.signer ?? 'unknown key'}  at ${r.createdAt}\n`,
           );
           io.out(
             `           ${shownText(r.reason)}; subjects: ${(r.subjects ?? []).map((s) => shownPath(s.path)).join(', ')}\n`,
