@@ -439,38 +439,45 @@ describe('attest: confirmation and usage', () => {
     dir = copyWorkTree(story, template, 'confirm');
   });
 
-  it('without a terminal it signs without waiting for an answer (stdin left open)', async () => {
+  it('without a terminal it signs nothing unless told to with --yes, and never waits for an answer (stdin left open)', async () => {
     writeFiles(dir, { 'src/pipe.ts': 'export const pipe = 1;\n' });
-    const child = spawn(
-      process.execPath,
-      [storyCli, 'attest', '--approve', 'src/pipe.ts', '--key', OPERATOR],
-      {
-        cwd: dir,
-        env: story.env,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString('utf8');
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString('utf8');
-    });
-    const code = await new Promise<number | string>((resolve) => {
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        resolve('hung');
-      }, 20_000);
-      child.on('close', (c) => {
-        clearTimeout(timer);
-        resolve(c ?? 'killed');
+    const run = async (extra: string[]) => {
+      const child = spawn(
+        process.execPath,
+        [storyCli, 'attest', '--approve', 'src/pipe.ts', '--key', OPERATOR, ...extra],
+        { cwd: dir, env: story.env, stdio: ['pipe', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString('utf8');
       });
-    });
-    expect(code, stderr).toBe(0);
-    expect(stdout + stderr).not.toContain('[y/N]');
-    expect(stdout).toContain(`Recorded approval by ${OPERATOR}`);
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString('utf8');
+      });
+      const code = await new Promise<number | string>((resolve) => {
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve('hung');
+        }, 20_000);
+        child.on('close', (c) => {
+          clearTimeout(timer);
+          resolve(c ?? 'killed');
+        });
+      });
+      return { code, stdout, stderr };
+    };
+    const unconfirmed = await run([]);
+    expect(unconfirmed.code).toBe(2);
+    expect(unconfirmed.stderr).toContain(
+      'There is no terminal to confirm the signature on, so nothing was signed.',
+    );
+    expect(noteLines(story, dir, blobOf(dir, 'src/pipe.ts'))).toEqual([]);
+    // Control: --yes signs, without asking.
+    const confirmed = await run(['--yes']);
+    expect(confirmed.code, confirmed.stderr).toBe(0);
+    expect(confirmed.stdout + confirmed.stderr).not.toContain('[y/N]');
+    expect(confirmed.stdout).toContain(`Recorded approval by ${OPERATOR}`);
     expect(noteLines(story, dir, blobOf(dir, 'src/pipe.ts'))).toHaveLength(1);
   });
 

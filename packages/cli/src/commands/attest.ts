@@ -35,7 +35,7 @@ version that was promoted last. Your name and email in the record come from the 
   --staged       review the staged content of every staged governed file (otherwise the work-tree content)
   -m <comment>   a comment carried in the record
   --key <name>   which of your signing keys to use
-  --yes          do not ask for confirmation (it is asked on a terminal only)
+  --yes          sign without confirming (needed where there is no terminal to ask on)
   --json         {"decision","reviewer","files":[{"path","sha256","gitBlob","before","records","lastPromoted"}],
                   "envelope","notesCommit"}
 
@@ -68,6 +68,12 @@ export default {
       throw usageError('attest', 'Give paths or --staged, not both.');
     if (!values.staged && positionals.length === 0)
       throw usageError('attest', 'Name the paths to review, or use --staged.');
+    // A signature is a reviewer's decision: a script (or a pipe) that nobody reads signs only when told to.
+    if (!io.interactive && !values.yes)
+      throw usageError(
+        'attest',
+        'There is no terminal to confirm the signature on, so nothing was signed. Add --yes to sign without confirming (in a script).',
+      );
     const decision = values.approve ? 'approve' : 'reject';
     const repo = await Repository.open(io.cwd, io.env);
     try {
