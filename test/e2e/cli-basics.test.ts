@@ -492,6 +492,25 @@ describe('a ledger ref that names no notes commit', () => {
     expect(cli(story, dir, ['verify']).code).toBe(0);
     expect(cli(story, dir, ['log']).stdout).toContain('src/a.ts');
   });
+
+  it('a ledger ref naming an object that is gone stops show and check too; control: a clone with no ledger shows none', () => {
+    const dir = copyWorkTree(story, base, 'gone');
+    const gone = 'deadbeef'.repeat(5);
+    // update-ref refuses a missing object: written as git's files backend stores a ref.
+    fs.writeFileSync(path.join(dir, '.git', ...LEDGER.split('/')), `${gone}\n`);
+    for (const args of [
+      ['show', 'src/a.ts'],
+      ['check', 'src/a.ts'],
+    ]) {
+      const run = cli(story, dir, args);
+      expect(run.code, `${args.join(' ')}: ${run.stdout}`).toBe(2);
+      expect(run.stderr).toContain(`${LEDGER} points to a missing object (${gone.slice(0, 12)})`);
+    }
+    fs.rmSync(path.join(dir, '.git', ...LEDGER.split('/')));
+    const none = cli(story, dir, ['show', 'src/a.ts']);
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stdout).toContain('0 record(s)');
+  });
 });
 
 describe('show', () => {

@@ -620,6 +620,8 @@ export class NotesLedger {
       if (!reader && at !== undefined) {
         throw new DelegateGitError('LEDGER', `${at} is not a notes commit in this repository.`);
       }
+      // No ledger, or a ref naming an object that is gone: tip tells them apart (it throws for the second).
+      if (!reader) await this.tip();
       return await use(reader, batch);
     } finally {
       if (!shared) await batch.close();
