@@ -183,7 +183,7 @@ describe('a SEARCH/REPLACE block patches a file', () => {
       runVerification: 'true',
     });
 
-    expect(code).toBe(0);
+    expect(code, receipt?.message ?? '').toBe(0);
     expect(repo.read('src/eol/a.js')).toBe('first line\r\nconst limit = 2;\r\n');
     const staged = createHash('sha256').update('first line\nconst limit = 2;\n').digest('hex');
     expect(receipt?.files[0]).toMatchObject({ path: 'src/eol/a.js', sha256: staged });

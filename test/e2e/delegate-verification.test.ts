@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type DelegateRepo, fileBlock, makeDelegateRepo } from '../support/delegate-repo.js';
+import { type DelegateRepo, fileBlock, makeDelegateRepo, patchBlock } from '../support/delegate-repo.js';
 import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
 
 let worker: FakeWorker;
@@ -133,35 +133,59 @@ describe('files changed by the verification itself', () => {
     fs.rmSync(path.join(repo.dir, '.copy.js'), { force: true });
   });
 
-  test('a clean filter that changes what git stores gets UNIT_UNVERIFIED; control: the same bytes without it pass', async () => {
-    // `ident` collapses "$Id: 1 $" to "$Id$" when git stores the file: the recorded blob is not the verified bytes.
+  test('git storing or checking out other bytes than those verified gets UNIT_UNVERIFIED; control: the same bytes without it pass', async () => {
+    // `ident` collapses "$Id: 1 $" to "$Id$" when git stores the file, and expands "$Id$" when it checks it out.
     repo.write('.gitattributes', 'src/ident-*.js ident\n');
-    const body = 'export const id = "$Id: 1 $";';
-    for (const [file, filtered] of [
-      ['src/ident-on.js', true],
-      ['src/plain-off.js', false],
+    for (const [file, body, why] of [
+      ['src/ident-on.js', 'export const id = "$Id: 1 $";', 'changed by a clean filter'],
+      ['src/ident-out.js', 'export const out = "$Id$";', 'does not give back the bytes verified'],
+      ['src/plain-off.js', 'export const id = "$Id: 1 $";', null],
     ] as const) {
       worker.enqueue({ content: fileBlock(file, body) });
       const { code, receipt } = await repo.delegate({
         taskName: file,
         instruction: `Create ${file}.`,
         targetFiles: [file],
-        runVerification: `grep -q 'Id: 1' ${file}`,
+        runVerification: `grep -q 'Id' ${file}`,
       });
       const blob = receipt?.files[0]?.gitBlob ?? '';
-      expect(receipt?.verdict, `${file}: ${receipt?.message}`).toBe(
-        filtered ? 'UNIT_UNVERIFIED' : 'UNIT_PASSED',
-      );
-      expect(code).toBe(filtered ? 1 : 0);
+      expect(receipt?.verdict, `${file}: ${receipt?.message}`).toBe(why ? 'UNIT_UNVERIFIED' : 'UNIT_PASSED');
+      expect(code).toBe(why ? 1 : 0);
       expect(repo.ledger(blob).map((s) => s.predicate.verdict)).toEqual([receipt?.verdict]);
-      if (filtered)
-        expect(receipt?.message).toContain(
-          `git stores \`${file}\` so that a checkout does not give back the bytes verified`,
-        );
+      if (why) expect(receipt?.message).toContain(why);
       // The record names what git stores: the blob of the file as staged.
       expect(repo.gitText(['hash-object', file])).toBe(blob);
     }
     fs.rmSync(path.join(repo.dir, '.gitattributes'));
+  });
+
+  test("line endings only this clone's config converts get UNIT_UNVERIFIED; control: without core.autocrlf the patch passes", async () => {
+    for (const [file, autocrlf] of [
+      ['src/crlf-local.js', true],
+      ['src/crlf-plain.js', false],
+    ] as const) {
+      repo.write(file, 'const one = 1;\r\nconst two = 2;\r\n');
+      if (autocrlf) repo.git(['config', 'core.autocrlf', 'true']);
+      try {
+        worker.enqueue({ content: patchBlock(file, [['const two = 2;', 'const two = 3;']]) });
+        const { receipt } = await repo.delegate({
+          taskName: file,
+          instruction: 'Raise two.',
+          targetFiles: [file],
+          runVerification: 'true',
+        });
+        expect(repo.read(file)).toBe('const one = 1;\r\nconst two = 3;\r\n');
+        expect(receipt?.verdict, `${file}: ${receipt?.message}`).toBe(
+          autocrlf ? 'UNIT_UNVERIFIED' : 'UNIT_PASSED',
+        );
+        if (autocrlf)
+          expect(receipt?.message).toContain(
+            "this clone's core.autocrlf or core.eol converts the line endings",
+          );
+      } finally {
+        if (autocrlf) repo.git(['config', '--unset', 'core.autocrlf']);
+      }
+    }
   });
 });
 

@@ -6,7 +6,7 @@
  * (each promoted), pass every gate.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldCollisions } from '../../packages/core/src/fold-collisions.js';
+import { collisionReason, foldCollisions } from '../../packages/core/src/fold-collisions.js';
 import { POLICY_PATH } from '../../packages/core/src/index.js';
 import {
   cli,
@@ -46,6 +46,15 @@ describe('foldCollisions', () => {
       'src/gen/e\u0301.ts',
     ]);
   });
+  it('names the characters beyond ASCII when the two names print alike (NFC and NFD)', () => {
+    expect(collisionReason('src/gen/e\u0301.ts', 'src/Gen/\u00e9.ts')).toContain(
+      'the governed src/Gen/\u00e9.ts,',
+    );
+    expect(collisionReason('src/gen/e\u0301.ts', 'src/gen/\u00e9.ts')).toContain(
+      'the governed src/gen/\u00e9.ts (beyond ASCII it holds U+00E9, this name U+0301)',
+    );
+  });
+
   it('leaves pairs that are both governed or both not', () => {
     const both = [{ path: 'src/A.ts' }, { path: 'src/a.ts' }];
     expect(foldCollisions(both, governed)).toEqual([]);
@@ -85,7 +94,7 @@ describe('an excluded name that is one file with a governed one on a checkout th
       story,
       work,
       'src/gen/core.ts',
-      `${WHY} (macOS, Windows) this is one file with the governed src/Gen/core.ts`,
+      `${WHY} or Unicode normalization (macOS, Windows) this is one file with the governed src/Gen/core.ts`,
     );
   });
 
@@ -111,6 +120,28 @@ describe('an excluded name that is one file with a governed one on a checkout th
     expect(rev.stdout).toContain(`NOT PROMOTED  src/gen/core.ts`);
     expect(rev.stdout).toContain('src/Gen/core.ts');
     gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+  });
+
+  it('is refused on a branch that takes the governed name from main as it is (what merging main brings)', () => {
+    gitOk(story, work, ['checkout', '-q', '-b', 'feat', 'origin/main']);
+    try {
+      gitOk(story, work, ['rm', '-q', 'src/Gen/core.ts']);
+      writeFiles(work, { 'src/gen/core.ts': 'export const core = "not judged";\n' });
+      gitOk(story, work, ['add', '.']);
+      expect(commit(story, work, 'only the excluded name').code).toBe(0);
+      const alone = gitRun(story, work, ['push', 'origin', 'feat']);
+      expect(alone.code, alone.stderr).toBe(0); // control: no pair at this tip
+      gitOk(story, work, ['checkout', 'origin/main', '--', 'src/Gen/core.ts']);
+      expect(commit(story, work, "main's promoted file beside it", ['--no-verify']).code).toBe(0);
+      const paired = gitRun(story, work, ['push', 'origin', 'feat']);
+      expect(paired.code).not.toBe(0);
+      expect(paired.stderr).toMatch(
+        /refused refs\/heads\/feat [0-9a-f]{12} src\/gen\/core\.ts: on a checkout that ignores case/,
+      );
+    } finally {
+      gitOk(story, work, ['checkout', '-q', '-f', 'main']);
+      gitOk(story, work, ['branch', '-q', '-D', 'feat']);
+    }
   });
 
   it('control: two spellings both governed, each promoted, pass every gate', async () => {

@@ -544,9 +544,11 @@ describe('init: a newcomer to a repository that adopted delegate-git already', (
     expect(untrusted.stderr).toContain('is not in the trust root (.delegate-git/keys)');
     expect(gitRun(story, bob, ['commit', '-qm', 'b'], bobEnv).stderr).toContain('NOT PROMOTED  src/b.ts');
 
-    // ...the owner, a trusted reviewer, runs the printed commands as they are, and pushes...
+    // ...the owner, a trusted reviewer, runs the printed commands, and pushes. Without a terminal here, attest needs
+    // --yes to sign (on a terminal it asks first).
     for (const line of printed) {
-      const ran = spawnSync('sh', ['-c', line.trim()], {
+      const command = line.trim().replace(/^delegate-git attest /, 'delegate-git attest --yes ');
+      const ran = spawnSync('sh', ['-c', command], {
         cwd: owner,
         env: { ...story.env, PATH: `${path.dirname(shimmedCli())}:${story.env.PATH}` },
         encoding: 'utf8',

@@ -63,7 +63,7 @@ export function collisionRefusals<F extends { path: string; blob: string }>(
     sha256: '',
     promoted: false,
     governed: true,
-    reason: collisionReason(governed),
+    reason: collisionReason(file.path, governed),
     by: [],
   }));
 }
@@ -94,6 +94,19 @@ export async function collisionsWithAdded(
 }
 
 /** The reason a gate gives for an ungoverned name that is one file with `governed` on such a checkout. */
-export function collisionReason(governed: string): string {
-  return `on a checkout that ignores case (macOS, Windows) this is one file with the governed ${shownPath(governed)}, and this name is not governed (exclude): git writes one over the other, so unjudged content can take the governed file's place. Rename or remove one of the two.`;
+export function collisionReason(path: string, governed: string): string {
+  // Names in other Unicode forms print alike: their characters beyond ASCII tell them apart.
+  const alike = path.normalize('NFC') === governed.normalize('NFC');
+  const shown = alike
+    ? `${shownPath(governed)} (beyond ASCII it holds ${codePoints(governed)}, this name ${codePoints(path)})`
+    : shownPath(governed);
+  return `on a checkout that ignores case or Unicode normalization (macOS, Windows) this is one file with the governed ${shown}, and this name is not governed (exclude): git writes one over the other, so unjudged content can take the governed file's place. Rename or remove one of the two.`;
+}
+
+function codePoints(text: string): string {
+  const beyond = Array.from(text).filter((ch) => ch.codePointAt(0)! > 0x7f);
+  return (
+    beyond.map((ch) => `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`).join(' ') ||
+    'none'
+  );
 }

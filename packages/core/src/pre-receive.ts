@@ -466,10 +466,8 @@ async function judgeRefUpdate(
   const between = await betweenTips;
   const deleted = [...brought.deleted, ...(between?.deleted ?? [])];
   result.commits += brought.commits;
-  const introduced = await notOnDefaultBranch(reads, own, [
-    ...brought.introduced,
-    ...(between?.introduced ?? []),
-  ]);
+  const brings = [...brought.introduced, ...(between?.introduced ?? [])];
+  const introduced = await notOnDefaultBranch(reads, own, brings);
   const matcher = reads.matcher(governance.policy);
   const governed = governedFiles(introduced, governance, await recordedPathsFor(matcher, introduced, after));
   // The first commit that brings a content names it (the change between the tips comes last). Only a governance
@@ -499,7 +497,9 @@ async function judgeRefUpdate(
     const reason = deletionRefusal(governance.policy, d.path, matcher, d.removesLink === true);
     if (reason) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason });
   }
-  for (const c of await collisionsAtTip(reads, u, governance.policy, introduced, after))
+  // Every name the push brings, those the default branch holds too: a pair is made by this tip, whichever side
+  // each name came from (merging main into a branch brings main's governed name beside the branch's excluded one).
+  for (const c of await collisionsAtTip(reads, u, governance.policy, brings, after))
     result.refusals.push({ ref: u.ref, commit: u.newId, path: c.path, reason: c.reason });
 }
 

@@ -33,6 +33,8 @@ import {
   ContentHashers,
   checkedOutContent,
   fingerprintOf,
+  idWithoutLocalEol,
+  onlyLineEndingsDiffer,
   rawBlobId,
   regularContent,
 } from './written-content.js';
@@ -474,8 +476,9 @@ function retryStore(repo: Repository): string {
 /**
  * The receipt's files, hashed from the contents read after verification (`contents`, in the order of `files`),
  * and why what would be recorded is not what was verified: a file that is no regular file any more (nothing
- * verified can be recorded for it), or one a clean filter changes so that a checkout of the blob recorded would not
- * give back the bytes the command ran.
+ * verified can be recorded for it); one git stores changed by more than line endings (a filter driver, `ident`, an
+ * encoding), or by line endings only this clone's config converts (`core.autocrlf`: another clone checks out other
+ * bytes); or one a checkout here does not give back as verified (a smudge filter).
  */
 async function hashWritten(
   repo: Repository,
@@ -494,13 +497,23 @@ async function hashWritten(
         return null;
       }
       const gitBlob = await hashers.hash(i, content);
-      const filtered = rawBlobId(content, gitBlob) !== gitBlob;
-      if (filtered && !(await checkedOutContent(repo, rel, gitBlob)).equals(content))
-        problems[i]!.push(
-          `git stores \`${rel}\` so that a checkout does not give back the bytes verified: a clean filter changes it (.gitattributes filter, ident, working-tree-encoding, or a line-ending conversion of mixed line ends). Turn that off for the path to record what was verified.`,
-        );
       // DESIGN 3.2: both digests are of the content as stored.
-      const stored = filtered ? await storedContent(repo, gitBlob) : content;
+      const stored = rawBlobId(content, gitBlob) === gitBlob ? content : await storedContent(repo, gitBlob);
+      if (stored !== content) {
+        if (!onlyLineEndingsDiffer(content, stored))
+          problems[i]!.push(
+            `git stores \`${rel}\` changed by a clean filter (.gitattributes filter, ident or working-tree-encoding), so the blob recorded is not the bytes verified.`,
+          );
+        else if ((await idWithoutLocalEol(repo, rel, content)) !== gitBlob)
+          problems[i]!.push(
+            `this clone's core.autocrlf or core.eol converts the line endings of \`${rel}\` as git stores it, so another clone would check out other bytes than those verified. Set the line endings in .gitattributes, or write the file with the stored ones.`,
+          );
+      }
+      // A checkout must give back the bytes verified (a smudge filter may change what git stored as it was).
+      if (problems[i]!.length === 0 && !(await checkedOutContent(repo, rel, gitBlob)).equals(content))
+        problems[i]!.push(
+          `a checkout of \`${rel}\` does not give back the bytes verified (a smudge filter or line-ending attribute changes it: .gitattributes filter, ident, eol or working-tree-encoding).`,
+        );
       return {
         path: rel,
         mode: f.mode,

@@ -42,6 +42,13 @@ function shellSyntaxIn(command: string): string | null {
   return `\`${found}\``;
 }
 
+/**
+ * A first word the shell runs as written: quoted whole, or unquoted without an assignment (`X=/npm touch f` runs
+ * `touch`), an expansion, a glob, a tilde or a brace, each of which makes the program another word than the one
+ * read here (`"/usr/include/node"/../../../bin/sh` is one word, not `node`).
+ */
+const PLAIN_FIRST_WORD = /^\s*(?:"(?:[^"$`\\]|\\[^"$`\\\n])*"|'[^']*'|[^\s"'$`\\=*?[~{]+)(?=\s|$)/;
+
 /** The first token of a shell command; a quoted first token is taken whole (`"C:\Program Files\node.exe" x`). */
 function firstToken(command: string): string {
   const trimmed = command.trimStart();
@@ -88,6 +95,16 @@ export function evaluateVerificationPolicy(
   }
   const allowlisted = policy.allowlist.some((entry) => entry.trim() !== '' && programName(entry) === program);
   const syntax = shellSyntaxIn(command);
+  if (allowlisted && !PLAIN_FIRST_WORD.test(command)) {
+    return {
+      decision: 'ask',
+      program,
+      reason:
+        `the command does not start with a plain program name (it starts with an assignment, an expansion or a word ` +
+        `the shell builds), so the allowlist, which matches one program, does not cover it, and running it needs ` +
+        "the operator's approval",
+    };
+  }
   if (allowlisted && syntax !== null) {
     return {
       decision: 'ask',

@@ -84,19 +84,46 @@ function argsFor(repositoryPath: string): string[] {
 }
 
 /**
- * The bytes a checkout writes for `blob` at `repositoryPath` (its smudge filters and line-ending conversion applied):
- * where a clean filter changed what git stored, the verified bytes are still what a checkout gives back when this
- * round trip returns them (`eol=crlf`), and are not when it does not (`ident`, a filter that drops a line).
+ * What a checkout writes for `blob` at its path (`cat-file --filters`: smudge filters and the tree's line-ending
+ * attributes applied): the verified bytes must be what a clone checks out, which a smudge-only change (`ident`
+ * expanding `$Id$`) breaks though git stores the bytes unchanged. This clone's own line-ending settings are left
+ * out (LOCAL_EOL_NEUTRAL): other clones do not share them. One git per file: in `--batch` mode git 2.39 gives the
+ * size before the filters, so the content could not be cut out of a batch.
  */
 export async function checkedOutContent(
   repo: Repository,
   repositoryPath: string,
   blob: string,
 ): Promise<Buffer> {
-  return git(['cat-file', '--filters', `--path=${repositoryPath}`, blob], {
+  return git([...LOCAL_EOL_NEUTRAL, 'cat-file', '--filters', `--path=${repositoryPath}`, blob], {
     cwd: repo.layout.topLevel!,
     env: repo.env,
   });
+}
+
+const LOCAL_EOL_NEUTRAL = ['-c', 'core.autocrlf=false', '-c', 'core.eol=lf'];
+
+/**
+ * Whether line-ending conversion alone (CRLF to LF) turns `verified` into `stored`: the one change of stored bytes
+ * a checkout undoes everywhere the tree's attributes ask for it. A filter driver, `ident` or an encoding is not.
+ */
+export function onlyLineEndingsDiffer(verified: Buffer, stored: Buffer): boolean {
+  return Buffer.from(verified.toString('latin1').replace(/\r\n/g, '\n'), 'latin1').equals(stored);
+}
+
+/**
+ * The blob id these bytes get at this path with the local line-ending settings neutral (`core.autocrlf` false,
+ * `core.eol` lf): equal to the stored one when the tree's attributes, which every clone shares, made the conversion.
+ */
+export async function idWithoutLocalEol(
+  repo: Repository,
+  repositoryPath: string,
+  content: Buffer,
+): Promise<string> {
+  const args = [...LOCAL_EOL_NEUTRAL, 'hash-object', '--stdin', `--path=${repositoryPath}`];
+  return (await git(args, { cwd: repo.layout.topLevel!, env: repo.env, input: content }))
+    .toString('utf8')
+    .trim();
 }
 
 /** The id git gives these bytes stored as they are (no filter): equal to the stored blob's when no filter changed them. */

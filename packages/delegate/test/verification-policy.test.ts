@@ -92,6 +92,28 @@ describe('evaluateVerificationPolicy', () => {
   });
 });
 
+describe('evaluateVerificationPolicy: a first word the shell builds is not the program the allowlist read', () => {
+  // red-team round 19, f01: `X=/npm touch f` ran touch under an allowlist of npm.
+  it.each([
+    ['X=/npm touch PWNED', ['npm']],
+    ['"/usr/include/node"/../../../bin/sh -c id', ['node']],
+    ['~/bin/node x', ['node']],
+    ["'/x/node'/../sh x", ['node']],
+  ])('%j → ask', (command, allowlist) => {
+    const decision = evaluateVerificationPolicy(command, ask(allowlist));
+    expect(decision.decision).toBe('ask');
+    expect(decision.reason).toContain('does not start with a plain program name');
+  });
+  it.each([
+    ['node --test test/a.test.js', ['node']],
+    ['/usr/bin/node --test', ['node']],
+    ['"C:\\Program Files\\nodejs\\node.exe" --test', ['node']],
+    ["'node' --test", ['node']],
+  ])('control: %j → allow', (command, allowlist) => {
+    expect(evaluateVerificationPolicy(command, ask(allowlist)).decision).toBe('allow');
+  });
+});
+
 describe('evaluateVerificationPolicy: a command that chains or redirects is not covered by the allowlist', () => {
   // `sh -c` runs every program in the command; the allowlist judged only the first (red-team round 18, f10).
   it.each([
