@@ -133,6 +133,9 @@ try {
 
   worker = await startWorker();
   dg(['config', 'set', 'worker.endpoint', worker.url]);
+  // The model on record is the operator's setting: here, the one the recording was made with.
+  const recorded = JSON.parse(readFileSync(path.join(root, 'demo', 'recording.json'), 'utf8'));
+  dg(['config', 'set', 'worker.model', recorded.model]);
   dg(['config', 'set', 'verification.allowlist', '["node"]']);
   writeFileSync(path.join(work, 'unit.json'), readFileSync(path.join(root, 'demo', 'unit.json')));
   step(
