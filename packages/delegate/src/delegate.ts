@@ -30,6 +30,7 @@ import { runCommand, runPassed, runVerification } from './verification-runner.js
 import { callWorker, WorkerError, type WorkerProgress } from './worker-client.js';
 import { applyWritePlan, type PlannedFile, planWrites } from './write-plan.js';
 import {
+  attributesMayApply,
   ContentHashers,
   checkedOutContent,
   fingerprintOf,
@@ -509,8 +510,14 @@ async function hashWritten(
             `this clone's core.autocrlf or core.eol converts the line endings of \`${rel}\` as git stores it, so another clone would check out other bytes than those verified. Set the line endings in .gitattributes, or write the file with the stored ones.`,
           );
       }
-      // A checkout must give back the bytes verified (a smudge filter may change what git stored as it was).
-      if (problems[i]!.length === 0 && !(await checkedOutContent(repo, rel, gitBlob)).equals(content))
+      // A checkout must give back the bytes verified (a smudge filter may change what git stored as it was). With
+      // no checkout attribute on the path and the bytes stored as they are, it writes them as they are.
+      const compare = stored !== content || attributesMayApply(repo, rel, repo.env ?? process.env);
+      if (
+        problems[i]!.length === 0 &&
+        compare &&
+        !(await checkedOutContent(repo, rel, gitBlob)).equals(content)
+      )
         problems[i]!.push(
           `a checkout of \`${rel}\` does not give back the bytes verified (a smudge filter or line-ending attribute changes it: .gitattributes filter, ident, eol or working-tree-encoding).`,
         );
