@@ -8,6 +8,7 @@ import type { CheckResult } from './checks.js';
 import { foldedPath, governedMatcher } from './governed-paths.js';
 import type { Policy } from './policy.js';
 import { shownPath } from './shown-path.js';
+import { isLinkMode } from './staged-changes.js';
 
 /**
  * Whether two names of one file can differ in governance under this policy. Protect globs, recorded paths and the
@@ -85,11 +86,10 @@ export async function collisionsWithAdded(
   const near = files.filter((f) => folded.has(foldedPath(f.path)));
   if (near.length < 2) return [];
   const matcher = governedMatcher(policy);
-  const link = (f: { mode: string }) => f.mode === '120000' || f.mode === '160000';
-  const recorded = near.some((f) => matcher.classify(f.path, link(f)) === 'if-recorded')
+  const recorded = near.some((f) => matcher.classify(f.path, isLinkMode(f.mode)) === 'if-recorded')
     ? await recordedPaths()
     : null;
-  const governed = near.filter((f) => matcher(f.path, recorded?.has(f.path) ?? false, link(f)));
+  const governed = near.filter((f) => matcher(f.path, recorded?.has(f.path) ?? false, isLinkMode(f.mode)));
   return collisionRefusals(policy, near, governed);
 }
 

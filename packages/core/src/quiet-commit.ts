@@ -35,7 +35,14 @@ import { type GitIndex, parseGitIndex } from './index-file.js';
 import { indexTree } from './index-trees.js';
 import type { Policy } from './policy.js';
 import { QuietTrees } from './quiet-trees.js';
-import { addsName, parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
+import {
+  addsName,
+  isLinkMode,
+  parseRawDiff,
+  removedPaths,
+  type StagedChange,
+  stagedDiffArgs,
+} from './staged-changes.js';
 
 const LEDGER_REF = 'refs/notes/delegations';
 
@@ -211,7 +218,7 @@ function touchedEntries(fields: string[]): Array<{ path: string; link: boolean }
     const meta = fields[i++]!;
     const status = meta.charAt(meta.lastIndexOf(' ') + 1);
     const named = status === 'R' || status === 'C' ? 2 : 1;
-    const link = [meta.slice(1, 7), meta.slice(8, 14)].some((m) => m === '120000' || m === '160000');
+    const link = [meta.slice(1, 7), meta.slice(8, 14)].some(isLinkMode);
     for (let n = 0; n < named; n++) entries.push({ path: fields[i++]!, link });
   }
   return entries;

@@ -98,7 +98,8 @@ function marked(change: StagedChange, newMode: string): StagedChange {
   return change;
 }
 
-function isLinkMode(mode: string): boolean {
+/** A symbolic link's or a submodule's mode, as git prints it. */
+export function isLinkMode(mode: string): boolean {
   return mode === '120000' || mode === '160000';
 }
 
