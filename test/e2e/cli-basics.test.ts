@@ -27,6 +27,7 @@ import {
   refTip,
   type Story,
   storyCli,
+  tagOf,
   writeFiles,
 } from '../support/cli-story.js';
 import { repoRoot } from '../support/paths.js';
@@ -510,6 +511,31 @@ describe('a ledger ref that names no notes commit', () => {
     const none = cli(story, dir, ['show', 'src/a.ts']);
     expect(none.code, none.stderr).toBe(0);
     expect(none.stdout).toContain('0 record(s)');
+  });
+
+  it('a ledger ref set to a tag of its own notes commit is damage to every reader, as it is to the hook; control: pointed back, all read it', () => {
+    const dir = copyWorkTree(story, base, 'tagged');
+    const tip = refTip(story, dir, LEDGER)!;
+    const tag = tagOf(story, dir, tip);
+    gitOk(story, dir, ['update-ref', LEDGER, tag]);
+    const readers = [
+      ['check', '--staged'],
+      ['check', 'src/a.ts'],
+      ['verify'],
+      ['log'],
+      ['show', 'src/a.ts'],
+      ['report'],
+    ];
+    for (const args of readers) {
+      const run = cli(story, dir, args);
+      expect(run.code, `${args.join(' ')}: ${run.stdout}`).toBe(2);
+      expect(run.stderr).toContain(`${LEDGER} points to a tag (${tag.slice(0, 12)}), not a notes commit`);
+    }
+    gitOk(story, dir, ['update-ref', LEDGER, tip]);
+    for (const args of readers) {
+      const run = cli(story, dir, args);
+      expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
+    }
   });
 });
 

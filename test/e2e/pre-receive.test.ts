@@ -25,6 +25,7 @@ import {
   resetWorkTree,
   type Story,
   statementOf,
+  tagOf,
   writeFiles,
 } from '../support/cli-story.js';
 
@@ -205,6 +206,23 @@ describe('pre-receive: content and the ledger', () => {
     expect(refused.stderr).toContain(`drops 1 record line(s) on blob(s) ${blob.slice(0, 12)}`);
     expect(refTip(story, server, LEDGER)).toBe(serverTip);
     expect(noteLines(story, server, blob)).toHaveLength(1);
+  });
+
+  it('refuses a ledger update to a tag of a notes commit (every reader takes it as damage); the commit itself is accepted', () => {
+    stageFile(work, 'src/tagged.ts', 'export const tagged = 1;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/tagged.ts', '--yes']);
+    const notes = refTip(story, work, LEDGER)!;
+    const serverTip = refTip(story, server, LEDGER);
+    const refused = gitRun(story, work, ['push', 'origin', `${tagOf(story, work, notes)}:${LEDGER}`]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(
+      'refused refs/notes/delegations: the ledger must name a notes commit, not a tag',
+    );
+    expect(refTip(story, server, LEDGER)).toBe(serverTip);
+
+    const accepted = gitRun(story, work, ['push', 'origin', LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(notes);
   });
 });
 

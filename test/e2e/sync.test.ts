@@ -19,6 +19,7 @@ import {
   refTip,
   type Story,
   statementOf,
+  tagOf,
   writeFiles,
 } from '../support/cli-story.js';
 
@@ -284,7 +285,9 @@ describe('sync takes the union, whatever either side dropped', () => {
     const before = refTip(story, work, LEDGER);
     fs.writeFileSync(path.join(other, '.git', 'not-a-commit'), 'not a commit\n');
     const blob = gitOk(story, other, ['hash-object', '-w', '.git/not-a-commit']);
+    const tag = tagOf(story, other, refTip(story, other, LEDGER)!);
     for (const [target, expected] of [
+      [tag, /the ledger on origin is damaged: its refs\/notes\/delegations names a tag, not a notes commit/],
       [
         blob,
         /the ledger on origin is damaged: its refs\/notes\/delegations names a blob, not a notes commit/,

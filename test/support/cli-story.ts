@@ -332,6 +332,14 @@ export function refTip(story: Story, dir: string, ref: string): string | null {
   return run.code === 0 ? run.stdout.trim() : null;
 }
 
+/** An annotated tag object of `commit` (`git mktag`), named by no ref: what a ledger ref can be set to by hand. */
+export function tagOf(story: Story, dir: string, commit: string): string {
+  const text = `object ${commit}\ntype commit\ntag ledger\ntagger t <t@example.com> 0 +0000\n\nby hand\n`;
+  const run = spawn('git', ['mktag'], dir, story.env, text);
+  if (run.code !== 0) throw new Error(`git mktag exited ${run.code}:\n${run.stderr}`);
+  return run.stdout.trim();
+}
+
 /** Back to HEAD: index and work tree reset, untracked files removed (records and commits stay). */
 export function resetWorkTree(story: Story, dir: string): void {
   gitOk(story, dir, ['reset', '-q', '--hard']);

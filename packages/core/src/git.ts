@@ -209,6 +209,29 @@ export async function gitText(args: string[], opts: GitOptions): Promise<string>
  * Streams git's output split on `separator` (e.g. `rev-list`, `ls-tree -z`) without holding all of it; throws
  * DelegateGitError('GIT') after the last record if git exits non-zero. Stopping early kills the child.
  */
+/**
+ * What a ref itself names, never peeled (`rev-parse <ref>^{commit}` would read a tag as the commit it tags): null
+ * when there is no such ref; type `missing object` when it names an object the store lacks.
+ */
+export async function refObject(
+  ref: string,
+  opts: GitOptions,
+): Promise<{ oid: string; type: string } | null> {
+  const listed = await gitTry(['for-each-ref', '--format=%(objecttype) %(objectname) %(refname)', ref], opts);
+  if (listed.code === 0) {
+    // The pattern also matches refs below it (`<ref>/x`); only the ref itself counts.
+    for (const line of listed.stdout.toString('utf8').split('\n')) {
+      const [type, oid, name] = line.split(' ');
+      if (name === ref && type && oid) return { oid, type };
+    }
+    return null;
+  }
+  // for-each-ref stops at a ref whose object is gone; rev-parse still names it.
+  const named = await gitTry(['rev-parse', '--verify', '--quiet', ref], opts);
+  if (named.code !== 0) throw gitFailure(['for-each-ref', ref], listed);
+  return { oid: named.stdout.toString('utf8').trim(), type: 'missing object' };
+}
+
 export async function* gitRecords(
   args: string[],
   opts: { cwd: string; env?: NodeJS.ProcessEnv; input?: AsyncIterable<string> },

@@ -19,6 +19,7 @@ import {
   gitRecords,
   gitTry,
   parseTreeObject,
+  refObject,
   type TreeEntry,
   WaitingGit,
 } from './git.js';
@@ -259,17 +260,16 @@ class NotesTreeReader {
     return this.rootTree.length;
   }
 
-  /** The notes tree of a notes commit (or ref), or null when it does not exist. */
+  /**
+   * The notes tree of a notes commit (or ref), or null when it does not exist. A ref must name the commit itself, as
+   * the gates read it; a revision typed by hand may name one through a tag.
+   */
   static async open(batch: CatFileBatch, at: string): Promise<NotesTreeReader | null> {
-    let root = await batch.read(`${at}^{tree}`);
-    if (!root) {
-      // A ref another writer created after the first read names a commit now: read its tree by id.
-      const named = await batch.read(at);
-      if (named?.type === 'commit') root = await batch.read(`${named.oid}^{tree}`);
-      else if (named) throw damagedLedger(at, named.type, named.oid);
-      else return null;
-      if (!root) throw missingNotesTree(named.oid);
-    }
+    const named = await batch.read(at.startsWith('refs/') ? at : `${at}^{commit}`);
+    if (!named) return null;
+    if (named.type !== 'commit') throw damagedLedger(at, named.type, named.oid);
+    const root = await batch.read(`${named.oid}^{tree}`);
+    if (!root) throw missingNotesTree(named.oid);
     const reader = new NotesTreeReader(batch, root.oid);
     reader.trees.set(root.oid, Promise.resolve(parseTreeObject(root.content, root.oid.length / 2)));
     return reader;
@@ -530,15 +530,11 @@ export async function* notesIn(
   }
 }
 
-/** The ledger's tip read through a cat-file process (`<ref>^{commit}`): what `tip()` answers, without a rev-parse. */
+/** The ledger's tip read through a cat-file process: what `tip()` answers, without a process of its own. */
 async function tipThrough(batch: CatFileBatch, ref: string): Promise<string | null> {
-  const commit = await batch.read(`${ref}^{commit}`);
-  if (commit) return commit.oid;
-  const other = await batch.read(ref);
-  // A commit now: another writer created the ledger between the two reads.
-  if (other?.type === 'commit') return other.oid;
-  if (other) throw damagedLedger(ref, other.type, other.oid);
-  return null;
+  const named = await batch.read(ref);
+  if (named && named.type !== 'commit') throw damagedLedger(ref, named.type, named.oid);
+  return named?.oid ?? null;
 }
 
 /**
@@ -588,18 +584,16 @@ export class NotesLedger {
 
   /** Commit id the ref points at, or null when there is no ledger yet. */
   async tip(): Promise<string | null> {
-    const result = await gitTry(['rev-parse', '--verify', '--quiet', `${this.ref}^{commit}`], this.options());
-    if (result.code === 0) return result.stdout.toString('utf8').trim();
-    if (result.code !== 1)
-      throw new DelegateGitError('LEDGER', gitFailure(['rev-parse', this.ref], result).message);
-    // No commit there: no ref at all (no ledger yet), or a ref naming something else.
-    const named = await gitTry(['rev-parse', '--verify', '--quiet', this.ref], this.options());
-    if (named.code !== 0) return null;
-    const oid = named.stdout.toString('utf8').trim();
-    const type = (await gitTry(['cat-file', '-t', oid], this.options())).stdout.toString('utf8').trim();
-    // A commit now: another writer created the ledger between the two reads.
-    if (type === 'commit') return oid;
-    throw damagedLedger(this.ref, type || 'missing object', oid);
+    let named: Awaited<ReturnType<typeof refObject>>;
+    try {
+      named = await refObject(this.ref, this.options());
+    } catch (error) {
+      throw new DelegateGitError('LEDGER', (error as Error).message);
+    }
+    if (named === null) return null;
+    // The gates read the ref as it is (a tag of a notes commit is damage, not a ledger); so must every reader.
+    if (named.type !== 'commit') throw damagedLedger(this.ref, named.type, named.oid);
+    return named.oid;
   }
 
   /**
@@ -718,17 +712,16 @@ export class NotesLedger {
   /** The tree id of `at` (default: the ledger tip), or null when there is no ledger. */
   private async resolveTree(at: string | undefined): Promise<string | null> {
     if (at !== undefined) assertRevision(at, 'notes commit');
-    const result = await gitTry(
-      ['rev-parse', '--verify', '--quiet', `${at ?? this.ref}^{tree}`],
-      this.options(),
-    );
-    if (result.code === 0) return result.stdout.toString('utf8').trim();
-    // A commit whose tree is gone; or no ledger yet, or (tip throws) a ref that names something else.
+    // The tip first: `<ref>^{tree}` would read through a tag the gates call damage.
     const commit = at === undefined ? await this.tip() : await this.commitNamed(at);
-    if (commit !== null) throw missingNotesTree(commit);
-    if (at !== undefined)
-      throw new DelegateGitError('LEDGER', `${at} is not a notes commit in this repository.`);
-    return null;
+    if (commit === null) {
+      if (at !== undefined)
+        throw new DelegateGitError('LEDGER', `${at} is not a notes commit in this repository.`);
+      return null;
+    }
+    const result = await gitTry(['rev-parse', '--verify', '--quiet', `${commit}^{tree}`], this.options());
+    if (result.code === 0) return result.stdout.toString('utf8').trim();
+    throw missingNotesTree(commit);
   }
 
   private async commitNamed(at: string): Promise<string | null> {

@@ -330,6 +330,10 @@ async function judgeLedgerUpdate(
 ) {
   const refuse = (reason: string) => result.refusals.push({ ref: u.ref, reason });
   if (ZERO.test(u.newId)) return refuse('the ledger cannot be deleted (it is append-only)');
+  // Every reader takes the ref as it is: a tag of a notes commit would read as damage in every clone that fetched it.
+  const pushed = await reads.repo.objects.read(u.newId);
+  if (pushed?.type !== 'commit')
+    return refuse(`the ledger must name a notes commit, not a ${pushed?.type ?? 'missing object'}`);
   if (ledger.fastForward && ledger.change) {
     if (!(await ledger.fastForward)) {
       return refuse(

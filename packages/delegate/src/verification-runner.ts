@@ -67,8 +67,16 @@ export async function runCommand(command: string, opts: RunOptions): Promise<Run
   const stdoutPath = path.join(captureDir, 'stdout');
   const stderrPath = path.join(captureDir, 'stderr');
   const started = monotonicMs();
+  const discardCapture = () => fs.rmSync(captureDir, { recursive: true, force: true });
   try {
-    const outcome = await spawnInGroup(command, { ...opts, timeoutMs, grace, stdoutPath, stderrPath });
+    const outcome = await spawnInGroup(command, {
+      ...opts,
+      timeoutMs,
+      grace,
+      stdoutPath,
+      stderrPath,
+      discardCapture,
+    });
     const durationMs = Math.round(monotonicMs() - started);
     let output = [readCapture(stdoutPath), readCapture(stderrPath)]
       .map((text) => text.trimEnd())
@@ -98,7 +106,7 @@ export async function runCommand(command: string, opts: RunOptions): Promise<Run
       output,
     };
   } finally {
-    fs.rmSync(captureDir, { recursive: true, force: true });
+    discardCapture();
   }
 }
 
@@ -113,7 +121,13 @@ const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 function spawnInGroup(
   command: string,
-  opts: RunOptions & { timeoutMs: number; grace: number; stdoutPath: string; stderrPath: string },
+  opts: RunOptions & {
+    timeoutMs: number;
+    grace: number;
+    stdoutPath: string;
+    stderrPath: string;
+    discardCapture: () => void;
+  },
 ): Promise<SpawnOutcome> {
   return new Promise<SpawnOutcome>((resolve) => {
     const stdoutFd = fs.openSync(opts.stdoutPath, 'w');
@@ -150,6 +164,8 @@ function spawnInGroup(
       interrupted = true;
       void reapGroup(child.pid, opts.grace).finally(() => {
         stopSignals();
+        // The signal ends this process before runCommand's own cleanup could run.
+        opts.discardCapture();
         process.kill(process.pid, signal);
       });
     };

@@ -190,8 +190,11 @@ describe('an interrupt of delegate-git while the command runs', () => {
         `await runCommand(${JSON.stringify(`sleep 30 & echo $! > ${pidFile}; wait`)}, { cwd: ${JSON.stringify(dir)}, timeoutMs: 60000, killGraceMs: 500 });\n` +
         `process.stdout.write('finished');\n`,
     );
+    // Its own temporary directory, to see that the run's capture files do not outlive it.
+    const tmp = fs.mkdtempSync(path.join(dir, 'tmp-'));
     const started = (await import('node:child_process')).spawn(process.execPath, [script], {
       stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, TMPDIR: tmp },
     });
     const until = async (ok: () => boolean) => {
       for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 25));
@@ -201,10 +204,12 @@ describe('an interrupt of delegate-git while the command runs', () => {
     // Control: a moment later the command still runs.
     await new Promise((r) => setTimeout(r, 200));
     expect(isAlive(sleeper)).toBe(true);
+    expect(fs.readdirSync(tmp)).toHaveLength(1);
 
     const ended = new Promise<NodeJS.Signals | null>((resolve) => started.once('exit', (_, s) => resolve(s)));
     started.kill('SIGINT');
     expect(await ended).toBe('SIGINT');
     expect(isAlive(sleeper)).toBe(false);
+    expect(fs.readdirSync(tmp)).toEqual([]);
   }, 30_000);
 });

@@ -6,6 +6,7 @@ import {
   loadRecordedPaths,
   Repository,
   readNotesDiff,
+  refObject,
   shownPath,
   whyNotANote,
 } from '@delegate-git/core';
@@ -122,14 +123,13 @@ async function fetchLedger(remote: string, tracking: string, opts: GitOptions): 
         `Check that ${remote} (\`git remote get-url ${remote}\`) can be reached and read, then run sync again.`,
     );
   }
-  const commit = await gitTry(['rev-parse', '--verify', '--quiet', `${tracking}^{commit}`], opts);
-  if (commit.code === 0) return commit.stdout.toString('utf8').trim();
-  const type = (await gitTry(['cat-file', '-t', tracking], opts)).stdout.toString('utf8').trim();
-  // Not kept: a tracking ref that names no commit would fail every later notes command that reads it.
+  const named = await refObject(tracking, opts);
+  if (named?.type === 'commit') return named.oid;
+  // Read as it is, as the gates read a ledger ref (a tag of a notes commit is damage there). Not kept: a tracking ref that names no commit would fail every later notes command that reads it.
   await gitTry(['update-ref', '-d', tracking], opts);
   throw new DelegateGitError(
     'LEDGER',
-    `the ledger on ${remote} is damaged: its ${LEDGER_REF} names a ${type || 'missing object'}, not a notes ` +
+    `the ledger on ${remote} is damaged: its ${LEDGER_REF} names a ${named?.type ?? 'missing object'}, not a notes ` +
       'commit, so sync took nothing from it and pushed nothing. Whoever administers that remote should point the ' +
       'ref back at the last good notes commit (a clone that synced before has it), then run sync again.',
   );
