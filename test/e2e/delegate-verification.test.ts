@@ -117,16 +117,23 @@ describe('files changed by the verification itself', () => {
     expect((await repo.check(['src/formatted.js'])).code).toBe(0);
   });
 
-  test('a written file left as a pipe or a link to the same bytes gets UNIT_UNVERIFIED, without hanging', async () => {
+  test('a written file left as a pipe, a link to the same bytes or grown past 256 MiB gets UNIT_UNVERIFIED, without hanging', async () => {
     // A pipe can answer each reader with other bytes (git's read is not the tests'); a link is no file a blob names.
-    for (const [file, swap] of [
-      ['src/piped.js', 'rm src/piped.js && mkfifo src/piped.js'],
-      ['src/linked.js', 'cp src/linked.js .copy.js && rm src/linked.js && ln -s ../.copy.js src/linked.js'],
+    // The grown file is sparse: 3 GiB that take no disk, and more than Node reads into one buffer at all.
+    for (const [file, swap, why] of [
+      ['src/piped.js', 'rm src/piped.js && mkfifo src/piped.js', 'is no regular file'],
+      [
+        'src/linked.js',
+        'cp src/linked.js .copy.js && rm src/linked.js && ln -s ../.copy.js src/linked.js',
+        'is no regular file',
+      ],
+      ['src/grown.js', 'truncate -s 3G src/grown.js', 'is 3221225472 bytes after verification'],
     ] as const) {
       const once = `test -p ${file} || test -L ${file} || { ${swap}; }`;
       const { code, receipt, verdicts } = await delegateCreating(file, { runVerification: once });
       expect(code, `${file}: ${receipt?.message}`).toBe(1);
       expect(receipt?.verdict).toBe('UNIT_UNVERIFIED');
+      expect(receipt?.message).toContain(why);
       expect(verdicts).toEqual([]); // nothing regular is there to record
       fs.rmSync(path.join(repo.dir, file), { force: true });
     }

@@ -35,9 +35,11 @@ import {
   checkedOutContent,
   fingerprintOf,
   idWithoutLocalEol,
+  MAX_WRITTEN_BYTES,
   onlyLineEndingsDiffer,
   rawBlobId,
   regularContent,
+  type WrittenContent,
 } from './written-content.js';
 
 export interface DelegationOptions {
@@ -484,7 +486,7 @@ function retryStore(repo: Repository): string {
 async function hashWritten(
   repo: Repository,
   files: readonly PlannedFile[],
-  contents: ReadonlyArray<Buffer | null>,
+  contents: ReadonlyArray<WrittenContent>,
   hashers: ContentHashers,
 ): Promise<{ files: ReceiptFile[]; problems: string[] }> {
   const top = repo.layout.topLevel!;
@@ -492,9 +494,13 @@ async function hashWritten(
   const hashed = await Promise.all(
     files.map(async (f, i): Promise<ReceiptFile | null> => {
       const rel = repositoryPathOf(top, f.absolute);
-      const content = contents[i];
-      if (!content) {
-        problems[i]!.push(`\`${rel}\` is no regular file after verification (a link, a pipe, or gone).`);
+      const content = contents[i]!;
+      if (!Buffer.isBuffer(content)) {
+        problems[i]!.push(
+          content.unread === 'too large'
+            ? `\`${rel}\` is ${content.size} bytes after verification, more than delegate-git reads to record a file (${MAX_WRITTEN_BYTES}).`
+            : `\`${rel}\` is no regular file after verification (a link, a pipe, or gone).`,
+        );
         return null;
       }
       const gitBlob = await hashers.hash(i, content);

@@ -11,17 +11,29 @@ import path from 'node:path';
 import { git, gitFailure, WaitingGit } from '@delegate-git/core/git';
 import type { Repository } from '@delegate-git/core/repository';
 
-/** The content of a regular file at `file`, or null when nothing regular is there (a link, a pipe, a directory). */
-export function regularContent(file: string): Buffer | null {
+/**
+ * Larger than any source file a unit writes, and read twice for each verification run; a command can still grow a
+ * file past it (Node reads nothing past 2 GiB into one buffer at all).
+ */
+export const MAX_WRITTEN_BYTES = 256 * 1024 * 1024;
+
+/** What is at a written path after a run: its bytes, or why they are not read. */
+export type WrittenContent = Buffer | { unread: 'not regular' } | { unread: 'too large'; size: number };
+
+/** The content of a regular file at `file`; nothing is read from a link, a pipe, a directory or a huge file. */
+export function regularContent(file: string): WrittenContent {
   let fd: number;
   try {
     // Not through a link; and a pipe opens at once rather than waiting for a writer.
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
-    return null;
+    return { unread: 'not regular' };
   }
   try {
-    return fstatSync(fd).isFile() ? readFileSync(fd) : null;
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) return { unread: 'not regular' };
+    if (stat.size > MAX_WRITTEN_BYTES) return { unread: 'too large', size: stat.size };
+    return readFileSync(fd);
   } finally {
     closeSync(fd);
   }
@@ -30,13 +42,13 @@ export function regularContent(file: string): Buffer | null {
 /** The files' contents (as regularContent reads them) and paths, as one digest, to see whether a command changed them. */
 export function fingerprintOf(
   files: ReadonlyArray<{ absolute: string }>,
-  contents: ReadonlyArray<Buffer | null> = files.map((f) => regularContent(f.absolute)),
+  contents: ReadonlyArray<WrittenContent> = files.map((f) => regularContent(f.absolute)),
 ): string {
   const hash = createHash('sha256');
   files.forEach((f, i) => {
     hash.update(f.absolute).update('\0');
-    const content = contents[i];
-    hash.update(content ?? '\0not a regular file').update('\0');
+    const content = contents[i]!;
+    hash.update(Buffer.isBuffer(content) ? content : `\0${JSON.stringify(content)}`).update('\0');
   });
   return hash.digest('hex');
 }
