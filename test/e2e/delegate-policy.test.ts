@@ -1,12 +1,14 @@
 // `delegate-git delegate` end to end, the operator's policy around the unit: whether its command may run
 // (approval, allowlist), the project-wide coherence command, and the retry context a failure leaves for the next
 // attempt. Built CLI, temp repositories, a real HTTP worker on 127.0.0.1.
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   type DelegateRepo,
   decodeLine,
+  delegateGitBin,
   fileBlock,
   makeDelegateRepo,
   userPrompt,
@@ -89,6 +91,75 @@ describe('verification approval', () => {
     expect(receipt?.verification.skipped).toContain('"deny"');
     expect(fs.existsSync(marker)).toBe(false);
     expect(verdicts).toEqual(['VERIFICATION_NOT_APPROVED']);
+  });
+});
+
+/**
+ * `delegate` on a terminal (util-linux `script` gives it one), answering `answer` once the question is on it: the
+ * only way to reach the question, which needs stdin and stderr to be terminals.
+ */
+function delegateOnTerminal(
+  repo: DelegateRepo,
+  unitFile: string,
+  answer: string,
+): Promise<{ code: number | null; output: string }> {
+  const quoted = [process.execPath, delegateGitBin, 'delegate', unitFile].map((a) => `'${a}'`).join(' ');
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qec', quoted, '/dev/null'], { cwd: repo.dir, env: repo.env });
+    let output = '';
+    let answered = false;
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      if (!answered && output.includes('[y/N]')) {
+        answered = true;
+        child.stdin.write(`${answer}\n`);
+      }
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+// util-linux's `script` (on every Linux this suite runs on; macOS's takes other arguments).
+const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).stdout?.includes('util-linux');
+
+describe.skipIf(!hasScript)('verification approval on a terminal', () => {
+  let repo: DelegateRepo;
+  let marker: string;
+
+  beforeAll(async () => {
+    repo = await makeDelegateRepo({ workerUrl: worker.url, approval: null });
+    marker = path.join(repo.root, 'command-ran');
+  });
+  afterAll(() => repo?.cleanup());
+
+  test('asks with the command on one line, its line breaks shown; "n" runs nothing, control: "y" runs it', async () => {
+    // Line breaks would scroll `touch` off the question, leaving only the harmless last line in view.
+    const command = `touch '${marker}';${'\n'.repeat(40)}echo looks harmless`;
+    for (const [answer, runs] of [
+      ['n', false],
+      ['y', true],
+    ] as const) {
+      const file = `src/asked-${answer}.js`;
+      worker.enqueue({ content: fileBlock(file, 'export const asked = 1;') });
+      const unit = repo.writeUnit({
+        taskName: file,
+        instruction: `Create ${file}.`,
+        targetFiles: [file],
+        runVerification: command,
+      });
+      const { code, output } = await delegateOnTerminal(repo, unit, answer);
+      const question = output.split('\n').find((line) => line.includes('[y/N]')) ?? '';
+      expect(question, output).toContain(`Run the verification command \`touch '${marker}';\\u000a\\u000a`);
+      expect(question).toContain('echo looks harmless`? [y/N]');
+      expect(fs.existsSync(marker), output).toBe(runs);
+      expect(code).toBe(runs ? 0 : 1);
+      expect(output).toContain(runs ? 'UNIT_PASSED' : 'VERIFICATION_NOT_APPROVED');
+    }
   });
 });
 
