@@ -115,6 +115,27 @@ describe('what a unit may never write', () => {
     expect(fs.readFileSync(path.join(repo.dir, '.git', 'config'), 'utf8')).toBe(config);
   });
 
+  test('a unit that declares no targetFiles is CONTEXT_REFUSED before the worker is called; control: with unitScope "off" the worker writes', async () => {
+    const unit = { taskName: 'anywhere', instruction: 'Create src/anywhere.js.', runVerification: 'true' };
+    const before = worker.requestCount();
+    const refused = await repo.delegate(unit);
+    expect(refused.code).toBe(1);
+    expect(refused.receipt?.verdict).toBe('CONTEXT_REFUSED');
+    expect(refused.receipt?.message).toContain('declares no targetFiles');
+    expect(worker.requestCount()).toBe(before);
+
+    await repo.configSet('unitScope', 'off');
+    try {
+      worker.enqueue({ content: fileBlock('src/anywhere.js', 'export const anywhere = 1;') });
+      const written = await repo.delegate(unit);
+      expect(written.receipt?.verdict, written.receipt?.message ?? '').toBe('UNIT_PASSED');
+      expect(worker.requestCount()).toBe(before + 1);
+      expect(repo.exists('src/anywhere.js')).toBe(true);
+    } finally {
+      await repo.configSet('unitScope', 'enforce');
+    }
+  });
+
   test('a git directory of another name (a gitfile points at it) is refused like .git; the rest is written', async () => {
     const other = await makeDelegateRepo({ workerUrl: worker.url });
     try {

@@ -154,6 +154,13 @@ async function delegateWith(
   if (!workspace.ok) return refuse('CONTEXT_REFUSED', workspace.reason);
   const ws = workspace.dir;
   receipt.workspace = ws;
+  // Every write would be refused (scope.ts): the model's time would be spent for nothing.
+  if ((unit.targetFiles ?? []).length === 0 && settings.unitScope !== 'off')
+    return refuse(
+      'CONTEXT_REFUSED',
+      'The unit declares no targetFiles, so nothing the worker wrote could be kept; the worker was not called. ' +
+        'Declare the files it may write in the unit\'s targetFiles, or an operator can set unitScope: "off" to lift the check.',
+    );
 
   const contract = pinContract(ws, unit.contractFiles ?? []);
   const context = await gatherContext(unit, ws, contract.canonical, settings, repo, receipt);
