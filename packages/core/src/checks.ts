@@ -13,7 +13,7 @@ import { git, gitTry, literalPathspecs } from './git.js';
 import { type Governance, holdsKey, loadGovernance, loadPolicy } from './governance.js';
 import { changesGovernance, isGovernanceFile, keysMovedTo, recordedAsCheckedOut } from './governed-paths.js';
 import { type FileToJudge, governedFiles, isLink, type Judgement, judgeFiles } from './judge.js';
-import { damagedLedger } from './notes-ledger.js';
+import { damagedLedger } from './notes-tree.js';
 import { pathHistory } from './path-history.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { relativeWithin } from './path-within.js';

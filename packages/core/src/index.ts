@@ -10,6 +10,7 @@ export * from './judge.js';
 export { readNotesDiff } from './ledger-change.js';
 export * from './ledger-stats.js';
 export * from './ledger-verify.js';
+export * from './notes-format.js';
 export * from './notes-ledger.js';
 export * from './path-index.js';
 export * from './policy.js';

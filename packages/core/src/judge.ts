@@ -10,7 +10,8 @@ import type { CatFileBatch } from './git.js';
 import type { Governance } from './governance.js';
 import { NotePool } from './ledger-pass.js';
 import { type BatchCandidate, NoteBatchBuilder } from './note-batch.js';
-import { type NotesLedger, parseNote } from './notes-ledger.js';
+import { parseNote } from './notes-format.js';
+import type { NotesLedger } from './notes-ledger.js';
 import type { PathHistory } from './path-history.js';
 import type { PathIndex } from './path-index.js';
 import {

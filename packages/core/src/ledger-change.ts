@@ -14,7 +14,7 @@ import {
   type ForeignEntry,
   isObjectId,
   NOTE_MODE,
-} from './notes-ledger.js';
+} from './notes-format.js';
 import { NotesTree, readNoteLines } from './notes-tree.js';
 
 export interface NotesDiffEntry {

@@ -20,7 +20,8 @@ import {
   type NoteBatch,
   NoteBatchBuilder,
 } from './note-batch.js';
-import { type ForeignEntries, missingNotesTree, noteOfTreeRecord, parseNote } from './notes-ledger.js';
+import { type ForeignEntries, noteOfTreeRecord, parseNote } from './notes-format.js';
+import { missingNotesTree } from './notes-tree.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
 import {

@@ -17,7 +17,7 @@ import { type Governance, loadGovernance } from './governance.js';
 import { type GovernanceChangeProblem, unapprovedGovernanceChanges } from './governance-history.js';
 import { type PassStats, passOverLedger } from './ledger-pass.js';
 import { lineOutcome } from './line-check.js';
-import { ForeignEntries, type ForeignEntry, isObjectId } from './notes-ledger.js';
+import { ForeignEntries, type ForeignEntry, isObjectId } from './notes-format.js';
 import { type addLines, PathIndex, recordFacts, writeCache } from './path-index.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';

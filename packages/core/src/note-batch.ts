@@ -6,7 +6,7 @@
  * to the main thread, with the note's lines. The same function runs in a worker thread or, without one, in-process.
  */
 import { type ExaminedLine, examineLine, type IndexFact, indexFactOf, type LineFacts } from './line-check.js';
-import { compareBytewise, parseNote } from './notes-ledger.js';
+import { compareBytewise, parseNote } from './notes-format.js';
 import {
   type Candidate,
   type JudgedRecord,

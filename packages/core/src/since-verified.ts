@@ -9,7 +9,7 @@
  */
 import { resolveCommit } from './checks.js';
 import { gitFailure, gitTry } from './git.js';
-import { isObjectId } from './notes-ledger.js';
+import { isObjectId } from './notes-format.js';
 import { POLICY_PATH } from './policy.js';
 import { judgePush, type PushRefusal } from './pre-receive.js';
 import type { Repository } from './repository.js';

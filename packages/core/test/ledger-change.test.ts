@@ -23,7 +23,8 @@ import {
   readLedgerChange,
   readNotesDiff,
 } from '../src/ledger-change.js';
-import { ForeignEntries, NotesLedger } from '../src/notes-ledger.js';
+import { ForeignEntries } from '../src/notes-format.js';
+import { NotesLedger } from '../src/notes-ledger.js';
 import { NotesTree } from '../src/notes-tree.js';
 
 const env = cleanGitEnv();

@@ -14,7 +14,7 @@ import {
 } from '../../../test/support/records.js';
 import { lineFacts } from '../src/line-check.js';
 import { checkNoteBatch, indexNoteBatch, NoteBatchBuilder } from '../src/note-batch.js';
-import { parseNote } from '../src/notes-ledger.js';
+import { parseNote } from '../src/notes-format.js';
 import { addLines, recordFacts } from '../src/path-index.js';
 import { promotionOf } from '../src/promotion.js';
 import { decodeRecord, verifyRecord } from '../src/record.js';

@@ -18,13 +18,12 @@ import {
   annotatedIdOfPath,
   compareBytewise,
   isForeignEntry,
-  LEDGER_REF,
-  NotesLedger,
   noteOfTreeRecord,
   parseNote,
   serializeNote,
   whyNotANote,
-} from '../src/notes-ledger.js';
+} from '../src/notes-format.js';
+import { LEDGER_REF, NotesLedger } from '../src/notes-ledger.js';
 
 const env = cleanGitEnv();
 const cleanups: Array<() => void> = [];
