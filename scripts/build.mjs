@@ -7,7 +7,7 @@
 // Commands stay lazily evaluated inside it (esbuild wraps what main.ts imports on demand), so a hook run still
 // evaluates only the gate's modules.
 //   node scripts/build.mjs [--out <dist dir>]     DELEGATE_GIT_MINIFY=0 for a bundle a profile can name functions in
-import { cpSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
@@ -18,8 +18,13 @@ const dist = options.out ? path.resolve(options.out) : source('packages/cli/dist
 const next = `${dist}.next-${process.pid}`;
 const esmBanner =
   "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
+// The hook scripts go into the bundles (hook-install.ts): the single-file server build has nothing beside it.
+const hooks = Object.fromEntries(
+  ['pre-commit', 'pre-receive'].map((name) => [name, readFileSync(source(`hooks/${name}`), 'utf8')]),
+);
 const common = {
   bundle: true,
+  define: { __DELEGATE_GIT_HOOKS__: JSON.stringify(hooks) },
   platform: 'node',
   target: 'node20',
   legalComments: 'none',
@@ -41,7 +46,7 @@ try {
     entryPoints: [source('packages/cli/src/main.ts')],
     outfile: `${next}/delegate-git.cjs`,
     // The few modules that find their neighbours (the worker script, the hook scripts) do it from import.meta.url.
-    define: { 'import.meta.url': '__bundle_url' },
+    define: { ...common.define, 'import.meta.url': '__bundle_url' },
     banner: { js: "var __bundle_url = require('node:url').pathToFileURL(__filename).href;" },
     metafile: Boolean(process.env.DELEGATE_GIT_BUILD_META),
   });
@@ -73,9 +78,6 @@ try {
     format: 'esm',
     banner: { js: `#!/usr/bin/env node\n${esmBanner}` },
   });
-
-  // The hook scripts travel inside the package: `init` installs them from here.
-  cpSync(source('hooks'), `${next}/hooks`, { recursive: true });
 
   const old = `${dist}.old-${process.pid}`;
   if (existsSync(dist)) renameSync(dist, old);

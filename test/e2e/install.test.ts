@@ -255,6 +255,184 @@ describe('init: husky', () => {
   });
 });
 
+describe('init: husky files it adds its line to', () => {
+  it('puts the line before a closing exec or exit, where it runs; a commented-out line is not taken for it; the mode stays', async () => {
+    for (const [name, closing] of [
+      ['husky-exec', 'exec true\n'],
+      ['husky-exit', 'exit 0\n'],
+      ['husky-commented', '# npx --no-install delegate-git hook pre-commit\n'],
+    ] as const) {
+      const dir = huskyRepository(name, `echo checks\n${closing}`);
+      fs.chmodSync(path.join(dir, '.husky', 'pre-commit'), 0o644);
+      cliOk(story, dir, ['init', '--protect', 'src/**']);
+      const hook = lines(path.join(dir, '.husky', 'pre-commit'));
+      const live = hook.findIndex((l) => !l.startsWith('#') && l.includes('delegate-git hook pre-commit'));
+      expect(live, `${name}: ${hook.join('\n')}`).toBeGreaterThan(0);
+      if (!closing.startsWith('#')) expect(hook[live + 1]).toBe(closing.trim());
+      expect(fs.statSync(path.join(dir, '.husky', 'pre-commit')).mode & 0o777).toBe(0o644);
+
+      gitOk(story, dir, ['add', '.delegate-git', '.husky']);
+      expect(commit(story, dir, 'adopt').code).toBe(0);
+      stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+      const refused = commit(story, dir, 'unpromoted');
+      expect(refused.code, name).not.toBe(0);
+      expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
+      await recordVerdict(story, dir, 'src/a.ts');
+      const passed = commit(story, dir, 'promoted'); // control
+      expect(passed.code, passed.stderr).toBe(0);
+    }
+  });
+
+  it('refuses a .husky/pre-commit that is a symbolic link, writing nothing through it', () => {
+    const secret = path.join(story.root, 'husky-secret.txt');
+    fs.writeFileSync(secret, 'not for the repository\n');
+    const dir = huskyRepository('husky-link', '');
+    fs.rmSync(path.join(dir, '.husky', 'pre-commit'));
+    fs.symlinkSync(secret, path.join(dir, '.husky', 'pre-commit'));
+    const refused = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('is a symbolic link');
+    expect(fs.readFileSync(secret, 'utf8')).toBe('not for the repository\n');
+    expect(fs.lstatSync(path.join(dir, '.husky', 'pre-commit')).isSymbolicLink()).toBe(true);
+    expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+  });
+});
+
+describe('init: hooks it may not take for its own', () => {
+  it('chains a hook that merely mentions "# delegate-git hook"; control: its own hook is rewritten in place', () => {
+    const dir = makeWorkTree(story, 'mentions');
+    const marker = path.join(story.root, 'mentions-ran.txt');
+    const user = `#!/bin/sh\n# delegate-git hook pre-commit runs after this (added by hand)\necho lint >> '${marker}'\n`;
+    executable(path.join(dir, '.git', 'hooks', 'pre-commit'), user);
+    adopt(story, dir, ['src/**']);
+    expect(fs.readFileSync(path.join(dir, '.git', 'hooks', 'pre-commit.chained'), 'utf8')).toBe(user);
+    expect(lines(marker)).toHaveLength(1);
+    cliOk(story, dir, ['init']);
+    expect(fs.existsSync(path.join(dir, '.git', 'hooks', 'pre-commit.chained.chained'))).toBe(false);
+    expect(fs.readFileSync(path.join(dir, '.git', 'hooks', 'pre-commit.chained'), 'utf8')).toBe(user);
+  });
+
+  it('refuses a .git/hooks that links to a directory others share, writing nothing there', () => {
+    const shared = path.join(story.root, 'shared-hooks-dir');
+    const other = path.join(shared, 'pre-commit');
+    executable(other, '#!/bin/sh\nexit 0\n');
+    const dir = makeWorkTree(story, 'linked-hooks');
+    fs.rmSync(path.join(dir, '.git', 'hooks'), { recursive: true, force: true });
+    fs.symlinkSync(shared, path.join(dir, '.git', 'hooks'));
+    const refused = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`is a link to ${fs.realpathSync(shared)}, outside this repository`);
+    expect(fs.readdirSync(shared)).toEqual(['pre-commit']);
+    expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+  });
+
+  it('a hook manager running a saved older copy of ours from its own hook ends: the copy skips its chain', async () => {
+    const dir = makeWorkTree(story, 'manager');
+    adopt(story, dir, ['src/**']);
+    const hooks = path.join(dir, '.git', 'hooks');
+    // What python's pre-commit does on install: ours saved as .legacy, its own hook runs that first. An older
+    // release's hook, without the re-entry guard, is what such a manager saved.
+    const older = fs
+      .readFileSync(path.join(hooks, 'pre-commit'), 'utf8')
+      .replace('[ -z "$DELEGATE_GIT_IN_CHAIN" ]', 'true');
+    fs.writeFileSync(path.join(hooks, 'pre-commit.legacy'), older, { mode: 0o755 });
+    const depth = path.join(story.root, 'manager-depth.txt');
+    executable(
+      path.join(hooks, 'pre-commit'),
+      `#!/bin/sh\necho x >> '${depth}'\n[ "$(wc -l < '${depth}')" -gt 10 ] && { echo 'manager: runaway' >&2; exit 9; }\n"$(dirname "$0")/pre-commit.legacy" "$@"\n`,
+    );
+    cliOk(story, dir, ['init']); // an upgrade: the manager's hook is chained, the saved copy refreshed
+    await recordVerdict(story, dir, 'src/m.ts', { content: 'export const m = 1;\n' });
+    stage(dir, { 'src/m.ts': 'export const m = 1;\n' });
+    const passed = commit(story, dir, 'promoted, through the manager');
+    expect(passed.code, passed.stderr).toBe(0);
+    expect(passed.stderr).not.toContain('runaway');
+    expect(lines(depth)).toHaveLength(1);
+  });
+});
+
+describe('init: a CLI installed in the work tree', () => {
+  it('runs a copy in the git directory: a checkout that replaces node_modules/delegate-git runs nothing of it', async () => {
+    const dir = makeWorkTree(story, 'local-install');
+    const built = path.dirname(path.dirname(storyCli));
+    const local = path.join(dir, 'node_modules', 'delegate-git');
+    for (const part of ['bin', 'dist', 'package.json'])
+      fs.cpSync(path.join(built, part), path.join(local, part), { recursive: true });
+    writeFiles(dir, { '.gitignore': 'node_modules/\n' });
+    const run = spawnSync(
+      process.execPath,
+      [path.join(local, 'bin', 'delegate-git.js'), 'init', '--protect', 'src/**'],
+      { cwd: dir, env: story.env, encoding: 'utf8' },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    const copy = path.join(dir, '.git', 'delegate-git', 'cli', 'bin', 'delegate-git.js');
+    expect(fs.readFileSync(path.join(dir, '.git', 'hooks', 'pre-commit'), 'utf8')).toContain(
+      `DELEGATE_GIT_CLI='${copy}'`,
+    );
+    gitOk(story, dir, ['add', '.gitignore', '.delegate-git']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+
+    // What a branch that force-adds node_modules/delegate-git/... writes there on checkout.
+    const ran = path.join(story.root, 'local-install-ran.txt');
+    const evil = `require('node:fs').writeFileSync(${JSON.stringify(ran)}, 'ran'); process.exit(0);\n`;
+    for (const file of ['bin/delegate-git.js', 'dist/delegate-git.cjs', 'dist/pre-commit-quick.cjs'])
+      fs.writeFileSync(path.join(local, file), evil);
+    stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+    const refused = commit(story, dir, 'unpromoted');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
+    expect(fs.existsSync(ran)).toBe(false);
+
+    // Control: a promoted file commits; and the hook says when the package beside it is newer than its copy.
+    const later = new Date(Date.now() + 60_000);
+    fs.utimesSync(path.join(local, 'package.json'), later, later);
+    await recordVerdict(story, dir, 'src/a.ts');
+    const passed = commit(story, dir, 'promoted');
+    expect(passed.code, passed.stderr).toBe(0);
+    expect(passed.stderr).toContain('changed since init copied it');
+    expect(fs.existsSync(ran)).toBe(false);
+  });
+});
+
+describe('init from the single-file build', () => {
+  it('installs hooks that run that file, chaining the hook that was there; control: the old hook still refuses', () => {
+    const alone = path.join(story.root, 'opt', 'delegate-git.mjs');
+    fs.mkdirSync(path.dirname(alone), { recursive: true });
+    fs.copyFileSync(
+      path.join(path.dirname(path.dirname(storyCli)), 'dist', 'delegate-git-standalone.mjs'),
+      alone,
+    );
+    const server = makeServer(story, 'standalone.git', { hook: false });
+    executable(
+      path.join(server, 'hooks', 'pre-receive'),
+      '#!/bin/sh\nwhile read o n r; do case $r in refs/heads/blocked) echo "old hook: no" >&2; exit 1;; esac; done\n',
+    );
+    const init = spawnSync(process.execPath, [alone, 'init', '--server'], {
+      cwd: server,
+      env: story.env,
+      encoding: 'utf8',
+    });
+    expect(init.status, init.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(server, 'hooks', 'pre-receive'), 'utf8')).toContain(
+      `DELEGATE_GIT_CLI='${alone}'`,
+    );
+    expect(fs.readFileSync(path.join(server, 'hooks', 'pre-receive.chained'), 'utf8')).toContain('old hook');
+
+    const work = cloneInto(story, server, 'standalone-work');
+    adopt(story, work, ['src/**']);
+    const adopting = gitRun(story, work, ['push', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
+    expect(adopting.code, adopting.stderr).toBe(0);
+    const blocked = gitRun(story, work, ['push', 'origin', 'main:refs/heads/blocked']);
+    expect(blocked.code).not.toBe(0);
+    expect(blocked.stderr).toContain('old hook: no');
+    stage(work, { 'src/a.ts': 'export const a = 1;\n' });
+    expect(commit(story, work, 'unpromoted', ['--no-verify']).code).toBe(0);
+    const refused = gitRun(story, work, ['push', 'origin', 'main']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('src/a.ts');
+  });
+});
+
 /** `git commit` under another environment than the story's. */
 function commitWith(dir: string, message: string, env: NodeJS.ProcessEnv): Run {
   return gitRun(story, dir, ['commit', '-q', '-m', message], env);

@@ -62,7 +62,11 @@ describe('the packed CLI in a fresh repository', () => {
     expect(listing).toContain('package/bin/delegate-git.js');
     // The bin is CommonJS inside a "type": "module" package: its own package.json says so.
     expect(listing).toContain('package/bin/package.json');
-    expect(listing).toContain('package/dist/hooks/pre-commit');
+    // The hook scripts are inside the bundles (the single-file server build has nothing beside it).
+    const bundle = execFileSync('tar', ['-xOzf', tarball, 'package/dist/delegate-git.cjs'], {
+      encoding: 'utf8',
+    });
+    expect(bundle).toContain('# delegate-git hook (@HOOK@)');
   });
 
   it('`npx <tarball> init` sets up the repository and the hook then gates commits', () => {

@@ -16,6 +16,9 @@ import {
   makeServer,
   makeStory,
   noteLines,
+  OPERATOR,
+  operatorEnv,
+  recordApproval,
   refTip,
   type Story,
   statementOf,
@@ -330,3 +333,215 @@ describe('sync takes the union, whatever either side dropped', () => {
     expect(synced.code, synced.stderr).toBe(0);
   });
 });
+
+describe('sync and the remote’s own configuration', () => {
+  /** A server without the hook, a clone that adopted and synced a record on src/a.ts, and a clone of its ledger. */
+  function configuredPair(name: string): { server: string; work: string; other: string } {
+    const server = makeServer(story, `${name}.git`, { hook: false });
+    const work = cloneInto(story, server, name);
+    adopt(story, work, ['src/**']);
+    writeFiles(work, { 'src/a.ts': 'export const a = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes', '-m', 'a']);
+    expect(gitRun(story, work, ['push', '-q', 'origin', 'main', LEDGER]).code).toBe(0);
+    const other = cloneInto(story, server, `${name}-other`);
+    gitOk(story, other, ['fetch', '-q', 'origin', `${LEDGER}:${LEDGER}`]);
+    return { server, work, other };
+  }
+
+  /** A record made here (src/b.ts) and one the remote has that this clone lacks (src/c.ts). Returns their blobs. */
+  function diverge(work: string, other: string): { b: string; c: string } {
+    writeFiles(work, { 'src/b.ts': 'export const b = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/b.ts', '--yes', '-m', 'b']);
+    writeFiles(other, { 'src/c.ts': 'export const c = 1;\n' });
+    cliOk(story, other, ['attest', '--approve', 'src/c.ts', '--yes', '-m', 'c']);
+    expect(gitRun(story, other, ['push', '-q', 'origin', LEDGER]).code).toBe(0);
+    return {
+      b: gitOk(story, work, ['hash-object', 'src/b.ts']),
+      c: gitOk(story, other, ['hash-object', 'src/c.ts']),
+    };
+  }
+
+  it('keeps the records made here when the remote maps refs/notes/* onto itself (the notes-sharing recipe)', () => {
+    const { server, work, other } = configuredPair('sharing');
+    gitOk(story, work, ['config', '--add', 'remote.origin.fetch', '+refs/notes/*:refs/notes/*']);
+    gitOk(story, work, ['config', '--add', 'remote.origin.push', '+refs/notes/*:refs/notes/*']);
+    const { b, c } = diverge(work, other);
+
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(synced.stderr).toBe('');
+    expect(cli(story, other, ['sync']).code).toBe(0);
+    for (const dir of [work, other, server]) {
+      expect(comments(noteLines(story, dir, b)), dir).toEqual(['b']);
+      expect(comments(noteLines(story, dir, c)), dir).toEqual(['c']);
+    }
+    // Control: a plain fetch with that refspec is what drops the local record (why sync must not apply it).
+    writeFiles(work, { 'src/d.ts': 'export const d = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/d.ts', '--yes', '-m', 'd']);
+    gitOk(story, work, ['fetch', '-q', 'origin']);
+    expect(noteLines(story, work, gitOk(story, work, ['hash-object', 'src/d.ts']))).toEqual([]);
+  });
+
+  it('puts the local ledger back when a fetch moves it anyway (a hook here), and says so', () => {
+    const { server, work, other } = configuredPair('moved');
+    const hooks = path.resolve(work, gitOk(story, work, ['rev-parse', '--git-path', 'hooks']));
+    fs.mkdirSync(hooks, { recursive: true });
+    fs.writeFileSync(
+      path.join(hooks, 'reference-transaction'),
+      [
+        '#!/bin/sh',
+        '[ "$1" = committed ] && [ -z "$MOVED_ONCE" ] || exit 0',
+        'while read old new ref; do',
+        `  [ "$ref" = ${TRACKING} ] && MOVED_ONCE=1 git update-ref ${LEDGER} "$new"`,
+        'done',
+        'exit 0',
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const { b, c } = diverge(work, other);
+
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(synced.stderr).toContain(`fetching from origin moved ${LEDGER}, and sync put it back`);
+    for (const dir of [work, server]) {
+      expect(comments(noteLines(story, dir, b)), dir).toEqual(['b']);
+      expect(comments(noteLines(story, dir, c)), dir).toEqual(['c']);
+    }
+    // Control: with nothing new to fetch the hook does not run, and sync has nothing to put back.
+    const again = cli(story, work, ['sync']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toBe('');
+  });
+
+  it('pushes the ledger to a mirror remote, and only the ledger', () => {
+    const { server, work } = configuredPair('mirrored');
+    gitOk(story, work, ['config', 'remote.origin.mirror', 'true']);
+    gitOk(story, work, ['branch', 'local-only']);
+    writeFiles(work, { 'src/b.ts': 'export const b = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/b.ts', '--yes', '-m', 'b']);
+
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
+    expect(refTip(story, server, 'refs/heads/local-only')).toBeNull();
+    // Control: git's own push of a refspec to that remote is what fails.
+    const plain = gitRun(story, work, ['push', 'origin', `${LEDGER}:${LEDGER}`]);
+    expect(plain.code).not.toBe(0);
+    expect(plain.stderr).toContain('--mirror');
+  });
+
+  it('names a tracking ref that cannot exist beside another as such, not as a lock; renamed, the remote syncs', () => {
+    const { server, work } = configuredPair('conflicting');
+    cliOk(story, work, ['sync']);
+    gitOk(story, work, ['remote', 'add', 'origin/delegations', server]);
+
+    const refused = cli(story, work, ['sync', 'origin/delegations']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      `git cannot create that ref because ${TRACKING} exists and one name would be a directory of the other`,
+    );
+    expect(refused.stderr).toContain('git remote rename origin/delegations');
+    expect(refused.stderr).not.toContain('locked');
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+
+    gitOk(story, work, ['remote', 'rename', 'origin/delegations', 'fork']);
+    const synced = cli(story, work, ['sync', 'fork']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, work, 'refs/notes/remotes/fork/delegations')).toBe(refTip(story, server, LEDGER));
+  });
+});
+
+describe('sync checks every line a remote would add before taking any', () => {
+  /** A server without the hook (a fork, say), a clone that adopted and synced, and a clone holding its ledger. */
+  function forkPair(name: string): { server: string; work: string; other: string } {
+    const server = makeServer(story, `${name}.git`, { hook: false });
+    const work = cloneInto(story, server, name);
+    adopt(story, work, ['src/**']);
+    writeFiles(work, { 'src/a.ts': 'export const a = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes', '-m', 'a']);
+    expect(gitRun(story, work, ['push', '-q', 'origin', 'main', LEDGER]).code).toBe(0);
+    const other = cloneInto(story, server, `${name}-other`);
+    gitOk(story, other, ['fetch', '-q', 'origin', `${LEDGER}:${LEDGER}`]);
+    return { server, work, other };
+  }
+
+  /** Adds `line` to the note on `blob` in `dir`'s ledger (sorted and unique, as every note is), and pushes it. */
+  function addLineAndPush(dir: string, blob: string, line: string): void {
+    const lines = [...new Set([...noteLines(story, dir, blob), line])].sort();
+    const file = path.join(dir, '.git', 'note-lines');
+    fs.writeFileSync(file, `${lines.join('\n')}\n`);
+    gitOk(story, dir, ['notes', '--ref=delegations', 'add', '-f', '-F', file, blob]);
+    expect(gitRun(story, dir, ['push', '-q', '-f', 'origin', LEDGER]).code).toBe(0);
+  }
+
+  it('refuses a remote ledger adding a forged line, taking nothing of it; the same remote without it is taken', () => {
+    const { work, other } = forkPair('forged');
+    const before = refTip(story, work, LEDGER);
+    writeFiles(other, { 'src/c.ts': 'export const c = 1;\n' });
+    cliOk(story, other, ['attest', '--approve', 'src/c.ts', '--yes', '-m', 'c']);
+    const honest = refTip(story, other, LEDGER)!;
+    const c = gitOk(story, other, ['hash-object', 'src/c.ts']);
+    addLineAndPush(other, c, withOnePayloadByteChanged(noteLines(story, other, c)[0]!));
+    const a = gitOk(story, work, ['hash-object', 'src/a.ts']);
+    addLineAndPush(other, a, '{"not":"a record"}');
+
+    const refused = cli(story, work, ['sync']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /^delegate-git sync: the ledger on origin \([0-9a-f]{12}\) holds 2 line\(s\) that are no valid records under the policy and keys committed at HEAD: /,
+    );
+    expect(refused.stderr).toContain(`note on blob ${a.slice(0, 12)}: not a valid record`);
+    expect(refused.stderr).toContain(`note on blob ${c.slice(0, 12)}: `);
+    expect(refused.stderr).toContain('the local ledger is unchanged');
+    expect(refused.stderr).toContain('Whoever administers origin must remove them');
+    expect(refused.stderr).not.toContain('    at ');
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+    expect(refTip(story, work, LEDGER)).toBe(before);
+    expect(noteLines(story, work, c)).toEqual([]);
+
+    // Control: the remote restored to its valid lines, and the new approval among them is taken.
+    expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${honest}:${LEDGER}`]).code).toBe(0);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(comments(noteLines(story, work, c))).toEqual(['c']);
+  });
+
+  it('refuses a line signed by a key the trust root does not list; one signed by a listed key is taken', async () => {
+    const { work, other } = forkPair('untrusted');
+    const before = refTip(story, work, LEDGER);
+    const mallory = operatorEnv(story, 'mallory');
+    expect(cli(story, other, ['keygen', 'mallory'], mallory).code).toBe(0);
+    writeFiles(other, { 'src/m.ts': 'export const m = 1;\n' });
+    const m = await recordApproval(story, other, 'src/m.ts', { key: 'mallory', env: mallory });
+    expect(gitRun(story, other, ['push', '-q', 'origin', LEDGER]).code).toBe(0);
+
+    const refused = cli(story, work, ['sync']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`holds 1 line(s) that are no valid records`);
+    expect(refused.stderr).toContain(`note on blob ${m.slice(0, 12)}: `);
+    expect(refTip(story, work, LEDGER)).toBe(before);
+
+    // Control: the same approval signed by the operator, whose key the trust root lists.
+    gitOk(story, other, ['notes', '--ref=delegations', 'remove', m]);
+    const approved = await recordApproval(story, other, 'src/m.ts', { key: OPERATOR });
+    expect(gitRun(story, other, ['push', '-q', 'origin', LEDGER]).code).toBe(0);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(noteLines(story, work, approved)).toHaveLength(1);
+  });
+});
+
+/** A record line with one byte of its signed payload changed (a forgery: the signature no longer verifies). */
+function withOnePayloadByteChanged(line: string): string {
+  const envelope = JSON.parse(line) as { payload: string; payloadType: string; signatures: unknown[] };
+  const payload = Buffer.from(envelope.payload, 'base64');
+  const at = payload.indexOf('"createdAt":"2') + '"createdAt":"'.length;
+  expect(at).toBeGreaterThan('"createdAt":"'.length);
+  payload[at] = '3'.charCodeAt(0);
+  return JSON.stringify({
+    payload: payload.toString('base64'),
+    payloadType: envelope.payloadType,
+    signatures: envelope.signatures,
+  });
+}

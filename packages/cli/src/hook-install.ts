@@ -4,61 +4,145 @@
  * An existing foreign hook is kept and chained, never replaced. A hooks directory that is not this clone's alone
  * (core.hooksPath from the global or system config, or a directory the repository tracks) is refused, not written.
  */
-import { existsSync, statSync } from 'node:fs';
-import { chmod, readFile, rename } from 'node:fs/promises';
+import { existsSync, lstatSync, readlinkSync, statSync } from 'node:fs';
+import { chmod, cp, mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DelegateGitError, gitFailure, gitText, gitTry, type Repository } from '@delegate-git/core';
 import { relativeWithin } from '@delegate-git/core/path-within';
 import { writeFileAtomic } from './fs.js';
 
-const MARKER = '# delegate-git hook';
+/** The first two lines of every hook this package writes (the second names the hook: `# delegate-git hook (x).`). */
+const SHEBANG = '#!/bin/sh';
+const MARKER = '# delegate-git hook (';
 
-/** The bundled CLI entry point (bin/delegate-git.js next to dist/). */
-function cliEntry(): string {
-  return fileURLToPath(new URL('../bin/delegate-git.js', import.meta.url));
-}
+/**
+ * The scripts of hooks/, put into each bundle by scripts/build.mjs: the single-file server build has nothing beside
+ * it to read them from.
+ */
+declare const __DELEGATE_GIT_HOOKS__: Record<'pre-commit' | 'pre-receive', string>;
 
 /** The hooks this package installs. The two client hooks run the same gate over the index. */
 export type HookName = 'pre-commit' | 'pre-merge-commit' | 'pre-receive';
+
+/** What an installed hook runs: this package's CLI, or the single-file build that is running now. */
+let cliEntry = () => fileURLToPath(new URL('../bin/delegate-git.js', import.meta.url));
+
+/** For the single-file build: hooks it installs run that very file. */
+export function hooksRun(file: string): void {
+  cliEntry = () => file;
+}
 
 /** `value` as one single-quoted shell word: a path may hold `'`, `;` or `$`, and must stay a path. */
 function shellQuote(value: string): string {
   return `'${value.replaceAll("'", "'\\''")}'`;
 }
 
-async function hookTemplate(name: HookName): Promise<string> {
-  const template = name === 'pre-receive' ? 'pre-receive' : 'pre-commit';
-  const text = await readFile(new URL(`./hooks/${template}`, import.meta.url), 'utf8');
+/** Where a hook finds the CLI: `entry`, and the package it was copied from when init made a copy. */
+export interface HookCli {
+  entry: string;
+  copiedFrom: string | null;
+}
+
+function hookText(name: HookName, cli: HookCli): string {
+  const text = __DELEGATE_GIT_HOOKS__[name === 'pre-receive' ? 'pre-receive' : 'pre-commit'];
   // @HOOK@ is one of HookName's fixed words, safe anywhere in the script; the paths come from where Node and this
   // package happen to be installed, so they are substituted as quoted words (the template leaves them unquoted).
   return text
     .replaceAll('@HOOK@', name)
-    .replaceAll('@DELEGATE_GIT_CLI@', shellQuote(cliEntry()))
+    .replaceAll('@DELEGATE_GIT_CLI@', shellQuote(cli.entry))
+    .replaceAll('@DELEGATE_GIT_COPIED_FROM@', shellQuote(cli.copiedFrom ?? ''))
     .replaceAll('@DELEGATE_GIT_NODE@', shellQuote(process.execPath));
 }
 
-/** Writes `<dir>/<name>`, moving a foreign hook aside to `<name>.chained` (which ours runs first). */
-export async function installHookFile(dir: string, name: HookName): Promise<string> {
+/**
+ * The CLI the client hooks run. One installed in the work tree (`npm install --save-dev`) is copied into the git
+ * directory first: node_modules is ignored, git overwrites ignored files on checkout, so a branch that adds
+ * node_modules/delegate-git/... would have every later commit run its code. Git never writes into its own
+ * directory from a branch.
+ */
+export async function clientHookCli(repo: Repository): Promise<HookCli> {
+  const entry = cliEntry();
+  const standalone = entry.endsWith('.mjs');
+  const source = standalone ? entry : path.dirname(path.dirname(entry));
+  const top = await realpath(repo.layout.topLevel!);
+  if (relativeWithin(top, await realpath(source)) === null) return { entry, copiedFrom: null };
+  const home = path.join(repo.layout.commonDir, 'delegate-git', 'cli');
+  const next = `${home}.next-${process.pid}`;
+  await rm(next, { recursive: true, force: true });
+  await mkdir(next, { recursive: true });
+  try {
+    if (standalone) await cp(source, path.join(next, path.basename(source)));
+    else
+      for (const part of ['bin', 'dist', 'package.json'])
+        await cp(path.join(source, part), path.join(next, part), {
+          recursive: true,
+          // The single-file server build is not what a client hook runs.
+          filter: (from) => !from.endsWith('-standalone.mjs'),
+        });
+    await rm(home, { recursive: true, force: true });
+    await rename(next, home);
+  } finally {
+    await rm(next, { recursive: true, force: true });
+  }
+  return standalone
+    ? { entry: path.join(home, path.basename(source)), copiedFrom: source }
+    : {
+        entry: path.join(home, 'bin', path.basename(entry)),
+        copiedFrom: path.join(source, 'package.json'),
+      };
+}
+
+/**
+ * Writes `<dir>/<name>`, moving a foreign hook aside to `<name>.chained` (which ours runs first). The new hook is
+ * written before the old one moves, and the old one is put back if ours cannot be put in its place: a gate must
+ * never be left without the hook that was there.
+ */
+export async function installHookFile(
+  dir: string,
+  name: HookName,
+  cli: HookCli = { entry: cliEntry(), copiedFrom: null },
+): Promise<string> {
   const file = path.join(dir, name);
   refuseOccupied([file]);
-  if (existsSync(file)) {
-    if (!(await isOurs(file))) {
-      const chained = `${file}.chained`;
-      if (existsSync(chained)) {
-        throw new DelegateGitError(
-          'IO',
-          `${file} is not delegate-git's and ${chained} already exists, so the existing hook cannot be chained safely. Merge them by hand, then run init again.`,
-        );
-      }
-      // The mode goes with it: the hook runs a .chained file only when executable, so one the user had disabled
-      // (git skips a hook that is not executable) stays disabled.
-      await rename(file, chained);
-    }
+  const text = hookText(name, cli);
+  const chained = `${file}.chained`;
+  const foreign = existsSync(file) && !(await isOurs(file));
+  if (foreign && existsSync(chained)) {
+    throw new DelegateGitError(
+      'IO',
+      `${file} is not delegate-git's and ${chained} already exists, so the existing hook cannot be chained safely. Merge them by hand, then run init again.`,
+    );
   }
-  await writeFileAtomic(file, await hookTemplate(name), 0o755);
-  await chmod(file, 0o755);
+  const ready = `${file}.delegate-git-${process.pid}`;
+  await mkdir(dir, { recursive: true });
+  try {
+    await writeFile(ready, text, { mode: 0o755 });
+    await chmod(ready, 0o755);
+    // The mode goes with it: the hook runs a .chained file only when executable, so one the user had disabled
+    // (git skips a hook that is not executable) stays disabled.
+    if (foreign) await rename(file, chained);
+    try {
+      await rename(ready, file);
+    } catch (error) {
+      if (foreign) await rename(chained, file);
+      throw error;
+    }
+  } finally {
+    await rm(ready, { force: true });
+  }
+  await refreshSavedCopies(file, text);
   return file;
+}
+
+/**
+ * A hook manager (python's pre-commit) saves the hook it replaces as `<name>.legacy` and runs it. An older copy of
+ * ours saved so would run the manager again from its chain, for ever: such copies get the current script, which
+ * does not run its chain when called from one.
+ */
+async function refreshSavedCopies(file: string, text: string): Promise<void> {
+  const saved = `${file}.legacy`;
+  if (existsSync(saved) && (await isOurs(saved))) await writeFileAtomic(saved, text, 0o755);
 }
 
 /** Where init will install the client hooks, settled (and refused if need be) before init writes anything. */
@@ -84,6 +168,7 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
   const configured = await configuredHooksPath(repo, top);
   if (!configured) {
     const plan = { dir: path.join(repo.layout.commonDir, 'hooks'), configured, husky: false };
+    await refuseShared(plan.dir, [top, repo.layout.commonDir], CLIENT_WAY_OUT);
     refuseOccupied(hookFiles(repo, top, plan));
     return plan;
   }
@@ -107,7 +192,44 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
   }
   const plan = { dir, configured, husky };
   refuseOccupied(hookFiles(repo, top, plan));
+  // init appends to husky's files, the team's: through a link it would write wherever that points.
+  if (husky) refuseLinks(['pre-commit', 'pre-merge-commit'].map((name) => path.join(top, '.husky', name)));
   return plan;
+}
+
+const CLIENT_WAY_OUT =
+  'Give this repository hooks of its own (a directory in place of the link; the shared hooks then no longer run here unless you chain them yourself) and run init again, or add to the shared pre-commit and pre-merge-commit hooks a line that runs `delegate-git hook pre-commit` (`hook pre-merge-commit` in the other) only where .delegate-git/policy.json exists, and run `delegate-git init --no-hook`.';
+
+/**
+ * Refuses the default hooks directory when it resolves to a place outside this repository (`owners`: its work tree
+ * and git directory), a link to a directory others share: other repositories may run their hooks from there too,
+ * and delegate-git's would refuse their commits (they have no policy), as a core.hooksPath from the global
+ * configuration would. A core.hooksPath this repository sets is taken as its own, wherever it points.
+ */
+async function refuseShared(dir: string, owners: readonly string[], wayOut: string): Promise<void> {
+  let real: string;
+  try {
+    real = await realpath(dir);
+  } catch {
+    real = path.resolve(dir); // not there yet: init creates it where it is named
+  }
+  const roots = await Promise.all(owners.map((owner) => realpath(owner).catch(() => owner)));
+  if (roots.some((root) => relativeWithin(root, real) !== null)) return;
+  throw new DelegateGitError(
+    'USAGE',
+    `The hooks directory ${dir} is ${real === path.resolve(dir) ? '' : `a link to ${real}, `}outside this repository, where other repositories may run their hooks from too: delegate-git's hook there would refuse all of theirs (they have no policy), and an existing hook there would be chained for all of them. Nothing was written. ${wayOut}`,
+  );
+}
+
+/** Refuses a file init appends to that is a symbolic link (it would read and write whatever the link names). */
+function refuseLinks(files: readonly string[]): void {
+  for (const file of files) {
+    if (!lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink()) continue;
+    throw new DelegateGitError(
+      'USAGE',
+      `${file} is a symbolic link; init adds a line to that file and will not write through a link (to ${readlinkSync(file)}). Nothing was written. Replace it with the hook script itself, then run init again.`,
+    );
+  }
 }
 
 /** The files installClientHooks writes (or appends to) for a plan. */
@@ -152,7 +274,13 @@ function refuseOccupied(files: readonly string[]): void {
  */
 export async function serverHooksDir(repo: Repository): Promise<string> {
   const configured = await configuredHooksPath(repo, repo.cwd);
-  if (!configured) return path.join(repo.layout.commonDir, 'hooks');
+  const wayOut =
+    'Give this repository a hooks directory of its own (a directory in place of the link) and run `delegate-git init --server` again, or add a line running `delegate-git hook pre-receive` to the shared pre-receive hook for this repository.';
+  if (!configured) {
+    const dir = path.join(repo.layout.commonDir, 'hooks');
+    await refuseShared(dir, [repo.layout.commonDir], wayOut);
+    return dir;
+  }
   const { value, scope } = configured;
   if (scope !== 'local' && scope !== 'worktree') {
     throw new DelegateGitError(
@@ -200,22 +328,28 @@ export async function installClientHooks(repo: Repository, plan: ClientHookPlan)
   const { dir, configured } = plan;
   if (configured && dir !== configured.value)
     await gitText(['config', `--${configured.scope}`, 'core.hooksPath', dir], { cwd: top, env: repo.env });
+  const cli = await clientHookCli(repo);
   if (!plan.husky)
-    return [await installHookFile(dir, 'pre-commit'), await installHookFile(dir, 'pre-merge-commit')];
+    return [
+      await installHookFile(dir, 'pre-commit', cli),
+      await installHookFile(dir, 'pre-merge-commit', cli),
+    ];
   const installed = [
-    await appendHuskyLine(repo, top, dir, 'pre-commit'),
-    await appendHuskyLine(repo, top, dir, 'pre-merge-commit'),
+    await appendHuskyLine(repo, top, dir, 'pre-commit', cli),
+    await appendHuskyLine(repo, top, dir, 'pre-merge-commit', cli),
   ];
   // husky 9 generates no pre-merge-commit in .husky/_, so git would never run .husky/pre-merge-commit: ours goes
   // there (git ignores that directory's content). Should husky one day write its own, it runs the line above.
   const generated = path.join(dir, 'pre-merge-commit');
   if (path.basename(dir) === '_' && (!existsSync(generated) || (await isOurs(generated))))
-    installed.push(await installHookFile(dir, 'pre-merge-commit'));
+    installed.push(await installHookFile(dir, 'pre-merge-commit', cli));
   return installed;
 }
 
+/** Ours by its first two lines, not by a mention anywhere: a user's hook may well name delegate-git's. */
 async function isOurs(file: string): Promise<boolean> {
-  return (await readFile(file, 'utf8')).includes(MARKER);
+  const [first, second] = (await readFile(file, 'utf8')).split('\n', 2);
+  return first === SHEBANG && (second?.startsWith(MARKER) ?? false);
 }
 
 /**
@@ -227,18 +361,31 @@ async function appendHuskyLine(
   top: string,
   hooksDir: string,
   name: 'pre-commit' | 'pre-merge-commit',
+  cli: HookCli,
 ): Promise<string> {
-  await installHookFile(path.join(repo.layout.commonDir, 'delegate-git', 'hooks'), name);
+  await installHookFile(path.join(repo.layout.commonDir, 'delegate-git', 'hooks'), name, cli);
   const file = path.join(top, '.husky', name);
   const line = `h="$(git rev-parse --git-common-dir)/delegate-git/hooks/${name}"; if [ -x "$h" ]; then "$h"; else npx --no-install delegate-git hook ${name}; fi`;
+  const exists = existsSync(file);
   // A new file gets a shebang: husky 8 has git run .husky/<hook> itself.
-  const current = existsSync(file) ? await readFile(file, 'utf8') : '#!/usr/bin/env sh\n';
-  if (!current.includes(`delegate-git hook ${name}`)) {
-    await writeFileAtomic(
-      file,
-      `${current}${current === '' || current.endsWith('\n') ? '' : '\n'}${line}\n`,
-      0o755,
-    );
-  }
+  const current = exists ? await readFile(file, 'utf8') : '#!/usr/bin/env sh\n';
+  const placed = withHuskyLine(current, line, name);
+  // The file is the team's: only the line changes, never its mode.
+  if (placed !== current) await writeFileAtomic(file, placed, exists ? statSync(file).mode & 0o7777 : 0o755);
   return `${path.relative(top, file)} (husky; core.hooksPath set to ${hooksDir} so linked worktrees run it too)`;
+}
+
+/** A top-level line after which nothing in the script runs (`exec npx lint-staged`, `exit 0`). */
+const ENDS_SCRIPT = /^(?:exec|exit)(?:\s|$)/;
+
+/**
+ * `script` with the gate's line where it runs: unchanged when a line that is not a comment already runs it; else
+ * before the first top-level `exec` or `exit` (appended after it, the gate would never run), or at the end.
+ */
+export function withHuskyLine(script: string, line: string, name: string): string {
+  const lines = script.split('\n');
+  if (lines.some((l) => !/^\s*#/.test(l) && l.includes(`delegate-git hook ${name}`))) return script;
+  const end = lines.findIndex((l) => ENDS_SCRIPT.test(l));
+  if (end !== -1) return [...lines.slice(0, end), line, ...lines.slice(end)].join('\n');
+  return `${script}${script === '' || script.endsWith('\n') ? '' : '\n'}${line}\n`;
 }

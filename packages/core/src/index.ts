@@ -18,6 +18,7 @@ export * from './pre-receive.js';
 export * from './promotion.js';
 export * from './record.js';
 export * from './recording.js';
+export * from './remote-ledger-check.js';
 export * from './repository.js';
 export { describeIssue } from './schema.js';
 export * from './shown-path.js';
