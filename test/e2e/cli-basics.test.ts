@@ -182,6 +182,27 @@ describe('init', () => {
   });
 });
 
+describe('init --keys-dir', () => {
+  it('refuses a directory git could never track, or the policy file itself, before writing anything; control: one of its own', () => {
+    for (const [keysDir, why] of [
+      ['.git/keys', 'must not be inside a .git directory'],
+      [POLICY_PATH, 'must neither hold nor be the policy file'],
+    ] as const) {
+      const dir = makeWorkTree(story, `keys-dir-${keysDir.replace(/\W/g, '-')}`);
+      const run = cli(story, dir, ['init', '--protect', 'src/**', '--keys-dir', keysDir]);
+      expect(run.code, keysDir).toBe(2);
+      expect(run.stderr).toContain(why);
+      expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+      expect(fs.existsSync(path.join(dir, '.git', 'keys'))).toBe(false);
+      expect(fs.existsSync(path.join(dir, '.git', 'hooks', 'pre-commit'))).toBe(false);
+    }
+    const dir = makeWorkTree(story, 'keys-dir-own');
+    cliOk(story, dir, ['init', '--protect', 'src/**', '--keys-dir', 'trust']);
+    gitOk(story, dir, ['add', '.delegate-git', 'trust']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+  });
+});
+
 describe('keygen', () => {
   // Its own XDG_CONFIG_HOME: the operator's key directory keeps exactly one key, so no command has to pick one.
   let env: NodeJS.ProcessEnv;
@@ -228,6 +249,12 @@ describe('keygen', () => {
     expect(fs.existsSync(path.join(keyDir(env), '..', 'escape.key'))).toBe(false);
     // Control: another name is fine.
     expect(cli(story, story.root, ['keygen', 'escape'], env).code).toBe(0);
+
+    // Only dots would name a file `...key` here and `...json` in the trust root.
+    const dots = cli(story, story.root, ['keygen', '..'], env);
+    expect(dots.code).toBe(2);
+    expect(dots.stderr).toContain('".." is not a valid key name');
+    expect(fs.existsSync(path.join(keyDir(env), '...key'))).toBe(false);
   });
 });
 

@@ -408,7 +408,7 @@ describe('sync and the remote’s own configuration', () => {
       expect(comments(noteLines(story, dir, b)), dir).toEqual(['b']);
       expect(comments(noteLines(story, dir, c)), dir).toEqual(['c']);
     }
-    // Control: with nothing new to fetch the hook does not run, and sync has nothing to put back.
+    // Control: the remote now holds this very ledger, so the hook's move changes nothing and sync says nothing.
     const again = cli(story, work, ['sync']);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toBe('');

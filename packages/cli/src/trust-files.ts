@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  checkKeyName,
   DelegateGitError,
   holdsKey,
   type KeyFile,
@@ -63,6 +64,8 @@ export async function registerKey(
   keysDir: string,
   key: NewKey,
 ): Promise<{ file: string; created: boolean }> {
+  // The name becomes the file's: checked as such first, not through the file it would make.
+  checkKeyName(key.name);
   const publicKey = PublicKey.fromBase64(key.publicKey);
   const existing = await registeredKeyFile(top, keysDir, key.name, publicKey);
   if (existing !== null) return { file: existing, created: false };

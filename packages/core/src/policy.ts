@@ -23,10 +23,17 @@ const relativeDir = z.string().check(
   // It is named in messages and in the commands init tells a newcomer to run.
   printableLine,
   z.refine((s) => canonicalDir(s) !== '', 'must name a directory below the top of the repository'),
-  // Every file in the keys directory is read as a key: the policy file there would be one too.
+  // Every file in the keys directory is read as a key: the policy file there would be one too. Nor can the
+  // policy's own path be a directory.
+  z.refine((s) => {
+    const dir = canonicalDir(s).toLowerCase();
+    const policy = POLICY_PATH.toLowerCase();
+    return !policy.startsWith(`${dir}/`) && dir !== policy && !dir.startsWith(`${policy}/`);
+  }, `must neither hold nor be the policy file (${POLICY_PATH}): name a directory of its own, such as .delegate-git/keys`),
+  // git tracks nothing under a .git segment (in any case), so no key file there could ever be committed.
   z.refine(
-    (s) => !POLICY_PATH.toLowerCase().startsWith(`${canonicalDir(s).toLowerCase()}/`),
-    `must not hold the policy file (${POLICY_PATH}): name a directory of its own, such as .delegate-git/keys`,
+    (s) => !s.split('/').some((segment) => segment.toLowerCase() === '.git'),
+    'must not be inside a .git directory, where git tracks nothing: name a directory of the work tree, such as .delegate-git/keys',
   ),
 );
 

@@ -26,7 +26,8 @@ export const SIGNING_KEY_ENV = 'DELEGATE_GIT_SIGNING_KEY';
 const SEED_LENGTH = 32;
 /** DER PKCS#8 PrivateKeyInfo header for an Ed25519 seed (RFC 8410 §7); the 32 seed bytes follow. */
 const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
-const KEY_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+/** Also a file name and a word in commands: it starts as the trust root's names do, never with `.` or `-`. */
+const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const KEY_SUFFIX = '.key';
 const KEYGEN_HINT = 'Create one with `delegate-git keygen <name>`, or set ' + SIGNING_KEY_ENV + '.';
 
@@ -121,10 +122,10 @@ export function signingKeyDir(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(configHome, 'delegate-git', 'keys');
 }
 
-function checkKeyName(name: string): void {
+export function checkKeyName(name: string): void {
   if (typeof name !== 'string' || !KEY_NAME.test(name)) {
     throw signingKeyError(
-      `"${String(name)}" is not a valid key name: use 1 to 64 letters, digits, ".", "_" or "-" (for example "laptop").`,
+      `"${String(name)}" is not a valid key name: use 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or a digit (for example "laptop").`,
     );
   }
 }

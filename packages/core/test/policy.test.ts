@@ -90,6 +90,10 @@ describe('parsePolicy', () => {
     ['keysDir', ''],
     ['keysDir', '.delegate-git'], // it would hold the policy file
     ['keysDir', './.Delegate-Git/'],
+    ['keysDir', '.delegate-git/policy.json'], // the policy file's own path
+    ['keysDir', '.delegate-git/policy.json/keys'],
+    ['keysDir', '.git/keys'], // git tracks nothing there
+    ['keysDir', 'trust/.GIT/keys'],
     ['protect', 'src/**'],
     ['protect', ['']],
     ['exclude', [1]],

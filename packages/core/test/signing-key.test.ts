@@ -136,9 +136,9 @@ describe('saving and loading key files', () => {
     expect(saveSigningKey('ci-2', generateSigningKey(), env)).toBe(path.join(keyDir, 'ci-2.key')); // control
   });
 
-  it('refuses key names outside [A-Za-z0-9._-]{1,64}', () => {
+  it('refuses key names outside [A-Za-z0-9._-]{1,64} or not starting with a letter or a digit', () => {
     const key = generateSigningKey();
-    for (const name of ['', '../escape', 'a/b', 'with space', 'x'.repeat(65), 'ü']) {
+    for (const name of ['', '../escape', 'a/b', 'with space', 'x'.repeat(65), 'ü', '..', '.hidden', '-x']) {
       expectSigningKeyError(() => saveSigningKey(name, key, env), /is not a valid key name/);
     }
     expect(fs.existsSync(path.join(configHome, 'escape.key'))).toBe(false);
