@@ -670,10 +670,14 @@ describe('pre-receive: content that arrives by other refs', () => {
     gitOk(story, server, ['update-ref', '-d', `refs/replace/${made}`]);
   });
 
-  it('judges a commit a branch brings even when a notes ref brought it first; promoted, it is accepted', () => {
+  it('judges a notes ref other than the ledger as content (anyone can check it out); promoted, it is accepted', () => {
     const made = unpromotedCommit('src/staged-on-notes.ts');
-    const staging = gitRun(story, work, ['push', 'origin', `${made}:refs/notes/staging`]);
-    expect(staging.code, staging.stderr).toBe(0);
+    for (const ref of ['refs/notes/staging', 'refs/notes/remotes/origin/delegations']) {
+      const staging = gitRun(story, work, ['push', 'origin', `${made}:${ref}`]);
+      expect(staging.code, ref).not.toBe(0);
+      expect(staging.stderr).toMatch(refusedLine(ref, 'src/staged-on-notes.ts', 'no verdict'));
+      expect(refTip(story, server, ref)).toBeNull();
+    }
     const refused = gitRun(story, work, ['push', 'origin', `${made}:refs/heads/main`]);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(refusedLine('refs/heads/main', 'src/staged-on-notes.ts', 'no verdict'));
@@ -682,6 +686,20 @@ describe('pre-receive: content that arrives by other refs', () => {
     cliOk(story, work, ['attest', '--approve', 'src/staged-on-notes.ts', '--yes']);
     const accepted = gitRun(story, work, ATOMIC);
     expect(accepted.code, accepted.stderr).toBe(0);
+    // Control: a notes ref holding notes (git notes add) and a copy of the ledger are accepted.
+    gitOk(story, work, ['notes', '--ref=review', 'add', '-m', 'looks good', 'HEAD']);
+    const notes = gitRun(story, work, ['push', 'origin', 'refs/notes/review', `${LEDGER}:refs/notes/copy`]);
+    expect(notes.code, notes.stderr).toBe(0);
+  });
+
+  it('refuses a ref named as the ledger in another case (the same file where case is ignored); control: its own name', () => {
+    const tip = refTip(story, work, LEDGER)!;
+    const other = gitRun(story, work, ['push', 'origin', `${tip}:refs/notes/Delegations`]);
+    expect(other.code).not.toBe(0);
+    expect(other.stderr).toContain(
+      'refused refs/notes/Delegations: differs from refs/notes/delegations only in case',
+    );
+    expect(gitRun(story, work, ['push', 'origin', LEDGER]).code).toBe(0);
   });
 });
 

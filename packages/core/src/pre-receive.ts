@@ -100,8 +100,12 @@ async function judgeWith(
   const notesUpdate = updates.find((u) => u.ref === LEDGER_REF);
   for (const u of updates.filter((x) => isReplaceRef(x.ref) && !ZERO.test(x.newId)))
     result.refusals.push({ ref: u.ref, reason: REPLACE_REFUSED });
+  for (const u of updates.filter((x) => isLedgerInOtherCase(x.ref)))
+    result.refusals.push({ ref: u.ref, reason: LEDGER_CASE_REFUSED });
+  // Every other ref is content anyone can check out, a notes ref too (`git checkout refs/notes/x` gives its files).
   const contentUpdates = updates.filter(
-    (u) => !u.ref.startsWith('refs/notes/') && !isReplaceRef(u.ref) && !ZERO.test(u.newId),
+    (u) =>
+      u.ref !== LEDGER_REF && !isLedgerInOtherCase(u.ref) && !isReplaceRef(u.ref) && !ZERO.test(u.newId),
   );
   // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
   // awaited where it is needed.
@@ -160,6 +164,13 @@ function isReplaceRef(ref: string): boolean {
  * every checkout on the server and in mirror clones would hold content no gate judged (the gates read objects as
  * stored). Nothing delegate-git governs needs one, so none is taken; removing one is fine.
  */
+/** On a file system that ignores case (macOS, Windows) this ref is the ledger's own file, updated with no check. */
+function isLedgerInOtherCase(ref: string): boolean {
+  return ref !== LEDGER_REF && ref.toLowerCase() === LEDGER_REF;
+}
+
+const LEDGER_CASE_REFUSED = `differs from ${LEDGER_REF} only in case, and on a server whose file system ignores case it is the same ref: push the ledger by its own name`;
+
 const REPLACE_REFUSED =
   'a replace ref makes git show other content in place of an object wherever it is read (the server, archives, mirror clones), which no gate judges: push the change as a commit instead';
 
@@ -697,8 +708,9 @@ const NOTHING_RECORDED: ReadonlySet<string> = new Set();
  * not hold, judged by its own policy; not only those no ref holds: a pusher could otherwise make a ref at an old
  * commit, move it on under that commit's older policy, and bring its commits to the default branch as commits
  * already here. (Commits the default branch holds were judged there, so a branch brought up to date with it is not
- * judged again by its older trust root.) For a new ref: the commits no ref holds (notes refs aside: they are not
- * judged as content), so a tag on a maintenance branch that predates the policy does not judge that history again.
+ * judged again by its older trust root.) For a new ref: the commits no ref holds (notes refs aside: the ledger's
+ * commits are never judged as content, so a commit it holds counts as new), so a tag on a maintenance branch that
+ * predates the policy does not judge that history again.
  */
 async function changesOf(reads: PushReads, u: RefUpdate): Promise<NewChanges> {
   const own = await previousTip(reads, u);
