@@ -82,9 +82,11 @@ describe('the packed CLI in a fresh repository', () => {
     expect(init.stderr).toBe('');
     expect(init.status).toBe(0);
     expect(init.stdout).toContain('installed the pre-commit hook');
+    // npm prunes npx's cache: the hook runs a copy in the git directory, and gates after the cache is gone.
     expect(readFileSync(path.join(repo, '.git', 'hooks', 'pre-commit'), 'utf8')).toContain(
-      'delegate-git hook',
+      `DELEGATE_GIT_CLI='${path.join(repo, '.git', 'delegate-git', 'cli', 'bin', 'delegate-git.js')}'`,
     );
+    rmSync(env.npm_config_cache!, { recursive: true, force: true });
 
     const git = (...args: string[]) => spawnSync('git', args, { cwd: repo, env, encoding: 'utf8' });
     expect(git('add', '.').status).toBe(0);

@@ -56,17 +56,16 @@ function hookText(name: HookName, cli: HookCli): string {
 }
 
 /**
- * The CLI the client hooks run. One installed in the work tree (`npm install --save-dev`) is copied into the git
- * directory first: node_modules is ignored, git overwrites ignored files on checkout, so a branch that adds
- * node_modules/delegate-git/... would have every later commit run its code. Git never writes into its own
- * directory from a branch.
+ * The CLI an installed hook runs. Two places are copied into the git directory first, where neither a branch nor
+ * npm writes: the work tree (`npm install --save-dev`: node_modules is ignored, git overwrites ignored files on
+ * checkout, so a branch that adds node_modules/delegate-git/... would have every later commit run its code), and
+ * npx's cache (`npx delegate-git init`: npm prunes it, and every commit or push would then be refused).
  */
-export async function clientHookCli(repo: Repository): Promise<HookCli> {
+export async function hookCli(repo: Repository): Promise<HookCli> {
   const entry = cliEntry();
   const standalone = entry.endsWith('.mjs');
   const source = standalone ? entry : path.dirname(path.dirname(entry));
-  const top = await realpath(repo.layout.topLevel!);
-  if (relativeWithin(top, await realpath(source)) === null) return { entry, copiedFrom: null };
+  if (!(await needsCopy(repo, source))) return { entry, copiedFrom: null };
   const home = path.join(repo.layout.commonDir, 'delegate-git', 'cli');
   const next = `${home}.next-${process.pid}`;
   await rm(next, { recursive: true, force: true });
@@ -77,7 +76,7 @@ export async function clientHookCli(repo: Repository): Promise<HookCli> {
       for (const part of ['bin', 'dist', 'package.json'])
         await cp(path.join(source, part), path.join(next, part), {
           recursive: true,
-          // The single-file server build is not what a client hook runs.
+          // The single-file server build is not what a hook of this package runs.
           filter: (from) => !from.endsWith('-standalone.mjs'),
         });
     await rm(home, { recursive: true, force: true });
@@ -91,6 +90,12 @@ export async function clientHookCli(repo: Repository): Promise<HookCli> {
         entry: path.join(home, 'bin', path.basename(entry)),
         copiedFrom: path.join(source, 'package.json'),
       };
+}
+
+async function needsCopy(repo: Repository, source: string): Promise<boolean> {
+  if (source.split(path.sep).includes('_npx')) return true;
+  const top = repo.layout.topLevel;
+  return top !== null && relativeWithin(await realpath(top), await realpath(source)) !== null;
 }
 
 /**
@@ -328,7 +333,7 @@ export async function installClientHooks(repo: Repository, plan: ClientHookPlan)
   const { dir, configured } = plan;
   if (configured && dir !== configured.value)
     await gitText(['config', `--${configured.scope}`, 'core.hooksPath', dir], { cwd: top, env: repo.env });
-  const cli = await clientHookCli(repo);
+  const cli = await hookCli(repo);
   if (!plan.husky)
     return [
       await installHookFile(dir, 'pre-commit', cli),

@@ -27,7 +27,13 @@ import {
 import { refuseSecondAdoption } from '../adoption-check.js';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
-import { installClientHooks, installHookFile, planClientHooks, serverHooksDir } from '../hook-install.js';
+import {
+  hookCli,
+  installClientHooks,
+  installHookFile,
+  planClientHooks,
+  serverHooksDir,
+} from '../hook-install.js';
 import { type NewKey, registeredKeyFile, registerKey } from '../trust-files.js';
 
 const help = `
@@ -337,7 +343,7 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
       '--server is for the bare repository that receives pushes; this one has a work tree.',
     );
   }
-  const file = await installHookFile(await serverHooksDir(repo), 'pre-receive');
+  const file = await installHookFile(await serverHooksDir(repo), 'pre-receive', await hookCli(repo));
   const opts = { cwd: repo.cwd, env: repo.env };
   // For a `git notes merge` run here by hand; the hook itself refuses a forced update or a deletion of the ledger.
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
