@@ -3,10 +3,10 @@
  * the target (never the ones being pushed), against the ledger as it will be after the push. Objects are read
  * through the quarantine git provides in the hook's environment; no ref is updated here.
  */
-import { keysLeftBehind, leftBehind, parseRawDiff, policyVersionAt, withJoiningKeys } from './checks.js';
+import { keysLeftBehind, leftBehind, policyVersionAt, withJoiningKeys } from './checks.js';
 import { DecisionCache } from './decision-cache.js';
 import { collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
-import { CatFileBatch, git, gitTry, PINNED_LOG } from './git.js';
+import { CatFileBatch, git, gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { recordedAsCheckedOut } from './governed-paths.js';
 import { governedFiles, isLink, judgeFiles } from './judge.js';
@@ -28,9 +28,10 @@ import {
   parsePolicy,
 } from './policy.js';
 import { type CheckedPromotions, type LedgerCheck, startLedgerCheck } from './push-ledger-check.js';
+import { changesBetween, type Introduced, type NewChanges, newChanges } from './pushed-changes.js';
 import type { Repository } from './repository.js';
 import { shownPath } from './shown-path.js';
-import { gitSnapshot, splitZ, treeFiles } from './snapshot.js';
+import { gitSnapshot, treeFiles } from './snapshot.js';
 
 export { LEDGER_REF };
 
@@ -104,8 +105,7 @@ async function judgeWith(
     result.refusals.push({ ref: u.ref, reason: LEDGER_CASE_REFUSED });
   // Every other ref is content anyone can check out, a notes ref too (`git checkout refs/notes/x` gives its files).
   const contentUpdates = updates.filter(
-    (u) =>
-      u.ref !== LEDGER_REF && !isLedgerInOtherCase(u.ref) && !isReplaceRef(u.ref) && !ZERO.test(u.newId),
+    (u) => u.ref !== LEDGER_REF && !isLedgerInOtherCase(u.ref) && !isReplaceRef(u.ref) && !ZERO.test(u.newId),
   );
   // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
   // awaited where it is needed.
@@ -448,21 +448,6 @@ class LedgerReadAt extends NotesLedger {
   }
 }
 
-interface Introduced {
-  path: string;
-  blob: string;
-  commit: string;
-  submodule?: boolean;
-  /** A symbolic link: governed also where files would appear beneath it (judge.ts, governedFiles). */
-  symlink?: boolean;
-  /** The blob a modification replaces (judgeFiles weighs it for the policy and key files). */
-  replaces?: string;
-  /** The commit holding `replaces` (FileToJudge.replacedAt). */
-  replacedAt?: string;
-  /** For a deletion: it removed a symbolic link or a submodule (StagedChange.removesLink). */
-  removesLink?: true;
-}
-
 async function judgeRefUpdate(
   reads: PushReads,
   u: RefUpdate,
@@ -644,12 +629,6 @@ function firstOfEach<T>(list: readonly T[], keyOf: (item: T) => string): T[] {
   return [...first.values()];
 }
 
-interface NewChanges {
-  introduced: Introduced[];
-  deleted: Introduced[];
-  commits: number;
-}
-
 /**
  * Per blob, the paths the pushed refs judged by `governance` give that content: the ledger check weighs their
  * records while checking the notes anyway. A ref whose governance cannot be read is left out here (judging
@@ -717,146 +696,4 @@ async function changesOf(reads: PushReads, u: RefUpdate): Promise<NewChanges> {
   const head = own === null ? null : await reads.headCommit();
   const held = own === null ? null : [own, ...(head !== null && head !== own ? [head] : [])];
   return newChanges(reads.repo, u.newId, held);
-}
-
-/**
- * What differs between a branch's tips before and after: a rewind, or a merge whose first parent is an older commit
- * (`git merge -s ours`, or `git commit-tree` with the old tree), brings content back with no commit's first-parent
- * diff showing it, so an earlier policy, a key from before its revocation, or content a reviewer has rejected since,
- * would pass. Judged like the commits' changes: a governance file with the version it replaces (going back needs a
- * new approval), any other file by its content alone, the same question a commit bringing it asks.
- */
-async function changesBetween(
-  repo: Repository,
-  from: string,
-  to: string,
-): Promise<Pick<NewChanges, 'introduced' | 'deleted'>> {
-  const out = await git(['diff-tree', '-r', '-z', '--no-renames', from, to], {
-    cwd: repo.cwd,
-    env: repo.env,
-  });
-  const introduced: Introduced[] = [];
-  const deleted: Introduced[] = [];
-  for (const c of parseRawDiff(splitZ(out))) {
-    if (c.status === 'D')
-      deleted.push({ path: c.path, blob: c.blob, commit: to, removesLink: c.removesLink });
-    else
-      introduced.push({
-        path: c.path,
-        blob: c.blob,
-        commit: to,
-        submodule: c.submodule,
-        symlink: c.symlink,
-        replaces: c.replaces,
-        replacedAt: from,
-      });
-  }
-  return { introduced, deleted };
-}
-
-async function newChanges(repo: Repository, tip: string, held: string[] | null): Promise<NewChanges> {
-  const out = await git(
-    [
-      'log',
-      ...PINNED_LOG, // the server's own config cannot change what is listed
-      '--raw',
-      '-z',
-      '--no-abbrev',
-      '-M',
-      '-C',
-      '--diff-merges=first-parent',
-      '--format=%x01%H %P',
-      tip,
-      '--not',
-      ...(held ?? ['--exclude=refs/notes/*', '--all']),
-    ],
-    { cwd: repo.cwd, env: repo.env },
-  );
-  const introduced: Introduced[] = [];
-  const deleted: Introduced[] = [];
-  const listed = new Set<string>();
-  const merged: Array<{ change: Introduced; deletion: boolean; others: string[] }> = [];
-  let commit = '';
-  let parent: string | undefined;
-  let others: string[] = [];
-  let pending: string[] = [];
-  const flush = () => {
-    const keep = (change: Introduced, deletion: boolean) => {
-      if (others.length > 0) merged.push({ change, deletion, others });
-      else (deletion ? deleted : introduced).push(change);
-    };
-    for (const c of parseRawDiff(pending)) {
-      if (c.status !== 'D')
-        keep(
-          {
-            path: c.path,
-            blob: c.blob,
-            commit,
-            submodule: c.submodule,
-            symlink: c.symlink,
-            replaces: c.replaces,
-            replacedAt: parent,
-          },
-          false,
-        );
-      if (c.status === 'D' || c.status === 'R')
-        keep({ path: c.from ?? c.path, blob: c.blob, commit, removesLink: c.removesLink }, true);
-    }
-    pending = [];
-  };
-  for (const token of out.toString('utf8').split('\0')) {
-    if (token.startsWith('\x01')) {
-      flush();
-      [commit = '', parent, ...others] = token.slice(1).trim().split(' ');
-      listed.add(commit);
-    } else if (token.length > 0) pending.push(token.replace(/^\n/, ''));
-  }
-  flush();
-  if (listed.size === 0) return treeRefChanges(repo, tip);
-  for (const { change, deletion } of await notTakenFromHeld(repo, merged, listed))
-    (deletion ? deleted : introduced).push(change);
-  return { introduced, deleted, commits: listed.size };
-}
-
-/**
- * A merge's first-parent diff shows what it takes from its other parents, and what a parent this push does not
- * bring (one the ref already holds; for a new ref, any ref) was judged when it came: "Update branch" brings the default
- * branch's history into a feature branch, and judging that again by the rules in force now refused content the
- * default branch has replaced since (a rejection, a revoked key) though the tip never holds it. Such content is left
- * to the comparison of the tips, which judges whatever of it the branch still holds. A submodule is always judged.
- */
-async function notTakenFromHeld<T extends { change: Introduced; deletion: boolean; others: string[] }>(
-  repo: Repository,
-  changes: readonly T[],
-  listed: ReadonlySet<string>,
-): Promise<T[]> {
-  const kept = await Promise.all(
-    changes.map(async (c) => {
-      const held = c.others.filter((p) => !listed.has(p));
-      if (held.length === 0 || c.change.submodule) return true;
-      const there = await Promise.all(held.map((p) => repo.objects.read(`${p}:${c.change.path}`)));
-      const taken = c.deletion ? there.some((o) => o === null) : there.some((o) => o?.oid === c.change.blob);
-      return !taken;
-    }),
-  );
-  return changes.filter((_, i) => kept[i]);
-}
-
-/**
- * A ref may name a tree (or a tag of one) rather than a commit: no commit is new, yet the tree can hold governed
- * content nobody judged, for anyone to check out from that ref. Every file of such a tree is judged as if a root
- * commit added it. A ref naming a commit already here, or a blob (content without a path), brings nothing to judge.
- */
-async function treeRefChanges(repo: Repository, tip: string): Promise<NewChanges> {
-  const peeled = await repo.objects.read(`${tip}^{}`);
-  if (peeled?.type !== 'tree') return { introduced: [], deleted: [], commits: 0 };
-  const files = await treeFiles(repo.cwd, peeled.oid, [], repo.env, { submodules: true });
-  const introduced = files.map((f) => ({
-    path: f.path,
-    blob: f.blob,
-    commit: peeled.oid,
-    submodule: f.submodule,
-    symlink: f.symlink,
-  }));
-  return { introduced, deleted: [], commits: 0 };
 }
