@@ -403,11 +403,11 @@ describe('sync and the remote’s own configuration', () => {
 
     const synced = cli(story, work, ['sync']);
     expect(synced.code, synced.stderr).toBe(0);
-    expect(synced.stderr).toContain(`fetching from origin moved ${LEDGER}, and sync put it back`);
     for (const dir of [work, server]) {
       expect(comments(noteLines(story, dir, b)), dir).toEqual(['b']);
       expect(comments(noteLines(story, dir, c)), dir).toEqual(['c']);
     }
+    expect(synced.stderr).toContain(`fetching from origin moved ${LEDGER}, and sync put it back`);
     // Control: the remote now holds this very ledger, so the hook's move changes nothing and sync says nothing.
     const again = cli(story, work, ['sync']);
     expect(again.code, again.stderr).toBe(0);

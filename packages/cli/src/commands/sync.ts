@@ -74,6 +74,9 @@ export default {
           env: pushEnvironment(remote, opts.env),
         });
         if (pushed.code === 0) {
+          // What git would have done but for pushEnvironment's negative refspec: the tracking ref now names what the
+          // remote holds. Only a cache of the remote's tip, so a failure costs nothing but a fetch next time.
+          await gitTry(['update-ref', tracking, tip], opts);
           // Every commit asks which paths the ledger ever recorded. A first sync of a large ledger would leave that
           // to the next commit (reading every note once, seconds); answer it here, where waiting is expected.
           await loadRecordedPaths(repo.ledger, tip, repo.cacheDir).catch(() => undefined);
@@ -151,7 +154,8 @@ async function fetchLedger(remote: string, tracking: string, opts: GitOptions): 
   }
   const named = await refObject(tracking, opts);
   if (named?.type === 'commit') return named.oid;
-  // Read as it is, as the gates read a ledger ref (a tag of a notes commit is damage there). Not kept: a tracking ref that names no commit would fail every later notes command that reads it.
+  // Read as it is, as the gates read a ledger ref (a tag of a notes commit is damage there). Not kept: a tracking
+  // ref that names no commit would fail every later notes command that reads it.
   await gitTry(['update-ref', '-d', tracking], opts);
   throw new DelegateGitError(
     'LEDGER',
