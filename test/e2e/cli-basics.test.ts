@@ -182,6 +182,23 @@ describe('init', () => {
   });
 });
 
+describe('init and a fetch refspec that writes the ledger', () => {
+  it('warns that a plain git fetch would drop local records; control: without it, no warning', () => {
+    const dir = makeWorkTree(story, 'init-notes-refspec');
+    gitOk(story, dir, ['remote', 'add', 'origin', path.join(story.root, 'nowhere.git')]);
+    gitOk(story, dir, ['config', '--add', 'remote.origin.fetch', '+refs/notes/*:refs/notes/*']);
+    const warned = cliOk(story, dir, ['init', '--protect', 'src/**']);
+    expect(warned.stderr).toContain(
+      "warning: remote.origin.fetch has +refs/notes/*:refs/notes/*, so a plain `git fetch origin` replaces this clone's refs/notes/delegations",
+    );
+
+    const plain = makeWorkTree(story, 'init-plain-refspec');
+    gitOk(story, plain, ['remote', 'add', 'origin', path.join(story.root, 'nowhere.git')]);
+    gitOk(story, plain, ['config', '--add', 'remote.origin.fetch', '+refs/notes/commits:refs/notes/commits']);
+    expect(cliOk(story, plain, ['init', '--protect', 'src/**']).stderr).not.toContain('warning');
+  });
+});
+
 describe('init --keys-dir', () => {
   it('refuses a directory git could never track, or the policy file itself, before writing anything; control: one of its own', () => {
     for (const [keysDir, why] of [

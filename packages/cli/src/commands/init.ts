@@ -10,6 +10,7 @@ import {
   git,
   gitText,
   gitTry,
+  LEDGER_REF,
   listSigningKeys,
   loadSigningKey,
   POLICY_PATH,
@@ -150,7 +151,7 @@ export default {
             : `your key is already in ${keyFile}`,
         );
       }
-      await configureNotes(repo, done);
+      await configureNotes(repo, io, done);
       if (hooks) {
         const [preCommit, ...preMerge] = await installClientHooks(repo, hooks);
         done.push(`installed the pre-commit hook: ${preCommit}`);
@@ -256,19 +257,42 @@ async function ensureSigningKey(name: string, io: Io, done: string[]) {
   return key;
 }
 
-async function configureNotes(repo: Repository, done: string[]): Promise<void> {
+async function configureNotes(repo: Repository, io: Io, done: string[]): Promise<void> {
   const opts = { cwd: repo.cwd, env: repo.env };
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
   const remotes = (await gitText(['remote'], opts)).split('\n').filter(Boolean);
   for (const remote of remotes) {
     const spec = `+refs/notes/delegations:refs/notes/remotes/${remote}/delegations`;
-    const existing = await gitTry(['config', '--get-all', `remote.${remote}.fetch`], opts);
-    if (!existing.stdout.toString().split('\n').includes(spec)) {
+    const existing = (await gitTry(['config', '--get-all', `remote.${remote}.fetch`], opts)).stdout
+      .toString()
+      .split('\n');
+    if (!existing.includes(spec)) {
       await gitText(['config', '--add', `remote.${remote}.fetch`, spec], opts);
     }
+    for (const overwriting of existing.filter(writesLedger))
+      io.err(
+        `delegate-git init: warning: remote.${remote}.fetch has ${overwriting}, so a plain \`git fetch ${remote}\` ` +
+          `replaces this clone's ${LEDGER_REF} with the remote's and drops every record made here and not synced ` +
+          `yet. Remove it (\`git config --fixed-value --unset remote.${remote}.fetch '${overwriting}'\`) and ` +
+          'exchange the ledger with `delegate-git sync`, which merges both sides.\n',
+      );
   }
   done.push(
     `set notes.delegations.mergeStrategy=cat_sort_uniq${remotes.length ? ` and the ledger fetch refspec for ${remotes.join(', ')}` : ''}`,
+  );
+}
+
+/** A fetch refspec whose local side is, or matches, the ledger ref: a fetch would force the ledger to the remote's. */
+function writesLedger(spec: string): boolean {
+  const colon = spec.indexOf(':');
+  if (spec.startsWith('^') || colon === -1) return false;
+  // A refspec has at most one `*`, matching any run of characters.
+  const [before, after] = spec.slice(colon + 1).split('*');
+  if (after === undefined) return before === LEDGER_REF;
+  return (
+    LEDGER_REF.length >= before!.length + after.length &&
+    LEDGER_REF.startsWith(before!) &&
+    LEDGER_REF.endsWith(after)
   );
 }
 
