@@ -17,6 +17,7 @@ import {
   commit,
   copyWorkTree,
   gitOk,
+  gitRun,
   makeStory,
   makeWorkTree,
   noteLines,
@@ -555,6 +556,23 @@ describe('a ledger ref that names no notes commit', () => {
     const none = cli(story, dir, ['show', 'src/a.ts']);
     expect(none.code, none.stderr).toBe(0);
     expect(none.stdout).toContain('0 record(s)');
+  });
+
+  it('with no ledger, a tag git would read in its place (refs/tags/refs/notes/delegations) is no ledger to any reader or writer', () => {
+    const dir = copyWorkTree(story, base, 'shadowed');
+    const tip = refTip(story, dir, LEDGER)!;
+    gitOk(story, dir, ['update-ref', '-d', LEDGER]);
+    gitOk(story, dir, ['update-ref', `refs/tags/${LEDGER}`, tip]);
+    expect(gitOk(story, dir, ['rev-parse', LEDGER])).toBe(tip); // git's own reading of the name
+    const shown = cli(story, dir, ['show', 'src/a.ts']);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain('0 record(s)');
+    cliOk(story, dir, ['attest', '--approve', 'src/a.ts', '--yes']);
+    const ledger = refTip(story, dir, LEDGER)!;
+    expect(gitRun(story, dir, ['rev-parse', '--verify', '-q', `${ledger}^`]).code).not.toBe(0); // a new root
+    // Control: the ledger itself, once there, is read (the tag beside it changes nothing).
+    const again = cli(story, dir, ['show', 'src/a.ts']);
+    expect(again.stdout).toContain('1 record(s)');
   });
 
   it('a ledger ref set to a tag of its own notes commit is damage to every reader, as it is to the hook; control: pointed back, all read it', () => {

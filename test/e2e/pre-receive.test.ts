@@ -208,6 +208,85 @@ describe('pre-receive: content and the ledger', () => {
     expect(noteLines(story, server, blob)).toHaveLength(1);
   });
 
+  it('refuses a ledger update whose history brings a commit of content (a second parent, or in the chain); control: the plain append', () => {
+    stageFile(work, 'src/hidden.ts', 'export const hidden = 1;\n');
+    const content = gitOk(story, work, [
+      'commit-tree',
+      gitOk(story, work, ['write-tree']),
+      '-p',
+      'HEAD',
+      '-m',
+      'content',
+    ]);
+    gitOk(story, work, ['reset', '-q', '--hard']);
+    const ledger = refTip(story, work, LEDGER)!;
+    stageFile(work, 'src/approved.ts', 'export const approved = 1;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/approved.ts', '--yes']);
+    const appended = refTip(story, work, LEDGER)!;
+    const notes = gitOk(story, work, ['rev-parse', `${appended}^{tree}`]);
+    const merged = gitOk(story, work, [
+      'commit-tree',
+      notes,
+      '-p',
+      ledger,
+      '-p',
+      content,
+      '-m',
+      'notes merged',
+    ]);
+    const contentInChain = gitOk(story, work, [
+      'commit-tree',
+      gitOk(story, work, ['rev-parse', `${content}^{tree}`]),
+      '-p',
+      ledger,
+      '-m',
+      'content on the ledger',
+    ]);
+    const chained = gitOk(story, work, ['commit-tree', notes, '-p', contentInChain, '-m', 'notes again']);
+    for (const tip of [merged, chained]) {
+      const refused = gitRun(story, work, ['push', 'origin', `${tip}:${LEDGER}`]);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain('refused refs/notes/delegations: the update adds src');
+      expect(refTip(story, server, LEDGER)).toBe(ledger);
+    }
+    const accepted = gitRun(story, work, ['push', 'origin', `${appended}:${LEDGER}`]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+
+  it('refuses a push through a symbolic ref that leads to the ledger, and a name git reads as the ledger; control: by its name', () => {
+    const ledger = refTip(story, work, LEDGER)!;
+    const tree = gitOk(story, work, ['rev-parse', `${ledger}^{tree}`]);
+    const first = gitOk(story, work, ['ls-tree', tree]).split('\n')[0]!.split('\t')[1]!;
+    const kept = gitOk(story, work, ['ls-tree', tree])
+      .split('\n')
+      .filter((line) => !line.endsWith(`\t${first}`));
+    const dropping = gitOk(story, work, [
+      'commit-tree',
+      mktree(story, work, kept),
+      '-p',
+      ledger,
+      '-m',
+      'drop a note',
+    ]);
+    gitOk(story, server, ['symbolic-ref', 'refs/notes/alias', LEDGER]);
+    const aliased = gitRun(story, work, ['push', 'origin', `${dropping}:refs/notes/alias`]);
+    expect(aliased.code).not.toBe(0);
+    expect(aliased.stderr).toContain(
+      'refused refs/notes/alias: a symbolic ref here that leads to refs/notes/delegations',
+    );
+    expect(refTip(story, server, LEDGER)).toBe(ledger);
+    gitOk(story, server, ['symbolic-ref', '--delete', 'refs/notes/alias']);
+
+    for (const shadow of ['refs/tags/refs/notes/delegations', 'refs/heads/refs/notes/delegations']) {
+      const shadowed = gitRun(story, work, ['push', 'origin', `${ledger}:${shadow}`]);
+      expect(shadowed.code, shadow).not.toBe(0);
+      expect(shadowed.stderr).toContain(`refused ${shadow}: git reads this name as refs/notes/delegations`);
+      expect(refTip(story, server, shadow)).toBeNull();
+    }
+    // Control: a tag of the same notes commit under another name is content like any tag, and holds only notes.
+    expect(gitRun(story, work, ['push', 'origin', `${ledger}:refs/tags/ledger-snapshot`]).code).toBe(0);
+  });
+
   it('refuses a ledger update to a tag of a notes commit (every reader takes it as damage); the commit itself is accepted', () => {
     stageFile(work, 'src/tagged.ts', 'export const tagged = 1;\n');
     cliOk(story, work, ['attest', '--approve', 'src/tagged.ts', '--yes']);
@@ -697,7 +776,7 @@ describe('pre-receive: content that arrives by other refs', () => {
     const other = gitRun(story, work, ['push', 'origin', `${tip}:refs/notes/Delegations`]);
     expect(other.code).not.toBe(0);
     expect(other.stderr).toContain(
-      'refused refs/notes/Delegations: differs from refs/notes/delegations only in case',
+      'refused refs/notes/Delegations: git reads this name as refs/notes/delegations',
     );
     expect(gitRun(story, work, ['push', 'origin', LEDGER]).code).toBe(0);
   });

@@ -452,7 +452,7 @@ const NO_POLICY_HERE = `this commit's branch has no ${POLICY_PATH} (it starts be
 
 /** The ledger's tip through the object reader the check already has open (one spawn fewer than rev-parse). */
 async function notesTip(repo: Repository): Promise<string | null> {
-  const object = await repo.objects.read(repo.ledger.ref);
+  const object = await repo.objects.readRef(repo.ledger.ref);
   if (object && object.type !== 'commit') throw damagedLedger(repo.ledger.ref, object.type, object.oid);
   return object ? object.oid : null;
 }

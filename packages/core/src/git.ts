@@ -5,6 +5,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { DelegateGitError } from './errors.js';
+import { shadowsOf } from './ref-shadows.js';
 
 export interface GitOptions {
   cwd: string;
@@ -206,10 +207,6 @@ export async function gitText(args: string[], opts: GitOptions): Promise<string>
 }
 
 /**
- * Streams git's output split on `separator` (e.g. `rev-list`, `ls-tree -z`) without holding all of it; throws
- * DelegateGitError('GIT') after the last record if git exits non-zero. Stopping early kills the child.
- */
-/**
  * What a ref itself names, never peeled (`rev-parse <ref>^{commit}` would read a tag as the commit it tags): null
  * when there is no such ref; type `missing object` when it names an object the store lacks.
  */
@@ -232,9 +229,13 @@ export async function refObject(
   return { oid: named.stdout.toString('utf8').trim(), type: 'missing object' };
 }
 
+/**
+ * Streams git's output split on `separator` (e.g. `rev-list`, `ls-tree -z`) without holding all of it; throws
+ * DelegateGitError('GIT') after the last record if git exits non-zero. Stopping early kills the child.
+ */
 export async function* gitRecords(
   args: string[],
-  opts: { cwd: string; env?: NodeJS.ProcessEnv; input?: AsyncIterable<string> },
+  opts: { cwd: string; env?: NodeJS.ProcessEnv; input?: Iterable<string> | AsyncIterable<string> },
   separator = '\n',
 ): AsyncGenerator<string> {
   const child = opts.input === undefined ? startGitWithoutInput(args, opts) : startGit(args, opts);
@@ -336,6 +337,18 @@ export class CatFileBatch {
 
   readMany(objects: string[]): Promise<Array<GitObject | null>> {
     return Promise.all(objects.map((object) => this.read(object)));
+  }
+
+  /**
+   * The object the ref `ref` (a full name, `refs/...`) names, or null when there is no such ref. cat-file finds a
+   * name by git's rules for short names, so where `ref` does not exist, `refs/tags/<ref>` (a tag anyone can push)
+   * would answer in its place: those names are read beside it, and where one names the same object, git is asked
+   * whether `ref` itself exists.
+   */
+  async readRef(ref: string): Promise<GitObject | null> {
+    const [named = null, ...shadows] = await this.readMany([ref, ...shadowsOf(ref)]);
+    if (!named || !shadows.some((shadow) => shadow?.oid === named.oid)) return named;
+    return (await refObject(ref, { cwd: this.cwd, env: this.env })) ? named : null;
   }
 
   async close(): Promise<void> {

@@ -61,7 +61,7 @@ export async function* notesIn(
 
 /** The ledger's tip read through a cat-file process: what `tip()` answers, without a process of its own. */
 async function tipThrough(batch: CatFileBatch, ref: string): Promise<string | null> {
-  const named = await batch.read(ref);
+  const named = await batch.readRef(ref);
   if (named && named.type !== 'commit') throw damagedLedger(ref, named.type, named.oid);
   return named?.oid ?? null;
 }

@@ -64,7 +64,7 @@ export class NotesTree {
    * the gates read it; a revision typed by hand may name one through a tag.
    */
   static async find(batch: CatFileBatch, at: string): Promise<NotesTree | null> {
-    const named = await batch.read(at.startsWith('refs/') ? at : `${at}^{commit}`);
+    const named = await (at.startsWith('refs/') ? batch.readRef(at) : batch.read(`${at}^{commit}`));
     if (!named) return null;
     if (named.type !== 'commit') throw damagedLedger(at, named.type, named.oid);
     const root = await batch.read(`${named.oid}^{tree}`);

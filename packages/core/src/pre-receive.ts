@@ -11,7 +11,7 @@ import { type Governance, loadGovernance } from './governance.js';
 import { recordedAsCheckedOut } from './governed-paths.js';
 import { governedFiles, isLink, judgeFiles } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
-import type { LedgerChange } from './ledger-change.js';
+import { foreignAlongUpdate, type LedgerChange } from './ledger-change.js';
 import { ForeignEntries, type ForeignEntry, whyNotANote } from './notes-format.js';
 import { LEDGER_REF, NotesLedger } from './notes-ledger.js';
 import { NotesTree } from './notes-tree.js';
@@ -29,6 +29,7 @@ import {
 } from './policy.js';
 import { type CheckedPromotions, type LedgerCheck, startLedgerCheck } from './push-ledger-check.js';
 import { changesBetween, type Introduced, type NewChanges, newChanges } from './pushed-changes.js';
+import { shadowsOf } from './ref-shadows.js';
 import type { Repository } from './repository.js';
 import { shownPath } from './shown-path.js';
 import { gitSnapshot, treeFiles } from './snapshot.js';
@@ -101,11 +102,12 @@ async function judgeWith(
   const notesUpdate = updates.find((u) => u.ref === LEDGER_REF);
   for (const u of updates.filter((x) => isReplaceRef(x.ref) && !ZERO.test(x.newId)))
     result.refusals.push({ ref: u.ref, reason: REPLACE_REFUSED });
-  for (const u of updates.filter((x) => isLedgerInOtherCase(x.ref)))
-    result.refusals.push({ ref: u.ref, reason: LEDGER_CASE_REFUSED });
+  for (const u of updates.filter((x) => posesAsLedger(x.ref)))
+    result.refusals.push({ ref: u.ref, reason: POSES_AS_LEDGER });
+  const aliases = early(aliasesOfLedger(repo, updates));
   // Every other ref is content anyone can check out, a notes ref too (`git checkout refs/notes/x` gives its files).
   const contentUpdates = updates.filter(
-    (u) => u.ref !== LEDGER_REF && !isLedgerInOtherCase(u.ref) && !isReplaceRef(u.ref) && !ZERO.test(u.newId),
+    (u) => u.ref !== LEDGER_REF && !posesAsLedger(u.ref) && !isReplaceRef(u.ref) && !ZERO.test(u.newId),
   );
   // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
   // awaited where it is needed.
@@ -124,6 +126,16 @@ async function judgeWith(
         notesUpdate,
       )
     : null;
+  const broughtRead =
+    notesUpdate && !ZERO.test(notesUpdate.newId)
+      ? early(
+          foreignAlongUpdate(
+            { cwd: repo.cwd, env: repo.env },
+            ZERO.test(notesUpdate.oldId) ? null : notesUpdate.oldId,
+            notesUpdate.newId,
+          ),
+        )
+      : null;
   const notesAfterRead = early(
     notesUpdate && !ZERO.test(notesUpdate.newId) ? Promise.resolve(notesUpdate.newId) : repo.ledger.tip(),
   );
@@ -131,7 +143,8 @@ async function judgeWith(
 
   const forNotes = await forNotesRead;
   const notesAfter = await notesAfterRead;
-  if (notesUpdate && ledger) await judgeLedgerUpdate(reads, notesUpdate, forNotes, ledger, result);
+  if (notesUpdate && ledger)
+    await judgeLedgerUpdate(reads, notesUpdate, forNotes, ledger, broughtRead, result);
   if (contentUpdates.length === 0) return result;
 
   // The ledger after the push, read once for every pushed ref and only as far as needed: the paths it ever
@@ -152,6 +165,11 @@ async function judgeWith(
   };
   for (const [i, update] of contentUpdates.entries())
     await judgeRefUpdate(reads, update, changes[i]!, after, result);
+  for (const ref of await aliases)
+    result.refusals.push({
+      ref,
+      reason: `a symbolic ref here that leads to ${LEDGER_REF}: push the ledger by its own name, where its checks run`,
+    });
   return result;
 }
 
@@ -159,20 +177,52 @@ async function judgeWith(
 function isReplaceRef(ref: string): boolean {
   return ref.toLowerCase().startsWith('refs/replace/');
 }
+
 /**
  * A replace ref makes git read one object in place of another wherever it is reachable: `git show`, `git archive` and
  * every checkout on the server and in mirror clones would hold content no gate judged (the gates read objects as
  * stored). Nothing delegate-git governs needs one, so none is taken; removing one is fine.
  */
-/** On a file system that ignores case (macOS, Windows) this ref is the ledger's own file, updated with no check. */
-function isLedgerInOtherCase(ref: string): boolean {
-  return ref !== LEDGER_REF && ref.toLowerCase() === LEDGER_REF;
-}
-
-const LEDGER_CASE_REFUSED = `differs from ${LEDGER_REF} only in case, and on a server whose file system ignores case it is the same ref: push the ledger by its own name`;
-
 const REPLACE_REFUSED =
   'a replace ref makes git show other content in place of an object wherever it is read (the server, archives, mirror clones), which no gate judges: push the change as a commit instead';
+
+const LEDGER_SHADOWS = shadowsOf(LEDGER_REF);
+
+/**
+ * A ref git takes for the ledger though it is not it: one that differs only in case is the ledger's own file on a
+ * server whose file system ignores case, and git reads `refs/tags/refs/notes/delegations` (and the like) as the
+ * ledger in a clone that has none.
+ */
+function posesAsLedger(ref: string): boolean {
+  const folded = ref.toLowerCase();
+  return ref !== LEDGER_REF && (folded === LEDGER_REF || LEDGER_SHADOWS.includes(folded));
+}
+
+const POSES_AS_LEDGER = `git reads this name as ${LEDGER_REF} (where case is ignored, or in a clone without the ledger): push the ledger by its own name`;
+
+/**
+ * The pushed refs that are symbolic refs here leading to the ledger (an alias an administrator made): git moves the
+ * ledger through them, and none of the ledger's checks would run. One listing for all of them; an alias of an alias,
+ * which git also follows, is followed to its end.
+ */
+async function aliasesOfLedger(repo: Repository, updates: readonly RefUpdate[]): Promise<string[]> {
+  const names = updates.map((u) => u.ref).filter((ref) => ref !== LEDGER_REF);
+  if (names.length === 0) return [];
+  const opts = { cwd: repo.cwd, env: repo.env };
+  const listed = await git(['for-each-ref', '--format=%(refname)%00%(symref)', ...names], opts);
+  const aliases: string[] = [];
+  for (const line of listed.toString('utf8').split('\n')) {
+    const [name = '', target = ''] = line.split('\0');
+    if (target === '' || !names.includes(name)) continue;
+    // `symbolic-ref` follows the chain to its end, as git does when it moves the ref.
+    const final =
+      target === LEDGER_REF
+        ? target
+        : (await gitTry(['symbolic-ref', '-q', name], opts)).stdout.toString('utf8').trim();
+    if (final === LEDGER_REF) aliases.push(name);
+  }
+  return aliases;
+}
 
 /** `load` run on the first call only; every call gets its one promise. */
 function once<T>(load: () => Promise<T>): () => Promise<T> {
@@ -338,6 +388,7 @@ async function judgeLedgerUpdate(
   u: RefUpdate,
   governance: Governance | null,
   ledger: LedgerCheck,
+  brought: Promise<ForeignEntry[]> | null,
   result: PushJudgement,
 ) {
   const refuse = (reason: string) => result.refusals.push({ ref: u.ref, reason });
@@ -361,7 +412,9 @@ async function judgeLedgerUpdate(
     }
   }
   const { added, foreign } = ledger.change ? await ledger.change : await wholeLedger(reads.repo, u.newId);
-  for (const reason of foreignRefusals(foreign)) refuse(reason);
+  // At the tip, and in every commit the update brings (a commit of content may hide in the ledger's history).
+  const everywhere = new Map([...foreign, ...((await brought) ?? [])].map((entry) => [entry.path, entry]));
+  for (const reason of foreignRefusals([...everywhere.values()])) refuse(reason);
   if (!governance)
     return refuse(
       (await reads.holdsContent())

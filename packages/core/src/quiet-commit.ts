@@ -35,6 +35,7 @@ import { type GitIndex, parseGitIndex } from './index-file.js';
 import { indexTree } from './index-trees.js';
 import type { Policy } from './policy.js';
 import { QuietTrees } from './quiet-trees.js';
+import { shadowsOf } from './ref-shadows.js';
 import {
   addsName,
   isLinkMode,
@@ -45,6 +46,9 @@ import {
 } from './staged-changes.js';
 
 const LEDGER_REF = 'refs/notes/delegations';
+const LEDGER_SHADOWS = shadowsOf(LEDGER_REF)
+  .map((name) => `${name}\n`)
+  .join('');
 
 /** What the index changes against HEAD, read once and handed to the full check when the quick answer is "no". */
 export interface StagedDiff {
@@ -74,14 +78,17 @@ async function askGit(
   read: IndexRead | null,
 ): Promise<QuickAnswer> {
   // The keys directory is asked for before the policy says where it is: almost every policy keeps the default.
-  const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\nHEAD^{tree}\n`;
+  // And the names git reads the ledger's as where it does not exist (a tag refs/tags/refs/notes/delegations).
+  const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\nHEAD^{tree}\n${LEDGER_SHADOWS}`;
   // The diff first: it takes longest, and the first spawn of a process also loads node:child_process.
   const [diff, ids, commonDir] = await Promise.all([
     run(stagedDiffArgs('HEAD'), cwd, env),
     run(['cat-file', '--batch-check'], cwd, env, names),
     dirs?.commonDir ?? commonDirFromGit(cwd, env),
   ]);
-  const [head, policyId, ledger, defaultKeys, headTree] = (ids?.toString('utf8') ?? '').split('\n');
+  const [head, policyId, ledger, defaultKeys, headTree, ...shadows] = (ids?.toString('utf8') ?? '').split(
+    '\n',
+  );
   if (diff === null || !head?.includes(' commit ')) return unsure(null);
   const fields = splitZ(diff);
   const staged = { base: head.split(' ')[0]!, changes: parseRawDiff(fields) };
@@ -94,6 +101,7 @@ async function askGit(
 
   const tip = ledger?.includes(' commit ') ? ledger.split(' ')[0]! : null;
   if (tip === null && !ledger?.endsWith(' missing')) return unsure(staged);
+  if (shadows.some((line) => line !== '' && !line.endsWith(' missing'))) return unsure(staged);
   const isGoverned = governedTest(policy, tip, cacheDir);
   if (namesCanCollide(policy) && makesFoldTwin(staged.changes, policy, isGoverned, read?.index ?? null))
     return unsure(staged);
