@@ -595,37 +595,40 @@ describe('pre-commit: the quick answer after a commit', () => {
 });
 
 describe('pre-commit: the CLI cannot be found', () => {
-  it('refuses the commit with "cannot find delegate-git" instead of passing silently', () => {
+  it('refuses the commit with "cannot run delegate-git", running nothing PATH offers in its place', () => {
     const dir = copyWorkTree(story, template, 'missing-cli');
     const hook = path.join(dir, '.git', 'hooks', 'pre-commit');
     const installed = fs.readFileSync(hook, 'utf8');
     expect(installed).toMatch(/^DELEGATE_GIT_CLI='[^']+'$/m);
 
-    // git and the shell stay reachable; delegate-git is neither where init recorded it nor on PATH.
+    // What husky puts first on PATH: the work tree's node_modules/.bin, which a branch can fill.
+    const bin = path.join(dir, 'node_modules', '.bin');
+    const ran = path.join(story.root, 'missing-cli-ran');
+    fs.mkdirSync(bin, { recursive: true });
+    for (const name of ['delegate-git', 'node'])
+      fs.writeFileSync(path.join(bin, name), `#!/bin/sh\necho ${name} >> '${ran}'\nexit 0\n`, {
+        mode: 0o755,
+      });
     const gitDir = path.dirname(whichGit(story.env.PATH ?? ''));
-    const env = { ...story.env, PATH: [...new Set([gitDir, '/usr/bin', '/bin'])].join(':') };
-    expect(
-      env.PATH.split(':').some((d) => fs.existsSync(path.join(d, 'delegate-git'))),
-      'delegate-git must not be on the test PATH',
-    ).toBe(false);
-    fs.writeFileSync(
-      hook,
-      installed.replace(
-        /^DELEGATE_GIT_CLI='[^']+'$/m,
-        `DELEGATE_GIT_CLI='${path.join(story.root, 'gone', 'delegate-git.js')}'`,
-      ),
-    );
-
-    stage(dir, { 'README.md': 'not even governed\n' });
-    const refused = gitRun(story, dir, ['commit', '-q', '-m', 'no cli'], env);
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain('cannot find delegate-git');
-    expect(refused.stderr).toContain('Commit refused');
+    const env = { ...story.env, PATH: [...new Set([bin, gitDir, '/usr/bin', '/bin'])].join(':') };
+    for (const [name, gone] of [
+      ['DELEGATE_GIT_CLI', path.join(story.root, 'gone', 'delegate-git.js')],
+      ['DELEGATE_GIT_NODE', path.join(story.root, 'gone', 'node')],
+    ] as const) {
+      fs.writeFileSync(hook, installed.replace(new RegExp(`^${name}='[^']+'$`, 'm'), `${name}='${gone}'`));
+      stage(dir, { 'README.md': `not even governed: ${name}\n` });
+      const refused = gitRun(story, dir, ['commit', '-q', '-m', 'no cli'], env);
+      expect(refused.code, name).not.toBe(0);
+      expect(refused.stderr).toContain('cannot run delegate-git');
+      expect(refused.stderr).toContain('Commit refused');
+      expect(fs.existsSync(ran), name).toBe(false);
+    }
 
     // Control: the hook as init wrote it runs the CLI, and the same commit passes.
     fs.writeFileSync(hook, installed);
     const passed = gitRun(story, dir, ['commit', '-q', '-m', 'cli back'], env);
     expect(passed.code, passed.stderr).toBe(0);
+    expect(fs.existsSync(ran)).toBe(false);
   });
 });
 

@@ -394,6 +394,71 @@ describe('init: a CLI installed in the work tree', () => {
   });
 });
 
+describe('init: a CLI in a work tree around this repository, or one git tracks', () => {
+  it('copies a CLI from the node_modules of a repository around this one; refuses one the repository tracks', () => {
+    const outer = makeWorkTree(story, 'outer-project');
+    const built = path.dirname(path.dirname(storyCli));
+    const local = path.join(outer, 'node_modules', 'delegate-git');
+    for (const part of ['bin', 'dist', 'package.json'])
+      fs.cpSync(path.join(built, part), path.join(local, part), { recursive: true });
+    const inner = path.join(outer, 'vendor', 'inner');
+    fs.mkdirSync(inner, { recursive: true });
+    gitOk(story, inner, ['init', '-q']);
+    const initFrom = (cwd: string) =>
+      spawnSync(
+        process.execPath,
+        [path.join(local, 'bin', 'delegate-git.js'), 'init', '--protect', 'src/**'],
+        {
+          cwd,
+          env: story.env,
+          encoding: 'utf8',
+        },
+      );
+    const run = initFrom(inner);
+    expect(run.status, run.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(inner, '.git', 'hooks', 'pre-commit'), 'utf8')).toContain(
+      `DELEGATE_GIT_CLI='${path.join(fs.realpathSync(inner), '.git', 'delegate-git', 'cli', 'bin', 'delegate-git.js')}'`,
+    );
+
+    // A branch of the outer repository that force-added the CLI: init will not make it the hook's program.
+    gitOk(story, outer, ['add', '-f', 'node_modules/delegate-git/package.json']);
+    const other = path.join(outer, 'vendor', 'other');
+    fs.mkdirSync(other, { recursive: true });
+    gitOk(story, other, ['init', '-q']);
+    const refused = initFrom(other);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('holds files the repository at');
+    expect(fs.existsSync(path.join(other, '.delegate-git'))).toBe(false);
+    expect(fs.existsSync(path.join(other, '.git', 'hooks', 'pre-commit'))).toBe(false);
+  });
+
+  it("refuses a .git/hooks that links to a directory the repository tracks (the team's hooks)", () => {
+    const dir = makeWorkTree(story, 'tracked-hooks-link');
+    executable(path.join(dir, 'githooks', 'pre-commit'), '#!/bin/sh\nexit 0\n');
+    gitOk(story, dir, ['add', 'githooks']);
+    fs.rmSync(path.join(dir, '.git', 'hooks'), { recursive: true, force: true });
+    fs.symlinkSync('../githooks', path.join(dir, '.git', 'hooks'));
+    const refused = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('.git/hooks links to githooks, a directory this repository tracks');
+    expect(fs.readFileSync(path.join(dir, 'githooks', 'pre-commit'), 'utf8')).toBe('#!/bin/sh\nexit 0\n');
+  });
+
+  it('runs its chain though DELEGATE_GIT_IN_CHAIN names another hook (a commit made from some other hook)', () => {
+    const dir = makeWorkTree(story, 'chain-guard');
+    const marker = path.join(story.root, 'chain-guard-ran.txt');
+    executable(path.join(dir, '.git', 'hooks', 'pre-commit'), `#!/bin/sh\necho ran >> '${marker}'\n`);
+    adopt(story, dir, ['src/**']);
+    stage(dir, { 'README.md': 'free\n' });
+    const env = {
+      ...story.env,
+      DELEGATE_GIT_IN_CHAIN: path.join(story.root, 'elsewhere', 'pre-commit.chained'),
+    };
+    expect(commitWith(dir, 'from another hook', env).code).toBe(0);
+    expect(lines(marker)).toHaveLength(2); // the adopting commit, and this one
+  });
+});
+
 describe('init from the single-file build', () => {
   it('installs hooks that run that file, chaining the hook that was there; control: the old hook still refuses', () => {
     const alone = path.join(story.root, 'opt', 'delegate-git.mjs');

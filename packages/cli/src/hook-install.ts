@@ -56,16 +56,37 @@ function hookText(name: HookName, cli: HookCli): string {
 }
 
 /**
- * The CLI an installed hook runs. Two places are copied into the git directory first, where neither a branch nor
- * npm writes: the work tree (`npm install --save-dev`: node_modules is ignored, git overwrites ignored files on
- * checkout, so a branch that adds node_modules/delegate-git/... would have every later commit run its code), and
- * npx's cache (`npx delegate-git init`: npm prunes it, and every commit or push would then be refused).
+ * The CLI an installed hook runs. Two kinds of place are copied into the git directory first, where neither a branch
+ * nor npm writes: any git work tree (`npm install --save-dev`, in this repository or one around it: node_modules is
+ * ignored, git overwrites ignored files on checkout, so a branch that adds node_modules/delegate-git/... would have
+ * every later commit run its code), and npx's cache (`npx delegate-git init`: npm prunes it, and every commit or push
+ * would then be refused). A CLI whose files git tracks there is a branch's, and is refused.
  */
-export async function hookCli(repo: Repository): Promise<HookCli> {
+export async function planHookCli(repo: Repository): Promise<CliPlan> {
   const entry = cliEntry();
   const standalone = entry.endsWith('.mjs');
-  const source = standalone ? entry : path.dirname(path.dirname(entry));
-  if (!(await needsCopy(repo, source))) return { entry, copiedFrom: null };
+  const source = await realpath(standalone ? entry : path.dirname(path.dirname(entry)));
+  const workTree = workTreeHolding(source);
+  // An installed package, where git tracks nothing unless a branch put it there (a source checkout of delegate-git
+  // itself tracks its own files, and is run from them).
+  if (workTree !== null && source.split(path.sep).includes('node_modules'))
+    await refuseTracked(repo, workTree, source);
+  return { entry, source, standalone, copy: workTree !== null || source.split(path.sep).includes('_npx') };
+}
+
+/** Where the CLI comes from, and whether it is copied (planHookCli); settled before init writes anything. */
+export interface CliPlan {
+  entry: string;
+  /** The package directory, or the single-file build itself. */
+  source: string;
+  standalone: boolean;
+  copy: boolean;
+}
+
+/** Copies the CLI into the git directory when planned, and says where the hooks find it. */
+export async function installHookCli(repo: Repository, plan: CliPlan): Promise<HookCli> {
+  const { entry, source, standalone } = plan;
+  if (!plan.copy) return { entry, copiedFrom: null };
   const home = path.join(repo.layout.commonDir, 'delegate-git', 'cli');
   const next = `${home}.next-${process.pid}`;
   await rm(next, { recursive: true, force: true });
@@ -92,10 +113,24 @@ export async function hookCli(repo: Repository): Promise<HookCli> {
       };
 }
 
-async function needsCopy(repo: Repository, source: string): Promise<boolean> {
-  if (source.split(path.sep).includes('_npx')) return true;
-  const top = repo.layout.topLevel;
-  return top !== null && relativeWithin(await realpath(top), await realpath(source)) !== null;
+/** The nearest directory at or above `file` holding a `.git` (a work tree git checks files out into), or null. */
+function workTreeHolding(file: string): string | null {
+  for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, '.git'))) return dir;
+    if (path.dirname(dir) === dir) return null;
+  }
+}
+
+async function refuseTracked(repo: Repository, workTree: string, source: string): Promise<void> {
+  const listed = await gitTry(['ls-files', '-z', '--', `:(literal)${path.relative(workTree, source)}`], {
+    cwd: workTree,
+    env: repo.env,
+  });
+  if (listed.code !== 0 || listed.stdout.length === 0) return;
+  throw new DelegateGitError(
+    'USAGE',
+    `The delegate-git init runs from (${source}) holds files the repository at ${workTree} tracks: a branch put them there, and init will not make them the program every commit runs. Nothing was written. Check out a branch that does not track them, reinstall (npm ci), and run init again.`,
+  );
 }
 
 /**
@@ -154,6 +189,7 @@ async function refreshSavedCopies(file: string, text: string): Promise<void> {
 export interface ClientHookPlan {
   /** The hooks directory, absolute. */
   dir: string;
+  cli: CliPlan;
   /** core.hooksPath when set: its value (`~` expanded) and the config scope it comes from. */
   configured: { value: string; scope: string } | null;
   husky: boolean;
@@ -171,9 +207,15 @@ export interface ClientHookPlan {
 export async function planClientHooks(repo: Repository): Promise<ClientHookPlan> {
   const top = repo.layout.topLevel!;
   const configured = await configuredHooksPath(repo, top);
+  const cli = await planHookCli(repo);
   if (!configured) {
-    const plan = { dir: path.join(repo.layout.commonDir, 'hooks'), configured, husky: false };
+    const plan = { dir: path.join(repo.layout.commonDir, 'hooks'), cli, configured, husky: false };
     await refuseShared(plan.dir, [top, repo.layout.commonDir], CLIENT_WAY_OUT);
+    // `ln -s ../githooks .git/hooks`: the team's hooks, as with a core.hooksPath the repository tracks.
+    if (lstatSync(plan.dir, { throwIfNoEntry: false })?.isSymbolicLink()) {
+      const target = await realpath(plan.dir);
+      await refuseTeamHooks(repo, top, target, `.git/hooks links to ${path.relative(top, target) || '.'}`);
+    }
     refuseOccupied(hookFiles(repo, top, plan));
     return plan;
   }
@@ -188,14 +230,8 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
   const husky =
     existsSync(path.join(top, '.husky')) &&
     (value === '.husky/_' || value === '.husky' || value.endsWith('/.husky/_'));
-  if (!husky && (await tracksFilesIn(repo, top, dir))) {
-    const shown = path.relative(top, dir) || '.';
-    throw new DelegateGitError(
-      'USAGE',
-      `core.hooksPath is ${value}, a directory this repository tracks: its hooks are the team's, and init would replace them with a script naming this machine's paths (and leave untracked files beside them). Nothing was written. Add the gate to the committed hooks by hand: a line running \`delegate-git hook pre-commit\` in ${shown}/pre-commit and one running \`delegate-git hook pre-merge-commit\` in ${shown}/pre-merge-commit (git runs that one for the commit of a merge), each ending the hook with its exit status when it fails; then run \`delegate-git init --no-hook\`.`,
-    );
-  }
-  const plan = { dir, configured, husky };
+  if (!husky) await refuseTeamHooks(repo, top, dir, `core.hooksPath is ${value}`);
+  const plan = { dir, cli, configured, husky };
   refuseOccupied(hookFiles(repo, top, plan));
   // init appends to husky's files, the team's: through a link it would write wherever that points.
   if (husky) refuseLinks(['pre-commit', 'pre-merge-commit'].map((name) => path.join(top, '.husky', name)));
@@ -237,11 +273,21 @@ function refuseLinks(files: readonly string[]): void {
   }
 }
 
+/** Refuses a hooks directory holding files the repository tracks: its hooks are the team's. */
+async function refuseTeamHooks(repo: Repository, top: string, dir: string, named: string): Promise<void> {
+  if (!(await tracksFilesIn(repo, top, dir))) return;
+  const shown = path.relative(top, dir) || '.';
+  throw new DelegateGitError(
+    'USAGE',
+    `${named}, a directory this repository tracks: its hooks are the team's, and init would replace them with a script naming this machine's paths (and leave untracked files beside them). Nothing was written. Add the gate to the committed hooks by hand: a line running \`delegate-git hook pre-commit\` in ${shown}/pre-commit and one running \`delegate-git hook pre-merge-commit\` in ${shown}/pre-merge-commit (git runs that one for the commit of a merge), each ending the hook with its exit status when it fails; then run \`delegate-git init --no-hook\`.`,
+  );
+}
+
 /** The files installClientHooks writes (or appends to) for a plan. */
 function hookFiles(
   repo: Repository,
   top: string,
-  { dir, husky }: Omit<ClientHookPlan, 'configured'>,
+  { dir, husky }: Pick<ClientHookPlan, 'dir' | 'husky'>,
 ): string[] {
   const names = ['pre-commit', 'pre-merge-commit'];
   if (!husky) return names.map((name) => path.join(dir, name));
@@ -333,7 +379,7 @@ export async function installClientHooks(repo: Repository, plan: ClientHookPlan)
   const { dir, configured } = plan;
   if (configured && dir !== configured.value)
     await gitText(['config', `--${configured.scope}`, 'core.hooksPath', dir], { cwd: top, env: repo.env });
-  const cli = await hookCli(repo);
+  const cli = await installHookCli(repo, plan.cli);
   if (!plan.husky)
     return [
       await installHookFile(dir, 'pre-commit', cli),
@@ -382,15 +428,25 @@ async function appendHuskyLine(
 
 /** A top-level line after which nothing in the script runs (`exec npx lint-staged`, `exit 0`). */
 const ENDS_SCRIPT = /^(?:exec|exit)(?:\s|$)/;
+/** `exec` or `exit` anywhere else (in a branch, after `;` or `&&`), or a here-document: no line can be known to run. */
+const MAY_END_SCRIPT = /(?:^|[\s;&|()])(?:exec|exit)(?:[\s;)]|$)|<</;
 
 /**
- * `script` with the gate's line where it runs: unchanged when a line that is not a comment already runs it; else
- * before the first top-level `exec` or `exit` (appended after it, the gate would never run), or at the end.
+ * `script` with the gate's line where it runs. A line that is not a comment and already runs the gate (other than the
+ * one init writes) is left as it is. Otherwise init's line goes at the end, so that what the script does first (a
+ * formatter restaging files) is what the gate judges; before the first top-level `exec` or `exit`, after which
+ * nothing runs; or, where the script may end elsewhere, right after its shebang. The line init wrote before is
+ * placed again, wherever an older release put it.
  */
 export function withHuskyLine(script: string, line: string, name: string): string {
-  const lines = script.split('\n');
-  if (lines.some((l) => !/^\s*#/.test(l) && l.includes(`delegate-git hook ${name}`))) return script;
+  const lines = script.split('\n').filter((l) => l !== line);
+  const isCode = (l: string) => !/^\s*#/.test(l);
+  if (lines.some((l) => isCode(l) && l.includes(`delegate-git hook ${name}`))) return script;
   const end = lines.findIndex((l) => ENDS_SCRIPT.test(l));
-  if (end !== -1) return [...lines.slice(0, end), line, ...lines.slice(end)].join('\n');
-  return `${script}${script === '' || script.endsWith('\n') ? '' : '\n'}${line}\n`;
+  const before = end === -1 ? lines : lines.slice(0, end);
+  const shebang = lines[0]?.startsWith('#!') ? 1 : 0;
+  const at = before.some((l) => isCode(l) && MAY_END_SCRIPT.test(l)) ? shebang : end;
+  if (at !== -1) return [...lines.slice(0, at), line, ...lines.slice(at)].join('\n');
+  const rest = lines.join('\n');
+  return `${rest}${rest === '' || rest.endsWith('\n') ? '' : '\n'}${line}\n`;
 }

@@ -18,15 +18,33 @@ describe('withHuskyLine', () => {
     expect(place('exit\n')).toBe(`${LINE}\nexit\n`);
   });
 
-  it('leaves an indented exec (inside a branch) and words that only begin so (executable, exiting) alone', () => {
-    const script = 'if [ -n "$CI" ]; then\n  exit 0\nfi\nexecutable --check\nexiting=1\n';
+  it('goes right after the shebang where the script may end before its end line, or a here-document may hold it', () => {
+    for (const body of [
+      'if [ -n "$CI" ]; then\n  exit 0\nfi\nnpm test\n',
+      '[ -n "$CI" ] && exit 0\nnpm test\n',
+      'if true; then exec a; else exec b; fi\n',
+      'cat <<EOF\nexit 1\nEOF\nnpm test\n',
+    ])
+      expect(place(`#!/usr/bin/env sh\n${body}`)).toBe(`#!/usr/bin/env sh\n${LINE}\n${body}`);
+    expect(place('npm test; exit 0\n')).toBe(`${LINE}\nnpm test; exit 0\n`);
+  });
+
+  it('reads words that only begin so (executable, exiting) as no end', () => {
+    const script = 'executable --check\nexiting=1\n';
     expect(place(script)).toBe(`${script}${LINE}\n`);
+  });
+
+  it('places its own line of an older release again, before a closing exec it followed', () => {
+    expect(place(`npm test\nexec npx lint-staged\n${LINE}\n`)).toBe(
+      `npm test\n${LINE}\nexec npx lint-staged\n`,
+    );
   });
 
   it('keeps a script that already runs the gate as it is; a commented-out line does not count', () => {
     const live = `npm test\n${LINE}\n`;
     expect(place(live)).toBe(live);
     expect(place(`# ${LINE}\n`)).toBe(`# ${LINE}\n${LINE}\n`);
-    expect(withHuskyLine(`${LINE}\n`, LINE, 'pre-merge-commit')).toBe(`${LINE}\n${LINE}\n`);
+    const merge = 'run the gate: delegate-git hook pre-merge-commit';
+    expect(withHuskyLine(`${LINE}\n`, merge, 'pre-merge-commit')).toBe(`${LINE}\n${merge}\n`);
   });
 });

@@ -117,7 +117,7 @@ interface SpawnOutcome {
   error?: Error;
 }
 
-const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
 
 function spawnInGroup(
   command: string,

@@ -177,39 +177,45 @@ describe('resolveTimeoutMs', () => {
 });
 
 describe('an interrupt of delegate-git while the command runs', () => {
-  it('ends the command’s whole group before delegate-git ends as the signal would end it; control: not interrupted, it runs on', async () => {
-    const runner = await bundleModule(
-      'packages/delegate/src/verification-runner.ts',
-      path.join(dir, 'runner.mjs'),
-    );
-    const pidFile = path.join(dir, 'pid');
-    const script = path.join(dir, 'run.mjs');
-    fs.writeFileSync(
-      script,
-      `import { runCommand } from ${JSON.stringify(runner)};\n` +
-        `await runCommand(${JSON.stringify(`sleep 30 & echo $! > ${pidFile}; wait`)}, { cwd: ${JSON.stringify(dir)}, timeoutMs: 60000, killGraceMs: 500 });\n` +
-        `process.stdout.write('finished');\n`,
-    );
-    // Its own temporary directory, to see that the run's capture files do not outlive it.
-    const tmp = fs.mkdtempSync(path.join(dir, 'tmp-'));
-    const started = (await import('node:child_process')).spawn(process.execPath, [script], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, TMPDIR: tmp },
-    });
-    const until = async (ok: () => boolean) => {
-      for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 25));
-    };
-    await until(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim() !== '');
-    const sleeper = Number(fs.readFileSync(pidFile, 'utf8'));
-    // Control: a moment later the command still runs.
-    await new Promise((r) => setTimeout(r, 200));
-    expect(isAlive(sleeper)).toBe(true);
-    expect(fs.readdirSync(tmp)).toHaveLength(1);
+  it.each(['SIGINT', 'SIGQUIT'] as const)(
+    '%s ends the command’s whole group before delegate-git ends as the signal would end it; control: not interrupted, it runs on',
+    async (signal) => {
+      const runner = await bundleModule(
+        'packages/delegate/src/verification-runner.ts',
+        path.join(dir, `runner-${signal}.mjs`),
+      );
+      const pidFile = path.join(dir, `pid-${signal}`);
+      const script = path.join(dir, `run-${signal}.mjs`);
+      fs.writeFileSync(
+        script,
+        `import { runCommand } from ${JSON.stringify(runner)};\n` +
+          `await runCommand(${JSON.stringify(`sleep 30 & echo $! > ${pidFile}; wait`)}, { cwd: ${JSON.stringify(dir)}, timeoutMs: 60000, killGraceMs: 500 });\n` +
+          `process.stdout.write('finished');\n`,
+      );
+      // Its own temporary directory, to see that the run's capture files do not outlive it.
+      const tmp = fs.mkdtempSync(path.join(dir, 'tmp-'));
+      const started = (await import('node:child_process')).spawn(process.execPath, [script], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, TMPDIR: tmp },
+      });
+      const until = async (ok: () => boolean) => {
+        for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 25));
+      };
+      await until(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim() !== '');
+      const sleeper = Number(fs.readFileSync(pidFile, 'utf8'));
+      // Control: a moment later the command still runs.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(isAlive(sleeper)).toBe(true);
+      expect(fs.readdirSync(tmp)).toHaveLength(1);
 
-    const ended = new Promise<NodeJS.Signals | null>((resolve) => started.once('exit', (_, s) => resolve(s)));
-    started.kill('SIGINT');
-    expect(await ended).toBe('SIGINT');
-    expect(isAlive(sleeper)).toBe(false);
-    expect(fs.readdirSync(tmp)).toEqual([]);
-  }, 30_000);
+      const ended = new Promise<NodeJS.Signals | null>((resolve) =>
+        started.once('exit', (_, s) => resolve(s)),
+      );
+      started.kill(signal);
+      expect(await ended).toBe(signal);
+      expect(isAlive(sleeper)).toBe(false);
+      expect(fs.readdirSync(tmp)).toEqual([]);
+    },
+    30_000,
+  );
 });

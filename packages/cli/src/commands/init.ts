@@ -29,10 +29,11 @@ import { refuseSecondAdoption } from '../adoption-check.js';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import {
-  hookCli,
   installClientHooks,
+  installHookCli,
   installHookFile,
   planClientHooks,
+  planHookCli,
   serverHooksDir,
 } from '../hook-install.js';
 import { type NewKey, registeredKeyFile, registerKey } from '../trust-files.js';
@@ -367,7 +368,8 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
       '--server is for the bare repository that receives pushes; this one has a work tree.',
     );
   }
-  const file = await installHookFile(await serverHooksDir(repo), 'pre-receive', await hookCli(repo));
+  const dir = await serverHooksDir(repo);
+  const file = await installHookFile(dir, 'pre-receive', await installHookCli(repo, await planHookCli(repo)));
   const opts = { cwd: repo.cwd, env: repo.env };
   // For a `git notes merge` run here by hand; the hook itself refuses a forced update or a deletion of the ledger.
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
