@@ -214,6 +214,15 @@ describe('init --keys-dir', () => {
       expect(fs.existsSync(path.join(dir, '.git', 'keys'))).toBe(false);
       expect(fs.existsSync(path.join(dir, '.git', 'hooks', 'pre-commit'))).toBe(false);
     }
+    const linked = makeWorkTree(story, 'keys-dir-linked');
+    fs.mkdirSync(path.join(linked, '.git', 'trust'));
+    fs.symlinkSync('.git/trust', path.join(linked, 'trust'));
+    const viaLink = cli(story, linked, ['init', '--protect', 'src/**', '--keys-dir', 'trust']);
+    expect(viaLink.code).toBe(2);
+    expect(viaLink.stderr).toContain('is, or lies below, a symbolic link');
+    expect(fs.readdirSync(path.join(linked, '.git', 'trust'))).toEqual([]);
+    expect(fs.existsSync(path.join(linked, '.delegate-git'))).toBe(false);
+
     const dir = makeWorkTree(story, 'keys-dir-own');
     cliOk(story, dir, ['init', '--protect', 'src/**', '--keys-dir', 'trust']);
     gitOk(story, dir, ['add', '.delegate-git', 'trust']);

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import {
   DEFAULT_KEYS_DIR,
@@ -108,6 +108,7 @@ export default {
       const hooks = values['no-hook'] ? null : await planClientHooks(repo);
       const done: string[] = [];
       const { policy, created, resumed } = await choosePolicy(top, values, io);
+      if (created) await refuseLinkedKeysDir(top, policy.keysDir);
       // The signing key and the key file come before a new policy is written: a run that fails on them (an unusable
       // DELEGATE_GIT_SIGNING_KEY, a name taken by another key) leaves no policy behind, so the next run still writes
       // the policy and approves it as the trust anchor, instead of keeping a policy that nobody approved.
@@ -244,6 +245,19 @@ async function choosePolicy(
     '--keys-dir/--protect',
   );
   return { policy, created: true };
+}
+
+/**
+ * git tracks a link, not what it points to: key files written through a linked keys directory (into .git, say) could
+ * never be committed, and the adoption would never be made.
+ */
+async function refuseLinkedKeysDir(top: string, keysDir: string): Promise<void> {
+  const real = await realpath(path.join(top, keysDir)).catch(() => null);
+  if (real === null || real === path.join(await realpath(top), keysDir)) return;
+  throw new DelegateGitError(
+    'USAGE',
+    `The keys directory ${keysDir} is, or lies below, a symbolic link (to ${real}): git tracks the link, not the key files through it, so the adoption could never be committed. Nothing was written. Make ${keysDir} a directory of the work tree, or name another with --keys-dir, and run init again.`,
+  );
 }
 
 async function ensureSigningKey(name: string, io: Io, done: string[]) {
