@@ -277,6 +277,18 @@ describe('pre-receive: content and the ledger', () => {
     expect(refTip(story, server, LEDGER)).toBe(ledger);
     gitOk(story, server, ['symbolic-ref', '--delete', 'refs/notes/alias']);
 
+    // The other way round: the ledger a symbolic ref to another ref, which a push by that name would move.
+    gitOk(story, server, ['update-ref', 'refs/notes/real', ledger]);
+    gitOk(story, server, ['symbolic-ref', LEDGER, 'refs/notes/real']);
+    const behind = gitRun(story, work, ['push', '-f', 'origin', `${dropping}:refs/notes/real`]);
+    expect(behind.code).not.toBe(0);
+    expect(behind.stderr).toContain(
+      'refused refs/notes/real: refs/notes/delegations is a symbolic ref to this one',
+    );
+    expect(refTip(story, server, 'refs/notes/real')).toBe(ledger);
+    gitOk(story, server, ['update-ref', '--no-deref', LEDGER, ledger]);
+    gitOk(story, server, ['update-ref', '-d', 'refs/notes/real']);
+
     for (const shadow of ['refs/tags/refs/notes/delegations', 'refs/heads/refs/notes/delegations']) {
       const shadowed = gitRun(story, work, ['push', 'origin', `${ledger}:${shadow}`]);
       expect(shadowed.code, shadow).not.toBe(0);

@@ -236,6 +236,47 @@ describe('sync takes the union, whatever either side dropped', () => {
     return { server, work, other };
   }
 
+  it('refuses a remote ledger whose history brings a commit of content though its tip holds only notes; the plain append is taken', () => {
+    const { work, other } = plainPair('history');
+    const before = refTip(story, work, LEDGER);
+    writeFiles(other, { 'src/hidden.ts': 'export const hidden = 1;\n' });
+    gitOk(story, other, ['add', 'src/hidden.ts']);
+    const content = gitOk(story, other, [
+      'commit-tree',
+      gitOk(story, other, ['write-tree']),
+      '-p',
+      'HEAD',
+      '-m',
+      'content',
+    ]);
+    gitOk(story, other, ['reset', '-q', '--hard']);
+    const ledger = refTip(story, other, LEDGER)!;
+    writeFiles(other, { 'src/b.ts': 'export const b = 1;\n' });
+    cliOk(story, other, ['attest', '--approve', 'src/b.ts', '--yes', '-m', 'b']);
+    const appended = refTip(story, other, LEDGER)!;
+    const notes = gitOk(story, other, ['rev-parse', `${appended}^{tree}`]);
+    const merged = gitOk(story, other, [
+      'commit-tree',
+      notes,
+      '-p',
+      ledger,
+      '-p',
+      content,
+      '-m',
+      'notes merged',
+    ]);
+    expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${merged}:${LEDGER}`]).code).toBe(0);
+    const refused = cli(story, work, ['sync']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('holds entries that are no notes: src');
+    expect(refTip(story, work, LEDGER)).toBe(before);
+
+    expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${appended}:${LEDGER}`]).code).toBe(0);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, work, LEDGER)).toBe(appended);
+  });
+
   it('keeps a line the remote removed (a notes commit on top of ours) and gives it back; a remote that only adds is a fast-forward (control)', () => {
     const { server, work, other } = plainPair('dropping');
     const blob = gitOk(story, work, ['hash-object', 'src/a.ts']);

@@ -59,8 +59,8 @@ function hookText(name: HookName, cli: HookCli): string {
  * The CLI an installed hook runs. Two kinds of place are copied into the git directory first, where neither a branch
  * nor npm writes: any git work tree (`npm install --save-dev`, in this repository or one around it: node_modules is
  * ignored, git overwrites ignored files on checkout, so a branch that adds node_modules/delegate-git/... would have
- * every later commit run its code), and npx's cache (`npx delegate-git init`: npm prunes it, and every commit or push
- * would then be refused). A CLI whose files git tracks there is a branch's, and is refused.
+ * every later commit run its code), and a package runner's cache (`npx delegate-git init`, `pnpm dlx`, `yarn dlx`:
+ * pruned, after which every commit or push would be refused). A CLI whose files git tracks there is a branch's, and is refused.
  */
 export async function planHookCli(repo: Repository): Promise<CliPlan> {
   const entry = cliEntry();
@@ -71,7 +71,7 @@ export async function planHookCli(repo: Repository): Promise<CliPlan> {
   // itself tracks its own files, and is run from them).
   if (workTree !== null && source.split(path.sep).includes('node_modules'))
     await refuseTracked(repo, workTree, source);
-  return { entry, source, standalone, copy: workTree !== null || source.split(path.sep).includes('_npx') };
+  return { entry, source, standalone, copy: workTree !== null || inPackageRunnerCache(source) };
 }
 
 /** Where the CLI comes from, and whether it is copied (planHookCli); settled before init writes anything. */
@@ -111,6 +111,13 @@ export async function installHookCli(repo: Repository, plan: CliPlan): Promise<H
         entry: path.join(home, 'bin', path.basename(entry)),
         copiedFrom: path.join(source, 'package.json'),
       };
+}
+
+/** npx's cache (`_npx`), pnpm's (`dlx`) or yarn's temporary one (`dlx-<n>`): each is pruned, the CLI then gone. */
+function inPackageRunnerCache(file: string): boolean {
+  return file
+    .split(path.sep)
+    .some((segment) => segment === '_npx' || segment === 'dlx' || /^dlx-/.test(segment));
 }
 
 /** The nearest directory at or above `file` holding a `.git` (a work tree git checks files out into), or null. */
@@ -426,10 +433,13 @@ async function appendHuskyLine(
   return `${path.relative(top, file)} (husky; core.hooksPath set to ${hooksDir} so linked worktrees run it too)`;
 }
 
-/** A top-level line after which nothing in the script runs (`exec npx lint-staged`, `exit 0`). */
-const ENDS_SCRIPT = /^(?:exec|exit)(?:\s|$)/;
-/** `exec` or `exit` anywhere else (in a branch, after `;` or `&&`), or a here-document: no line can be known to run. */
-const MAY_END_SCRIPT = /(?:^|[\s;&|()])(?:exec|exit)(?:[\s;)]|$)|<</;
+/** A top-level line after which nothing in the script runs (`exec npx lint-staged`, `exit 0`, `return 0` in dash). */
+const ENDS_SCRIPT = /^(?:exec|exit|return)(?:\s|$)/;
+/**
+ * Anywhere else (in a branch, after `;` or `&&`), any of those, or what may run them unseen (`eval`, a sourced
+ * script), or a here-document: no later line can be known to run.
+ */
+const MAY_END_SCRIPT = /(?:^|[\s;&|()])(?:exec|exit|return|eval|source|\.)(?:[\s;)]|$)|<</;
 
 /**
  * `script` with the gate's line where it runs. A line that is not a comment and already runs the gate (other than the

@@ -15,6 +15,7 @@ describe('withHuskyLine', () => {
   it('goes before the first top-level exec or exit, after which nothing runs', () => {
     expect(place('npm test\nexec npx lint-staged\n')).toBe(`npm test\n${LINE}\nexec npx lint-staged\n`);
     expect(place('echo a\nexit 0\necho never\n')).toBe(`echo a\n${LINE}\nexit 0\necho never\n`);
+    expect(place('echo a\nreturn 0\n')).toBe(`echo a\n${LINE}\nreturn 0\n`);
     expect(place('exit\n')).toBe(`${LINE}\nexit\n`);
   });
 
@@ -24,6 +25,9 @@ describe('withHuskyLine', () => {
       '[ -n "$CI" ] && exit 0\nnpm test\n',
       'if true; then exec a; else exec b; fi\n',
       'cat <<EOF\nexit 1\nEOF\nnpm test\n',
+      '[ -n "$CI" ] && return 0\nnpm test\n',
+      'eval "exit 0"\nnpm test\n',
+      '. "$(dirname -- "$0")/_/husky.sh"\nnpm test\n',
     ])
       expect(place(`#!/usr/bin/env sh\n${body}`)).toBe(`#!/usr/bin/env sh\n${LINE}\n${body}`);
     expect(place('npm test; exit 0\n')).toBe(`${LINE}\nnpm test; exit 0\n`);

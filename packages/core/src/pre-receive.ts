@@ -104,7 +104,7 @@ async function judgeWith(
     result.refusals.push({ ref: u.ref, reason: REPLACE_REFUSED });
   for (const u of updates.filter((x) => posesAsLedger(x.ref)))
     result.refusals.push({ ref: u.ref, reason: POSES_AS_LEDGER });
-  const aliases = early(aliasesOfLedger(repo, updates));
+  const detours = early(ledgerDetours(repo, updates));
   // Every other ref is content anyone can check out, a notes ref too (`git checkout refs/notes/x` gives its files).
   const contentUpdates = updates.filter(
     (u) => u.ref !== LEDGER_REF && !posesAsLedger(u.ref) && !isReplaceRef(u.ref) && !ZERO.test(u.newId),
@@ -145,6 +145,7 @@ async function judgeWith(
   const notesAfter = await notesAfterRead;
   if (notesUpdate && ledger)
     await judgeLedgerUpdate(reads, notesUpdate, forNotes, ledger, broughtRead, result);
+  result.refusals.push(...(await detours));
   if (contentUpdates.length === 0) return result;
 
   // The ledger after the push, read once for every pushed ref and only as far as needed: the paths it ever
@@ -165,11 +166,6 @@ async function judgeWith(
   };
   for (const [i, update] of contentUpdates.entries())
     await judgeRefUpdate(reads, update, changes[i]!, after, result);
-  for (const ref of await aliases)
-    result.refusals.push({
-      ref,
-      reason: `a symbolic ref here that leads to ${LEDGER_REF}: push the ledger by its own name, where its checks run`,
-    });
   return result;
 }
 
@@ -201,27 +197,34 @@ function posesAsLedger(ref: string): boolean {
 const POSES_AS_LEDGER = `git reads this name as ${LEDGER_REF} (where case is ignored, or in a clone without the ledger): push the ledger by its own name`;
 
 /**
- * The pushed refs that are symbolic refs here leading to the ledger (an alias an administrator made): git moves the
- * ledger through them, and none of the ledger's checks would run. One listing for all of them; an alias of an alias,
- * which git also follows, is followed to its end.
+ * Ways around the ledger's checks through a symbolic ref here (one an administrator made): a pushed ref that leads to
+ * the ledger moves the ledger, and when the ledger itself leads to another ref, a push to that ref moves it too. Git
+ * follows a chain of them to its end, and so does this. One listing for all the pushed refs.
  */
-async function aliasesOfLedger(repo: Repository, updates: readonly RefUpdate[]): Promise<string[]> {
-  const names = updates.map((u) => u.ref).filter((ref) => ref !== LEDGER_REF);
-  if (names.length === 0) return [];
+async function ledgerDetours(repo: Repository, updates: readonly RefUpdate[]): Promise<PushRefusal[]> {
+  const names = [...new Set([LEDGER_REF, ...updates.map((u) => u.ref)])];
   const opts = { cwd: repo.cwd, env: repo.env };
   const listed = await git(['for-each-ref', '--format=%(refname)%00%(symref)', ...names], opts);
-  const aliases: string[] = [];
+  const finalTarget = async (ref: string) =>
+    (await gitTry(['symbolic-ref', '-q', ref], opts)).stdout.toString('utf8').trim();
+  const refusals: PushRefusal[] = [];
   for (const line of listed.toString('utf8').split('\n')) {
     const [name = '', target = ''] = line.split('\0');
     if (target === '' || !names.includes(name)) continue;
-    // `symbolic-ref` follows the chain to its end, as git does when it moves the ref.
-    const final =
-      target === LEDGER_REF
-        ? target
-        : (await gitTry(['symbolic-ref', '-q', name], opts)).stdout.toString('utf8').trim();
-    if (final === LEDGER_REF) aliases.push(name);
+    const final = target === LEDGER_REF ? target : await finalTarget(name);
+    if (name === LEDGER_REF) {
+      for (const u of updates.filter((x) => x.ref === final))
+        refusals.push({
+          ref: u.ref,
+          reason: `${LEDGER_REF} is a symbolic ref to this one here, which moves the ledger: push the ledger by its own name, where its checks run`,
+        });
+    } else if (final === LEDGER_REF)
+      refusals.push({
+        ref: name,
+        reason: `a symbolic ref here that leads to ${LEDGER_REF}: push the ledger by its own name, where its checks run`,
+      });
   }
-  return aliases;
+  return refusals;
 }
 
 /** `load` run on the first call only; every call gets its one promise. */

@@ -1,5 +1,6 @@
 import {
   DelegateGitError,
+  foreignAlongUpdate,
   gitText,
   gitTry,
   LEDGER_REF,
@@ -297,7 +298,12 @@ async function refuseForeign(
   theirs: string,
   opts: GitOptions,
 ): Promise<void> {
-  const { foreign } = await readNotesDiff(opts, ours, theirs);
+  // At its tip, and in every commit it brings: a server with the hook refuses a ledger whose history holds content.
+  const [{ foreign: atTip }, brought] = await Promise.all([
+    readNotesDiff(opts, ours, theirs),
+    foreignAlongUpdate(opts, ours, theirs),
+  ]);
+  const foreign = [...new Map([...atTip, ...brought].map((entry) => [entry.path, entry])).values()];
   if (foreign.length === 0) return;
   const named = foreign
     .slice(0, 3)
