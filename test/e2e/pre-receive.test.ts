@@ -14,9 +14,11 @@ import {
   cliOk,
   cloneInto,
   commit,
+  commitOf,
   gitOk,
   gitRun,
   ledgerCommitWith,
+  looseCommit,
   makeServer,
   makeStory,
   mktree,
@@ -26,6 +28,7 @@ import {
   type Story,
   statementOf,
   tagOf,
+  withOnePayloadByteChanged,
   writeFiles,
 } from '../support/cli-story.js';
 
@@ -209,40 +212,15 @@ describe('pre-receive: content and the ledger', () => {
   });
 
   it('refuses a ledger update whose history brings a commit of content (a second parent, or in the chain); control: the plain append', () => {
-    stageFile(work, 'src/hidden.ts', 'export const hidden = 1;\n');
-    const content = gitOk(story, work, [
-      'commit-tree',
-      gitOk(story, work, ['write-tree']),
-      '-p',
-      'HEAD',
-      '-m',
-      'content',
-    ]);
-    gitOk(story, work, ['reset', '-q', '--hard']);
+    const content = looseCommit(story, work, 'src/hidden.ts', 'export const hidden = 1;\n');
     const ledger = refTip(story, work, LEDGER)!;
     stageFile(work, 'src/approved.ts', 'export const approved = 1;\n');
     cliOk(story, work, ['attest', '--approve', 'src/approved.ts', '--yes']);
     const appended = refTip(story, work, LEDGER)!;
     const notes = gitOk(story, work, ['rev-parse', `${appended}^{tree}`]);
-    const merged = gitOk(story, work, [
-      'commit-tree',
-      notes,
-      '-p',
-      ledger,
-      '-p',
-      content,
-      '-m',
-      'notes merged',
-    ]);
-    const contentInChain = gitOk(story, work, [
-      'commit-tree',
-      gitOk(story, work, ['rev-parse', `${content}^{tree}`]),
-      '-p',
-      ledger,
-      '-m',
-      'content on the ledger',
-    ]);
-    const chained = gitOk(story, work, ['commit-tree', notes, '-p', contentInChain, '-m', 'notes again']);
+    const merged = commitOf(story, work, notes, [ledger, content]);
+    const contentTree = gitOk(story, work, ['rev-parse', `${content}^{tree}`]);
+    const chained = commitOf(story, work, notes, [commitOf(story, work, contentTree, [ledger])]);
     for (const tip of [merged, chained]) {
       const refused = gitRun(story, work, ['push', 'origin', `${tip}:${LEDGER}`]);
       expect(refused.code).not.toBe(0);
@@ -604,20 +582,6 @@ describe('pre-receive: history from before the policy', () => {
     expect(onBranch.stderr).not.toContain('first push');
   });
 });
-
-/** A valid note line with one byte of its signed payload changed (the signature no longer matches). */
-function withOnePayloadByteChanged(line: string): string {
-  const envelope = JSON.parse(line) as { payload: string; payloadType: string; signatures: unknown[] };
-  const payload = Buffer.from(envelope.payload, 'base64');
-  const at = payload.indexOf('"createdAt":"2') + '"createdAt":"'.length;
-  expect(at).toBeGreaterThan('"createdAt":"'.length);
-  payload[at] = '3'.charCodeAt(0);
-  return JSON.stringify({
-    payload: payload.toString('base64'),
-    payloadType: envelope.payloadType,
-    signatures: envelope.signatures,
-  });
-}
 
 describe('pre-receive: the server’s own git configuration', () => {
   const sshKeygen = spawnSync('ssh-keygen', ['-?']).error === undefined;

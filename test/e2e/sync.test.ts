@@ -11,8 +11,10 @@ import {
   cliAsync,
   cliOk,
   cloneInto,
+  commitOf,
   gitOk,
   gitRun,
+  looseCommit,
   makeServer,
   makeStory,
   noteLines,
@@ -23,6 +25,7 @@ import {
   type Story,
   statementOf,
   tagOf,
+  withOnePayloadByteChanged,
   writeFiles,
 } from '../support/cli-story.js';
 
@@ -239,32 +242,13 @@ describe('sync takes the union, whatever either side dropped', () => {
   it('refuses a remote ledger whose history brings a commit of content though its tip holds only notes; the plain append is taken', () => {
     const { work, other } = plainPair('history');
     const before = refTip(story, work, LEDGER);
-    writeFiles(other, { 'src/hidden.ts': 'export const hidden = 1;\n' });
-    gitOk(story, other, ['add', 'src/hidden.ts']);
-    const content = gitOk(story, other, [
-      'commit-tree',
-      gitOk(story, other, ['write-tree']),
-      '-p',
-      'HEAD',
-      '-m',
-      'content',
-    ]);
-    gitOk(story, other, ['reset', '-q', '--hard']);
+    const content = looseCommit(story, other, 'src/hidden.ts', 'export const hidden = 1;\n');
     const ledger = refTip(story, other, LEDGER)!;
     writeFiles(other, { 'src/b.ts': 'export const b = 1;\n' });
     cliOk(story, other, ['attest', '--approve', 'src/b.ts', '--yes', '-m', 'b']);
     const appended = refTip(story, other, LEDGER)!;
     const notes = gitOk(story, other, ['rev-parse', `${appended}^{tree}`]);
-    const merged = gitOk(story, other, [
-      'commit-tree',
-      notes,
-      '-p',
-      ledger,
-      '-p',
-      content,
-      '-m',
-      'notes merged',
-    ]);
+    const merged = commitOf(story, other, notes, [ledger, content]);
     expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${merged}:${LEDGER}`]).code).toBe(0);
     const refused = cli(story, work, ['sync']);
     expect(refused.code).toBe(2);
@@ -375,20 +359,23 @@ describe('sync takes the union, whatever either side dropped', () => {
   });
 });
 
-describe('sync and the remote’s own configuration', () => {
-  /** A server without the hook, a clone that adopted and synced a record on src/a.ts, and a clone of its ledger. */
-  function configuredPair(name: string): { server: string; work: string; other: string } {
-    const server = makeServer(story, `${name}.git`, { hook: false });
-    const work = cloneInto(story, server, name);
-    adopt(story, work, ['src/**']);
-    writeFiles(work, { 'src/a.ts': 'export const a = 1;\n' });
-    cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes', '-m', 'a']);
-    expect(gitRun(story, work, ['push', '-q', 'origin', 'main', LEDGER]).code).toBe(0);
-    const other = cloneInto(story, server, `${name}-other`);
-    gitOk(story, other, ['fetch', '-q', 'origin', `${LEDGER}:${LEDGER}`]);
-    return { server, work, other };
-  }
+/**
+ * A server without the hook (a fork or a mirror, say), a clone that adopted and pushed a record on src/a.ts with its
+ * ledger, and a second clone holding that ledger.
+ */
+function hooklessPair(name: string): { server: string; work: string; other: string } {
+  const server = makeServer(story, `${name}.git`, { hook: false });
+  const work = cloneInto(story, server, name);
+  adopt(story, work, ['src/**']);
+  writeFiles(work, { 'src/a.ts': 'export const a = 1;\n' });
+  cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes', '-m', 'a']);
+  expect(gitRun(story, work, ['push', '-q', 'origin', 'main', LEDGER]).code).toBe(0);
+  const other = cloneInto(story, server, `${name}-other`);
+  gitOk(story, other, ['fetch', '-q', 'origin', `${LEDGER}:${LEDGER}`]);
+  return { server, work, other };
+}
 
+describe('sync and the remote’s own configuration', () => {
   /** A record made here (src/b.ts) and one the remote has that this clone lacks (src/c.ts). Returns their blobs. */
   function diverge(work: string, other: string): { b: string; c: string } {
     writeFiles(work, { 'src/b.ts': 'export const b = 1;\n' });
@@ -403,7 +390,7 @@ describe('sync and the remote’s own configuration', () => {
   }
 
   it('keeps the records made here when the remote maps refs/notes/* onto itself (the notes-sharing recipe)', () => {
-    const { server, work, other } = configuredPair('sharing');
+    const { server, work, other } = hooklessPair('sharing');
     gitOk(story, work, ['config', '--add', 'remote.origin.fetch', '+refs/notes/*:refs/notes/*']);
     gitOk(story, work, ['config', '--add', 'remote.origin.push', '+refs/notes/*:refs/notes/*']);
     const { b, c } = diverge(work, other);
@@ -424,7 +411,7 @@ describe('sync and the remote’s own configuration', () => {
   });
 
   it('puts the local ledger back when a fetch moves it anyway (a hook here), and says so', () => {
-    const { server, work, other } = configuredPair('moved');
+    const { server, work, other } = hooklessPair('moved');
     const hooks = path.resolve(work, gitOk(story, work, ['rev-parse', '--git-path', 'hooks']));
     fs.mkdirSync(hooks, { recursive: true });
     fs.writeFileSync(
@@ -456,7 +443,7 @@ describe('sync and the remote’s own configuration', () => {
   });
 
   it('pushes the ledger to a mirror remote, and only the ledger', () => {
-    const { server, work } = configuredPair('mirrored');
+    const { server, work } = hooklessPair('mirrored');
     gitOk(story, work, ['config', 'remote.origin.mirror', 'true']);
     gitOk(story, work, ['branch', 'local-only']);
     writeFiles(work, { 'src/b.ts': 'export const b = 1;\n' });
@@ -473,7 +460,7 @@ describe('sync and the remote’s own configuration', () => {
   });
 
   it('names a tracking ref that cannot exist beside another as such, not as a lock; renamed, the remote syncs', () => {
-    const { server, work } = configuredPair('conflicting');
+    const { server, work } = hooklessPair('conflicting');
     cliOk(story, work, ['sync']);
     gitOk(story, work, ['remote', 'add', 'origin/delegations', server]);
 
@@ -494,19 +481,6 @@ describe('sync and the remote’s own configuration', () => {
 });
 
 describe('sync checks every line a remote would add before taking any', () => {
-  /** A server without the hook (a fork, say), a clone that adopted and synced, and a clone holding its ledger. */
-  function forkPair(name: string): { server: string; work: string; other: string } {
-    const server = makeServer(story, `${name}.git`, { hook: false });
-    const work = cloneInto(story, server, name);
-    adopt(story, work, ['src/**']);
-    writeFiles(work, { 'src/a.ts': 'export const a = 1;\n' });
-    cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes', '-m', 'a']);
-    expect(gitRun(story, work, ['push', '-q', 'origin', 'main', LEDGER]).code).toBe(0);
-    const other = cloneInto(story, server, `${name}-other`);
-    gitOk(story, other, ['fetch', '-q', 'origin', `${LEDGER}:${LEDGER}`]);
-    return { server, work, other };
-  }
-
   /** Adds `line` to the note on `blob` in `dir`'s ledger (sorted and unique, as every note is), and pushes it. */
   function addLineAndPush(dir: string, blob: string, line: string): void {
     const lines = [...new Set([...noteLines(story, dir, blob), line])].sort();
@@ -517,7 +491,7 @@ describe('sync checks every line a remote would add before taking any', () => {
   }
 
   it('refuses a remote ledger adding a forged line, taking nothing of it; the same remote without it is taken', () => {
-    const { work, other } = forkPair('forged');
+    const { work, other } = hooklessPair('forged');
     const before = refTip(story, work, LEDGER);
     writeFiles(other, { 'src/c.ts': 'export const c = 1;\n' });
     cliOk(story, other, ['attest', '--approve', 'src/c.ts', '--yes', '-m', 'c']);
@@ -549,7 +523,7 @@ describe('sync checks every line a remote would add before taking any', () => {
   });
 
   it('refuses a line signed by a key the trust root does not list; one signed by a listed key is taken', async () => {
-    const { work, other } = forkPair('untrusted');
+    const { work, other } = hooklessPair('untrusted');
     const before = refTip(story, work, LEDGER);
     const mallory = operatorEnv(story, 'mallory');
     expect(cli(story, other, ['keygen', 'mallory'], mallory).code).toBe(0);
@@ -572,17 +546,3 @@ describe('sync checks every line a remote would add before taking any', () => {
     expect(noteLines(story, work, approved)).toHaveLength(1);
   });
 });
-
-/** A record line with one byte of its signed payload changed (a forgery: the signature no longer verifies). */
-function withOnePayloadByteChanged(line: string): string {
-  const envelope = JSON.parse(line) as { payload: string; payloadType: string; signatures: unknown[] };
-  const payload = Buffer.from(envelope.payload, 'base64');
-  const at = payload.indexOf('"createdAt":"2') + '"createdAt":"'.length;
-  expect(at).toBeGreaterThan('"createdAt":"'.length);
-  payload[at] = '3'.charCodeAt(0);
-  return JSON.stringify({
-    payload: payload.toString('base64'),
-    payloadType: envelope.payloadType,
-    signatures: envelope.signatures,
-  });
-}

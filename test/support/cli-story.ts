@@ -340,6 +340,21 @@ export function tagOf(story: Story, dir: string, commit: string): string {
   return run.stdout.trim();
 }
 
+/** A commit on HEAD adding `file` (nothing moves to it: a commit a pusher made by hand, named by its id). */
+export function looseCommit(story: Story, dir: string, file: string, content: string): string {
+  writeFiles(dir, { [file]: content });
+  gitOk(story, dir, ['add', '--', file]);
+  const tree = gitOk(story, dir, ['write-tree']);
+  const made = gitOk(story, dir, ['commit-tree', tree, '-p', 'HEAD', '-m', `adds ${file}`]);
+  gitOk(story, dir, ['reset', '-q', '--hard']);
+  return made;
+}
+
+/** A commit of `tree` with these parents, made by hand (a notes commit whose history hides another, say). */
+export function commitOf(story: Story, dir: string, tree: string, parents: string[]): string {
+  return gitOk(story, dir, ['commit-tree', tree, ...parents.flatMap((p) => ['-p', p]), '-m', 'made by hand']);
+}
+
 /** Back to HEAD: index and work tree reset, untracked files removed (records and commits stay). */
 export function resetWorkTree(story: Story, dir: string): void {
   gitOk(story, dir, ['reset', '-q', '--hard']);
@@ -362,4 +377,18 @@ export function ledgerCommitWith(story: Story, dir: string, entries: string[]): 
   const listed = gitOk(story, dir, ['ls-tree', '-z', tip]).split('\0').filter(Boolean);
   const tree = mktree(story, dir, [...listed, ...entries]);
   return gitOk(story, dir, ['commit-tree', tree, '-p', tip, '-m', 'entries that are no notes']);
+}
+
+/** A valid record line with one byte of its signed payload changed (a forgery: the signature no longer verifies). */
+export function withOnePayloadByteChanged(line: string): string {
+  const envelope = JSON.parse(line) as { payload: string; payloadType: string; signatures: unknown[] };
+  const payload = Buffer.from(envelope.payload, 'base64');
+  const at = payload.indexOf('"createdAt":"2') + '"createdAt":"'.length;
+  if (at === '"createdAt":"'.length - 1) throw new Error('the line holds no createdAt to change');
+  payload[at] = '3'.charCodeAt(0);
+  return JSON.stringify({
+    payload: payload.toString('base64'),
+    payloadType: envelope.payloadType,
+    signatures: envelope.signatures,
+  });
 }
