@@ -60,7 +60,8 @@ function hookText(name: HookName, cli: HookCli): string {
  * nor npm writes: any git work tree (`npm install --save-dev`, in this repository or one around it: node_modules is
  * ignored, git overwrites ignored files on checkout, so a branch that adds node_modules/delegate-git/... would have
  * every later commit run its code), and a package runner's cache (`npx delegate-git init`, `pnpm dlx`, `yarn dlx`:
- * pruned, after which every commit or push would be refused). A CLI whose files git tracks there is a branch's, and is refused.
+ * pruned, after which every commit or push would be refused). A CLI whose files git tracks there is a branch's, and
+ * is refused.
  */
 export async function planHookCli(repo: Repository): Promise<CliPlan> {
   const entry = cliEntry();
