@@ -611,15 +611,15 @@ describe('pre-commit: the CLI cannot be found', () => {
       });
     const gitDir = path.dirname(whichGit(story.env.PATH ?? ''));
     const env = { ...story.env, PATH: [...new Set([bin, gitDir, '/usr/bin', '/bin'])].join(':') };
-    for (const [name, gone] of [
-      ['DELEGATE_GIT_CLI', path.join(story.root, 'gone', 'delegate-git.js')],
-      ['DELEGATE_GIT_NODE', path.join(story.root, 'gone', 'node')],
+    for (const [name, gone, why] of [
+      ['DELEGATE_GIT_CLI', path.join(story.root, 'gone', 'delegate-git.js'), 'delegate-git ('],
+      ['DELEGATE_GIT_NODE', path.join(story.root, 'gone', 'node'), 'the Node init ran under ('],
     ] as const) {
       fs.writeFileSync(hook, installed.replace(new RegExp(`^${name}='[^']+'$`, 'm'), `${name}='${gone}'`));
       stage(dir, { 'README.md': `not even governed: ${name}\n` });
       const refused = gitRun(story, dir, ['commit', '-q', '-m', 'no cli'], env);
       expect(refused.code, name).not.toBe(0);
-      expect(refused.stderr).toContain('cannot run delegate-git');
+      expect(refused.stderr).toContain(`cannot run delegate-git: ${why}${gone}) is gone`);
       expect(refused.stderr).toContain('Commit refused');
       expect(fs.existsSync(ran), name).toBe(false);
     }

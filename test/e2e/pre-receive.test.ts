@@ -250,7 +250,7 @@ describe('pre-receive: content and the ledger', () => {
     const aliased = gitRun(story, work, ['push', 'origin', `${dropping}:refs/notes/alias`]);
     expect(aliased.code).not.toBe(0);
     expect(aliased.stderr).toContain(
-      'refused refs/notes/alias: a symbolic ref here that leads to refs/notes/delegations',
+      'refused refs/notes/alias: a symbolic ref here that leads where refs/notes/delegations does',
     );
     expect(refTip(story, server, LEDGER)).toBe(ledger);
     gitOk(story, server, ['symbolic-ref', '--delete', 'refs/notes/alias']);
@@ -264,7 +264,31 @@ describe('pre-receive: content and the ledger', () => {
       'refused refs/notes/real: refs/notes/delegations is a symbolic ref to this one',
     );
     expect(refTip(story, server, 'refs/notes/real')).toBe(ledger);
+    // A link in the middle of the ledger's chain, and an alias of the ledger, lead where it does: moved or deleted,
+    // they would move or delete the ledger.
+    gitOk(story, server, ['symbolic-ref', 'refs/notes/middle', 'refs/notes/real']);
+    gitOk(story, server, ['symbolic-ref', LEDGER, 'refs/notes/middle']);
+    gitOk(story, server, ['symbolic-ref', 'refs/notes/alias', LEDGER]);
+    for (const [ref, pushed] of [
+      ['refs/notes/middle', `${dropping}:refs/notes/middle`],
+      ['refs/notes/alias', `${dropping}:refs/notes/alias`],
+      ['refs/notes/alias', ':refs/notes/alias'],
+    ] as const) {
+      const through = gitRun(story, work, ['push', '-f', 'origin', pushed]);
+      expect(through.code, pushed).not.toBe(0);
+      expect(through.stderr).toContain(`refused ${ref}: a symbolic ref here that leads where ${LEDGER} does`);
+      expect(refTip(story, server, 'refs/notes/real')).toBe(ledger);
+    }
+    gitOk(story, server, ['symbolic-ref', '--delete', 'refs/notes/alias']);
+    // The ledger leading to a ref that does not exist yet: creating that ref creates the ledger.
+    gitOk(story, server, ['symbolic-ref', LEDGER, 'refs/notes/unborn']);
+    const unborn = gitRun(story, work, ['push', 'origin', `${dropping}:refs/notes/unborn`]);
+    expect(unborn.code).not.toBe(0);
+    expect(unborn.stderr).toContain(
+      'refused refs/notes/unborn: refs/notes/delegations is a symbolic ref to this one',
+    );
     gitOk(story, server, ['update-ref', '--no-deref', LEDGER, ledger]);
+    gitOk(story, server, ['symbolic-ref', '--delete', 'refs/notes/middle']);
     gitOk(story, server, ['update-ref', '-d', 'refs/notes/real']);
 
     for (const shadow of ['refs/tags/refs/notes/delegations', 'refs/heads/refs/notes/delegations']) {

@@ -17,6 +17,7 @@ import {
   looseCommit,
   makeServer,
   makeStory,
+  mktree,
   noteLines,
   OPERATOR,
   operatorEnv,
@@ -250,6 +251,9 @@ describe('sync takes the union, whatever either side dropped', () => {
     const notes = gitOk(story, other, ['rev-parse', `${appended}^{tree}`]);
     const merged = commitOf(story, other, notes, [ledger, content]);
     expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${merged}:${LEDGER}`]).code).toBe(0);
+    // The content commit is a pull request's branch this clone fetched: held here, judged by nobody.
+    expect(gitRun(story, other, ['push', '-q', 'origin', `${content}:refs/heads/pr`]).code).toBe(0);
+    gitOk(story, work, ['fetch', '-q', 'origin', 'pr']);
     const refused = cli(story, work, ['sync']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('holds entries that are no notes: src');
@@ -259,6 +263,33 @@ describe('sync takes the union, whatever either side dropped', () => {
     const synced = cli(story, work, ['sync']);
     expect(synced.code, synced.stderr).toBe(0);
     expect(refTip(story, work, LEDGER)).toBe(appended);
+  });
+
+  it('refuses a remote ledger whose tree names a note twice (a server that checks objects refuses it); control: once', () => {
+    const { work, other } = plainPair('twice');
+    const before = refTip(story, work, LEDGER)!;
+    const blob = gitOk(story, work, ['hash-object', 'src/a.ts']);
+    const listed = gitOk(story, other, ['ls-tree', `${before}^{tree}`]).split('\n');
+    const entry = listed.find((line) => line.endsWith(`\t${blob}`))!;
+    const tree = mktree(story, other, [...listed, entry]);
+    expect(
+      gitRun(story, other, [
+        'push',
+        '-q',
+        '-f',
+        'origin',
+        `${commitOf(story, other, tree, [before])}:${LEDGER}`,
+      ]).code,
+    ).toBe(0);
+    const refused = cli(story, work, ['sync']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("holds objects git's own checks refuse");
+    expect(refTip(story, work, LEDGER)).toBe(before);
+
+    const once = commitOf(story, other, mktree(story, other, listed), [before]);
+    expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${once}:${LEDGER}`]).code).toBe(0);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
   });
 
   it('keeps a line the remote removed (a notes commit on top of ours) and gives it back; a remote that only adds is a fast-forward (control)', () => {

@@ -424,11 +424,11 @@ async function appendHuskyLine(
 ): Promise<string> {
   await installHookFile(path.join(repo.layout.commonDir, 'delegate-git', 'hooks'), name, cli);
   const file = path.join(top, '.husky', name);
-  const line = `h="$(git rev-parse --git-common-dir)/delegate-git/hooks/${name}"; if [ -x "$h" ]; then "$h"; else npx --no-install delegate-git hook ${name}; fi`;
+  const line = huskyLine(name);
   const exists = existsSync(file);
   // A new file gets a shebang: husky 8 has git run .husky/<hook> itself.
   const current = exists ? await readFile(file, 'utf8') : '#!/usr/bin/env sh\n';
-  const placed = withHuskyLine(current, line, name);
+  const placed = withHuskyLine(current, line, [huskyLineBefore(name)]);
   // The file is the team's: only the line changes, never its mode.
   if (placed !== current) await writeFileAtomic(file, placed, exists ? statSync(file).mode & 0o7777 : 0o755);
   return `${path.relative(top, file)} (husky; core.hooksPath set to ${hooksDir} so linked worktrees run it too)`;
@@ -443,16 +443,29 @@ const ENDS_SCRIPT = /^(?:exec|exit|return)(?:\s|$)/;
 const MAY_END_SCRIPT = /(?:^|[\s;&|()])(?:exec|exit|return|eval|source|\.)(?:[\s;)]|$)|<</;
 
 /**
- * `script` with the gate's line where it runs. A line that is not a comment and already runs the gate (other than the
- * one init writes) is left as it is. Otherwise init's line goes at the end, so that what the script does first (a
- * formatter restaging files) is what the gate judges; before the first top-level `exec` or `exit`, after which
- * nothing runs; or, where the script may end elsewhere, right after its shebang. The line init wrote before is
- * placed again, wherever an older release put it.
+ * The line init adds to `.husky/<name>`: it ends the script when the gate refuses, as husky 8 without `sh -e` (or a
+ * script that sets `+e`) would not.
  */
-export function withHuskyLine(script: string, line: string, name: string): string {
-  const lines = script.split('\n').filter((l) => l !== line);
+export function huskyLine(name: string): string {
+  const runner = `"$(git rev-parse --git-common-dir)/delegate-git/hooks/${name}"`;
+  return `h=${runner}; if [ -x "$h" ]; then "$h" || exit $?; else npx --no-install delegate-git hook ${name} || exit $?; fi`;
+}
+
+/** The line an earlier release added, which init replaces. */
+function huskyLineBefore(name: string): string {
+  return `h="$(git rev-parse --git-common-dir)/delegate-git/hooks/${name}"; if [ -x "$h" ]; then "$h"; else npx --no-install delegate-git hook ${name}; fi`;
+}
+
+/**
+ * `script` with the gate's line where it runs: at the end, so that what the script does first (a formatter restaging
+ * files) is what the gate judges; before the first top-level `exec`, `exit` or `return`, after which nothing runs; or,
+ * where the script may end elsewhere, right after its shebang. The lines init wrote before (`earlier`, and `line`
+ * itself) are taken out and `line` placed again. Only init's own line counts: a script that merely names the gate
+ * (in an `echo`, say) may not run it.
+ */
+export function withHuskyLine(script: string, line: string, earlier: readonly string[] = []): string {
+  const lines = script.split('\n').filter((l) => l !== line && !earlier.includes(l));
   const isCode = (l: string) => !/^\s*#/.test(l);
-  if (lines.some((l) => isCode(l) && l.includes(`delegate-git hook ${name}`))) return script;
   const end = lines.findIndex((l) => ENDS_SCRIPT.test(l));
   const before = end === -1 ? lines : lines.slice(0, end);
   const shebang = lines[0]?.startsWith('#!') ? 1 : 0;

@@ -1,9 +1,9 @@
 // Where init puts the gate's line in a husky hook: it must run, so never after the line that ends the script.
 import { describe, expect, it } from 'vitest';
-import { withHuskyLine } from '../src/hook-install.js';
+import { huskyLine, withHuskyLine } from '../src/hook-install.js';
 
-const LINE = 'run the gate: delegate-git hook pre-commit';
-const place = (script: string) => withHuskyLine(script, LINE, 'pre-commit');
+const LINE = huskyLine('pre-commit');
+const place = (script: string) => withHuskyLine(script, LINE);
 
 describe('withHuskyLine', () => {
   it('appends to a script that runs to its end, adding the missing final line break', () => {
@@ -12,7 +12,7 @@ describe('withHuskyLine', () => {
     expect(place('')).toBe(`${LINE}\n`);
   });
 
-  it('goes before the first top-level exec or exit, after which nothing runs', () => {
+  it('goes before the first top-level exec, exit or return, after which nothing runs', () => {
     expect(place('npm test\nexec npx lint-staged\n')).toBe(`npm test\n${LINE}\nexec npx lint-staged\n`);
     expect(place('echo a\nexit 0\necho never\n')).toBe(`echo a\n${LINE}\nexit 0\necho never\n`);
     expect(place('echo a\nreturn 0\n')).toBe(`echo a\n${LINE}\nreturn 0\n`);
@@ -38,17 +38,26 @@ describe('withHuskyLine', () => {
     expect(place(script)).toBe(`${script}${LINE}\n`);
   });
 
-  it('places its own line of an older release again, before a closing exec it followed', () => {
-    expect(place(`npm test\nexec npx lint-staged\n${LINE}\n`)).toBe(
+  it('places its own line again (an earlier release put it after a closing exec, without ending the script)', () => {
+    const earlier = 'an earlier form of the line';
+    expect(withHuskyLine(`npm test\nexec npx lint-staged\n${earlier}\n`, LINE, [earlier])).toBe(
       `npm test\n${LINE}\nexec npx lint-staged\n`,
+    );
+    const placed = `npm test\n${LINE}\n`;
+    expect(place(placed)).toBe(placed);
+  });
+
+  it('counts only its own line: a script that merely names the gate (an echo, a comment) still gets it', () => {
+    expect(place('echo "run delegate-git hook pre-commit"\n')).toBe(
+      `echo "run delegate-git hook pre-commit"\n${LINE}\n`,
+    );
+    expect(place('# npx delegate-git hook pre-commit\n')).toBe(
+      `# npx delegate-git hook pre-commit\n${LINE}\n`,
     );
   });
 
-  it('keeps a script that already runs the gate as it is; a commented-out line does not count', () => {
-    const live = `npm test\n${LINE}\n`;
-    expect(place(live)).toBe(live);
-    expect(place(`# ${LINE}\n`)).toBe(`# ${LINE}\n${LINE}\n`);
-    const merge = 'run the gate: delegate-git hook pre-merge-commit';
-    expect(withHuskyLine(`${LINE}\n`, merge, 'pre-merge-commit')).toBe(`${LINE}\n${merge}\n`);
+  it("ends the script with the gate's status when it refuses", () => {
+    expect(LINE).toContain('"$h" || exit $?');
+    expect(LINE).toContain('npx --no-install delegate-git hook pre-commit || exit $?');
   });
 });

@@ -188,22 +188,17 @@ export async function readLedgerChange(
 /**
  * Entries that are no notes in the commits a ledger update brings, each against its first parent (a root against the
  * empty tree), not only at the tip: a notes commit may have any commit as a parent, and anyone can check out
- * `refs/notes/delegations~1`. Commits a ref outside refs/notes/ holds are content the gates judged, not the ledger's.
+ * `refs/notes/delegations~1`. `judged`: commits a ref outside refs/notes/ holds are content the gates judged, not
+ * the ledger's (true on a server with the hook; a clone's refs may hold anything it fetched).
  */
 export async function foreignAlongUpdate(
   git: { cwd: string; env?: NodeJS.ProcessEnv },
   older: string | null,
   newer: string,
+  judged = true,
 ): Promise<ForeignEntry[]> {
-  const brought = [
-    'rev-list',
-    '--parents',
-    newer,
-    '--not',
-    ...(older ? [older] : []),
-    '--exclude=refs/notes/*',
-    '--all',
-  ];
+  const held = judged ? ['--exclude=refs/notes/*', '--all'] : [];
+  const brought = ['rev-list', '--parents', newer, '--not', ...(older ? [older] : []), ...held];
   const pairs: string[] = [];
   for await (const line of gitRecords(brought, git)) {
     const [commit, parent] = line.split(' ');

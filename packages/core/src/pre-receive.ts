@@ -197,35 +197,50 @@ function posesAsLedger(ref: string): boolean {
 const POSES_AS_LEDGER = `git reads this name as ${LEDGER_REF} (where case is ignored, or in a clone without the ledger): push the ledger by its own name`;
 
 /**
- * Ways around the ledger's checks through a symbolic ref here (one an administrator made): a pushed ref that leads to
- * the ledger moves the ledger, and when the ledger itself leads to another ref, a push to that ref moves it too. Git
- * follows a chain of them to its end, and so does this. One listing for all the pushed refs.
+ * Ways around the ledger's checks through symbolic refs here (ones an administrator made). When the ledger is a
+ * symbolic ref, the ref its chain ends at (which may not exist yet) is the ledger; and a pushed symbolic ref whose
+ * chain ends where the ledger's does (an alias, or a link in the middle of the ledger's own chain) moves the ledger,
+ * or deletes it. Either is pushed as the ledger by its own name, where its checks run.
  */
 async function ledgerDetours(repo: Repository, updates: readonly RefUpdate[]): Promise<PushRefusal[]> {
-  const names = [...new Set([LEDGER_REF, ...updates.map((u) => u.ref)])];
+  const pushed = updates.map((u) => u.ref).filter((ref) => ref !== LEDGER_REF);
+  if (pushed.length === 0) return [];
   const opts = { cwd: repo.cwd, env: repo.env };
-  const listed = await git(['for-each-ref', '--format=%(refname)%00%(symref)', ...names], opts);
-  const finalTarget = async (ref: string) =>
-    (await gitTry(['symbolic-ref', '-q', ref], opts)).stdout.toString('utf8').trim();
+  // `symbolic-ref` follows a chain to its end, as git does when it moves a ref through one.
+  const endOf = async (ref: string) => {
+    const read = await gitTry(['symbolic-ref', '-q', ref], opts);
+    return read.code === 0 ? read.stdout.toString('utf8').trim() : null;
+  };
+  const [ledgerEnd, listed] = await Promise.all([
+    endOf(LEDGER_REF).then((end) => end ?? LEDGER_REF),
+    git(['for-each-ref', '--format=%(refname)%00%(symref)', ...pushed], opts),
+  ]);
+  const symbolic = new Set(
+    listed
+      .toString('utf8')
+      .split('\n')
+      .map((line) => line.split('\0'))
+      .filter(([, target]) => target)
+      .map(([name]) => name),
+  );
   const refusals: PushRefusal[] = [];
-  for (const line of listed.toString('utf8').split('\n')) {
-    const [name = '', target = ''] = line.split('\0');
-    if (target === '' || !names.includes(name)) continue;
-    const final = target === LEDGER_REF ? target : await finalTarget(name);
-    if (name === LEDGER_REF) {
-      for (const u of updates.filter((x) => x.ref === final))
-        refusals.push({
-          ref: u.ref,
-          reason: `${LEDGER_REF} is a symbolic ref to this one here, which moves the ledger: push the ledger by its own name, where its checks run`,
-        });
-    } else if (final === LEDGER_REF)
+  for (const ref of pushed) {
+    if (ref === ledgerEnd)
       refusals.push({
-        ref: name,
-        reason: `a symbolic ref here that leads to ${LEDGER_REF}: push the ledger by its own name, where its checks run`,
+        ref,
+        reason: `${LEDGER_REF} is a symbolic ref to this one here: ${THROUGH_THE_LEDGER}`,
+      });
+    else if (symbolic.has(ref) && (await endOf(ref)) === ledgerEnd)
+      refusals.push({
+        ref,
+        reason: `a symbolic ref here that leads where ${LEDGER_REF} does: ${THROUGH_THE_LEDGER}`,
       });
   }
   return refusals;
 }
+
+const THROUGH_THE_LEDGER =
+  'a push to it moves the ledger; push the ledger by its own name, where its checks run';
 
 /** `load` run on the first call only; every call gets its one promise. */
 function once<T>(load: () => Promise<T>): () => Promise<T> {

@@ -124,7 +124,18 @@ const NAME_CONFLICT =
  * fail over a tag.
  */
 function fetchArgs(remote: string, tracking: string): string[] {
-  return ['fetch', '--quiet', '--no-tags', '--refmap=', remote, `+${LEDGER_REF}:${tracking}`];
+  // fsck: a tree git's checks refuse (a note named twice) would be refused by a server that checks objects
+  // (`init --server` has it do so) in every later push of the ledger.
+  return [
+    '-c',
+    'fetch.fsckObjects=true',
+    'fetch',
+    '--quiet',
+    '--no-tags',
+    '--refmap=',
+    remote,
+    `+${LEDGER_REF}:${tracking}`,
+  ];
 }
 
 /** Fetches the remote's ledger into `tracking`: its notes commit, or null when the remote has none. */
@@ -139,6 +150,15 @@ async function fetchLedger(remote: string, tracking: string, opts: GitOptions): 
     if (/couldn't find remote ref/i.test(fetched.stderr)) return null;
     const conflict = NAME_CONFLICT.exec(fetched.stderr);
     if (conflict) throw nameConflict(remote, tracking, conflict[2] ?? conflict[3] ?? '');
+    const malformed = /^error: object [0-9a-f]+: .*$/m.exec(fetched.stderr);
+    if (malformed)
+      throw new DelegateGitError(
+        'LEDGER',
+        `the ledger on ${remote} holds objects git's own checks refuse (${malformed[0].replace(/^error: /, '')}), ` +
+          'and a server that checks what it receives would refuse every later push of a ledger holding them. Sync ' +
+          'took nothing from it and pushed nothing. Whoever administers that remote must rewrite its ledger without ' +
+          'them (a clone that synced before has the last good notes commit), then run sync again.',
+      );
     if (LOCKED.test(fetched.stderr))
       throw new DelegateGitError(
         'GIT',
@@ -301,7 +321,8 @@ async function refuseForeign(
   // At its tip, and in every commit it brings: a server with the hook refuses a ledger whose history holds content.
   const [{ foreign: atTip }, brought] = await Promise.all([
     readNotesDiff(opts, ours, theirs),
-    foreignAlongUpdate(opts, ours, theirs),
+    // Every commit it brings: a branch fetched here from that remote (a pull request) was judged by nobody.
+    foreignAlongUpdate(opts, ours, theirs, false),
   ]);
   const foreign = [...new Map([...atTip, ...brought].map((entry) => [entry.path, entry])).values()];
   if (foreign.length === 0) return;
