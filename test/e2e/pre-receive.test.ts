@@ -221,7 +221,9 @@ describe('pre-receive: content and the ledger', () => {
     const merged = commitOf(story, work, notes, [ledger, content]);
     const contentTree = gitOk(story, work, ['rev-parse', `${content}^{tree}`]);
     const chained = commitOf(story, work, notes, [commitOf(story, work, contentTree, [ledger])]);
-    for (const tip of [merged, chained]) {
+    // The server's own main as a parent: its commits hold content too, and a ledger that brings them is no ledger.
+    const onMain = commitOf(story, work, notes, [ledger, refTip(story, server, 'refs/heads/main')!]);
+    for (const tip of [merged, chained, onMain]) {
       const refused = gitRun(story, work, ['push', 'origin', `${tip}:${LEDGER}`]);
       expect(refused.code).not.toBe(0);
       expect(refused.stderr).toContain('refused refs/notes/delegations: the update adds src');
@@ -287,6 +289,14 @@ describe('pre-receive: content and the ledger', () => {
     expect(unborn.stderr).toContain(
       'refused refs/notes/unborn: refs/notes/delegations is a symbolic ref to this one',
     );
+    // And an alias of that end, as dangling as it is.
+    gitOk(story, server, ['symbolic-ref', 'refs/notes/alias', 'refs/notes/unborn']);
+    const dangling = gitRun(story, work, ['push', 'origin', `${dropping}:refs/notes/alias`]);
+    expect(dangling.code).not.toBe(0);
+    expect(dangling.stderr).toContain(
+      `refused refs/notes/alias: a symbolic ref here that leads where ${LEDGER} does`,
+    );
+    gitOk(story, server, ['symbolic-ref', '--delete', 'refs/notes/alias']);
     gitOk(story, server, ['update-ref', '--no-deref', LEDGER, ledger]);
     gitOk(story, server, ['symbolic-ref', '--delete', 'refs/notes/middle']);
     gitOk(story, server, ['update-ref', '-d', 'refs/notes/real']);

@@ -441,6 +441,8 @@ const ENDS_SCRIPT = /^(?:exec|exit|return)(?:\s|$)/;
  * script), or a here-document: no later line can be known to run.
  */
 const MAY_END_SCRIPT = /(?:^|[\s;&|()])(?:exec|exit|return|eval|source|\.)(?:[\s;)]|$)|<</;
+/** husky 8's own first line, sourcing its setup script (which only sets husky up). */
+const HUSKY_SETUP = /^\.\s+"\$\(dirname -- "\$0"\)\/_\/husky\.sh"\s*$/;
 
 /**
  * The line init adds to `.husky/<name>`: it ends the script when the gate refuses, as husky 8 without `sh -e` (or a
@@ -469,7 +471,7 @@ export function withHuskyLine(script: string, line: string, earlier: readonly st
   const end = lines.findIndex((l) => ENDS_SCRIPT.test(l));
   const before = end === -1 ? lines : lines.slice(0, end);
   const shebang = lines[0]?.startsWith('#!') ? 1 : 0;
-  const at = before.some((l) => isCode(l) && MAY_END_SCRIPT.test(l)) ? shebang : end;
+  const at = before.some((l) => isCode(l) && MAY_END_SCRIPT.test(l) && !HUSKY_SETUP.test(l)) ? shebang : end;
   if (at !== -1) return [...lines.slice(0, at), line, ...lines.slice(at)].join('\n');
   const rest = lines.join('\n');
   return `${rest}${rest === '' || rest.endsWith('\n') ? '' : '\n'}${line}\n`;

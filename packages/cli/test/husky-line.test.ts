@@ -27,10 +27,15 @@ describe('withHuskyLine', () => {
       'cat <<EOF\nexit 1\nEOF\nnpm test\n',
       '[ -n "$CI" ] && return 0\nnpm test\n',
       'eval "exit 0"\nnpm test\n',
-      '. "$(dirname -- "$0")/_/husky.sh"\nnpm test\n',
+      '. ./some-setup.sh\nnpm test\n',
     ])
       expect(place(`#!/usr/bin/env sh\n${body}`)).toBe(`#!/usr/bin/env sh\n${LINE}\n${body}`);
     expect(place('npm test; exit 0\n')).toBe(`${LINE}\nnpm test; exit 0\n`);
+  });
+
+  it("reads husky 8's own setup line as no end: the line goes after the formatter, as in any plain script", () => {
+    const husky8 = '#!/usr/bin/env sh\n. "$(dirname -- "$0")/_/husky.sh"\n\nnpx lint-staged\n';
+    expect(place(husky8)).toBe(`${husky8}${LINE}\n`);
   });
 
   it('reads words that only begin so (executable, exiting) as no end', () => {

@@ -186,25 +186,25 @@ export async function readLedgerChange(
 }
 
 /**
- * Entries that are no notes in the commits a ledger update brings, each against its first parent (a root against the
- * empty tree), not only at the tip: a notes commit may have any commit as a parent, and anyone can check out
- * `refs/notes/delegations~1`. `judged`: commits a ref outside refs/notes/ holds are content the gates judged, not
- * the ledger's (true on a server with the hook; a clone's refs may hold anything it fetched).
+ * Entries that are no notes in the commits a ledger update brings (every commit the older ledger does not hold), each
+ * against its first parent (a root against the empty tree), not only at the tip: a notes commit may have any commit
+ * as a parent, and anyone can check out `refs/notes/delegations~1`. The server and `sync` ask the same question, so
+ * a ledger the one takes the other takes too. Stops once `enough` entries are found: a ledger update with a branch's
+ * whole history behind it is refused without reading all of that.
  */
 export async function foreignAlongUpdate(
   git: { cwd: string; env?: NodeJS.ProcessEnv },
   older: string | null,
   newer: string,
-  judged = true,
+  enough = 11,
 ): Promise<ForeignEntry[]> {
-  const held = judged ? ['--exclude=refs/notes/*', '--all'] : [];
-  const brought = ['rev-list', '--parents', newer, '--not', ...(older ? [older] : []), ...held];
-  const pairs: string[] = [];
-  for await (const line of gitRecords(brought, git)) {
-    const [commit, parent] = line.split(' ');
-    if (commit) pairs.push(parent ? `${commit} ${parent}\n` : `${commit}\n`);
-  }
-  if (pairs.length === 0) return [];
+  const brought = ['rev-list', '--parents', newer, ...(older ? ['--not', older] : [])];
+  const pairs = (async function* () {
+    for await (const line of gitRecords(brought, git)) {
+      const [commit, parent] = line.split(' ');
+      if (commit) yield parent ? `${commit} ${parent}\n` : `${commit}\n`;
+    }
+  })();
   const foreign = new Map<string, ForeignEntry>();
   let entries = new ForeignEntries();
   let meta: string[] | null = null;
@@ -217,6 +217,7 @@ export async function foreignAlongUpdate(
     else if (field.trim() !== '') {
       // A commit's header: its listing starts afresh.
       for (const entry of entries.found) foreign.set(entry.path, entry);
+      if (foreign.size >= enough) break;
       entries = new ForeignEntries();
     }
   }

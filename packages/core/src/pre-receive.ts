@@ -3,6 +3,8 @@
  * the target (never the ones being pushed), against the ledger as it will be after the push. Objects are read
  * through the quarantine git provides in the hook's environment; no ref is updated here.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { keysLeftBehind, leftBehind, policyVersionAt, withJoiningKeys } from './checks.js';
 import { DecisionCache } from './decision-cache.js';
 import { collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
@@ -104,7 +106,7 @@ async function judgeWith(
     result.refusals.push({ ref: u.ref, reason: REPLACE_REFUSED });
   for (const u of updates.filter((x) => posesAsLedger(x.ref)))
     result.refusals.push({ ref: u.ref, reason: POSES_AS_LEDGER });
-  const detours = early(ledgerDetours(repo, updates));
+  const detours = ledgerDetours(repo, updates);
   // Every other ref is content anyone can check out, a notes ref too (`git checkout refs/notes/x` gives its files).
   const contentUpdates = updates.filter(
     (u) => u.ref !== LEDGER_REF && !posesAsLedger(u.ref) && !isReplaceRef(u.ref) && !ZERO.test(u.newId),
@@ -145,7 +147,7 @@ async function judgeWith(
   const notesAfter = await notesAfterRead;
   if (notesUpdate && ledger)
     await judgeLedgerUpdate(reads, notesUpdate, forNotes, ledger, broughtRead, result);
-  result.refusals.push(...(await detours));
+  result.refusals.push(...detours);
   if (contentUpdates.length === 0) return result;
 
   // The ledger after the push, read once for every pushed ref and only as far as needed: the paths it ever
@@ -199,44 +201,47 @@ const POSES_AS_LEDGER = `git reads this name as ${LEDGER_REF} (where case is ign
 /**
  * Ways around the ledger's checks through symbolic refs here (ones an administrator made). When the ledger is a
  * symbolic ref, the ref its chain ends at (which may not exist yet) is the ledger; and a pushed symbolic ref whose
- * chain ends where the ledger's does (an alias, or a link in the middle of the ledger's own chain) moves the ledger,
- * or deletes it. Either is pushed as the ledger by its own name, where its checks run.
+ * chain ends where the ledger's does (an alias, or a link in the middle of the ledger's own chain, dangling or not)
+ * moves, creates or deletes the ledger. Either is pushed as the ledger by its own name, where its checks run.
  */
-async function ledgerDetours(repo: Repository, updates: readonly RefUpdate[]): Promise<PushRefusal[]> {
-  const pushed = updates.map((u) => u.ref).filter((ref) => ref !== LEDGER_REF);
-  if (pushed.length === 0) return [];
-  const opts = { cwd: repo.cwd, env: repo.env };
-  // `symbolic-ref` follows a chain to its end, as git does when it moves a ref through one.
-  const endOf = async (ref: string) => {
-    const read = await gitTry(['symbolic-ref', '-q', ref], opts);
-    return read.code === 0 ? read.stdout.toString('utf8').trim() : null;
-  };
-  const [ledgerEnd, listed] = await Promise.all([
-    endOf(LEDGER_REF).then((end) => end ?? LEDGER_REF),
-    git(['for-each-ref', '--format=%(refname)%00%(symref)', ...pushed], opts),
-  ]);
-  const symbolic = new Set(
-    listed
-      .toString('utf8')
-      .split('\n')
-      .map((line) => line.split('\0'))
-      .filter(([, target]) => target)
-      .map(([name]) => name),
-  );
+function ledgerDetours(repo: Repository, updates: readonly RefUpdate[]): PushRefusal[] {
+  const ledgerEnd = chainEnd(repo.layout.commonDir, LEDGER_REF);
   const refusals: PushRefusal[] = [];
-  for (const ref of pushed) {
+  for (const { ref } of updates) {
+    if (ref === LEDGER_REF) continue;
     if (ref === ledgerEnd)
       refusals.push({
         ref,
         reason: `${LEDGER_REF} is a symbolic ref to this one here: ${THROUGH_THE_LEDGER}`,
       });
-    else if (symbolic.has(ref) && (await endOf(ref)) === ledgerEnd)
+    else if (chainEnd(repo.layout.commonDir, ref) === ledgerEnd)
       refusals.push({
         ref,
         reason: `a symbolic ref here that leads where ${LEDGER_REF} does: ${THROUGH_THE_LEDGER}`,
       });
   }
   return refusals;
+}
+
+/**
+ * The name a chain of symbolic refs from `ref` ends at (`ref` itself when it is none), read from git's loose ref
+ * files, where a symbolic ref lives (`ref: <name>`), dangling ones included, which git's listings leave out. As git,
+ * no more than five links are followed.
+ */
+function chainEnd(commonDir: string, ref: string): string {
+  let at = ref;
+  for (let hop = 0; hop < 5; hop++) {
+    let text: string;
+    try {
+      text = readFileSync(path.join(commonDir, at), 'utf8');
+    } catch {
+      return at;
+    }
+    const next = /^ref: (refs\/\S+)\s*$/.exec(text)?.[1];
+    if (next === undefined) return at;
+    at = next;
+  }
+  return at;
 }
 
 const THROUGH_THE_LEDGER =

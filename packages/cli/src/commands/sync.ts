@@ -321,8 +321,8 @@ async function refuseForeign(
   // At its tip, and in every commit it brings: a server with the hook refuses a ledger whose history holds content.
   const [{ foreign: atTip }, brought] = await Promise.all([
     readNotesDiff(opts, ours, theirs),
-    // Every commit it brings: a branch fetched here from that remote (a pull request) was judged by nobody.
-    foreignAlongUpdate(opts, ours, theirs, false),
+    // Every commit it brings, as the server asks: a branch fetched here (a pull request) was judged by nobody.
+    foreignAlongUpdate(opts, ours, theirs),
   ]);
   const foreign = [...new Map([...atTip, ...brought].map((entry) => [entry.path, entry])).values()];
   if (foreign.length === 0) return;
