@@ -22,7 +22,7 @@ import {
   type NoteAddition,
   parseNote,
 } from './notes-format.js';
-import { damagedLedger, listNotes, missingNote, missingNotesTree, NotesTree } from './notes-tree.js';
+import { damagedLedger, listNotes, missingNotesTree, NotesTree, readNoteContent } from './notes-tree.js';
 import { FAST_IMPORT, fastImportStream, planAppend } from './notes-write-plan.js';
 
 export const LEDGER_REF = 'refs/notes/delegations';
@@ -31,7 +31,6 @@ export const LEDGER_REF = 'refs/notes/delegations';
 const WALK_LIMIT = 256;
 /** Up to this many notes are read through the owner's object reader, not a git of their own (withReader). */
 const SHARED_READS = 16;
-const NEWLINE = Buffer.from('\n');
 const EMPTY = Buffer.alloc(0);
 /** Notes read per cat-file window while streaming entries(). */
 const ENTRY_WINDOW = 512;
@@ -272,20 +271,10 @@ export class NotesLedger {
       const fetchWindow = (start: number) => {
         const window = ids.slice(start, start + ENTRY_WINDOW);
         const reads = Promise.all(
-          window.map(async (annotated) => {
-            const oids = listing.get(annotated)!;
-            const read = await batch.readMany(oids);
-            // A note the tree names but the object store lacks is damage, not "no records": a path governed only
-            // because the ledger recorded it there would read as ungoverned.
-            const missing = read.indexOf(null);
-            if (missing !== -1) throw missingNote(oids[missing]!);
-            const objects = read as NonNullable<(typeof read)[number]>[];
-            const content =
-              objects.length === 1
-                ? objects[0]!.content
-                : Buffer.concat(objects.flatMap((o) => [o.content, NEWLINE]));
-            return { annotated, content };
-          }),
+          window.map(async (annotated) => ({
+            annotated,
+            content: await readNoteContent(batch, listing.get(annotated)!),
+          })),
         );
         reads.catch(() => {}); // awaited below; a consumer that stops early must not leave it unhandled
         return reads;

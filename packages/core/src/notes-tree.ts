@@ -133,14 +133,8 @@ export class NotesTree {
     return location;
   }
 
-  /** The raw content of a note (several objects for one id, as a fanout change can leave, joined by a newline). */
-  async readContent(oids: readonly string[]): Promise<Buffer> {
-    const objects = await this.batch.readMany([...oids]);
-    const contents = objects.map((object, index) => {
-      if (!object) throw missingNote(oids[index]!);
-      return object.content;
-    });
-    return contents.length === 1 ? contents[0]! : Buffer.concat(contents.flatMap((c) => [c, NEWLINE]));
+  readContent(oids: readonly string[]): Promise<Buffer> {
+    return readNoteContent(this.batch, oids);
   }
 
   private tree(oid: string): Promise<ParsedTree> {
@@ -155,6 +149,19 @@ export class NotesTree {
     }
     return tree;
   }
+}
+
+/**
+ * The raw content of a note (several objects for one id, as a fanout change can leave, joined by a newline); a blob
+ * the tree names but the store lacks is a damaged ledger, not "no records".
+ */
+export async function readNoteContent(batch: CatFileBatch, oids: readonly string[]): Promise<Buffer> {
+  const objects = await batch.readMany([...oids]);
+  const contents = objects.map((object, index) => {
+    if (!object) throw missingNote(oids[index]!);
+    return object.content;
+  });
+  return contents.length === 1 ? contents[0]! : Buffer.concat(contents.flatMap((c) => [c, NEWLINE]));
 }
 
 /** The lines of the notes stored in these blobs, together (sorted, unique); a missing blob is a damaged ledger. */
