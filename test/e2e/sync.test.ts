@@ -553,6 +553,37 @@ describe('sync checks every line a remote would add before taking any', () => {
     expect(comments(noteLines(story, work, c))).toEqual(['c']);
   });
 
+  it('checks more lines than one batch on the checking threads, into a clone without a ledger: the forged lines in both batches are named; without them, every line is taken', () => {
+    const { server, other } = hooklessPair('many');
+    // About 1.5 KB a line: 1,500 lines are more than the 1 MiB one thread is handed at a time.
+    const files = Array.from({ length: 1500 }, (_, i) => `src/many/f${i}.ts`);
+    writeFiles(other, Object.fromEntries(files.map((f, i) => [f, `export const f${i} = ${i};\n`])));
+    cliOk(story, other, ['attest', '--approve', ...files, '--yes', '-m', 'many']);
+    const honest = refTip(story, other, LEDGER)!;
+    const blobs = gitOk(story, other, ['hash-object', ...files])
+      .split('\n')
+      .sort();
+    const [first, last] = [blobs[0]!, blobs[blobs.length - 1]!];
+    for (const blob of [first, last])
+      addLineAndPush(other, blob, withOnePayloadByteChanged(noteLines(story, other, blob)[0]!));
+    const fresh = cloneInto(story, server, 'many-fresh');
+    expect(refTip(story, fresh, LEDGER)).toBeNull();
+
+    const refused = cli(story, fresh, ['sync']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('holds 2 line(s) that are no valid records');
+    expect(refused.stderr).toContain(`note on blob ${first.slice(0, 12)}: `);
+    expect(refused.stderr).toContain(`note on blob ${last.slice(0, 12)}: `);
+    expect(refTip(story, fresh, LEDGER)).toBeNull();
+
+    // Control: the remote restored to its valid lines; every one of them is taken.
+    expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${honest}:${LEDGER}`]).code).toBe(0);
+    const synced = cli(story, fresh, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, fresh, LEDGER)).toBe(honest);
+    for (const blob of [first, last]) expect(comments(noteLines(story, fresh, blob))).toEqual(['many']);
+  });
+
   it('refuses a line signed by a key the trust root does not list; one signed by a listed key is taken', async () => {
     const { work, other } = hooklessPair('untrusted');
     const before = refTip(story, work, LEDGER);

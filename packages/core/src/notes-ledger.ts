@@ -180,24 +180,29 @@ export class NotesLedger {
   private async readNotes(
     reader: NotesTree | null,
     unique: readonly string[],
+    listing?: Promise<Map<string, string[]>>,
   ): Promise<Map<string, string[]>> {
-    const contents = await Promise.all(await this.noteReads(reader, unique));
+    const contents = await Promise.all(await this.noteReads(reader, unique, listing));
     return new Map(unique.map((blob, i) => [blob, parseNote(contents[i]!)]));
   }
 
-  /** The reads of each id's note, all requested now: each id's path walked when few, the tree listed once when many. */
+  /**
+   * The reads of each id's note, all requested now: each id's path walked when few, the tree listed once when many
+   * (or `listing`, the tree's listing a caller reading many windows of ids made once).
+   */
   private async noteReads(
     reader: NotesTree | null,
     unique: readonly string[],
+    listing?: Promise<Map<string, string[]>>,
   ): Promise<Array<Promise<Buffer>>> {
     if (!reader) return unique.map(() => Promise.resolve(EMPTY));
     let noteOids: string[][];
-    if (unique.length <= WALK_LIMIT) {
+    if (listing === undefined && unique.length <= WALK_LIMIT) {
       const locations = await Promise.all(unique.map((blob) => reader.locate(blob)));
       noteOids = locations.map((location) => location.notes.map((note) => note.oid));
     } else {
-      const listing = await listNotes(this.cwd, this.env, reader.rootTree);
-      noteOids = unique.map((blob) => listing.get(blob) ?? []);
+      const listed = await (listing ?? this.listing(reader));
+      noteOids = unique.map((blob) => listed.get(blob) ?? []);
     }
     const reads = noteOids.map((oids) =>
       oids.length === 0 ? Promise.resolve(EMPTY) : reader.readContent(oids),
@@ -205,6 +210,10 @@ export class NotesLedger {
     // Awaited window by window; one that fails before its turn must not be reported as unhandled meanwhile.
     for (const read of reads) read.catch(() => {});
     return reads;
+  }
+
+  private listing(reader: NotesTree): Promise<Map<string, string[]>> {
+    return listNotes(this.cwd, this.env, reader.rootTree);
   }
 
   /** Every annotated object id → note blob id, whatever the fanout (the deepest entry if a flat duplicate exists). */
@@ -516,22 +525,90 @@ export class NotesLedger {
     older: string | null,
     newer: string,
   ): Promise<Array<{ annotated: string; lines: string[] }>> {
+    const all: Array<{ annotated: string; lines: string[] }> = [];
+    for await (const window of this.addedLineWindows(older, newer)) all.push(...window);
+    return all;
+  }
+
+  /**
+   * addedLines a window of notes at a time, in annotated-id order, the next window read while the caller handles
+   * this one: memory follows the window, not all that was added (a first sync of a large ledger).
+   */
+  async *addedLineWindows(
+    older: string | null,
+    newer: string,
+  ): AsyncIterable<Array<{ annotated: string; lines: string[] }>> {
+    const withLines = (notes: Array<{ annotated: string; lines: string[] }>) =>
+      notes.filter((note) => note.lines.length > 0);
     if (older === null) {
-      const all: Array<{ annotated: string; lines: string[] }> = [];
-      for await (const entry of this.entries(newer)) all.push(entry);
-      return all;
+      assertRevision(newer, 'notes commit');
+      const listed = await this.noteContents(newer);
+      if (!listed) return;
+      for await (const window of listed.windows)
+        yield withLines(window.map(({ annotated, content }) => ({ annotated, lines: parseNote(content) })));
+      return;
     }
-    const { ids, before, after } = await this.changedNotes(older, newer, (status) => status !== 'D');
-    return ids
-      .map((annotated) => {
-        const had = new Set(before.get(annotated));
-        return { annotated, lines: (after.get(annotated) ?? []).filter((line) => !had.has(line)) };
-      })
-      .filter((n) => n.lines.length > 0);
+    const ids = await this.touchedNotes(older, newer, (status) => status !== 'D');
+    if (ids.length === 0) return;
+    const batch = new CatFileBatch(this.options());
+    try {
+      const trees = await Promise.all([NotesTree.find(batch, older), NotesTree.find(batch, newer)]);
+      // Each tree listed once for all windows, when there are more ids than walking their paths is worth.
+      const listings = trees.map((tree) =>
+        tree && ids.length > WALK_LIMIT ? this.listing(tree) : undefined,
+      );
+      for (const listing of listings) listing?.catch(() => {}); // awaited by the first window
+      const readWindow = async (start: number) => {
+        const window = ids.slice(start, start + ENTRY_WINDOW);
+        const [before, after] = await Promise.all(
+          trees.map((tree, i) => this.readNotes(tree, window, listings[i])),
+        );
+        return withLines(
+          window.map((annotated) => {
+            const had = new Set(before!.get(annotated));
+            return { annotated, lines: (after!.get(annotated) ?? []).filter((line) => !had.has(line)) };
+          }),
+        );
+      };
+      let next: Promise<Array<{ annotated: string; lines: string[] }>> | null = readWindow(0);
+      for (let start = 0; next; start += ENTRY_WINDOW) {
+        const current: Array<{ annotated: string; lines: string[] }> = await next;
+        next = start + ENTRY_WINDOW < ids.length ? readWindow(start + ENTRY_WINDOW) : null;
+        next?.catch(() => {}); // awaited next round; a consumer that stops early must not leave it unhandled
+        yield current;
+      }
+    } finally {
+      await batch.close();
+    }
   }
 
   /** The notes `git diff-tree -r` reports between two notes commits (statuses chosen by `include`), read at both. */
   private async changedNotes(older: string, newer: string, include: (status: string) => boolean) {
+    const ids = await this.touchedNotes(older, newer, include);
+    if (ids.length === 0)
+      return { ids, before: new Map<string, string[]>(), after: new Map<string, string[]>() };
+    const batch = new CatFileBatch(this.options());
+    try {
+      const [olderTree, newerTree] = await Promise.all([
+        NotesTree.find(batch, older),
+        NotesTree.find(batch, newer),
+      ]);
+      const [before, after] = await Promise.all([
+        this.readNotes(olderTree, ids),
+        this.readNotes(newerTree, ids),
+      ]);
+      return { ids, before, after };
+    } finally {
+      await batch.close();
+    }
+  }
+
+  /** The annotated ids of the notes `git diff-tree -r` reports between two notes commits (statuses by `include`). */
+  private async touchedNotes(
+    older: string,
+    newer: string,
+    include: (status: string) => boolean,
+  ): Promise<string[]> {
     assertRevision(older, 'notes commit');
     assertRevision(newer, 'notes commit');
     const touched = new Set<string>();
@@ -550,22 +627,6 @@ export class NotesLedger {
       if (annotated && include(status)) touched.add(annotated);
       status = null;
     }
-    const ids = [...touched].sort();
-    if (ids.length === 0)
-      return { ids, before: new Map<string, string[]>(), after: new Map<string, string[]>() };
-    const batch = new CatFileBatch(this.options());
-    try {
-      const [olderTree, newerTree] = await Promise.all([
-        NotesTree.find(batch, older),
-        NotesTree.find(batch, newer),
-      ]);
-      const [before, after] = await Promise.all([
-        this.readNotes(olderTree, ids),
-        this.readNotes(newerTree, ids),
-      ]);
-      return { ids, before, after };
-    } finally {
-      await batch.close();
-    }
+    return [...touched].sort();
   }
 }

@@ -7,7 +7,9 @@
 import { DelegateGitError } from './errors.js';
 import { gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
-import { examineLineSoon, lineOutcome } from './line-check.js';
+import { NotePool } from './ledger-pass.js';
+import { lineOutcome } from './line-check.js';
+import { type CheckedBatch, checkNoteBatch, NoteBatchBuilder } from './note-batch.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot } from './snapshot.js';
 
@@ -17,14 +19,16 @@ export interface RemoteLineProblem {
   reason: string;
 }
 
-/** Lines whose signatures are checked at once (on libuv's thread pool), so a first sync of a large ledger stays flat. */
-const WINDOW = 1024;
+/** Bytes of added lines per batch handed to a checking thread (about 500 record lines). */
+const BATCH_BYTES = 1 << 20;
 
 /**
  * Every line `theirs` adds to `ours` (null: no local ledger, so all of it) that the server would refuse as no valid
  * record. Lines of a key the trust root lists but has revoked, or that may not sign them now (a role removed, a
  * validity ended since), are taken: the server accepted them when they arrived, verify counts them as no fault of
  * the ledger, and refusing them would keep every fresh clone of a repository that ever revoked a key from syncing.
+ * The added lines are read a window at a time and checked on verify's threads, so a first sync of a large ledger
+ * keeps its memory flat.
  */
 export async function remoteLineProblems(
   repo: Repository,
@@ -32,23 +36,52 @@ export async function remoteLineProblems(
   theirs: string,
 ): Promise<RemoteLineProblem[]> {
   if (ours === theirs) return [];
-  const added = await repo.ledger.addedLines(ours, theirs);
-  if (added.length === 0) return [];
-  const { trustRoot, policy } = await governanceAtHead(repo);
-  const lines = added.flatMap(({ annotated, lines }) => lines.map((line) => ({ annotated, line })));
   const problems: RemoteLineProblem[] = [];
   const now = Date.now();
-  for (let start = 0; start < lines.length; start += WINDOW) {
-    const window = lines.slice(start, start + WINDOW);
-    const examined = await Promise.all(
-      window.map(({ annotated, line }) => examineLineSoon(line, annotated, trustRoot, policy.repositoryId)),
-    );
-    examined.forEach(({ facts }, i) => {
-      const outcome = lineOutcome(facts, trustRoot, now);
-      if (outcome.status === 'invalid') problems.push({ blob: window[i]!.annotated, reason: outcome.reason });
+  let governance: Governance | undefined;
+  let pool: NotePool | null | undefined;
+  const builder = new NoteBatchBuilder();
+  /** Batches sent and not yet awaited, oldest first. */
+  const inFlight: Array<Promise<void>> = [];
+  let sent = 0;
+  const dispatch = () => {
+    if (builder.count === 0) return;
+    const { trustRoot, policy } = governance!;
+    const batch = builder.take(sent++);
+    const checked: Promise<CheckedBatch> = pool
+      ? pool.check(batch)
+      : Promise.resolve(checkNoteBatch(batch, trustRoot, policy.repositoryId));
+    const weighed = checked.then(({ notes }) => {
+      notes.forEach(({ facts }, i) => {
+        for (const fact of facts) {
+          const outcome = lineOutcome(fact, trustRoot, now);
+          if (outcome.status === 'invalid')
+            problems.push({ blob: batch.notes[i]![0], reason: outcome.reason });
+        }
+      });
     });
+    weighed.catch(() => {}); // awaited in turn; a thread failing meanwhile must not be reported as unhandled
+    inFlight.push(weighed);
+  };
+  try {
+    for await (const window of repo.ledger.addedLineWindows(ours, theirs)) {
+      if (window.length === 0) continue;
+      governance ??= await governanceAtHead(repo);
+      for (const { annotated, lines } of window) {
+        builder.add(annotated, Buffer.from(`${lines.join('\n')}\n`), null, false);
+        if (builder.bytes < BATCH_BYTES) continue;
+        pool ??= NotePool.start(governance); // less than one batch in all is checked here: threads would cost more
+        dispatch();
+        // Bounded read-ahead: once every thread has two batches, wait for the oldest.
+        while (inFlight.length >= (pool?.size ?? 1) * 2) await inFlight.shift();
+      }
+    }
+    dispatch();
+    await Promise.all(inFlight);
+  } finally {
+    await pool?.close();
   }
-  return problems;
+  return problems.sort((a, b) => (a.blob < b.blob ? -1 : a.blob > b.blob ? 1 : 0));
 }
 
 /**
