@@ -157,7 +157,7 @@ describe('attest: what an approval promotes', () => {
     expect(refused.stderr).toContain('NOT PROMOTED  src/alias.ts');
   });
 
-  it('records one statement whose subjects are exactly (path, sha256, gitBlob), on each blob, with the reviewer from the trust root', () => {
+  it('records one statement per file, its subject exactly (path, sha256, gitBlob), on that blob, with the reviewer from the trust root (one statement of all would make the ledger grow with the square of their number)', () => {
     writeFiles(dir, { 'src/one.ts': 'export const one = 1;\n', 'src/two.ts': 'export const two = 2;\n' });
     const files = ['src/one.ts', 'src/two.ts'];
     const expected = files.map((f) => ({
@@ -180,31 +180,36 @@ describe('attest: what an approval promotes', () => {
     });
 
     const lines = expected.map((s) => noteLines(story, dir, s.digest.gitBlob));
-    expect(lines[0]).toHaveLength(1);
-    expect(lines[1]).toEqual(lines[0]);
-    const envelope = JSON.parse(lines[0]![0]!) as {
-      payloadType: string;
-      signatures: Array<{ keyid: string }>;
-    };
-    expect(envelope.payloadType).toBe('application/vnd.in-toto+json');
-    expect(envelope.signatures.map((s) => s.keyid)).toEqual([keys.bob!.keyid]);
-    const statement = statementOf(lines[0]![0]!) as ReturnType<typeof statementOf> & {
-      predicateType: string;
-    };
-    expect(statement.predicateType).toBe('urn:delegate-git:review:v1');
-    expect(statement.subject).toEqual(expected);
-    expect(statement.predicate).toMatchObject({
-      decision: 'approve',
-      reviewer: { name: 'bob', email: 'bob@example.com' },
-      comment: 'read both; the tests cover the edge cases',
-      repository: { id: policyId(dir) },
+    expect(lines[1]).not.toEqual(lines[0]);
+    expected.forEach((subject, i) => {
+      expect(lines[i]).toHaveLength(1);
+      const envelope = JSON.parse(lines[i]![0]!) as {
+        payloadType: string;
+        signatures: Array<{ keyid: string }>;
+      };
+      expect(envelope.payloadType).toBe('application/vnd.in-toto+json');
+      expect(envelope.signatures.map((s) => s.keyid)).toEqual([keys.bob!.keyid]);
+      const statement = statementOf(lines[i]![0]!) as ReturnType<typeof statementOf> & {
+        predicateType: string;
+      };
+      expect(statement.predicateType).toBe('urn:delegate-git:review:v1');
+      expect(statement.subject).toEqual([subject]);
+      expect(statement.predicate).toMatchObject({
+        decision: 'approve',
+        reviewer: { name: 'bob', email: 'bob@example.com' },
+        comment: 'read both; the tests cover the edge cases',
+        repository: { id: policyId(dir) },
+      });
+      expect(statement.predicate.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);
+      expect(JSON.stringify(statement)).not.toContain('Mallory');
     });
-    expect(statement.predicate.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);
-    expect(JSON.stringify(statement)).not.toContain('Mallory');
 
-    // One notes commit for the whole review, on top of the previous tip.
-    const tip = ledgerTip(story, dir);
+    // One notes commit for the whole review, on top of the previous tip, naming the files.
+    const tip = ledgerTip(story, dir)!;
     expect(gitOk(story, dir, ['rev-parse', `${tip}^`])).toBe(tipBefore);
+    expect(gitOk(story, dir, ['log', '-1', '--format=%s', tip])).toBe(
+      `delegate-git attest --approve: ${files.join(', ')}`,
+    );
 
     const shown = JSON.parse(cliOk(story, dir, ['show', 'src/two.ts', '--json']).stdout) as {
       blob: string;
@@ -250,7 +255,11 @@ describe('attest: what an approval promotes', () => {
     const nothing = attestOk(story, dir, 'approve', [], { staged: true });
     expect(nothing.stdout).toContain('Nothing to review: no staged governed file.');
     const nothingJson = attestOk(story, dir, 'approve', [], { staged: true, json: true });
-    expect(JSON.parse(nothingJson.stdout)).toMatchObject({ decision: 'approve', files: [], envelope: null });
+    expect(JSON.parse(nothingJson.stdout)).toMatchObject({
+      decision: 'approve',
+      files: [],
+      notesCommit: null,
+    });
     expect(ledgerTip(story, dir)).toBe(tip);
   });
 });
@@ -299,7 +308,7 @@ describe('attest: what the reviewer is shown before signing', () => {
     expect(text).not.toContain('changes since');
   });
 
-  it('--json: the decision, the reviewer, each file with its digests and prior records, the envelope and the notes commit', () => {
+  it('--json: the decision, the reviewer, each file with its digests, prior records and envelope, and the notes commit', () => {
     writeFiles(dir, { 'src/json.ts': 'export const json = 1;\n' });
     const blob = blobOf(dir, 'src/json.ts');
     const run = attestOk(story, dir, 'approve', ['src/json.ts'], {
@@ -310,8 +319,7 @@ describe('attest: what the reviewer is shown before signing', () => {
     const out = JSON.parse(run.stdout) as {
       decision: string;
       reviewer: string;
-      files: Array<Record<string, unknown>>;
-      envelope: string;
+      files: Array<Record<string, unknown> & { envelope: string }>;
       notesCommit: string;
     };
     expect(out.decision).toBe('approve');
@@ -323,9 +331,10 @@ describe('attest: what the reviewer is shown before signing', () => {
       gitBlob: blob,
       records: [],
     });
-    expect(noteLines(story, dir, blob)).toEqual([out.envelope]);
+    const envelope = out.files[0]!.envelope;
+    expect(noteLines(story, dir, blob)).toEqual([envelope]);
     expect(out.notesCommit).toBe(ledgerTip(story, dir));
-    expect(statementOf(out.envelope).predicate).toMatchObject({
+    expect(statementOf(envelope).predicate).toMatchObject({
       comment: 'lgtm',
       reviewer: { name: 'erin' },
     });

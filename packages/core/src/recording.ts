@@ -1,5 +1,5 @@
 /**
- * Writing records: sign a statement and add its envelope line to the note of every subject's blob, in one notes
+ * Writing records: sign statements and add each envelope line to the note of every subject's blob, in one notes
  * commit. Kept apart from verification so that verifying code never needs signing code.
  */
 import { signStatement } from './dsse.js';
@@ -18,21 +18,46 @@ export async function recordStatement(
   message: string,
   writer?: WaitingGit,
 ): Promise<{ line: string; commit: string | null }> {
+  const { lines, commit } = await recordStatements(ledger, [statement], key, message, writer);
+  return { line: lines[0]!, commit };
+}
+
+/**
+ * Signs each statement and adds its line to the note of every one of its subjects' blobs, all in one notes commit.
+ * A line sits on as many notes as it has subjects, so a review of many files is one statement per file: one of all
+ * of them would make the ledger grow with the square of their number.
+ */
+export async function recordStatements(
+  ledger: NotesLedger,
+  statements: ReadonlyArray<Statement<object>>,
+  key: SigningKey,
+  message: string,
+  writer?: WaitingGit,
+): Promise<{ lines: string[]; commit: string | null }> {
+  const lines = statements.map((statement) => readableLine(statement, key));
+  const additions = statements.flatMap((statement, i) =>
+    [...new Set(statement.subject.map((s: Subject) => s.digest.gitBlob))].map((blob) => ({
+      blob,
+      lines: [lines[i]!],
+    })),
+  );
+  const { commit } = await ledger.append(additions, { message, writer });
+  return { lines, commit };
+}
+
+/**
+ * The signed line of a statement. A line no reader accepts (a number beyond I-JSON's range, say) would fail verify,
+ * and the server would refuse every later push of the ledger: refused here, before anything is written.
+ */
+function readableLine(statement: Statement<object>, key: SigningKey): string {
   const { line } = signStatement(statement, key);
-  // A line no reader accepts (a number beyond I-JSON's range, say) would fail verify, and the server would refuse
-  // every later push of the ledger: refused here, before anything is written.
   const readable = decodeRecord(line);
   if (!readable.ok)
     throw new DelegateGitError(
       'RECORD',
       `the record would not be readable (${readable.reason}), so nothing was recorded.`,
     );
-  const blobs = [...new Set(statement.subject.map((s: Subject) => s.digest.gitBlob))];
-  const { commit } = await ledger.append(
-    blobs.map((blob) => ({ blob, lines: [line] })),
-    { message, writer },
-  );
-  return { line, commit };
+  return line;
 }
 
 /** Refuses, before anything is signed, a key the trust root would not count for this role now. */

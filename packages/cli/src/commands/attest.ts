@@ -13,7 +13,8 @@ import {
   loadPathIndex,
   loadSigningKey,
   Repository,
-  recordStatement,
+  type ReviewPredicate,
+  recordStatements,
   reviewStatement,
   rfc3339,
   stagedFiles,
@@ -28,7 +29,7 @@ const help = `
 Usage: delegate-git attest (--approve | --reject) [<path>... | --staged] [-m <comment>] [--key <name>] [--yes] [--json]
 
 Signs a review (urn:delegate-git:review:v1) of the exact content of each path with your reviewer key and
-records it in the ledger on that content's blob. An approval promotes exactly that content; any later change
+records it in the ledger on that content's blob (one record per file). An approval promotes exactly that content; any later change
 makes it stale. A rejection refuses that content whatever else is recorded, until you approve it yourself.
 Before signing it shows each path, its sha256, every record already on that content and the diff since the
 version that was promoted last. Your name and email in the record come from the trust root, not from git.
@@ -36,8 +37,8 @@ version that was promoted last. Your name and email in the record come from the 
   -m <comment>   a comment carried in the record
   --key <name>   which of your signing keys to use
   --yes          sign without confirming (needed where there is no terminal to ask on)
-  --json         {"decision","reviewer","files":[{"path","sha256","gitBlob","before","records","lastPromoted"}],
-                  "envelope","notesCommit"}
+  --json         {"decision","reviewer","files":[{"path","sha256","gitBlob","before","records","lastPromoted",
+                  "envelope"}],"notesCommit"} (one signed record per file)
 
 Example:
   delegate-git attest --approve src/parser.ts -m "read it; tests cover the edge cases"
@@ -90,7 +91,7 @@ export default {
       const reviewer = assertKeyMaySign(signing.trustRoot, key, 'reviewer', signing.policy.keysDir);
       const trusted = signing.trustRoot.byKeyid(key.publicKey.keyid)!;
       if (targets.length === 0) {
-        if (values.json) io.out(json({ decision, reviewer, files: [], envelope: null, notesCommit: null }));
+        if (values.json) io.out(json({ decision, reviewer, files: [], notesCommit: null }));
         else io.out('Nothing to review: no staged governed file.\n');
         return 0;
       }
@@ -105,24 +106,30 @@ export default {
           return 1;
         }
       }
-      const statement = reviewStatement(
-        shown.files.map((f) => ({ path: f.path, sha256: f.sha256, gitBlob: f.gitBlob })),
-        {
-          decision,
-          reviewer: { name: trusted.name, email: trusted.email },
-          ...(values.message ? { comment: values.message } : {}),
-          repository: { id: governance.policy.repositoryId },
-          createdAt: rfc3339(),
-        },
-      );
-      const { line, commit } = await recordStatement(
+      const predicate: ReviewPredicate = {
+        decision,
+        reviewer: { name: trusted.name, email: trusted.email },
+        ...(values.message ? { comment: values.message } : {}),
+        repository: { id: governance.policy.repositoryId },
+        createdAt: rfc3339(),
+      };
+      const { lines, commit } = await recordStatements(
         repo.ledger,
-        statement,
+        shown.files.map((f) =>
+          reviewStatement([{ path: f.path, sha256: f.sha256, gitBlob: f.gitBlob }], predicate),
+        ),
         key,
-        `delegate-git attest --${decision}: ${shown.files.map((f) => shownPath(f.path)).join(', ')}`,
+        `delegate-git attest --${decision}: ${namesOf(shown.files.map((f) => f.path))}`,
       );
       if (values.json)
-        io.out(json({ decision, reviewer, files: shown.files, envelope: line, notesCommit: commit }));
+        io.out(
+          json({
+            decision,
+            reviewer,
+            files: shown.files.map((f, i) => ({ ...f, envelope: lines[i] })),
+            notesCommit: commit,
+          }),
+        );
       else
         io.out(
           `Recorded ${decision === 'approve' ? 'approval' : 'rejection'} by ${reviewer} of ${shown.files.length} file(s) in refs/notes/delegations.\n`,
@@ -357,4 +364,12 @@ function shownDiff(text: string): string {
       '  ! marks a line holding characters a terminal does not show as they are (a carriage return, an escape, a bidirectional override), written here as \\uXXXX: read its bytes (git diff | cat -A) before you sign\n',
     );
   return out.join('');
+}
+
+/** Named in the notes commit's message: the first few paths, and how many more. */
+const NAMED_IN_MESSAGE = 10;
+
+function namesOf(paths: string[]): string {
+  const named = paths.slice(0, NAMED_IN_MESSAGE).map(shownPath).join(', ');
+  return paths.length > NAMED_IN_MESSAGE ? `${named} and ${paths.length - NAMED_IN_MESSAGE} more` : named;
 }
