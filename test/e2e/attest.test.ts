@@ -105,7 +105,7 @@ describe('attest: what an approval promotes', () => {
   });
   afterEach(() => resetWorkTree(story, dir));
 
-  it('promotes the exact content it names; an edit makes it stale: "approved by <name> for an earlier version"', () => {
+  it('promotes the exact content it names; an edit makes it stale: "approved by <name> for another version"', () => {
     writeFiles(dir, { 'src/stale.ts': 'export const stale = 1;\n' });
     const before = checkPath(dir, 'src/stale.ts');
     expect(before.run.code).toBe(1);
@@ -127,13 +127,13 @@ describe('attest: what an approval promotes', () => {
     writeFiles(dir, { 'src/stale.ts': 'export const stale = 2;\n' });
     const stale = checkPath(dir, 'src/stale.ts');
     expect(stale.run.code).toBe(1);
-    expect(stale.result).toMatchObject({ promoted: false, reason: 'approved by bob for an earlier version' });
+    expect(stale.result).toMatchObject({ promoted: false, reason: 'approved by bob for another version' });
     expect(noteLines(story, dir, stale.result.gitBlob)).toEqual([]);
     gitOk(story, dir, ['add', 'src/stale.ts']);
     const refused = commit(story, dir, 'edited after the approval');
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('NOT PROMOTED  src/stale.ts');
-    expect(refused.stderr).toContain('approved by bob for an earlier version');
+    expect(refused.stderr).toContain('approved by bob for another version');
   });
 
   it('approves a symbolic link as git stages it (the text of its target), so the commit that adds it passes', () => {
@@ -245,7 +245,7 @@ describe('attest: what an approval promotes', () => {
 
     const worktree = checkPath(dir, 'src/staged.ts');
     expect(worktree.run.code).toBe(1);
-    expect(worktree.result.reason).toBe(`approved by ${OPERATOR} for an earlier version`);
+    expect(worktree.result.reason).toBe(`approved by ${OPERATOR} for another version`);
     const committed = commit(story, dir, 'the staged, approved content');
     expect(committed.code, committed.stderr).toBe(0);
     expect(gitOk(story, dir, ['rev-parse', 'HEAD:src/staged.ts'])).toBe(stagedBlob);

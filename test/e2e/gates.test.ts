@@ -470,7 +470,7 @@ describe('pre-commit: governance changes', () => {
     const refused = commit(story, dir, 'drop protection');
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain(`NOT PROMOTED  ${POLICY}`);
-    expect(refused.stderr).toContain(`approved by ${OPERATOR} for an earlier version`);
+    expect(refused.stderr).toContain(`approved by ${OPERATOR} for another version`);
 
     cliOk(story, dir, ['attest', '--approve', POLICY, '--yes']);
     const approved = commit(story, dir, 'drop protection, approved');

@@ -538,7 +538,7 @@ describe('pre-receive: the policy in force judges', () => {
     const refused = gitRun(story, work, ATOMIC);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(
-      refusedLine('refs/heads/main', POLICY, 'approved by alice for an earlier version'),
+      refusedLine('refs/heads/main', POLICY, 'approved by alice for another version'),
     );
     expect(refused.stderr).toMatch(refusedLine('refs/heads/main', 'src/sneaky.ts', 'no verdict'));
 
@@ -596,7 +596,12 @@ describe('pre-receive: history from before the policy', () => {
     gitOk(story, work, ['push', '-q', 'origin', 'main', 'main:refs/heads/release-1']);
     cliOk(story, server, ['init', '--server']);
     adopt(story, work, ['src/**']);
-    // Adopting a repository with history: its branch holds no policy yet, so the adopting one is taken on trust.
+    // Adopting a repository with history: its branch holds no policy yet, so the adopting one is taken on trust, and
+    // every file of the adopting tip is judged by it, as verify judges a revision: src/old.ts was judged by nobody.
+    const unapproved = gitRun(story, work, ATOMIC);
+    expect(unapproved.code).not.toBe(0);
+    expect(unapproved.stderr).toMatch(refusedLine('refs/heads/main', 'src/old.ts', 'no verdict'));
+    cliOk(story, work, ['attest', '--approve', 'src/old.ts', '--yes']);
     const adopted = gitRun(story, work, ATOMIC);
     expect(adopted.code, adopted.stderr).toBe(0);
     expect(adopted.stderr).toContain('this push was judged by its own policy (first push)');
@@ -608,12 +613,52 @@ describe('pre-receive: history from before the policy', () => {
     expect(commit(story, work, 'a fix, hook skipped', ['--no-verify']).code).toBe(0);
     const refused = gitRun(story, work, ['push', 'origin', 'HEAD:refs/tags/v1.0.2']);
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toMatch(refusedLine('refs/tags/v1.0.2', 'src/old.ts', 'no verdict'));
+    expect(refused.stderr).toMatch(refusedLine('refs/tags/v1.0.2', 'src/old.ts', 'approved by'));
     // The branch itself holds no policy: the default branch's judges what it receives.
     const onBranch = gitRun(story, work, ['push', 'origin', 'HEAD:release-1']);
     expect(onBranch.code).not.toBe(0);
-    expect(onBranch.stderr).toMatch(refusedLine('refs/heads/release-1', 'src/old.ts', 'no verdict'));
+    expect(onBranch.stderr).toMatch(refusedLine('refs/heads/release-1', 'src/old.ts', 'approved by'));
     expect(onBranch.stderr).not.toContain('first push');
+  });
+});
+
+describe('pre-receive: a first push that brings the history from before the adoption', () => {
+  it('judges only what commits holding the policy brought, and every file of the adopting tip: old versions pass, the current one must be promoted', () => {
+    const server = makeServer(story, 'late.git');
+    const work = cloneInto(story, server, 'late');
+    stageFile(work, 'src/a.ts', 'export const a = 1;\n');
+    expect(commit(story, work, 'history 1', ['--no-verify']).code).toBe(0);
+    stageFile(work, 'src/a.ts', 'export const a = 2;\n');
+    stageFile(work, 'src/gone.ts', 'export const gone = 1;\n');
+    expect(commit(story, work, 'history 2', ['--no-verify']).code).toBe(0);
+    gitOk(story, work, ['rm', '-q', 'src/gone.ts']);
+    expect(commit(story, work, 'history 3', ['--no-verify']).code).toBe(0);
+    const init = adopt(story, work, ['src/**']);
+    expect(init.stdout).toContain(
+      '1 file(s) the policy protects are here already (src/a.ts), and nothing promotes them',
+    );
+    expect(init.stdout).toContain(
+      "git ls-files -z -- ':(glob)src/**' | xargs -0 delegate-git attest --approve --yes --",
+    );
+
+    const unapproved = gitRun(story, work, ATOMIC);
+    expect(unapproved.code).not.toBe(0);
+    const refusals = unapproved.stderr.split('\n').filter((l) => l.includes('delegate-git: refused'));
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]).toMatch(refusedLine('refs/heads/main', 'src/a.ts', 'no verdict'));
+
+    // Control: today's content approved, the push with the whole history is accepted (versions 1 and src/gone.ts never were).
+    cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes']);
+    const accepted = gitRun(story, work, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(accepted.stderr).toContain('this push was judged by its own policy (first push)');
+
+    // Adopted, the rule is back to every commit: a later commit of old content is refused.
+    stageFile(work, 'src/a.ts', 'export const a = 1;\n');
+    expect(commit(story, work, 'back to 1', ['--no-verify']).code).toBe(0);
+    const back = gitRun(story, work, ATOMIC);
+    expect(back.code).not.toBe(0);
+    expect(back.stderr).toMatch(refusedLine('refs/heads/main', 'src/a.ts', 'approved by'));
   });
 });
 

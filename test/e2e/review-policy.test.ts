@@ -278,7 +278,7 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     const atCommit = stageAndCommit(work, POLICY, 'stop protecting src');
     expect(atCommit.code).not.toBe(0);
     expect(atCommit.stderr).toContain(`NOT PROMOTED  ${POLICY}`);
-    expect(atCommit.stderr).toContain(`approved by ${OPERATOR} for an earlier version`);
+    expect(atCommit.stderr).toContain(`approved by ${OPERATOR} for another version`);
 
     // Past the local hook, and with it an unpromoted file the weakened policy no longer protects.
     expect(commit(story, work, 'stop protecting src', ['--no-verify']).code).toBe(0);

@@ -30,7 +30,7 @@ import {
   parsePolicy,
 } from './policy.js';
 import { type CheckedPromotions, type LedgerCheck, startLedgerCheck } from './push-ledger-check.js';
-import { changesBetween, type Introduced, type NewChanges, newChanges } from './pushed-changes.js';
+import { changesBetween, filesAt, type Introduced, type NewChanges, newChanges } from './pushed-changes.js';
 import { shadowsOf } from './ref-shadows.js';
 import type { Repository } from './repository.js';
 import { shownPath } from './shown-path.js';
@@ -389,14 +389,30 @@ async function governanceInForce(
   bootstrapFrom: RefUpdate | undefined,
   result: PushJudgement,
 ): Promise<Governance | null> {
-  const own = await previousTip(reads, update);
-  if (own !== null && (await reads.hasPolicy(own))) return reads.governanceAt(own);
-  const head = await reads.headCommit();
-  if (head !== null && (await reads.hasPolicy(head))) return reads.governanceAt(head);
+  const inForce = await policyCommitInForce(reads, update);
+  if (inForce !== null) return reads.governanceAt(inForce);
   const first = update ?? bootstrapFrom;
-  if (!first || (head === null && (await reads.holdsContent()))) return null;
+  if (!first || ((await reads.headCommit()) === null && (await reads.holdsContent()))) return null;
   result.bootstrap = true;
   return reads.governanceAt(first.newId);
+}
+
+/** The commit whose policy is in force on a ref: its tip before the push, else the default branch's; null if neither holds one. */
+async function policyCommitInForce(reads: PushReads, update: RefUpdate | null): Promise<string | null> {
+  const own = await previousTip(reads, update);
+  if (own !== null && (await reads.hasPolicy(own))) return own;
+  const head = await reads.headCommit();
+  return head !== null && (await reads.hasPolicy(head)) ? head : null;
+}
+
+/**
+ * The changes of a push that adopts delegate-git (judged by its own policy: none was in force) made by commits that
+ * hold the policy. The history of a repository that adopts it late comes in the same first push, and its commits were
+ * governed by nothing: judged by the policy adopted after them, every old version of every file was refused.
+ */
+async function fromAdoptedCommits(reads: PushReads, changes: Introduced[]): Promise<Introduced[]> {
+  const adopted = await Promise.all(changes.map((f) => reads.hasPolicy(f.commit)));
+  return changes.filter((_, i) => adopted[i]);
 }
 
 /** Why a ref has no governance in force (governanceInForce gave none), and what the server's admin can do. */
@@ -541,10 +557,15 @@ async function judgeRefUpdate(
   betweenTips?.catch(() => {}); // awaited below
   const brought = await changes;
   const between = await betweenTips;
-  const deleted = [...brought.deleted, ...(between?.deleted ?? [])];
   result.commits += brought.commits;
   const brings = [...brought.introduced, ...(between?.introduced ?? [])];
-  const introduced = await notOnDefaultBranch(reads, own, brings);
+  const onTrust = (await policyCommitInForce(reads, u)) === null;
+  const judgedHere = (changes: Introduced[]) => (onTrust ? fromAdoptedCommits(reads, changes) : changes);
+  const deleted = await judgedHere([...brought.deleted, ...(between?.deleted ?? [])]);
+  // Adopting, every file of the tip is judged as `verify` judges a revision: content from before the adoption that
+  // the tip still holds was judged by nobody.
+  const adoption = onTrust ? await filesAt(reads.repo, u.newId) : [];
+  const introduced = await notOnDefaultBranch(reads, own, [...(await judgedHere(brings)), ...adoption]);
   const matcher = reads.matcher(governance.policy);
   const governed = governedFiles(introduced, governance, await recordedPathsFor(matcher, introduced, after));
   // The first commit that brings a content names it (the change between the tips comes last). Only a governance

@@ -163,7 +163,7 @@ function reasonFromHistory(
   c: Candidate,
 ): string {
   const approval = earlier.find((e) => e.kind === 'review' && e.decision === 'approve');
-  if (approval) return `approved by ${approval.signer ?? 'a reviewer'} for an earlier version`;
+  if (approval) return `approved by ${approval.signer ?? 'a reviewer'} for another version`;
   if (earlier.some((e) => e.kind === 'verdict' && e.verdict === 'UNIT_PASSED'))
     return REASONS.changedAfterVerdict;
   const last = earlier.find((e) => e.kind === 'verdict');

@@ -161,13 +161,22 @@ async function notTakenFromHeld<T extends { change: Introduced; deletion: boolea
 async function treeRefChanges(repo: Repository, tip: string): Promise<NewChanges> {
   const peeled = await repo.objects.read(`${tip}^{}`);
   if (peeled?.type !== 'tree') return { introduced: [], deleted: [], commits: 0 };
-  const files = await treeFiles(repo.cwd, peeled.oid, [], repo.env, { submodules: true });
-  const introduced = files.map((f) => ({
+  return { introduced: await filesOfTree(repo, peeled.oid, peeled.oid), deleted: [], commits: 0 };
+}
+
+/** Every file of a commit's tree, as brought by that commit. */
+export async function filesAt(repo: Repository, commit: string): Promise<Introduced[]> {
+  const tree = await repo.objects.read(`${commit}^{tree}`);
+  return tree ? filesOfTree(repo, tree.oid, commit) : [];
+}
+
+async function filesOfTree(repo: Repository, tree: string, commit: string): Promise<Introduced[]> {
+  const files = await treeFiles(repo.cwd, tree, [], repo.env, { submodules: true });
+  return files.map((f) => ({
     path: f.path,
     blob: f.blob,
-    commit: peeled.oid,
+    commit,
     submodule: f.submodule,
     symlink: f.symlink,
   }));
-  return { introduced, deleted: [], commits: 0 };
 }

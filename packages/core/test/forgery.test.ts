@@ -213,7 +213,7 @@ function forgeries(): Forgery[] {
     reason: doesNotCount('the record belongs to another repository'),
   }));
   add('replayed-on-other-content', (file) => {
-    // A genuine verdict for an earlier version of the same path, copied onto the note of the current blob.
+    // A genuine verdict for another version of the same path, copied onto the note of the current blob.
     const earlierVersion = subjectOf(file.path, 'export const forged = "an earlier version";\n');
     return {
       forged: verdictLine(alice, [earlierVersion]),

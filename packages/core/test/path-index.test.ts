@@ -263,8 +263,8 @@ describe("verify's bounded history of a path", () => {
     recordOnPath(bounded, 'p', ['r', 'approve', rita, a, 1]);
     for (let t = 2; t < 40; t++) recordOnPath(bounded, 'p', ['r', 'approve', keyids[2]!, b, t]);
     const index = new PathIndex(bounded);
-    expect(reasonOf(index, b)).toBe('approved by rita for an earlier version');
-    expect(reasonOf(index, a)).toBe('approved by a reviewer for an earlier version');
+    expect(reasonOf(index, b)).toBe('approved by rita for another version');
+    expect(reasonOf(index, a)).toBe('approved by a reviewer for another version');
     expect(bounded.get('p')!.length).toBeLessThanOrEqual(12);
   });
 });

@@ -209,7 +209,7 @@ describe('what the ledger says about other content or other paths', () => {
     const earlier: EarlierRecord[] = [{ kind: 'review', decision: 'approve', signer: 'rita' }];
     expect(promote([], OPEN, earlier)).toMatchObject({
       promoted: false,
-      reason: 'approved by rita for an earlier version',
+      reason: 'approved by rita for another version',
     });
   });
 

@@ -10,6 +10,8 @@ import {
   git,
   gitText,
   gitTry,
+  governedMatcher,
+  isGovernanceFile,
   LEDGER_REF,
   listSigningKeys,
   loadSigningKey,
@@ -24,6 +26,8 @@ import {
   type SigningKey,
   saveSigningKey,
   shellQuote,
+  shownPath,
+  splitZ,
 } from '@delegate-git/core';
 import { refuseSecondAdoption } from '../adoption-check.js';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
@@ -160,17 +164,47 @@ export default {
         // git runs pre-merge-commit, not pre-commit, for the commit a merge makes by itself.
         done.push(`installed the pre-merge-commit hook: ${preMerge.join(', ')}`);
       }
+      // Adopting a repository with history: what it holds under the policy was judged by nobody, and every gate
+      // judges it (the first push judges every file of the adopting tip, verify every file of a revision).
+      const present = created ? await protectedFilesPresent(top, policy, io.env) : [];
       if (values.json)
         io.out(
-          `${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, keyFile, done }, null, 2)}\n`,
+          `${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, keyFile, protectedPresent: present.length, done }, null, 2)}\n`,
         );
-      else io.out(`${done.map((d) => `  ${d}\n`).join('')}\n${nextStep(policy, created, keyFile, newKey)}\n`);
+      else
+        io.out(
+          `${done.map((d) => `  ${d}\n`).join('')}\n${approveFirst(present, policy)}${nextStep(policy, created, keyFile, newKey)}\n`,
+        );
       return 0;
     } finally {
       await repo.close();
     }
   },
 } satisfies CommandModule;
+
+/** The files of the index the policy protects (the governance files aside). */
+async function protectedFilesPresent(top: string, policy: Policy, env: NodeJS.ProcessEnv): Promise<string[]> {
+  const listed = await git(['ls-files', '-z'], { cwd: top, env });
+  const governed = governedMatcher(policy);
+  return splitZ(listed).filter((file) => governed.isProtected(file) && !isGovernanceFile(policy, file));
+}
+
+/** Named in init's advice: the first few files already present under the policy. */
+const NAMED_PRESENT = 5;
+
+function approveFirst(present: string[], policy: Policy): string {
+  if (present.length === 0) return '';
+  const named = present.slice(0, NAMED_PRESENT).map(shownPath).join(', ');
+  const more = present.length > NAMED_PRESENT ? ` and ${present.length - NAMED_PRESENT} more` : '';
+  const pathspecs = policy.protect.map((glob) => shellQuote(`:(glob)${glob}`)).join(' ');
+  return [
+    `${present.length} file(s) the policy protects are here already (${named}${more}), and nothing promotes them:`,
+    'every gate refuses them (the server judges every file of the adopting push). Review them, then approve their',
+    'content before you push the adoption:',
+    `  git ls-files -z -- ${pathspecs} | xargs -0 delegate-git attest --approve --yes --`,
+    '',
+  ].join('\n');
+}
 
 /** What to do after init: commit a new adoption, or have a reviewer add the key of a newcomer to an adopted one. */
 function nextStep(policy: Policy, created: boolean, keyFile: string | null, key: NewKey): string {
