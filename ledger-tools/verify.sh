@@ -23,26 +23,32 @@ if [ "$(git rev-parse --is-shallow-repository)" = true ]; then
   git fetch --unshallow --no-tags -- "$remote" || echo "::warning::could not fetch the whole history from $remote"
 fi
 # The ledger judged is the remote's, never one a kept workspace (a self-hosted runner) holds from an earlier run: a
-# remote without a ledger leaves none here either, and a remote that cannot be asked fails the step.
-git ls-remote --exit-code -- "$remote" refs/notes/delegations >/dev/null
-case $? in
-  0)
-    if ! git fetch --no-tags -- "$remote" "+refs/notes/delegations:refs/notes/delegations"; then
-      echo "::error::could not fetch refs/notes/delegations from $remote"
-      exit 2
-    fi
-    ;;
-  2)
-    echo "::notice::no ledger on $remote yet"
-    if git rev-parse -q --verify refs/notes/delegations >/dev/null; then
-      git update-ref -d refs/notes/delegations || exit 2
-    fi
-    ;;
-  *)
-    echo "::error::could not ask $remote for its ledger (git ls-remote failed)"
+# remote without a ledger leaves none here either, and a remote that cannot be asked fails the step. Only the ref of
+# that exact name is the ledger: ls-remote also lists refs whose names merely end in it, and a fetch would take
+# refs/heads/refs/notes/delegations (or such a tag) where the ledger is gone.
+listed=$(git ls-remote -- "$remote" refs/notes/delegations)
+if [ $? -ne 0 ]; then
+  echo "::error::could not ask $remote for its ledger (git ls-remote failed)"
+  exit 2
+fi
+ledger=$(printf '%s\n' "$listed" | awk '$2 == "refs/notes/delegations" { print $1 }')
+if [ -n "$ledger" ]; then
+  # --no-filter: in a partial clone (checkout's `filter:`, sparse checkouts) the notes would otherwise come without
+  # their blobs, and verify would fetch them from the remote one at a time.
+  if ! git fetch --no-tags --no-filter -- "$remote" "+refs/notes/delegations:refs/notes/delegations"; then
+    echo "::error::could not fetch refs/notes/delegations from $remote"
     exit 2
-    ;;
-esac
+  fi
+  if [ "$(git rev-parse -q --verify refs/notes/delegations)" != "$ledger" ]; then
+    echo "::error::refs/notes/delegations on $remote moved while it was fetched; run the job again"
+    exit 2
+  fi
+else
+  echo "::notice::no ledger on $remote yet"
+  if git rev-parse -q --verify refs/notes/delegations >/dev/null; then
+    git update-ref -d refs/notes/delegations || exit 2
+  fi
+fi
 # Sets $value to the full object id a remember step wrote to file $1, or to nothing. Anything else (a revision such
 # as HEAD, a short id) is not what remember.sh writes, and is ignored with a warning: the whole history is then
 # judged, never less.

@@ -292,6 +292,50 @@ describe('the ledger action', () => {
     expect(unreachable.stdout).toContain('::error::could not ask origin for its ledger');
   });
 
+  it('takes only the ref named exactly refs/notes/delegations: a branch or tag whose name ends in it is no ledger', () => {
+    const { remote, work } = hostedPair('posing');
+    const verified = refTip(story, work, LEDGER)!;
+    const ci = cloneInto(story, remote, 'posing-ci');
+    // Control: both the ledger and a branch named like it; the ledger is judged, and passes.
+    gitOk(story, work, [
+      'push',
+      '-q',
+      'origin',
+      `${verified}:refs/heads/${LEDGER}`,
+      `${verified}:refs/tags/${LEDGER}`,
+    ]);
+    const both = verifyStep(ci, {}, verified);
+    expect(both.code, both.stdout + both.stderr).toBe(0);
+    expect(both.output).toBe(`ledger-tip=${verified}\n`);
+
+    // A push cannot name the ledger alone any more (git finds three refs of that name), so it goes on the remote.
+    gitOk(story, remote, ['update-ref', '-d', LEDGER]);
+    const gone = verifyStep(ci, {}, verified);
+    expect(gone.code).toBe(1);
+    expect(gone.stdout).toContain('::notice::no ledger on origin yet');
+    expect(refTip(story, ci, LEDGER)).toBeNull();
+  });
+
+  it('fetches the ledger with its blobs in a partial clone, so verify reads no note from the remote one at a time', () => {
+    const { remote } = hostedPair('partial');
+    gitOk(story, remote, ['config', 'uploadpack.allowFilter', 'true']);
+    const ci = path.join(story.root, 'partial-ci');
+    gitOk(story, story.root, ['clone', '-q', '--filter=blob:none', `file://${remote}`, ci]);
+    // What the ledger lacks once the step has fetched it, before verify could fetch anything itself.
+    const probe = path.join(story.root, 'missing-notes.sh');
+    fs.writeFileSync(probe, `echo "missing: $(git rev-list --objects --missing=print ${LEDGER} | grep -c '^?')"\n`);
+    const fetched = verifyStep(ci, { DELEGATE_GIT_CLI: `sh ${probe}` });
+    expect(fetched.stdout).toContain('missing: 0');
+    const step = verifyStep(ci);
+    expect(step.code, step.stdout + step.stderr).toBe(0);
+    // Control: the same fetch without --no-filter leaves the notes' blobs behind in such a clone.
+    const filtered = path.join(story.root, 'partial-ci-filtered');
+    gitOk(story, story.root, ['clone', '-q', '--filter=blob:none', `file://${remote}`, filtered]);
+    gitOk(story, filtered, ['fetch', '-q', 'origin', `+${LEDGER}:${LEDGER}`]);
+    const left = gitOk(story, filtered, ['rev-list', '--objects', '--missing=print', LEDGER]);
+    expect(left.split('\n').filter((l) => l.startsWith('?')).length).toBeGreaterThan(0);
+  });
+
   it('says when the remote has no ledger yet, and reports no tip', () => {
     const remote = makeServer(story, 'empty-ledger.git', { hook: false });
     const work = cloneInto(story, remote, 'empty-ledger-work');
@@ -316,5 +360,40 @@ describe('the ledger action', () => {
     const kept = [...text.matchAll(/DELEGATE_GIT_(?:BASELINE|VERIFIED|KEEP): (.*)/g)].map((m) => m[1]);
     expect(kept.length).toBe(4);
     for (const place of kept) expect(place).toMatch(/^\$\{\{ runner\.temp \}\}\/delegate-git-baseline/);
+  });
+
+  it('action.yml restores the baseline and the cache of checked lines only in runs on the default branch, and clears both first', () => {
+    const text = fs.readFileSync(path.join(action, 'action.yml'), 'utf8');
+    const steps = text.split(/\n\s*- name: /);
+    const restore = steps.find((step) => step.includes('uses: actions/cache/restore@'))!;
+    expect(restore).toContain(
+      "if: github.ref == format('refs/heads/{0}', github.event.repository.default_branch)",
+    );
+    const save = steps.find((step) => step.includes('uses: actions/cache/save@'))!;
+    expect(save).toContain("if: steps.remember.outputs.save == 'true'");
+    const remember = steps.find((step) => step.includes('remember.sh'))!;
+    expect(remember).toContain("github.event_name == 'push'");
+    expect(remember).toContain(
+      "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)",
+    );
+
+    // The clearing step, run as the runner runs it: what a kept workspace holds in both places is gone.
+    const clear = steps.find((step) => step.startsWith('Clear'))!;
+    const script = clear.slice(clear.indexOf('run: |') + 'run: |'.length).replace(/^ {8}/gm, '');
+    const { work } = hostedPair('kept-cache');
+    const keep = path.join(story.root, 'kept-baseline');
+    writeFiles(story.root, { 'kept-baseline/commit': 'planted\n' });
+    writeFiles(work, { '.git/delegate-git/cache/verified-x.ndjson': 'planted\n' });
+    const run = spawnSync('bash', ['-c', script], {
+      cwd: work,
+      env: { ...story.env, DELEGATE_GIT_KEEP: keep },
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stderr).toBe(0);
+    expect(fs.existsSync(keep)).toBe(false);
+    expect(fs.existsSync(path.join(work, '.git/delegate-git/cache'))).toBe(false);
+    // Control: nothing else of the git directory or the work tree is touched.
+    expect(fs.existsSync(path.join(work, '.git/delegate-git'))).toBe(true);
+    expect(fs.existsSync(path.join(work, 'src/a.ts'))).toBe(true);
   });
 });
