@@ -639,3 +639,42 @@ function whichGit(pathVar: string): string {
   }
   throw new Error('git is not on PATH');
 }
+
+describe('pre-commit: what the refusal says to do', () => {
+  it('offers only what promotes: a verdict or an approval of the staged content for code, reviewers alone for a governance file, and the rejector for a rejection', () => {
+    const dir = copyWorkTree(story, template, 'advice');
+    stage(dir, { 'src/code.ts': 'export const code = 1;\n' });
+    const code = commit(story, dir, 'code');
+    expect(code.code).not.toBe(0);
+    expect(code.stderr).toContain('delegate it (`delegate-git delegate <unit.json>`)');
+    expect(code.stderr).toContain(
+      '`delegate-git attest --approve --staged` (the staged content, as it will be committed)',
+    );
+    expect(code.stderr).not.toContain('A rejection stands');
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+
+    editPolicy(dir, (p) => {
+      p.protectDeletes = true;
+    });
+    gitOk(story, dir, ['add', POLICY]);
+    const governance = commit(story, dir, 'policy');
+    expect(governance.code).not.toBe(0);
+    expect(governance.stderr).toContain(
+      'To promote a refused file: have a reviewer approve this exact content',
+    );
+    expect(governance.stderr).not.toContain('delegate it');
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+
+    stage(dir, { 'src/rejected.ts': 'export const rejected = 1;\n' });
+    cliOk(story, dir, ['attest', '--reject', 'src/rejected.ts', '--yes']);
+    const rejected = commit(story, dir, 'rejected');
+    expect(rejected.code).not.toBe(0);
+    expect(rejected.stderr).toContain(
+      'A rejection stands until the reviewer who made it approves the same content, whatever others approve',
+    );
+    // Control: the rejector's own approval of the same content lifts it.
+    cliOk(story, dir, ['attest', '--approve', 'src/rejected.ts', '--yes']);
+    const lifted = commit(story, dir, 'rejected, then approved');
+    expect(lifted.code, lifted.stderr).toBe(0);
+  });
+});

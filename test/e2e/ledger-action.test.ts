@@ -323,7 +323,10 @@ describe('the ledger action', () => {
     gitOk(story, story.root, ['clone', '-q', '--filter=blob:none', `file://${remote}`, ci]);
     // What the ledger lacks once the step has fetched it, before verify could fetch anything itself.
     const probe = path.join(story.root, 'missing-notes.sh');
-    fs.writeFileSync(probe, `echo "missing: $(git rev-list --objects --missing=print ${LEDGER} | grep -c '^?')"\n`);
+    fs.writeFileSync(
+      probe,
+      `echo "missing: $(git rev-list --objects --missing=print ${LEDGER} | grep -c '^?')"\n`,
+    );
     const fetched = verifyStep(ci, { DELEGATE_GIT_CLI: `sh ${probe}` });
     expect(fetched.stdout).toContain('missing: 0');
     const step = verifyStep(ci);

@@ -608,3 +608,58 @@ describe('sync checks every line a remote would add before taking any', () => {
     expect(noteLines(story, work, approved)).toHaveLength(1);
   });
 });
+
+describe('the records a pull brings', () => {
+  it("a clone set up by init takes origin's ledger, so its first record pushes without a sync", () => {
+    const { server, work } = hooklessPair('teammate');
+    const mate = cloneInto(story, server, 'teammate-mate');
+    expect(refTip(story, mate, LEDGER)).toBeNull();
+    const init = cliOk(story, mate, ['init']);
+    expect(init.stdout).toContain("took origin's ledger");
+    expect(refTip(story, mate, LEDGER)).toBe(refTip(story, work, LEDGER));
+
+    writeFiles(mate, { 'src/m.ts': 'export const m = 1;\n' });
+    cliOk(story, mate, ['attest', '--approve', 'src/m.ts', '--yes']);
+    gitOk(story, mate, ['add', 'src/m.ts']);
+    expect(gitRun(story, mate, ['commit', '-q', '-m', 'm']).code).toBe(0);
+    const pushed = gitRun(story, mate, ['push', '--atomic', 'origin', 'main', LEDGER]);
+    expect(pushed.code, pushed.stderr).toBe(0);
+  });
+
+  it('a merge a pull makes takes in the fetched ledger, checked as sync checks it: a promoted file merges; with a forged line nothing is taken and the merge is refused', () => {
+    const { server, work } = hooklessPair('pulled');
+    const mate = cloneInto(story, server, 'pulled-mate');
+    cliOk(story, mate, ['init']);
+    const divergeAndPull = (file: string) => {
+      writeFiles(mate, { [`notes-${file}.txt`]: 'not governed\n' });
+      gitOk(story, mate, ['add', `notes-${file}.txt`]);
+      expect(gitRun(story, mate, ['commit', '-q', '-m', `notes ${file}`]).code).toBe(0);
+      writeFiles(work, { [`src/${file}.ts`]: `export const ${file} = 1;\n` });
+      cliOk(story, work, ['attest', '--approve', `src/${file}.ts`, '--yes']);
+      gitOk(story, work, ['add', `src/${file}.ts`]);
+      expect(gitRun(story, work, ['commit', '-q', '-m', file]).code).toBe(0);
+      return gitOk(story, work, ['hash-object', `src/${file}.ts`]);
+    };
+
+    divergeAndPull('b');
+    expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+    const merged = gitRun(story, mate, ['pull', '--no-rebase', '--no-edit']);
+    expect(merged.code, merged.stderr).toBe(0);
+    expect(merged.stderr).toContain("took the records of origin's ledger");
+    expect(refTip(story, mate, LEDGER)).toBe(refTip(story, work, LEDGER));
+
+    // The same with the new record forged on the remote (a hookless server takes anything).
+    const c = divergeAndPull('c');
+    const forged = withOnePayloadByteChanged(noteLines(story, work, c)[0]!);
+    const file = path.join(work, '.git', 'forged-note');
+    fs.writeFileSync(file, `${forged}\n`);
+    gitOk(story, work, ['notes', '--ref=delegations', 'add', '-f', '-F', file, c]);
+    expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+    const before = refTip(story, mate, LEDGER);
+    const refused = gitRun(story, mate, ['pull', '--no-rebase', '--no-edit']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("did not take origin's fetched ledger");
+    expect(refused.stderr).toContain('merge commit refused');
+    expect(refTip(story, mate, LEDGER)).toBe(before);
+  });
+});

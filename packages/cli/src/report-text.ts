@@ -1,8 +1,11 @@
-import type { CheckReport } from '@delegate-git/core';
+import { type CheckReport, type CheckResult, isGovernanceFile, type Policy } from '@delegate-git/core';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 
-/** One line per file, the reason under each refusal, what to do, and a summary line. */
-export function renderReport(report: CheckReport): string {
+/**
+ * One line per file, the reason under each refusal, what to do, and a summary line. `staged`: the report judged the
+ * index, so an approval must be of the staged content.
+ */
+export function renderReport(report: CheckReport, opts: { staged?: boolean } = {}): string {
   const out: string[] = [];
   const governed = report.results.filter((r) => r.governed);
   for (const r of report.results) {
@@ -23,12 +26,7 @@ export function renderReport(report: CheckReport): string {
     `${governed.length} governed file(s): ${governed.length - refused.length} promoted, ${refused.length} refused` +
       ` (policy and trust root from ${report.source})`,
   );
-  if (refused.length > 0) {
-    out.push(
-      'To promote a refused file: delegate it (`delegate-git delegate <unit.json>`) so a passing verdict covers it,',
-      'or have a reviewer approve this exact content: `delegate-git attest --approve <path>`.',
-    );
-  }
+  if (refused.length > 0) out.push(...promotionAdvice(refused, report.policy, opts.staged === true));
   if (report.deletions.some((d) => d.blocks)) {
     out.push(
       'To keep a file: restore it (`git restore --staged --worktree <path>`). A protected path may be deleted once a',
@@ -36,4 +34,28 @@ export function renderReport(report: CheckReport): string {
     );
   }
   return `${out.join('\n')}\n`;
+}
+
+/** What promotes the refused files: only what can (a verdict never promotes a governance file, nor under requireReview). */
+function promotionAdvice(refused: CheckResult[], policy: Policy | null, staged: boolean): string[] {
+  const approve = staged
+    ? '`delegate-git attest --approve --staged` (the staged content, as it will be committed)'
+    : '`delegate-git attest --approve <path>`';
+  const reviewers =
+    policy && policy.reviewThreshold > 1
+      ? `${policy.reviewThreshold} reviewers approve`
+      : 'a reviewer approve';
+  const verdictPromotes =
+    policy === null || (!policy.requireReview && refused.some((r) => !isGovernanceFile(policy, r.path)));
+  const advice = verdictPromotes
+    ? [
+        'To promote a refused file: delegate it (`delegate-git delegate <unit.json>`) so a passing verdict covers it,',
+        `or have ${reviewers} this exact content: ${approve}.`,
+      ]
+    : [`To promote a refused file: have ${reviewers} this exact content: ${approve}.`];
+  if (refused.some((r) => r.reason.startsWith('rejected by ')))
+    advice.push(
+      'A rejection stands until the reviewer who made it approves the same content, whatever others approve; or change the content.',
+    );
+  return advice;
 }

@@ -55,8 +55,19 @@ async function preCommit(
   ]);
   const repo = await Repository.open(io.cwd, io.env);
   try {
-    const report = await checkStaged(repo, quick.staged);
-    const code = reportExitCode(report);
+    let report = await checkStaged(repo, quick.staged);
+    let code = reportExitCode(report);
+    if (code !== 0) {
+      // The records of what a `git pull` merges come with it into the remote's tracking ledger, which no gate reads:
+      // taken in (checked as sync checks them), they count, and the refused files are judged again.
+      const { takeInFetchedLedgers } = await import('../ledger-intake.js');
+      const { said, took } = await takeInFetchedLedgers(repo);
+      for (const sentence of said) io.err(`delegate-git: ${sentence}\n`);
+      if (took) {
+        report = await checkStaged(repo, quick.staged);
+        code = reportExitCode(report);
+      }
+    }
     // The commit goes ahead: what the full check cached now lets the index's tree be learned for the next commit.
     // Learning only saves time later, so it never changes this answer.
     if (code === 0 || report.mode === 'warn') {
@@ -70,10 +81,11 @@ async function preCommit(
       for (const d of report.deletions) io.err(`delegate-git: deleted (governed) ${shownPath(d.path)}\n`);
       return 0;
     }
-    io.err(prefixLines(renderReport(report)));
+    io.err(prefixLines(renderReport(report, { staged: true })));
     if (report.mode === 'warn') {
       io.err(
-        'delegate-git: policy mode is "warn": the commit goes through; these files would be refused under "enforce".\n',
+        'delegate-git: policy mode is "warn": the commit goes through; these files would be refused under "enforce",\n' +
+          'delegate-git: and a server with the hook and `verify` still refuse them: promote them before you push.\n',
       );
       return 0;
     }

@@ -40,6 +40,7 @@ import {
   planHookCli,
   serverHooksDir,
 } from '../hook-install.js';
+import { fetchKeepingLedger, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
 import { type NewKey, registeredKeyFile, registerKey } from '../trust-files.js';
 
 const help = `
@@ -158,6 +159,7 @@ export default {
         );
       }
       await configureNotes(repo, io, done);
+      if (!created) done.push(...(await takeOriginLedger(repo, io)));
       if (hooks) {
         const [preCommit, ...preMerge] = await installClientHooks(repo, hooks);
         done.push(`installed the pre-commit hook: ${preCommit}`);
@@ -181,6 +183,32 @@ export default {
     }
   },
 } satisfies CommandModule;
+
+/**
+ * In a clone of an adopted repository: origin's ledger taken in now, so the first record made here builds on it (a
+ * ledger begun apart from it is refused by git at the next push until a sync joins the two).
+ */
+async function takeOriginLedger(repo: Repository, io: Io): Promise<string[]> {
+  const opts = { cwd: repo.cwd, env: repo.env };
+  if ((await gitTry(['remote', 'get-url', 'origin'], opts)).code !== 0) return [];
+  try {
+    const theirs = await fetchKeepingLedger('origin', trackingRef('origin'), io, opts);
+    if (theirs === null) return [];
+    const ours = await repo.ledger.tip();
+    const { how } = await takeInRemoteLedger(
+      repo,
+      'origin',
+      ours,
+      theirs,
+      "delegate-git init: take in origin's ledger",
+    );
+    return how === 'up to date' ? [] : [`took origin's ledger (${theirs.slice(0, 12)}) into this clone's`];
+  } catch (error) {
+    if (!(error instanceof DelegateGitError)) throw error;
+    io.err(`delegate-git init: warning: origin's ledger was not taken in: ${error.message}\n`);
+    return [];
+  }
+}
 
 /** The files of the index the policy protects (the governance files aside). */
 async function protectedFilesPresent(top: string, policy: Policy, env: NodeJS.ProcessEnv): Promise<string[]> {
@@ -218,10 +246,11 @@ function nextStep(policy: Policy, created: boolean, keyFile: string | null, key:
       : 'a trusted reviewer approves it';
   return [
     `Next: what you sign counts once your key is in the trust root on the default branch. Send a reviewer these`,
-    `commands; they write ${file} as it would be written here, ${approvers}, and they commit it:`,
+    `commands; they write ${file} as it would be written here, ${approvers}, and they commit and push it:`,
     `  delegate-git keys add ${key.name} --public-key ${key.publicKey} --roles ${key.roles.join(',')}${key.email ? ` --email ${shellQuote(key.email)}` : ''}`,
     `  delegate-git attest --approve ${shellQuote(file)}`,
     `  git add ${shellQuote(file)} && git commit -m "Trust the key of ${key.name}"`,
+    '  git push --atomic origin HEAD refs/notes/delegations   # the approval travels with the commit',
   ].join('\n');
 }
 
