@@ -378,7 +378,48 @@ describe('keys', () => {
     ]);
     expect(role.code).toBe(2);
     expect(role.stderr).toContain('--roles must list delegator and/or reviewer (got "admin")');
+    const when = cli(story, dir, [
+      'keys',
+      'add',
+      'mallory',
+      '--public-key',
+      bob.publicKey,
+      '--roles',
+      'reviewer',
+      '--not-after',
+      'tomorrow',
+    ]);
+    expect(when.code).toBe(2);
+    expect(when.stderr).toContain(
+      '--not-after must be an RFC 3339 UTC time like 2026-01-31T12:00:00Z (got "tomorrow")',
+    );
     expect(fs.existsSync(path.join(dir, '.delegate-git/keys/mallory.json'))).toBe(false);
+    // One key under two names: refused, and nothing written; the same key again under its own name is no change.
+    const twice = cli(story, dir, [
+      'keys',
+      'add',
+      'mallory',
+      '--public-key',
+      bob.publicKey,
+      '--roles',
+      'reviewer',
+    ]);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toContain(
+      'That key is already registered in .delegate-git/keys/bob.json, so no key file named mallory was written',
+    );
+    expect(fs.existsSync(path.join(dir, '.delegate-git/keys/mallory.json'))).toBe(false);
+    const again = cli(story, dir, [
+      'keys',
+      'add',
+      'bob',
+      '--public-key',
+      bob.publicKey,
+      '--roles',
+      'reviewer',
+    ]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain('That key is already registered in .delegate-git/keys/bob.json.');
   });
 
   it('revoke sets revoked (--json, --at) and list shows it; an unknown name is refused', () => {
@@ -401,6 +442,14 @@ describe('keys', () => {
     const unknown = cli(story, dir, ['keys', 'revoke', 'nobody']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('No key named "nobody"');
+    const badTime = cli(story, dir, ['keys', 'revoke', OPERATOR, '--at', 'yesterday']);
+    expect(badTime.code).toBe(2);
+    expect(badTime.stderr).toContain('--at must be an RFC 3339 UTC time');
+    expect(badTime.stderr).not.toContain('Fix or remove the key file');
+    expect(
+      json<Listed>(cliOk(story, dir, ['keys', 'list', '--json'])).keys.find((k) => k.name === OPERATOR)
+        ?.revoked,
+    ).toBeUndefined();
   });
 });
 
@@ -480,6 +529,18 @@ describe('check --json', () => {
     const alone = cli(story, dir, ['check', '--path', 'src/a.ts', '--json']);
     expect(alone.code).toBe(0);
     expect(json<CheckJson>(alone).exitCode).toBe(0);
+  });
+
+  it('--path naming no file (a typo) cannot be answered: exit 2, said as such, not "not governed"; the promoted file beside it passes alone', () => {
+    const run = cli(story, dir, ['check', 'src/a.tss', 'src/a.ts']);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toContain('NO FILE       src/a.tss');
+    expect(run.stdout).toContain('it is not a file in the work tree');
+    expect(run.stdout).not.toContain('not governed');
+    const asJson = json<CheckJson>(cli(story, dir, ['check', 'src/a.tss', '--json']));
+    expect(asJson.exitCode).toBe(2);
+    expect(asJson.results[0]).toMatchObject({ path: 'src/a.tss', absent: true, promoted: false });
+    expect(cli(story, dir, ['check', 'src/a.ts']).code).toBe(0);
   });
 
   it('--rev: every governed file in the tree; refused once an unpromoted file is committed', () => {
@@ -748,6 +809,36 @@ describe('every command', () => {
       expect(run.stderr, names[i]).toContain(`Run \`delegate-git ${names[i]} --help\``);
       expect(run.stderr, names[i]).not.toContain('To specify a positional argument');
     });
+  });
+
+  it("`help <command>` shows that command's help, as git does; a bad option value is one paragraph; exclusive flags are refused", () => {
+    const help = cli(story, outside, ['help', 'sync']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: delegate-git sync');
+    expect(cli(story, outside, ['help']).stdout).toContain('Usage: delegate-git <command>');
+    const dangling = cli(story, inside, ['log', '-n', '-1']);
+    expect(dangling.code).toBe(2);
+    expect(dangling.stderr.trim().split('\n')).toHaveLength(1);
+    expect(dangling.stderr).not.toContain('\\u000a');
+    expect(dangling.stderr).toContain("for '-n'? To specify");
+    const both = cli(story, inside, ['verify', '--json', '--markdown']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('Choose one of --json or --markdown.');
+  });
+
+  it('log -n 0 shows nothing and says nothing false; report --html refuses a directory that does not exist, creating none', () => {
+    const none = cli(story, inside, ['log', '-n', '0']);
+    expect(none.code).toBe(0);
+    expect(none.stdout).toBe('');
+    expect(cli(story, inside, ['log', '-n', '1']).stdout).not.toBe('');
+    const missing = path.join(inside, 'typo', 'deep', 'r.html');
+    const refused = cli(story, inside, ['report', '--html', missing]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`The directory ${path.dirname(missing)} does not exist`);
+    expect(fs.existsSync(path.join(inside, 'typo'))).toBe(false);
+    const written = cli(story, inside, ['report', '--html', path.join(inside, 'r.html')]);
+    expect(written.code, written.stderr).toBe(0);
+    expect(fs.existsSync(path.join(inside, 'r.html'))).toBe(true);
   });
 
   it('outside a git repository exits 2 saying so; keygen needs no repository', async () => {

@@ -116,7 +116,7 @@ describe('pre-commit: governed content', () => {
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('NOT PROMOTED  src/new.ts');
     expect(refused.stderr).toContain('no verdict: no delegated unit is recorded as writing it');
-    expect(refused.stderr).toContain('delegate-git attest --approve <path>');
+    expect(refused.stderr).toContain('delegate-git attest --approve --staged');
     expect(refused.stderr).toContain('commit refused');
     const head = refTip(story, dir, 'HEAD');
 

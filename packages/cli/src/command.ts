@@ -66,10 +66,10 @@ export function parseCommandArgs<O extends Options>(
   } catch (error) {
     // Node appends advice about passing a positional that starts with "-" after "--"; for a mistyped flag, which is
     // what nearly every such error is, it only hides the one sentence that matters.
-    const message = (error as Error).message.replace(
-      / To specify a positional argument starting with a '-'.*$/s,
-      '',
-    );
+    // Its sentences come on lines of their own; an error here is one paragraph.
+    const message = (error as Error).message
+      .replace(/ To specify a positional argument starting with a '-'.*$/s, '')
+      .replace(/([.?!])?\n+/g, (_, stop: string | undefined) => `${stop ?? '.'} `);
     throw new DelegateGitError(
       'USAGE',
       `${message.replace(/\.$/, '')}. Run \`delegate-git ${command} --help\` for the options.`,

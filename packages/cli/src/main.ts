@@ -28,6 +28,9 @@ export const VERSION = '0.1.0';
 
 export async function main(argv: string[], io: Io = processIo(), given: Given = {}): Promise<number> {
   const [name, ...rest] = argv;
+  // `delegate-git help <command>`, as `git help <command>`: that command's help.
+  if (name === 'help' && rest.length === 1 && rest[0]! in COMMANDS)
+    return main([rest[0]!, '--help'], io, given);
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.out(await overview());
     return name === undefined ? 2 : 0;

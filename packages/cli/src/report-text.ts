@@ -9,7 +9,8 @@ export function renderReport(report: CheckReport, opts: { staged?: boolean } = {
   const out: string[] = [];
   const governed = report.results.filter((r) => r.governed);
   for (const r of report.results) {
-    if (!r.governed) out.push(`not governed  ${shownPath(r.path)}`);
+    if (r.absent) out.push(`NO FILE       ${shownPath(r.path)}\n    ${shownText(r.reason)}`);
+    else if (!r.governed) out.push(`not governed  ${shownPath(r.path)}`);
     else if (r.promoted)
       out.push(
         `PROMOTED      ${shownPath(r.path)}\n    ${shownText(r.reason)}${r.by.length ? ` (${shownText(r.by.join(', '))})` : ''}`,
@@ -21,7 +22,7 @@ export function renderReport(report: CheckReport, opts: { staged?: boolean } = {
       `${d.blocks ? 'DELETION REFUSED' : 'deleted (governed)'}  ${shownPath(d.path)}${d.reason ? `\n    ${shownText(d.reason)}` : ''}`,
     );
   }
-  const refused = governed.filter((r) => !r.promoted);
+  const refused = governed.filter((r) => !r.promoted && !r.absent);
   out.push(
     `${governed.length} governed file(s): ${governed.length - refused.length} promoted, ${refused.length} refused` +
       ` (policy and trust root from ${report.source})`,

@@ -37,6 +37,8 @@ export { parseRawDiff, type StagedChange } from './staged-changes.js';
 
 export interface CheckResult extends Judgement {
   governed: boolean;
+  /** A path asked about (check --path) where the work tree holds no file: no content to judge. */
+  absent?: true;
 }
 
 export interface CheckReport {
@@ -139,6 +141,7 @@ export async function checkWorktreePaths(
       governed: exists,
       reason: 'it is not a file in the work tree (nothing is there, or a directory or submodule)',
       by: [],
+      absent: true,
     });
   }
   const results = await judgeIn(repo, governance, files, true);

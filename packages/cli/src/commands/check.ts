@@ -13,7 +13,8 @@ const help = `
 Usage: delegate-git check [--staged | --rev <rev> | --path <p>...] [--json]
 
 Asks the promotion rule about governed files. Exit 0: every governed file asked about is promoted;
-1: at least one is not (each listed with its reason); 2: the question could not be answered.
+1: at least one is not (each listed with its reason); 2: the question could not be answered (with --path, a
+path where the work tree holds no file).
   --staged       the index: what the next commit would contain, changed against HEAD (the default)
   --rev <rev>    every governed file in that commit's tree, by that commit's policy and trust root
   --path <p>     the work-tree content of each named path (repeatable; also bare arguments)
@@ -46,7 +47,8 @@ export default {
     } finally {
       await repo.close();
     }
-    const exitCode = reportExitCode(report);
+    // A path with no file has no content to judge: not an answer about it, whatever else is promoted.
+    const exitCode = report.results.some((r) => r.absent) ? 2 : reportExitCode(report);
     if (values.json) io.out(json(toJson(report, exitCode)));
     else io.out(report.notice ? `${report.notice}\n` : renderReport(report));
     return exitCode;
@@ -55,7 +57,7 @@ export default {
 
 export function toJson(report: CheckReport, exitCode: number) {
   return {
-    results: report.results.map(({ path, promoted, reason, by, governed, sha256, blob }) => ({
+    results: report.results.map(({ path, promoted, reason, by, governed, sha256, blob, absent }) => ({
       path,
       promoted,
       reason,
@@ -63,6 +65,7 @@ export function toJson(report: CheckReport, exitCode: number) {
       governed,
       sha256,
       gitBlob: blob,
+      ...(absent ? { absent } : {}),
     })),
     deletions: report.deletions,
     mode: report.mode,

@@ -1,5 +1,12 @@
 import path from 'node:path';
-import { DelegateGitError, keyFileText, parseKeyFile, Repository, type Role } from '@delegate-git/core';
+import {
+  DelegateGitError,
+  keyFileText,
+  parseKeyFile,
+  parseRfc3339Utc,
+  Repository,
+  type Role,
+} from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import { readKeyFiles, readWorktreePolicy, registerKey } from '../trust-files.js';
@@ -89,9 +96,16 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
     email: values.email ?? '',
     publicKey: values['public-key'],
     roles: roles as Role[],
-    notBefore: values['not-before'],
-    notAfter: values['not-after'],
+    notBefore: timeOption('not-before', values['not-before']),
+    notAfter: timeOption('not-after', values['not-after']),
   });
+  // One key is trusted once: registered under another name, nothing asked for was done.
+  if (!result.created && path.posix.basename(result.file) !== `${name}.json`)
+    throw new DelegateGitError(
+      'USAGE',
+      `That key is already registered in ${result.file}, so no key file named ${name} was written (a key is trusted ` +
+        "under one name). Use that name, or rename the file with a reviewer's approval.",
+    );
   if (values.json) io.out(json({ name, ...result }));
   else
     io.out(
@@ -100,6 +114,16 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
         : `That key is already registered in ${result.file}.\n`,
     );
   return 0;
+}
+
+/** A time given on the command line, refused as the option it came from (not as the key file it would go into). */
+function timeOption(option: string, value: string | undefined): string | undefined {
+  if (value !== undefined && parseRfc3339Utc(value) === null)
+    throw usageError(
+      'keys',
+      `--${option} must be an RFC 3339 UTC time like 2026-01-31T12:00:00Z (got "${value}").`,
+    );
+  return value;
 }
 
 async function revoke(argv: string[], io: Io, top: string, keysDir: string): Promise<number> {
@@ -115,7 +139,7 @@ async function revoke(argv: string[], io: Io, top: string, keysDir: string): Pro
       'USAGE',
       `No key named "${name}" in ${keysDir}. See \`delegate-git keys list\`.`,
     );
-  const at = values.at ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const at = timeOption('at', values.at) ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   const updated = { ...key.raw, revoked: key.raw.revoked ?? at };
   parseKeyFile(keyFileText(updated), key.file);
   await writeFileAtomic(path.join(top, key.file), keyFileText(updated));

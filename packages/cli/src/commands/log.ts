@@ -182,7 +182,7 @@ export default {
       const shown = sortNewestFirst(entries).slice(0, max ?? undefined);
       if (values.json) {
         io.out(json({ path: filter, trustRoot: governance.source, records: shown }));
-      } else if (shown.length === 0) {
+      } else if (entries.length === 0) {
         io.out(filter === null ? 'The ledger holds no records.\n' : `No records about ${filter}.\n`);
       } else io.out(renderLog(shown));
       return 0;

@@ -1,6 +1,7 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { collectLedgerStats, type LedgerStats, Repository, VERDICTS } from '@delegate-git/core';
-import { type CommandModule, type Io, json, parseCommandArgs } from '../command.js';
+import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import { VERSION } from '../main.js';
 import { renderReportHtml } from '../report-html.js';
@@ -51,6 +52,12 @@ export default {
     }
     if (values.html) {
       const file = path.resolve(io.cwd, values.html);
+      // As any tool writing a file: into a directory that exists (a typo must not make a tree of directories).
+      if (!existsSync(path.dirname(file)))
+        throw usageError(
+          'report',
+          `The directory ${path.dirname(file)} does not exist; --html writes into an existing one.`,
+        );
       const html = renderReportHtml(stats, {
         repository,
         ledgerTip,

@@ -9,7 +9,7 @@ import {
   whyNotANote,
 } from '@delegate-git/core';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
-import { type CommandModule, type Io, json, parseCommandArgs } from '../command.js';
+import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
 Usage: delegate-git verify [--rev <rev>] [--baseline <notes-commit>] [--since <commit>] [--json | --markdown]
@@ -52,6 +52,7 @@ export default {
       },
       false,
     );
+    if (values.json && values.markdown) throw usageError('verify', 'Choose one of --json or --markdown.');
     const repo = await Repository.open(io.cwd, io.env);
     let result: LedgerVerification;
     try {
