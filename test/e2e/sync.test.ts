@@ -662,4 +662,27 @@ describe('the records a pull brings', () => {
     expect(refused.stderr).toContain('merge commit refused');
     expect(refTip(story, mate, LEDGER)).toBe(before);
   });
+
+  it("takes in only the ledger of the remote the branch pulls from: another remote's fetched ledger stays where the fetch put it", () => {
+    const { server, work } = hooklessPair('upstream-only');
+    const mate = cloneInto(story, server, 'upstream-only-mate');
+    cliOk(story, mate, ['init']);
+    // A record only another remote holds (a fork fetched for a look), in that remote's tracking ref.
+    writeFiles(work, { 'src/f.ts': 'export const f = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/f.ts', '--yes']);
+    gitOk(story, mate, ['remote', 'add', 'fork', work]);
+    gitOk(story, mate, ['fetch', '-q', 'fork', `+${LEDGER}:refs/notes/remotes/fork/delegations`]);
+    const before = refTip(story, mate, LEDGER);
+    writeFiles(mate, { 'src/f.ts': 'export const f = 1;\n' });
+    gitOk(story, mate, ['add', 'src/f.ts']);
+    const refused = gitRun(story, mate, ['commit', '-q', '-m', 'f']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).not.toContain('took the records');
+    expect(refTip(story, mate, LEDGER)).toBe(before);
+    // Control: the same ledger as origin's tracking ledger (the upstream's) is taken in, and the commit passes.
+    gitOk(story, mate, ['update-ref', 'refs/notes/remotes/origin/delegations', refTip(story, work, LEDGER)!]);
+    const taken = gitRun(story, mate, ['commit', '-q', '-m', 'f']);
+    expect(taken.code, taken.stderr).toBe(0);
+    expect(taken.stderr).toContain("took the records of origin's ledger");
+  });
 });

@@ -19,12 +19,9 @@ import {
 } from '@delegate-git/core';
 import type { Io } from './command.js';
 
-const TRACKING_PREFIX = 'refs/notes/remotes/';
-const TRACKING_SUFFIX = '/delegations';
-
 /** Where sync and the fetch refspec init sets keep a remote's ledger. */
 export function trackingRef(remote: string): string {
-  return `${TRACKING_PREFIX}${remote}${TRACKING_SUFFIX}`;
+  return `refs/notes/remotes/${remote}/delegations`;
 }
 
 /** Attempts of a fetch that found the tracking ref locked by another git. */
@@ -260,40 +257,35 @@ async function refuseForeign(
 }
 
 /**
- * Takes in each ledger a fetch brought that holds what this one lacks (init's fetch refspec keeps each remote's in
- * its tracking ref, so a `git pull` brings the records of what it merges), after the same checks. What it did, one
- * sentence per ledger, for the hook to print, and whether it took any.
+ * Takes in the ledger a fetch brought from the remote this branch pulls from (its upstream's; else origin), when it
+ * holds what this one lacks: init's fetch refspec keeps each remote's ledger in its tracking ref, so a `git pull`
+ * brings the records of what it merges. Checked as sync checks it; only that remote's, since any remote fetched for
+ * a look (a fork under review) would otherwise put its lines here. One sentence for the hook to print, if any.
  */
-export async function takeInFetchedLedgers(repo: Repository): Promise<{ said: string[]; took: boolean }> {
+export async function takeInFetchedLedger(repo: Repository): Promise<{ said: string | null; took: boolean }> {
   const opts = { cwd: repo.cwd, env: repo.env };
-  const listed = await gitTry(
-    ['for-each-ref', '--format=%(refname) %(objecttype) %(objectname)', TRACKING_PREFIX],
-    opts,
-  );
-  const said: string[] = [];
-  let took = false;
-  for (const line of listed.stdout.toString('utf8').split('\n')) {
-    const [ref = '', type, theirs = ''] = line.split(' ');
-    if (type !== 'commit' || !ref.endsWith(TRACKING_SUFFIX)) continue;
-    const remote = ref.slice(TRACKING_PREFIX.length, -TRACKING_SUFFIX.length);
-    const ours = await repo.ledger.tip();
-    if (ours === theirs) continue;
-    if (ours !== null && (await gitTry(['merge-base', '--is-ancestor', theirs, ours], opts)).code === 0)
-      continue;
-    try {
-      await takeInRemoteLedger(
-        repo,
-        remote,
-        ours,
-        theirs,
-        `delegate-git: take in ${remote}'s fetched ledger`,
-      );
-      said.push(`took the records of ${remote}'s ledger (fetched into ${ref}) into this clone's ledger`);
-      took = true;
-    } catch (error) {
-      if (!(error instanceof DelegateGitError)) throw error;
-      said.push(`did not take ${remote}'s fetched ledger: ${error.message}`);
-    }
+  const branch = (await gitTry(['symbolic-ref', '--short', '-q', 'HEAD'], opts)).stdout
+    .toString('utf8')
+    .trim();
+  const upstream = branch
+    ? (await gitTry(['config', `branch.${branch}.remote`], opts)).stdout.toString('utf8').trim()
+    : '';
+  const remote = upstream && upstream !== '.' ? upstream : 'origin';
+  const tracking = trackingRef(remote);
+  const named = await refObject(tracking, opts);
+  const ours = await repo.ledger.tip();
+  if (named?.type !== 'commit' || named.oid === ours) return { said: null, took: false };
+  const theirs = named.oid;
+  if (ours !== null && (await gitTry(['merge-base', '--is-ancestor', theirs, ours], opts)).code === 0)
+    return { said: null, took: false };
+  try {
+    await takeInRemoteLedger(repo, remote, ours, theirs, `delegate-git: take in ${remote}'s fetched ledger`);
+    return {
+      said: `took the records of ${remote}'s ledger (fetched into ${tracking}) into this clone's ledger`,
+      took: true,
+    };
+  } catch (error) {
+    if (!(error instanceof DelegateGitError)) throw error;
+    return { said: `did not take ${remote}'s fetched ledger: ${error.message}`, took: false };
   }
-  return { said, took };
 }

@@ -60,9 +60,9 @@ async function preCommit(
     if (code !== 0) {
       // The records of what a `git pull` merges come with it into the remote's tracking ledger, which no gate reads:
       // taken in (checked as sync checks them), they count, and the refused files are judged again.
-      const { takeInFetchedLedgers } = await import('../ledger-intake.js');
-      const { said, took } = await takeInFetchedLedgers(repo);
-      for (const sentence of said) io.err(`delegate-git: ${sentence}\n`);
+      const { takeInFetchedLedger } = await import('../ledger-intake.js');
+      const { said, took } = await takeInFetchedLedger(repo);
+      if (said) io.err(`delegate-git: ${said}\n`);
       if (took) {
         report = await checkStaged(repo, quick.staged);
         code = reportExitCode(report);
