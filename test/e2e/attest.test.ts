@@ -341,6 +341,24 @@ describe('attest: what the reviewer is shown before signing', () => {
   });
 });
 
+describe('attest: a path nothing governs yet', () => {
+  it('says that a record makes the path governed for good before signing; control: a governed path gets no such word', () => {
+    const dir = copyWorkTree(story, template, 'attest-ungoverned');
+    writeFiles(dir, { 'NOTES.md': 'notes\n', 'src/governed.ts': 'export const g = 1;\n' });
+    const run = attestOk(story, dir, 'approve', ['NOTES.md', 'src/governed.ts'], { json: true });
+    const out = JSON.parse(run.stdout) as { files: Array<{ path: string; governed: boolean }> };
+    expect(out.files.map((f) => [f.path, f.governed])).toEqual([
+      ['NOTES.md', false],
+      ['src/governed.ts', true],
+    ]);
+    writeFiles(dir, { 'OTHER.md': 'other\n' });
+    const text = attestOk(story, dir, 'approve', ['OTHER.md']);
+    expect(text.stdout).toContain('not governed now: a record on it makes this path governed for good');
+    const governed = attestOk(story, dir, 'approve', ['NOTES.md']);
+    expect(governed.stdout).not.toContain('not governed now');
+  });
+});
+
 describe('attest: keys that may not sign', () => {
   let dir: string;
   beforeAll(() => {

@@ -168,8 +168,13 @@ describe('init', () => {
     // Control: the snapshot does see what init does.
     expect(first).not.toEqual(empty);
 
-    const again = json<{ done: string[] }>(cliOk(story, dir, ['init', '--protect', 'other/**', '--json']));
+    const rerun = cliOk(story, dir, ['init', '--protect', 'other/**', '--json']);
+    const again = json<{ done: string[] }>(rerun);
     expect(initState(dir)).toEqual(first);
+    // Said, not silently dropped: the policy written first stays the one to adopt.
+    expect(rerun.stderr).toContain(
+      'was written here already (not committed yet), so --protect and --keys-dir were not applied',
+    );
     // Not committed yet: the adoption this work tree started, kept as it is, approved already.
     expect(again.done[0]).toBe(
       `kept ${POLICY_PATH}, written here and not committed yet, as the one to adopt`,
@@ -180,6 +185,17 @@ describe('init', () => {
     );
     expect(JSON.parse(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8')).protect).toEqual(['src/**']);
     expect(gitOk(story, dir, ['config', '--get-all', 'remote.origin.fetch']).split('\n')).toHaveLength(2);
+  });
+});
+
+describe('init without --protect and without a terminal', () => {
+  it('says the policy protects no path and how to change that; control: with --protect it says nothing of the kind', () => {
+    const dir = makeWorkTree(story, 'init-unprotected');
+    const bare = cliOk(story, dir, ['init']);
+    expect(bare.stderr).toContain('the policy protects no path (no --protect given)');
+    expect(JSON.parse(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8')).protect).toEqual([]);
+    const other = makeWorkTree(story, 'init-protected');
+    expect(cliOk(story, other, ['init', '--protect', 'src/**']).stderr).not.toContain('protects no path');
   });
 });
 

@@ -5,6 +5,7 @@ import {
   type Governance,
   gitSnapshot,
   gitTry,
+  governedMatcher,
   isGovernanceFile,
   judgeFiles,
   judgeLines,
@@ -37,8 +38,8 @@ version that was promoted last. Your name and email in the record come from the 
   -m <comment>   a comment carried in the record
   --key <name>   which of your signing keys to use
   --yes          sign without confirming (needed where there is no terminal to ask on)
-  --json         {"decision","reviewer","files":[{"path","sha256","gitBlob","before","records","lastPromoted",
-                  "envelope"}],"notesCommit"} (one signed record per file)
+  --json         {"decision","reviewer","files":[{"path","sha256","gitBlob","before","governed","records",
+                  "lastPromoted","envelope"}],"notesCommit"} (one signed record per file)
 
 Example:
   delegate-git attest --approve src/parser.ts -m "read it; tests cover the edge cases"
@@ -212,6 +213,8 @@ interface ShownFile {
   gitBlob: string;
   /** The promotion rule's answer before this review is recorded. */
   before: { promoted: boolean; reason: string };
+  /** Whether the path is governed now; a record on it makes it governed for good (the ledger only grows). */
+  governed: boolean;
   records: ShownRecord[];
   /** The most recently promoted earlier version of the path, and the diff from it to this content. */
   lastPromoted: { gitBlob: string; diff: string } | null;
@@ -230,6 +233,7 @@ async function describe(
   const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
   const ctx = { governance, ledger: repo.ledger, notesAt, index, batch: repo.objects };
   const now = await judgeFiles(targets, ctx);
+  const governedNow = governedMatcher(governance.policy);
   const recordsOn = async (blobs: string[]) =>
     notesAt === null || blobs.length === 0
       ? new Map<string, string[]>()
@@ -249,6 +253,7 @@ async function describe(
       sha256: j.sha256,
       gitBlob: j.blob,
       before: { promoted: j.promoted, reason: j.reason },
+      governed: governedNow(j.path, index.has(j.path)),
       records,
       lastPromoted: last,
     });
@@ -326,6 +331,11 @@ function renderShown(f: ShownFile): string {
   const out = [
     `${shownPath(f.path)}\n  sha256 ${f.sha256}\n  now: ${f.before.promoted ? 'promoted' : 'not promoted'} (${shownText(f.before.reason)})\n`,
   ];
+  if (!f.governed)
+    out.push(
+      '  not governed now: a record on it makes this path governed for good (the ledger only grows), so every later\n' +
+        '  change to it must be promoted too\n',
+    );
   if (f.records.length === 0) out.push('  recorded on this content: no records\n');
   else {
     out.push('  recorded on this content:\n');

@@ -280,6 +280,16 @@ async function choosePolicy(
   io: Io,
 ): Promise<{ policy: Policy; created: boolean; resumed?: true }> {
   const kept = await policyHere(top, io);
+  // The policy in force is changed like any governed file (edited, approved, committed), never by init.
+  if (kept && (values.protect || values['keys-dir']))
+    io.err(
+      kept.committed
+        ? `delegate-git init: warning: a policy is committed here already, so --protect and --keys-dir were not applied. ` +
+            `To change what is protected, edit ${POLICY_PATH}, have reviewers approve it (\`delegate-git attest --approve ` +
+            `${POLICY_PATH}\`) and commit it.\n`
+        : `delegate-git init: warning: ${POLICY_PATH} was written here already (not committed yet), so --protect and ` +
+            '--keys-dir were not applied. Edit it, then run `delegate-git init` again to approve it as it stands.\n',
+    );
   if (kept?.committed) return { policy: parsePolicy(kept.text), created: false };
   await refuseSecondAdoption(top, io);
   if (kept) return { policy: parsePolicy(kept.text), created: true, resumed: true };
@@ -293,6 +303,12 @@ async function choosePolicy(
       .map((s) => s.trim())
       .filter(Boolean);
   }
+  if (protect.length === 0)
+    io.err(
+      'delegate-git init: note: the policy protects no path (no --protect given): only paths a record was ever made ' +
+        `for are governed. To protect paths, edit "protect" in ${POLICY_PATH} and run \`delegate-git init\` again (it ` +
+        'approves the policy as it stands) before committing it.\n',
+    );
   const policy = parsePolicy(
     JSON.stringify({
       version: 1,
