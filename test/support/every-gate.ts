@@ -37,6 +37,10 @@ export function refusedByEveryGate(story: Story, work: string, at: string, why?:
   expect.soft(verified.code, `verify: ${verified.stdout}${verified.stderr}`).toBe(1);
   expect.soft(verified.stdout).toContain(`NOT PROMOTED  ${at}`);
   if (why) expect.soft(verified.stdout).toContain(why);
+  // check --rev asks verify's question of the revision's files, and answers it the same.
+  const checked = cli(story, work, ['check', '--rev', 'HEAD']);
+  expect.soft(checked.code, `check --rev: ${checked.stdout}${checked.stderr}`).toBe(1);
+  expect.soft(checked.stdout).toContain(`NOT PROMOTED  ${at}`);
   gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
   gitOk(story, work, ['clean', '-q', '-fdx']);
 }
@@ -49,4 +53,6 @@ export function acceptedByEveryGate(story: Story, work: string, message: string)
   expect(pushed.code, pushed.stderr).toBe(0);
   const verified = cli(story, work, ['verify']);
   expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+  const checked = cli(story, work, ['check', '--rev', 'HEAD']);
+  expect(checked.code, `check --rev: ${checked.stdout}${checked.stderr}`).toBe(0);
 }

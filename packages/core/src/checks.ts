@@ -12,7 +12,14 @@ import { collisionRefusals, collisionsWithAdded, namesCanCollide } from './fold-
 import { git, gitTry, literalPathspecs } from './git.js';
 import { type Governance, holdsKey, loadGovernance, loadPolicy } from './governance.js';
 import { changesGovernance, isGovernanceFile, keysMovedTo, recordedAsCheckedOut } from './governed-paths.js';
-import { type FileToJudge, governedFiles, isLink, type Judgement, judgeFiles } from './judge.js';
+import {
+  type FileToJudge,
+  governedFiles,
+  isLink,
+  type Judgement,
+  judgeFiles,
+  revisionAnchor,
+} from './judge.js';
 import { damagedLedger } from './notes-tree.js';
 import { pathHistory } from './path-history.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
@@ -159,9 +166,13 @@ export async function checkRevision(repo: Repository, rev: string): Promise<Chec
   const commit = await resolveCommit(repo, rev);
   const governance = await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
   const files = await treeFiles(repo.cwd, commit, [], repo.env, { submodules: true });
-  const results = await judgeIn(repo, governance, files, false);
+  // As verify judges a revision: the governance files by the anchor, and every change in their history.
+  const judged = await judgeIn(repo, governance, files, false, revisionAnchor(governance));
+  // Loaded when asked: governance-history.ts builds on this module.
+  const { unapprovedGovernanceChanges, withGovernanceHistory } = await import('./governance-history.js');
+  const problems = await unapprovedGovernanceChanges(repo, commit, await repo.ledger.tip());
   return {
-    results,
+    results: withGovernanceHistory(judged, problems),
     deletions: [],
     policy: governance.policy,
     mode: governance.policy.mode,

@@ -6,7 +6,14 @@
  * committed past the local hook, would be trusted by every later revision's trust root, and CI would agree with it.
  * The commit that adopted delegate-git (no rules in force before it) is the trust anchor.
  */
-import { keysLeftBehind, leftBehind, parseRawDiff, policyVersionAt, withJoiningKeys } from './checks.js';
+import {
+  type CheckResult,
+  keysLeftBehind,
+  leftBehind,
+  parseRawDiff,
+  policyVersionAt,
+  withJoiningKeys,
+} from './checks.js';
 import { isDelegateGitError } from './errors.js';
 import { git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
@@ -383,4 +390,32 @@ function commitsOf(
     }
   }
   return commits;
+}
+
+/**
+ * The revision's own policy and trust root judge its files, so a governance file whose history holds an unapproved
+ * change is refused at the revision too (the revision's trust root may well count the very key that approved itself).
+ */
+export function withGovernanceHistory(
+  files: CheckResult[],
+  problems: GovernanceChangeProblem[],
+): CheckResult[] {
+  if (problems.length === 0) return files;
+  const out = files.map((f) => ({ ...f }));
+  for (const p of problems) {
+    const { reason } = p;
+    const file = out.find((f) => f.path === p.path);
+    if (!file)
+      out.push({
+        path: p.path,
+        blob: p.blob,
+        sha256: p.sha256,
+        promoted: false,
+        governed: true,
+        reason,
+        by: [],
+      });
+    else if (file.promoted) Object.assign(file, { promoted: false, reason, by: [] });
+  }
+  return out;
 }

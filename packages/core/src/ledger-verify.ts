@@ -14,7 +14,11 @@ import { type CheckResult, resolveCommit } from './checks.js';
 import { DelegateGitError } from './errors.js';
 import { gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
-import { type GovernanceChangeProblem, unapprovedGovernanceChanges } from './governance-history.js';
+import {
+  type GovernanceChangeProblem,
+  unapprovedGovernanceChanges,
+  withGovernanceHistory,
+} from './governance-history.js';
 import { type PassStats, passOverLedger } from './ledger-pass.js';
 import { lineOutcome } from './line-check.js';
 import { ForeignEntries, type ForeignEntry, isObjectId } from './notes-format.js';
@@ -180,31 +184,6 @@ function refuseShallow(repo: Repository): void {
     'GIT',
     "This clone is shallow: verify judges the history of the policy and the keys, and the ledger's own history, which a shallow clone does not hold, so it cannot answer here. Fetch the whole history (`git fetch --unshallow`, or `fetch-depth: 0` for actions/checkout) and run verify again.",
   );
-}
-
-/**
- * The revision's own policy and trust root judge its files, so a governance file whose history holds an unapproved
- * change is refused at the revision too (the revision's trust root may well count the very key that approved itself).
- */
-function withGovernanceHistory(files: CheckResult[], problems: GovernanceChangeProblem[]): CheckResult[] {
-  if (problems.length === 0) return files;
-  const out = files.map((f) => ({ ...f }));
-  for (const p of problems) {
-    const { reason } = p;
-    const file = out.find((f) => f.path === p.path);
-    if (!file)
-      out.push({
-        path: p.path,
-        blob: p.blob,
-        sha256: p.sha256,
-        promoted: false,
-        governed: true,
-        reason,
-        by: [],
-      });
-    else if (file.promoted) Object.assign(file, { promoted: false, reason, by: [] });
-  }
-  return out;
 }
 
 type IndexEntries = Parameters<typeof addLines>[0];

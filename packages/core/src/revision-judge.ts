@@ -10,7 +10,7 @@ import type { CheckResult } from './checks.js';
 import { collisionRefusals } from './fold-collisions.js';
 import type { CatFileBatch } from './git.js';
 import type { Governance } from './governance.js';
-import { type FileToJudge, governedFiles, isLink, judgementOf, rulesFor } from './judge.js';
+import { type FileToJudge, governedFiles, isLink, judgementOf, revisionAnchor, rulesFor } from './judge.js';
 import { type LineFacts, recordTrust } from './line-check.js';
 import type { BatchCandidate } from './note-batch.js';
 import type { PathIndex } from './path-index.js';
@@ -105,10 +105,7 @@ export async function judgeRevision(
     }
     return j;
   };
-  // The policy and key files at the revision each came in by the threshold of the rules in force then, which the walk
-  // of their history (or --since) holds every change to; here each needs an approval by a key trusted now. Asking the
-  // revision's own threshold of them would refuse every key file once the threshold is raised.
-  const anchor = { ...governance, policy: { ...governance.policy, reviewThreshold: 1 } };
+  const anchor = revisionAnchor(governance);
   const results: CheckResult[] = [];
   for (const f of governed) {
     const judgement = await judgementOf(f, {

@@ -16,7 +16,8 @@ Asks the promotion rule about governed files. Exit 0: every governed file asked 
 1: at least one is not (each listed with its reason); 2: the question could not be answered (with --path, a
 path where the work tree holds no file).
   --staged       the index: what the next commit would contain, changed against HEAD (the default)
-  --rev <rev>    every governed file in that commit's tree, by that commit's policy and trust root
+  --rev <rev>    every governed file in that commit's tree, by that commit's policy and trust root, as verify
+                 judges it (each change in the history of the policy and keys approved by the rules then)
   --path <p>     the work-tree content of each named path (repeatable; also bare arguments)
   --json         {"results":[{"path","promoted","reason","by","governed"}],"deletions":[...],"exitCode"}
 
