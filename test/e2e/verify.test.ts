@@ -684,7 +684,12 @@ describe('an empty ledger', () => {
     expect(result.files.every((f) => !f.promoted)).toBe(true);
     for (const src of ['src/a.ts', 'src/b.ts', 'src/c.ts'])
       expect(file(result, src).reason).toMatch(/^no verdict/);
-    expect(verify(dir).stdout).toContain('ledger (none): 0 valid record(s) in 0 line(s) on 0 blob(s)');
+    const text = verify(dir).stdout;
+    expect(text).toContain('ledger (none): 0 valid record(s) in 0 line(s) on 0 blob(s)');
+    // Where the cause is that the ledger was never fetched, it is said, with how to fetch it.
+    expect(text).toContain('There is no ledger here (refs/notes/delegations): `git clone` does not fetch it.');
+    gitOk(story, dir, ['update-ref', LEDGER, verified]);
+    expect(verify(dir).stdout).not.toContain('There is no ledger here');
   });
 
   it('with nothing governed (a revision before delegate-git was adopted) the question has no answer: exit 2', () => {

@@ -116,6 +116,11 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
     `append-only (${v.appendOnly.checked}): ${v.appendOnly.problem || v.appendOnly.removed.length ? 'VIOLATED' : 'ok'}`,
     exitCode === 0 ? 'verify: ok' : 'verify: FAILED',
   );
+  // A clone has no ledger until it is fetched: every file would read as unrecorded, and the cause go unsaid.
+  if (!v.ledgerTip && refused.length > 0)
+    out.push(
+      'There is no ledger here (refs/notes/delegations): `git clone` does not fetch it. Fetch it (`delegate-git sync`, or `git fetch origin refs/notes/delegations:refs/notes/delegations`) and run verify again.',
+    );
   // Each entry is one line, whatever a reason quotes: a line break in it would start a line of its own (under
   // GitHub Actions, a workflow command).
   return `${out.map(shownText).join('\n')}\n`;
