@@ -832,6 +832,14 @@ describe('every command', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: delegate-git sync');
     expect(cli(story, outside, ['help']).stdout).toContain('Usage: delegate-git <command>');
+    for (const name of ['nosuch', 'constructor', '__proto__']) {
+      const unknown = cli(story, outside, ['help', name]);
+      expect(unknown.code, unknown.stderr).toBe(2);
+      expect(unknown.stderr).toBe(
+        `delegate-git: unknown command "${name}". Run \`delegate-git --help\` for the list of commands.\n`,
+      );
+      expect(cli(story, outside, [name]).code).toBe(2);
+    }
     const dangling = cli(story, inside, ['log', '-n', '-1']);
     expect(dangling.code).toBe(2);
     expect(dangling.stderr.trim().split('\n')).toHaveLength(1);

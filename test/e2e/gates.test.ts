@@ -676,5 +676,24 @@ describe('pre-commit: what the refusal says to do', () => {
     cliOk(story, dir, ['attest', '--approve', 'src/rejected.ts', '--yes']);
     const lifted = commit(story, dir, 'rejected, then approved');
     expect(lifted.code, lifted.stderr).toBe(0);
+
+    // A threshold of 2 without requireReview counts for the governance files only: one approval promotes code.
+    editPolicy(dir, (p) => {
+      p.reviewThreshold = 2;
+    });
+    cliOk(story, dir, ['attest', '--approve', POLICY, '--yes']);
+    gitOk(story, dir, ['add', POLICY]);
+    expect(commit(story, dir, 'threshold 2').code).toBe(0);
+    stage(dir, { 'src/more.ts': 'export const more = 1;\n' });
+    const more = commit(story, dir, 'more');
+    expect(more.stderr).toContain('or have a reviewer approve this exact content');
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+    editPolicy(dir, (p) => {
+      p.protectDeletes = true;
+    });
+    gitOk(story, dir, ['add', POLICY]);
+    const again = commit(story, dir, 'policy again');
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain('have 2 reviewers approve this exact content');
   });
 });

@@ -687,7 +687,9 @@ describe('an empty ledger', () => {
     const text = verify(dir).stdout;
     expect(text).toContain('ledger (none): 0 valid record(s) in 0 line(s) on 0 blob(s)');
     // Where the cause is that the ledger was never fetched, it is said, with how to fetch it.
-    expect(text).toContain('There is no ledger here (refs/notes/delegations): `git clone` does not fetch it.');
+    expect(text).toContain(
+      'There is no ledger here (refs/notes/delegations): `git clone` does not fetch it.',
+    );
     gitOk(story, dir, ['update-ref', LEDGER, verified]);
     expect(verify(dir).stdout).not.toContain('There is no ledger here');
   });

@@ -29,8 +29,7 @@ export const VERSION = '0.1.0';
 export async function main(argv: string[], io: Io = processIo(), given: Given = {}): Promise<number> {
   const [name, ...rest] = argv;
   // `delegate-git help <command>`, as `git help <command>`: that command's help.
-  if (name === 'help' && rest.length === 1 && rest[0]! in COMMANDS)
-    return main([rest[0]!, '--help'], io, given);
+  if (name === 'help' && rest.length > 0) return main([rest[0]!, '--help'], io, given);
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.out(await overview());
     return name === undefined ? 2 : 0;
@@ -39,7 +38,8 @@ export async function main(argv: string[], io: Io = processIo(), given: Given = 
     io.out(`delegate-git ${VERSION}\n`);
     return 0;
   }
-  const load = COMMANDS[name];
+  // Own names only: `constructor` or `__proto__` is no command.
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!load) {
     io.err(
       `delegate-git: unknown command "${name}". Run \`delegate-git --help\` for the list of commands.\n`,

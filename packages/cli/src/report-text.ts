@@ -42,12 +42,14 @@ function promotionAdvice(refused: CheckResult[], policy: Policy | null, staged: 
   const approve = staged
     ? '`delegate-git attest --approve --staged` (the staged content, as it will be committed)'
     : '`delegate-git attest --approve <path>`';
-  const reviewers =
-    policy && policy.reviewThreshold > 1
-      ? `${policy.reviewThreshold} reviewers approve`
-      : 'a reviewer approve';
   const verdictPromotes =
     policy === null || (!policy.requireReview && refused.some((r) => !isGovernanceFile(policy, r.path)));
+  // The threshold applies under requireReview and to the governance files; otherwise one approval promotes.
+  const counted = policy !== null && (policy.requireReview || !verdictPromotes);
+  const reviewers =
+    counted && policy.reviewThreshold > 1
+      ? `${policy.reviewThreshold} reviewers approve`
+      : 'a reviewer approve';
   const advice = verdictPromotes
     ? [
         'To promote a refused file: delegate it (`delegate-git delegate <unit.json>`) so a passing verdict covers it,',
