@@ -286,6 +286,25 @@ describe('sync takes the union, whatever either side dropped', () => {
     expect(refused.stderr).toContain("holds objects git's own checks refuse");
     expect(refTip(story, work, LEDGER)).toBe(before);
 
+    // What a plain `git fetch` brought unchecked is checked all the same when sync (or a commit hook) would take it.
+    gitOk(story, work, ['fetch', '-q', 'origin', `+${LEDGER}:refs/notes/remotes/origin/delegations`]);
+    const fetchedBefore = cli(story, work, ['sync']);
+    expect(fetchedBefore.code).toBe(2);
+    expect(fetchedBefore.stderr).toContain("holds objects git's own checks refuse (");
+    expect(fetchedBefore.stderr).toContain('duplicateEntries');
+    expect(refTip(story, work, LEDGER)).toBe(before);
+    writeFiles(work, { 'src/a.ts': 'export const a = 2;\n' });
+    gitOk(story, work, ['add', 'src/a.ts']);
+    const hooked = gitRun(story, work, ['commit', '-q', '-m', 'a 2']);
+    expect(hooked.code).not.toBe(0);
+    expect(hooked.stderr).toContain("did not take origin's fetched ledger");
+    expect(hooked.stderr).toContain('duplicateEntries');
+    // A tip refused once is said in a line at the next commit, not checked again.
+    const again = gitRun(story, work, ['commit', '-q', '-m', 'a 2']);
+    expect(again.stderr).toContain('was refused before; `delegate-git sync` says why');
+    expect(refTip(story, work, LEDGER)).toBe(before);
+    gitOk(story, work, ['reset', '-q', '--hard']);
+
     const once = commitOf(story, other, mktree(story, other, listed), [before]);
     expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${once}:${LEDGER}`]).code).toBe(0);
     const synced = cli(story, work, ['sync']);
@@ -663,7 +682,7 @@ describe('the records a pull brings', () => {
     expect(refTip(story, mate, LEDGER)).toBe(before);
   });
 
-  it("takes in only the ledger of the remote the branch pulls from: another remote's fetched ledger stays where the fetch put it", () => {
+  it("takes in only origin's ledger, also on a branch that tracks a fork: the fork's fetched ledger stays where the fetch put it", () => {
     const { server, work } = hooklessPair('upstream-only');
     const mate = cloneInto(story, server, 'upstream-only-mate');
     cliOk(story, mate, ['init']);
@@ -672,6 +691,7 @@ describe('the records a pull brings', () => {
     cliOk(story, work, ['attest', '--approve', 'src/f.ts', '--yes']);
     gitOk(story, mate, ['remote', 'add', 'fork', work]);
     gitOk(story, mate, ['fetch', '-q', 'fork', `+${LEDGER}:refs/notes/remotes/fork/delegations`]);
+    gitOk(story, mate, ['config', 'branch.main.remote', 'fork']); // as `git checkout --track fork/<branch>` sets
     const before = refTip(story, mate, LEDGER);
     writeFiles(mate, { 'src/f.ts': 'export const f = 1;\n' });
     gitOk(story, mate, ['add', 'src/f.ts']);
@@ -679,10 +699,39 @@ describe('the records a pull brings', () => {
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).not.toContain('took the records');
     expect(refTip(story, mate, LEDGER)).toBe(before);
-    // Control: the same ledger as origin's tracking ledger (the upstream's) is taken in, and the commit passes.
+    // Control: the same ledger as origin's tracking ledger is taken in, and the commit passes.
     gitOk(story, mate, ['update-ref', 'refs/notes/remotes/origin/delegations', refTip(story, work, LEDGER)!]);
     const taken = gitRun(story, mate, ['commit', '-q', '-m', 'f']);
     expect(taken.code, taken.stderr).toBe(0);
     expect(taken.stderr).toContain("took the records of origin's ledger");
+  });
+
+  it("judges the lines by origin's default branch: a pull that brings a new reviewer's key and that reviewer's records merges; a key only the merged-into branch lacks does not stop it", async () => {
+    const { server, work } = hooklessPair('new-key');
+    const mate = cloneInto(story, server, 'new-key-mate');
+    cliOk(story, mate, ['init']);
+    writeFiles(mate, { 'notes.txt': 'local\n' });
+    gitOk(story, mate, ['add', 'notes.txt']);
+    expect(gitRun(story, mate, ['commit', '-q', '-m', 'local']).code).toBe(0);
+
+    // On origin: dave's key, approved, then dave's approval of src/d.ts, each pushed with the ledger.
+    const dave = operatorEnv(story, 'dave');
+    const key = JSON.parse(cliOk(story, work, ['keygen', 'dave', '--json'], dave).stdout) as {
+      publicKey: string;
+    };
+    cliOk(story, work, ['keys', 'add', 'dave', '--public-key', key.publicKey, '--roles', 'reviewer']);
+    cliOk(story, work, ['attest', '--approve', '.delegate-git/keys/dave.json', '--yes']);
+    gitOk(story, work, ['add', '.delegate-git/keys/dave.json']);
+    expect(gitRun(story, work, ['commit', '-q', '-m', 'trust dave']).code).toBe(0);
+    writeFiles(work, { 'src/d.ts': 'export const d = 1;\n' });
+    const d = await recordApproval(story, work, 'src/d.ts', { key: 'dave', env: dave });
+    gitOk(story, work, ['add', 'src/d.ts']);
+    expect(gitRun(story, work, ['commit', '-q', '-m', 'd']).code).toBe(0);
+    expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+
+    const merged = gitRun(story, mate, ['pull', '--no-rebase', '--no-edit']);
+    expect(merged.code, merged.stderr).toBe(0);
+    expect(merged.stderr).toContain("took the records of origin's ledger");
+    expect(noteLines(story, mate, d)).toHaveLength(1);
   });
 });

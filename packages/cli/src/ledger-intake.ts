@@ -5,6 +5,10 @@
  * and keys committed at HEAD), then taken in as the union of both. `sync` does this before it pushes; `init` in a
  * clone of an adopted repository, and the commit hooks when a fetched ledger holds what this one lacks, do it alone.
  */
+
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import {
   DelegateGitError,
   foreignAlongUpdate,
@@ -28,8 +32,9 @@ export function trackingRef(remote: string): string {
 const ATTEMPTS = 5;
 
 /**
- * Checks the fetched remote ledger `theirs` and takes it into the local ledger (`ours`: its tip before the fetch).
- * Throws a LEDGER error, taking nothing, when the checks refuse it.
+ * Checks the fetched remote ledger `theirs` and takes it into the local ledger (`ours`: its tip before the fetch), its
+ * lines judged by the policy and keys committed at `judgedAt`. Throws a LEDGER error, taking nothing, when the checks
+ * refuse it.
  */
 export async function takeInRemoteLedger(
   repo: Repository,
@@ -37,11 +42,55 @@ export async function takeInRemoteLedger(
   ours: string | null,
   theirs: string,
   message: string,
+  judgedAt = 'HEAD',
 ): Promise<{ how: 'up to date' | 'fast-forward' | 'merge' | 'restore'; added: number }> {
   const opts = { cwd: repo.cwd, env: repo.env };
   await refuseForeign(remote, ours, theirs, opts);
-  await refuseUnverified(repo, remote, ours, theirs);
+  await refuseMalformed(remote, ours, theirs, opts);
+  await refuseUnverified(repo, remote, ours, theirs, judgedAt);
   return repo.ledger.takeIn(theirs, message);
+}
+
+/**
+ * Refuses a remote ledger whose objects git's own checks refuse (a tree naming a note twice): a server that checks
+ * what it receives (`init --server` has it do so) would refuse every later push of a ledger holding them. Sync's fetch
+ * checks what it transfers; what a plain `git fetch` brought earlier, unchecked, is checked here, by packing the
+ * objects the remote ledger adds and having `git index-pack --strict` read them, as a receiving server would.
+ */
+async function refuseMalformed(
+  remote: string,
+  ours: string | null,
+  theirs: string,
+  opts: GitOptions,
+): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'delegate-git-intake-'));
+  try {
+    const pack = path.join(dir, 'ledger.pack');
+    const packed = await gitTry(['pack-objects', '--revs', '--stdout', '-q'], {
+      ...opts,
+      input: `${theirs}\n${ours ? `^${ours}\n` : ''}`,
+    });
+    if (packed.code !== 0)
+      throw new DelegateGitError(
+        'LEDGER',
+        `the ledger on ${remote} (${theirs.slice(0, 12)}) could not be read whole (${packed.stderr.trim()}); nothing of ` +
+          'it was taken. Fetch it again (`delegate-git sync`).',
+      );
+    await writeFile(pack, packed.stdout);
+    const checked = await gitTry(['index-pack', '--strict', '-o', path.join(dir, 'ledger.idx'), pack], opts);
+    const malformed = /^error: object [0-9a-f]+: .*$/m.exec(checked.stderr);
+    if (checked.code !== 0)
+      throw new DelegateGitError(
+        'LEDGER',
+        `the ledger on ${remote} (${theirs.slice(0, 12)}) holds objects git's own checks refuse ` +
+          `(${(malformed?.[0] ?? checked.stderr.trim()).replace(/^error: /, '')}), and a server that checks what it ` +
+          'receives would refuse every later push of a ledger holding them. Nothing of it was taken, and nothing ' +
+          `pushed. Whoever administers ${remote} must rewrite its ledger without them (a clone that synced before has ` +
+          'the last good notes commit); then run `delegate-git sync` again.',
+      );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 type GitOptions = { cwd: string; env?: NodeJS.ProcessEnv };
@@ -208,8 +257,9 @@ async function refuseUnverified(
   remote: string,
   ours: string | null,
   theirs: string,
+  judgedAt: string,
 ): Promise<void> {
-  const problems = await remoteLineProblems(repo, ours, theirs);
+  const problems = await remoteLineProblems(repo, ours, theirs, judgedAt);
   if (problems.length === 0) return;
   const named = problems
     .slice(0, NAMED_LINES)
@@ -219,11 +269,11 @@ async function refuseUnverified(
   throw new DelegateGitError(
     'LEDGER',
     `the ledger on ${remote} (${theirs.slice(0, 12)}) holds ${problems.length} line(s) that are no valid records ` +
-      `under the policy and keys committed at HEAD: ${named}${more}. Sync took nothing from it and pushed nothing; ` +
-      'the local ledger is unchanged. Taken in, these lines could never leave the append-only ledger, and a server ' +
-      `with the pre-receive hook would refuse every push of it. Whoever administers ${remote} must remove them from ` +
-      `its ${LEDGER_REF}; if they are signed by a key added to the trust root on a branch not merged here yet, ` +
-      'pull that branch first. Then run sync again.',
+      `under the policy and keys committed at ${judgedAt}: ${named}${more}. Nothing of it was taken, and nothing ` +
+      'pushed; the local ledger is unchanged. Taken in, these lines could never leave the append-only ledger, and a ' +
+      `server with the pre-receive hook would refuse every push of it. Whoever administers ${remote} must remove them ` +
+      `from its ${LEDGER_REF}; if they are signed by a key added to the trust root on a branch not merged here yet, ` +
+      'merge that branch first. Then run `delegate-git sync` again.',
   );
 }
 
@@ -250,42 +300,74 @@ async function refuseForeign(
   throw new DelegateGitError(
     'LEDGER',
     `the ledger on ${remote} (${theirs.slice(0, 12)}) holds entries that are no notes: ${named}${more}. ` +
-      'A ledger holds only notes, so sync took nothing from it and pushed nothing. If that ref is not a ledger at ' +
+      'A ledger holds only notes, so nothing of it was taken, and nothing pushed. If that ref is not a ledger at ' +
       'all (another branch pushed there), or someone added these by hand, have it restored to a notes commit ' +
-      'without them, then run sync again.',
+      'without them, then run `delegate-git sync` again.',
   );
 }
 
 /**
- * Takes in the ledger a fetch brought from the remote this branch pulls from (its upstream's; else origin), when it
- * holds what this one lacks: init's fetch refspec keeps each remote's ledger in its tracking ref, so a `git pull`
- * brings the records of what it merges. Checked as sync checks it; only that remote's, since any remote fetched for
- * a look (a fork under review) would otherwise put its lines here. One sentence for the hook to print, if any.
+ * Takes in origin's ledger as the last fetch brought it, when it holds what this one lacks: init's fetch refspec keeps
+ * it in its tracking ref, so a `git pull` brings the records of what it merges. Its lines are judged by the policy and
+ * keys of origin's default branch as fetched (originDefaultBranch), which is what a server with the hook
+ * judges them by: neither HEAD, which may be a fork's branch under review that trusts a key of its own, nor a merge's
+ * other side. Only origin's: a remote fetched for a look would otherwise put its lines here. A tip refused once is not
+ * checked again at every commit. One sentence for the hook to print, if any.
  */
 export async function takeInFetchedLedger(repo: Repository): Promise<{ said: string | null; took: boolean }> {
   const opts = { cwd: repo.cwd, env: repo.env };
-  const branch = (await gitTry(['symbolic-ref', '--short', '-q', 'HEAD'], opts)).stdout
-    .toString('utf8')
-    .trim();
-  const upstream = branch
-    ? (await gitTry(['config', `branch.${branch}.remote`], opts)).stdout.toString('utf8').trim()
-    : '';
-  const remote = upstream && upstream !== '.' ? upstream : 'origin';
-  const tracking = trackingRef(remote);
+  const tracking = trackingRef('origin');
   const named = await refObject(tracking, opts);
   const ours = await repo.ledger.tip();
   if (named?.type !== 'commit' || named.oid === ours) return { said: null, took: false };
   const theirs = named.oid;
   if (ours !== null && (await gitTry(['merge-base', '--is-ancestor', theirs, ours], opts)).code === 0)
     return { said: null, took: false };
-  try {
-    await takeInRemoteLedger(repo, remote, ours, theirs, `delegate-git: take in ${remote}'s fetched ledger`);
+  const refusedBefore = path.join(repo.cacheDir, 'intake-refused');
+  if ((await readFile(refusedBefore, 'utf8').catch(() => '')).trim() === theirs)
     return {
-      said: `took the records of ${remote}'s ledger (fetched into ${tracking}) into this clone's ledger`,
+      said: `origin's fetched ledger (${theirs.slice(0, 12)}) was refused before; \`delegate-git sync\` says why`,
+      took: false,
+    };
+  const judgedAt = await originDefaultBranch(opts);
+  if (judgedAt === null)
+    return {
+      said: "origin's fetched ledger holds records this clone lacks, and no branch of origin's is known here to judge them by (`git remote set-head origin --auto`); run `delegate-git sync` to take them",
+      took: false,
+    };
+  try {
+    await takeInRemoteLedger(
+      repo,
+      'origin',
+      ours,
+      theirs,
+      "delegate-git: take in origin's fetched ledger",
+      judgedAt,
+    );
+    return {
+      said: `took the records of origin's ledger (fetched into ${tracking}) into this clone's ledger`,
       took: true,
     };
   } catch (error) {
     if (!(error instanceof DelegateGitError)) throw error;
-    return { said: `did not take ${remote}'s fetched ledger: ${error.message}`, took: false };
+    // Only saves checking again: a cache the hook cannot write costs time, never an answer.
+    await mkdir(repo.cacheDir, { recursive: true })
+      .then(() => writeFile(refusedBefore, `${theirs}\n`))
+      .catch(() => {});
+    return { said: `did not take origin's fetched ledger: ${error.message}`, took: false };
   }
+}
+
+/**
+ * Origin's default branch as last fetched (`refs/remotes/origin/HEAD`); in a clone of a repository that was empty then,
+ * which has none, the branch's upstream on origin. Null when neither is known.
+ */
+async function originDefaultBranch(opts: GitOptions): Promise<string | null> {
+  const isCommit = async (ref: string) =>
+    (await gitTry(['rev-parse', '--verify', '-q', `${ref}^{commit}`], opts)).code === 0;
+  if (await isCommit('refs/remotes/origin/HEAD')) return 'refs/remotes/origin/HEAD';
+  const upstream = (await gitTry(['rev-parse', '--symbolic-full-name', '@{upstream}'], opts)).stdout
+    .toString('utf8')
+    .trim();
+  return upstream.startsWith('refs/remotes/origin/') && (await isCommit(upstream)) ? upstream : null;
 }

@@ -34,6 +34,8 @@ export async function remoteLineProblems(
   repo: Repository,
   ours: string | null,
   theirs: string,
+  /** The commit whose policy and keys judge the lines (default HEAD). */
+  judgedAt = 'HEAD',
 ): Promise<RemoteLineProblem[]> {
   if (ours === theirs) return [];
   const problems: RemoteLineProblem[] = [];
@@ -66,7 +68,7 @@ export async function remoteLineProblems(
   try {
     for await (const window of repo.ledger.addedLineWindows(ours, theirs)) {
       if (window.length === 0) continue;
-      governance ??= await governanceAtHead(repo);
+      governance ??= await governanceAt(repo, judgedAt);
       for (const { annotated, lines } of window) {
         builder.add(annotated, Buffer.from(`${lines.join('\n')}\n`), null, false);
         if (builder.bytes < BATCH_BYTES) continue;
@@ -85,21 +87,21 @@ export async function remoteLineProblems(
 }
 
 /**
- * The rules in force for a clone: what HEAD committed, as `verify` judges HEAD by. The work tree or the index would let
- * an uncommitted key vouch for the lines it signed.
+ * The rules in force for a clone: what a commit holds (HEAD's, as `verify` judges HEAD by). The work tree or the index
+ * would let an uncommitted key vouch for the lines it signed.
  */
-async function governanceAtHead(repo: Repository): Promise<Governance> {
-  const head = await gitTry(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], {
+async function governanceAt(repo: Repository, rev: string): Promise<Governance> {
+  const named = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], {
     cwd: repo.cwd,
     env: repo.env,
   });
-  if (head.code !== 0)
+  if (named.code !== 0)
     throw new DelegateGitError(
       'POLICY',
-      'sync checks the records a remote adds against the policy and keys committed at HEAD, and HEAD has no commit ' +
-        'yet, so nothing was taken. Commit the policy and keys `delegate-git init` wrote (or check out a branch that ' +
-        'holds them), then run sync again.',
+      `the records a remote adds are checked against the policy and keys committed at ${rev}, and ${rev} names no ` +
+        'commit, so nothing was taken. Commit the policy and keys `delegate-git init` wrote (or check out a branch ' +
+        'that holds them), then try again.',
     );
-  const commit = head.stdout.toString('utf8').trim();
+  const commit = named.stdout.toString('utf8').trim();
   return loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
 }
