@@ -23,6 +23,7 @@ import {
   makeStory,
   mktree,
   noteLines,
+  operatorEnv,
   refTip,
   resetWorkTree,
   type Story,
@@ -659,6 +660,46 @@ describe('pre-receive: a first push that brings the history from before the adop
     const back = gitRun(story, work, ATOMIC);
     expect(back.code).not.toBe(0);
     expect(back.stderr).toMatch(refusedLine('refs/heads/main', 'src/a.ts', 'approved by'));
+  });
+});
+
+describe('pre-receive: an adopted repository moved to a new server', () => {
+  it('is asked what verify asks of its tip: a history that raised the threshold is accepted; a key added without approval in it is refused', () => {
+    const first = makeServer(story, 'moved-from.git', { hook: false });
+    const work = cloneInto(story, first, 'moved');
+    adopt(story, work, ['src/**']);
+    stageFile(work, 'src/a.ts', 'export const a = 1;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes']);
+    expect(commit(story, work, 'a').code).toBe(0);
+    const policyFile = path.join(work, POLICY);
+    const policy = JSON.parse(fs.readFileSync(policyFile, 'utf8')) as Record<string, unknown>;
+    fs.writeFileSync(
+      policyFile,
+      `${JSON.stringify({ ...policy, reviewThreshold: 2 }, null, 2)}\n`,
+    );
+    cliOk(story, work, ['attest', '--approve', POLICY, '--yes']); // approved by the threshold in force then: 1
+    gitOk(story, work, ['add', POLICY]);
+    expect(commit(story, work, 'two reviewers from now on').code).toBe(0);
+    expect(cli(story, work, ['verify']).code).toBe(0);
+
+    const target = makeServer(story, 'moved-to.git');
+    gitOk(story, work, ['remote', 'add', 'target', target]);
+    const moved = gitRun(story, work, ['push', '--atomic', 'target', 'main', LEDGER]);
+    expect(moved.code, moved.stderr).toBe(0);
+
+    // Control: the same history with a key file committed past the hook, approved by nobody, is refused.
+    const other = makeServer(story, 'moved-to-2.git');
+    const mallory = operatorEnv(story, 'mallory');
+    const key = JSON.parse(cliOk(story, work, ['keygen', 'mallory', '--json'], mallory).stdout) as {
+      publicKey: string;
+    };
+    cliOk(story, work, ['keys', 'add', 'mallory', '--public-key', key.publicKey, '--roles', 'reviewer']);
+    gitOk(story, work, ['add', '.delegate-git/keys/mallory.json']);
+    expect(commit(story, work, 'mallory', ['--no-verify']).code).toBe(0);
+    gitOk(story, work, ['remote', 'add', 'other', other]);
+    const refused = gitRun(story, work, ['push', '--atomic', 'other', 'main', LEDGER]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('.delegate-git/keys/mallory.json');
   });
 });
 

@@ -11,7 +11,7 @@ import { collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
 import { CatFileBatch, git, gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { recordedAsCheckedOut } from './governed-paths.js';
-import { governedFiles, isLink, judgeFiles } from './judge.js';
+import { governedFiles, isLink, judgeFiles, revisionAnchor } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
 import { foreignAlongUpdate, type LedgerChange } from './ledger-change.js';
 import { ForeignEntries, type ForeignEntry, whyNotANote } from './notes-format.js';
@@ -406,13 +406,40 @@ async function policyCommitInForce(reads: PushReads, update: RefUpdate | null): 
 }
 
 /**
- * The changes of a push that adopts delegate-git (judged by its own policy: none was in force) made by commits that
- * hold the policy. The history of a repository that adopts it late comes in the same first push, and its commits were
- * governed by nothing: judged by the policy adopted after them, every old version of every file was refused.
+ * A push that adopts delegate-git (no policy was in force, so its own is taken on trust) is asked what `verify` asks of
+ * its tip: every governed file promoted (the policy and keys by an approval of a key trusted there), and every change
+ * in the history of the policy and keys approved by the rules before it. Its commits are not judged one by one: the
+ * history of a repository that adopts late (or moves to this server) was governed by nothing, or by rules of its time
+ * that the tip's would misjudge.
  */
-async function fromAdoptedCommits(reads: PushReads, changes: Introduced[]): Promise<Introduced[]> {
-  const adopted = await Promise.all(changes.map((f) => reads.hasPolicy(f.commit)));
-  return changes.filter((_, i) => adopted[i]);
+async function judgeAdoption(
+  reads: PushReads,
+  u: RefUpdate,
+  governance: Governance,
+  after: LedgerAfter,
+  result: PushJudgement,
+): Promise<void> {
+  const files = await filesAt(reads.repo, u.newId);
+  const matcher = reads.matcher(governance.policy);
+  const governed = governedFiles(files, governance, await recordedPathsFor(matcher, files, after));
+  result.files += governed.length;
+  const judged = await judgeFiles(governed, {
+    governance,
+    anchor: revisionAnchor(governance),
+    ledger: await after.ledger,
+    notesAt: after.at,
+    index: after.index,
+    batch: reads.blobs,
+  });
+  judged.forEach((j) => {
+    if (!j.promoted) result.refusals.push({ ref: u.ref, commit: u.newId, path: j.path, reason: j.reason });
+  });
+  // Loaded when asked: only an adopting push needs the history walk.
+  const { unapprovedGovernanceChanges } = await import('./governance-history.js');
+  for (const p of await unapprovedGovernanceChanges(reads.repo, u.newId, after.at, await after.index()))
+    result.refusals.push({ ref: u.ref, commit: p.commit, path: p.path, reason: p.reason });
+  for (const c of await collisionsAtTip(reads, u, governance.policy, files, after))
+    result.refusals.push({ ref: u.ref, commit: u.newId, path: c.path, reason: c.reason });
 }
 
 /** Why a ref has no governance in force (governanceInForce gave none), and what the server's admin can do. */
@@ -558,14 +585,11 @@ async function judgeRefUpdate(
   const brought = await changes;
   const between = await betweenTips;
   result.commits += brought.commits;
+  if ((await policyCommitInForce(reads, u)) === null)
+    return judgeAdoption(reads, u, governance, after, result);
   const brings = [...brought.introduced, ...(between?.introduced ?? [])];
-  const onTrust = (await policyCommitInForce(reads, u)) === null;
-  const judgedHere = (changes: Introduced[]) => (onTrust ? fromAdoptedCommits(reads, changes) : changes);
-  const deleted = await judgedHere([...brought.deleted, ...(between?.deleted ?? [])]);
-  // Adopting, every file of the tip is judged as `verify` judges a revision: content from before the adoption that
-  // the tip still holds was judged by nobody.
-  const adoption = onTrust ? await filesAt(reads.repo, u.newId) : [];
-  const introduced = await notOnDefaultBranch(reads, own, [...(await judgedHere(brings)), ...adoption]);
+  const deleted = [...brought.deleted, ...(between?.deleted ?? [])];
+  const introduced = await notOnDefaultBranch(reads, own, brings);
   const matcher = reads.matcher(governance.policy);
   const governed = governedFiles(introduced, governance, await recordedPathsFor(matcher, introduced, after));
   // The first commit that brings a content names it (the change between the tips comes last). Only a governance
