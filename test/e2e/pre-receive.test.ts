@@ -673,10 +673,7 @@ describe('pre-receive: an adopted repository moved to a new server', () => {
     expect(commit(story, work, 'a').code).toBe(0);
     const policyFile = path.join(work, POLICY);
     const policy = JSON.parse(fs.readFileSync(policyFile, 'utf8')) as Record<string, unknown>;
-    fs.writeFileSync(
-      policyFile,
-      `${JSON.stringify({ ...policy, reviewThreshold: 2 }, null, 2)}\n`,
-    );
+    fs.writeFileSync(policyFile, `${JSON.stringify({ ...policy, reviewThreshold: 2 }, null, 2)}\n`);
     cliOk(story, work, ['attest', '--approve', POLICY, '--yes']); // approved by the threshold in force then: 1
     gitOk(story, work, ['add', POLICY]);
     expect(commit(story, work, 'two reviewers from now on').code).toBe(0);
