@@ -436,6 +436,35 @@ describe('keys', () => {
     ]);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain('That key is already registered in .delegate-git/keys/bob.json.');
+    // Asked for what the file does not say, it says that nothing changed, and fails.
+    const before = fs.readFileSync(path.join(dir, '.delegate-git/keys/bob.json'), 'utf8');
+    const roles = cli(story, dir, [
+      'keys',
+      'add',
+      'bob',
+      '--public-key',
+      bob.publicKey,
+      '--roles',
+      'delegator,reviewer',
+    ]);
+    expect(roles.code).toBe(2);
+    expect(roles.stderr).toContain('with another roles; keys add changed nothing');
+    expect(fs.readFileSync(path.join(dir, '.delegate-git/keys/bob.json'), 'utf8')).toBe(before);
+    const never = cli(story, dir, [
+      'keys',
+      'add',
+      'mallory',
+      '--public-key',
+      bob.publicKey,
+      '--roles',
+      'reviewer',
+      '--not-before',
+      '2027-01-01T00:00:00Z',
+      '--not-after',
+      '2026-01-01T00:00:00Z',
+    ]);
+    expect(never.code).toBe(2);
+    expect(never.stderr).toContain('the key would never be valid');
   });
 
   it('revoke sets revoked (--json, --at) and list shows it; an unknown name is refused', () => {

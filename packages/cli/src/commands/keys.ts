@@ -91,14 +91,22 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
   if (roles.length === 0 || roles.some((r) => !ROLES.includes(r as Role))) {
     throw usageError('keys', `--roles must list delegator and/or reviewer (got "${values.roles ?? ''}").`);
   }
-  const result = await registerKey(top, keysDir, {
+  const notBefore = timeOption('not-before', values['not-before']);
+  const notAfter = timeOption('not-after', values['not-after']);
+  if (notBefore && notAfter && parseRfc3339Utc(notBefore)! >= parseRfc3339Utc(notAfter)!)
+    throw usageError(
+      'keys',
+      `--not-before (${notBefore}) must come before --not-after (${notAfter}): the key would never be valid.`,
+    );
+  const asked = {
     name,
     email: values.email ?? '',
     publicKey: values['public-key'],
     roles: roles as Role[],
-    notBefore: timeOption('not-before', values['not-before']),
-    notAfter: timeOption('not-after', values['not-after']),
-  });
+    notBefore,
+    notAfter,
+  };
+  const result = await registerKey(top, keysDir, asked);
   // One key is trusted once: registered under another name, nothing asked for was done.
   if (!result.created && path.posix.basename(result.file) !== `${name}.json`)
     throw new DelegateGitError(
@@ -106,6 +114,7 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
       `That key is already registered in ${result.file}, so no key file named ${name} was written (a key is trusted ` +
         "under one name). Use that name, or rename the file with a reviewer's approval.",
     );
+  if (!result.created) refuseChangeOf(result.file, await readKeyFiles(top, keysDir), asked);
   if (values.json) io.out(json({ name, ...result }));
   else
     io.out(
@@ -114,6 +123,28 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
         : `That key is already registered in ${result.file}.\n`,
     );
   return 0;
+}
+
+/** `keys add` of a registered key writes nothing: asked for other roles, email or validity, it says so and fails. */
+function refuseChangeOf(
+  file: string,
+  keys: Awaited<ReturnType<typeof readKeyFiles>>,
+  asked: { email: string; roles: Role[]; notBefore?: string; notAfter?: string },
+): void {
+  const raw = keys.find((k) => k.file === file)?.raw;
+  if (!raw) return;
+  const differs = [
+    [...new Set(asked.roles)].sort().join(',') !== [...raw.roles].sort().join(',') && 'roles',
+    asked.email !== '' && asked.email !== raw.email && 'email',
+    asked.notBefore !== undefined && asked.notBefore !== raw.notBefore && 'notBefore',
+    asked.notAfter !== undefined && asked.notAfter !== raw.notAfter && 'notAfter',
+  ].filter(Boolean);
+  if (differs.length === 0) return;
+  throw new DelegateGitError(
+    'USAGE',
+    `That key is already registered in ${file}, with another ${differs.join(', ')}; keys add changed nothing. A key ` +
+      "file is changed by editing it, with reviewers' approval (`delegate-git attest --approve <file>`).",
+  );
 }
 
 /** A time given on the command line, refused as the option it came from (not as the key file it would go into). */
