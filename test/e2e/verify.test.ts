@@ -507,6 +507,20 @@ describe('an unpromoted governed file at the revision', () => {
     expect(verify(dir).stdout).not.toContain('::error');
   });
 
+  it('an annotation names a file the log would show rewritten (`##[`, invisible characters) without a file property, which would point at no file', () => {
+    const odd = copyWorkTree(story, dir, 'annotation-odd');
+    writeFiles(odd, { 'src/##[group]x.ts': 'export const x = 1;\n' });
+    gitOk(story, odd, ['add', '-A']);
+    gitOk(story, odd, ['commit', '-q', '--no-verify', '-m', 'odd name']);
+    const lines = verify(odd, [], { ...story.env, GITHUB_ACTIONS: 'true' })
+      .stdout.split('\n')
+      .filter((l) => l.startsWith('::error'));
+    expect(lines).toHaveLength(2);
+    const named = lines.find((l) => l.includes('group'))!;
+    expect(named).toMatch(/^::error::src\/#/);
+    expect(lines.find((l) => l !== named)).toMatch(/^::error file=src\/d%2C e\.ts::/);
+  });
+
   it('--markdown: problems first, then the counts and the tables by verdict and by signer', () => {
     const run = verify(dir, ['--markdown']);
     expect(run.code).toBe(1);

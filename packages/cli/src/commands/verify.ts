@@ -8,7 +8,7 @@ import {
   verifyLedger,
   whyNotANote,
 } from '@delegate-git/core';
-import { shownPath, shownText } from '@delegate-git/core/shown-path';
+import { shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -70,14 +70,19 @@ export default {
     if (io.env.GITHUB_ACTIONS === 'true') {
       // The runner reads workflow commands from both streams; with --json they go to stderr so stdout stays JSON.
       const annotate = values.json ? io.err : io.out;
+      const annotated = new Set<string>();
       for (const f of result.files.filter((x) => !x.promoted)) {
+        annotated.add(f.path);
         annotate(
-          `::error file=${escapeProperty(f.path)}::${escapeAnnotation(`${f.path} is not promoted: ${f.reason}`)}\n`,
+          `::error${fileProperty(f.path)}::${escapeAnnotation(`${f.path} is not promoted: ${f.reason}`)}\n`,
         );
       }
+      // One annotation per file: a file refused at the revision is not annotated again for a commit since.
       for (const r of result.since?.refusals ?? []) {
-        const at = r.path === undefined ? '' : ` file=${escapeProperty(r.path)}`;
-        annotate(`::error${at}::${escapeAnnotation(sinceRefusal(r))}\n`);
+        if (r.path !== undefined && annotated.has(r.path)) continue;
+        annotate(
+          `::error${r.path === undefined ? '' : fileProperty(r.path)}::${escapeAnnotation(sinceRefusal(r))}\n`,
+        );
       }
     }
     if (values.json) io.out(json({ ...result, exitCode }));
@@ -266,7 +271,12 @@ function escapeAnnotation(text: string): string {
   return text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
 }
 
-/** Workflow command properties (file=...) also end at ":" and ",". */
-function escapeProperty(text: string): string {
-  return escapeAnnotation(text).replace(/:/g, '%3A').replace(/,/g, '%2C');
+/**
+ * ` file=<path>` for an annotation; workflow command properties also end at ":" and ",". Nothing for a path that what
+ * is written to the log would change (shownOutput rewrites invisible characters and `##[`), which GitHub would attach
+ * to a file that does not exist: the message names the file either way.
+ */
+function fileProperty(path: string): string {
+  if (shownOutput(path) !== path) return '';
+  return ` file=${escapeAnnotation(path).replace(/:/g, '%3A').replace(/,/g, '%2C')}`;
 }
