@@ -383,14 +383,21 @@ describe('init: a CLI installed in the work tree', () => {
     expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
     expect(fs.existsSync(ran)).toBe(false);
 
-    // Control: a promoted file commits; and the hook says when the package beside it is newer than its copy.
+    // Control: a promoted file commits; a reinstall of the same version (a newer file, the same bytes) is no upgrade...
     const later = new Date(Date.now() + 60_000);
     fs.utimesSync(path.join(local, 'package.json'), later, later);
     await recordVerdict(story, dir, 'src/a.ts');
     const passed = commit(story, dir, 'promoted');
     expect(passed.code, passed.stderr).toBe(0);
-    expect(passed.stderr).toContain('changed since init copied it');
+    expect(passed.stderr).not.toContain('changed since init copied it');
     expect(fs.existsSync(ran)).toBe(false);
+    // ...and the hook says when the package beside it changed since its copy.
+    fs.appendFileSync(path.join(local, 'package.json'), '\n');
+    fs.utimesSync(path.join(local, 'package.json'), later, later);
+    stage(dir, { 'notes.txt': 'not governed\n' });
+    const noted = commit(story, dir, 'after an upgrade');
+    expect(noted.code, noted.stderr).toBe(0);
+    expect(noted.stderr).toContain('changed since init copied it');
   });
 });
 

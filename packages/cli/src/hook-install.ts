@@ -38,10 +38,14 @@ function shellQuote(value: string): string {
   return `'${value.replaceAll("'", "'\\''")}'`;
 }
 
-/** Where a hook finds the CLI: `entry`, and the package it was copied from when init made a copy. */
+/**
+ * Where a hook finds the CLI: `entry`, and when init made a copy, the file it compares to see an upgrade (the package's
+ * package.json, or the single-file build) and that file's copy.
+ */
 export interface HookCli {
   entry: string;
   copiedFrom: string | null;
+  copiedTo?: string;
 }
 
 function hookText(name: HookName, cli: HookCli): string {
@@ -52,6 +56,7 @@ function hookText(name: HookName, cli: HookCli): string {
     .replaceAll('@HOOK@', name)
     .replaceAll('@DELEGATE_GIT_CLI@', shellQuote(cli.entry))
     .replaceAll('@DELEGATE_GIT_COPIED_FROM@', shellQuote(cli.copiedFrom ?? ''))
+    .replaceAll('@DELEGATE_GIT_COPIED_TO@', shellQuote(cli.copiedTo ?? ''))
     .replaceAll('@DELEGATE_GIT_NODE@', shellQuote(process.execPath));
 }
 
@@ -106,11 +111,13 @@ export async function installHookCli(repo: Repository, plan: CliPlan): Promise<H
   } finally {
     await rm(next, { recursive: true, force: true });
   }
+  const copied = path.join(home, path.basename(source));
   return standalone
-    ? { entry: path.join(home, path.basename(source)), copiedFrom: source }
+    ? { entry: copied, copiedFrom: source, copiedTo: copied }
     : {
         entry: path.join(home, 'bin', path.basename(entry)),
         copiedFrom: path.join(source, 'package.json'),
+        copiedTo: path.join(home, 'package.json'),
       };
 }
 
