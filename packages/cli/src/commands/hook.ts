@@ -23,7 +23,7 @@ Example:
 `;
 
 export default {
-  summary: 'run a gate as a git hook (pre-commit, pre-receive)',
+  summary: 'run a gate as a git hook (pre-commit, pre-merge-commit, pre-receive)',
   help,
   async run(argv: string[], io: Io, given?: Given): Promise<number> {
     const { positionals } = parseCommandArgs('hook', argv, {});

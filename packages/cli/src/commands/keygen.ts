@@ -28,7 +28,7 @@ export default {
       io.out(`Saved ${file} (mode 0600, in ${signingKeyDir(io.env)}).\n`);
       io.out(`public key: ${result.publicKey}\nkeyid:      ${result.keyid}\n`);
       io.out(
-        `Register it: delegate-git keys add ${name} --public-key ${result.publicKey} --roles delegator,reviewer\n`,
+        `Register it: delegate-git keys add ${name} --public-key ${result.publicKey} --roles delegator,reviewer --email <your email>\n`,
       );
     }
     return 0;

@@ -1,22 +1,20 @@
 import {
   decodeRecord,
-  gitSnapshot,
   gitTry,
-  loadGovernance,
   Repository,
   toRepositoryPath,
   verifyRecord,
   worktreeBlobs,
-  worktreeSnapshot,
 } from '@delegate-git/core';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
+import { governanceInForce } from './log.js';
 
 const help = `
 Usage: delegate-git show <path | blob id> [--json]
 
 Decodes every record in the ledger on that content (the work-tree content of a path, or a blob id) and
-verifies each one against the trust root in the work tree (or the index in a bare repository):
+verifies each one against the trust root in the work tree (or HEAD's in a bare repository):
 who signed, what kind of record, which verdict or decision, when, and whether it counts.
 
 Example:
@@ -53,10 +51,7 @@ export default {
           );
         blob = id;
       }
-      const snapshot = repo.layout.topLevel
-        ? worktreeSnapshot(repo.layout.topLevel)
-        : gitSnapshot(repo.cwd, repo.objects, 'HEAD', repo.env);
-      const governance = await loadGovernance(snapshot);
+      const governance = await governanceInForce(repo);
       const lines = await repo.ledger.linesOn(blob);
       const records = lines.map((line) => {
         const decoded = decodeRecord(line);
