@@ -374,6 +374,9 @@ describe('keys', () => {
   });
 
   it('add refuses a key that is not one, a small-order key and an unknown role, writing nothing', () => {
+    /** keys add of bob's public key under `name` with `roles`. */
+    const addBob = (name: string, roles: string, ...more: string[]) =>
+      cli(story, dir, ['keys', 'add', name, '--public-key', bob.publicKey, '--roles', roles, ...more]);
     const attempts: Array<[string, string, string]> = [
       ['mallory', 'not-a-key', 'the public key is not standard base64'],
       ['mallory', Buffer.alloc(32).toString('base64'), 'the public key is small order'],
@@ -383,86 +386,39 @@ describe('keys', () => {
       expect(run.code, run.stderr).toBe(2);
       expect(run.stderr).toContain(message);
     }
-    const role = cli(story, dir, [
-      'keys',
-      'add',
-      'mallory',
-      '--public-key',
-      bob.publicKey,
-      '--roles',
-      'admin',
-    ]);
+    const role = addBob('mallory', 'admin');
     expect(role.code).toBe(2);
     expect(role.stderr).toContain('--roles must list delegator and/or reviewer (got "admin")');
-    const when = cli(story, dir, [
-      'keys',
-      'add',
-      'mallory',
-      '--public-key',
-      bob.publicKey,
-      '--roles',
-      'reviewer',
-      '--not-after',
-      'tomorrow',
-    ]);
+    const when = addBob('mallory', 'reviewer', '--not-after', 'tomorrow');
     expect(when.code).toBe(2);
     expect(when.stderr).toContain(
       '--not-after must be an RFC 3339 UTC time like 2026-01-31T12:00:00Z (got "tomorrow")',
     );
     expect(fs.existsSync(path.join(dir, '.delegate-git/keys/mallory.json'))).toBe(false);
     // One key under two names: refused, and nothing written; the same key again under its own name is no change.
-    const twice = cli(story, dir, [
-      'keys',
-      'add',
-      'mallory',
-      '--public-key',
-      bob.publicKey,
-      '--roles',
-      'reviewer',
-    ]);
+    const twice = addBob('mallory', 'reviewer');
     expect(twice.code).toBe(2);
     expect(twice.stderr).toContain(
       'That key is already registered in .delegate-git/keys/bob.json, so no key file named mallory was written',
     );
     expect(fs.existsSync(path.join(dir, '.delegate-git/keys/mallory.json'))).toBe(false);
-    const again = cli(story, dir, [
-      'keys',
-      'add',
-      'bob',
-      '--public-key',
-      bob.publicKey,
-      '--roles',
-      'reviewer',
-    ]);
+    const again = addBob('bob', 'reviewer');
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain('That key is already registered in .delegate-git/keys/bob.json.');
     // Asked for what the file does not say, it says that nothing changed, and fails.
     const before = fs.readFileSync(path.join(dir, '.delegate-git/keys/bob.json'), 'utf8');
-    const roles = cli(story, dir, [
-      'keys',
-      'add',
-      'bob',
-      '--public-key',
-      bob.publicKey,
-      '--roles',
-      'delegator,reviewer',
-    ]);
+    const roles = addBob('bob', 'delegator,reviewer');
     expect(roles.code).toBe(2);
     expect(roles.stderr).toContain('with another roles; keys add changed nothing');
     expect(fs.readFileSync(path.join(dir, '.delegate-git/keys/bob.json'), 'utf8')).toBe(before);
-    const never = cli(story, dir, [
-      'keys',
-      'add',
+    const never = addBob(
       'mallory',
-      '--public-key',
-      bob.publicKey,
-      '--roles',
       'reviewer',
       '--not-before',
       '2027-01-01T00:00:00Z',
       '--not-after',
       '2026-01-01T00:00:00Z',
-    ]);
+    );
     expect(never.code).toBe(2);
     expect(never.stderr).toContain('the key would never be valid');
   });
