@@ -162,6 +162,11 @@ describe('a SEARCH/REPLACE block patches a file', () => {
       `src/crlf.js: 4 line(s), ${Buffer.byteLength(after)} bytes, patched in place with 2 hunk(s)`,
     );
     expect(stdout).toContain('Verdict: UNIT_PASSED (signed and recorded in refs/notes/delegations)');
+    // `true` prints no test summary: nothing is said of tests it did not report.
+    expect(stdout).toContain(
+      'Verification (3 run(s): PASS PASS PASS): exit 0, no test counts in its output.',
+    );
+    expect(stdout).not.toContain('Passed 0, Failed 0');
 
     const blob = repo.gitText(['hash-object', 'src/crlf.js']);
     const [statement] = repo.ledger(blob);

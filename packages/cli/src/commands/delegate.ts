@@ -156,7 +156,7 @@ export function renderReceipt(r: DelegationReceipt): string {
       .join(' ');
     const last = v.runs.at(-1)!;
     out.push(
-      `Verification (${v.runs.length} run(s): ${runs}): Passed ${last.passed}, Failed ${last.failed}.${v.flaky ? ' The runs disagreed: the contract is flaky.' : ''}`,
+      `Verification (${v.runs.length} run(s): ${runs}): ${testCounts(last)}.${v.flaky ? ' The runs disagreed: the contract is flaky.' : ''}`,
     );
     for (const f of v.failures)
       out.push(`  failure: ${[f.name, f.location, f.code].filter(Boolean).join(' at ')}`);
@@ -164,10 +164,7 @@ export function renderReceipt(r: DelegationReceipt): string {
     if (v.rawLog) out.push(`Raw output (local only): ${v.rawLog}`);
   } else if (!v.command && r.files.length > 0)
     out.push('No verification command was supplied; the contract is unchecked.');
-  if (r.coherence)
-    out.push(
-      `Coherence check: exit ${r.coherence.exitCode}, Passed ${r.coherence.passed}, Failed ${r.coherence.failed}.`,
-    );
+  if (r.coherence) out.push(`Coherence check: exit ${r.coherence.exitCode}, ${testCounts(r.coherence)}.`);
   if (r.contract.violations.length)
     out.push(`CONTRACT MODIFIED, verdict void: ${r.contract.violations.join('; ')}.`);
   else if (r.contract.files.length)
@@ -185,4 +182,11 @@ export function renderReceipt(r: DelegationReceipt): string {
 
 function where(c: { path: string; lineRange: [number, number] | null }): string {
   return c.lineRange ? `${c.path} (lines ${c.lineRange[0]}-${c.lineRange[1]})` : c.path;
+}
+
+/** What a run's output said of its tests; a command that prints no test summary says nothing of them (not "0 passed"). */
+function testCounts(run: { passed: number; failed: number; exitCode: number }): string {
+  return run.passed + run.failed > 0
+    ? `Passed ${run.passed}, Failed ${run.failed}`
+    : `exit ${run.exitCode}, no test counts in its output`;
 }
