@@ -1,8 +1,9 @@
 /**
  * Taking a remote's ledger into this clone's without losing a record or gaining one a server would refuse: fetched
  * into `refs/notes/remotes/<remote>/delegations` with sync's own refspec only, checked as a server with the hook
- * checks a ledger update (entries that are no notes, in its history too; lines that do not verify under the policy
- * and keys committed at HEAD), then taken in as the union of both. `sync` does this before it pushes; `init` in a
+ * checks a ledger update (entries that are no notes, in its history too; objects git's own checks refuse; lines that
+ * do not verify under the policy and keys committed at HEAD, or for the hooks at origin's default branch), then taken
+ * in as the union of both. `sync` does this before it pushes; `init` in a
  * clone of an adopted repository, and the commit hooks when a fetched ledger holds what this one lacks, do it alone.
  */
 
@@ -323,16 +324,18 @@ export async function takeInFetchedLedger(repo: Repository): Promise<{ said: str
   const theirs = named.oid;
   if (ours !== null && (await gitTry(['merge-base', '--is-ancestor', theirs, ours], opts)).code === 0)
     return { said: null, took: false };
-  const refusedBefore = path.join(repo.cacheDir, 'intake-refused');
-  if ((await readFile(refusedBefore, 'utf8').catch(() => '')).trim() === theirs)
-    return {
-      said: `origin's fetched ledger (${theirs.slice(0, 12)}) was refused before; \`delegate-git sync\` says why`,
-      took: false,
-    };
   const judgedAt = await originDefaultBranch(opts);
   if (judgedAt === null)
     return {
       said: "origin's fetched ledger holds records this clone lacks, and no branch of origin's is known here to judge them by (`git remote set-head origin --auto`); run `delegate-git sync` to take them",
+      took: false,
+    };
+  // The same ledger judged by the same rules is refused again: said in a line, not checked at every commit.
+  const refusedBefore = path.join(repo.cacheDir, 'intake-refused');
+  const asked = `${theirs} ${judgedAt.commit}`;
+  if ((await readFile(refusedBefore, 'utf8').catch(() => '')).trim() === asked)
+    return {
+      said: `origin's fetched ledger (${theirs.slice(0, 12)}) was refused before; \`delegate-git sync\` says why`,
       took: false,
     };
   try {
@@ -342,7 +345,7 @@ export async function takeInFetchedLedger(repo: Repository): Promise<{ said: str
       ours,
       theirs,
       "delegate-git: take in origin's fetched ledger",
-      judgedAt,
+      judgedAt.commit,
     );
     return {
       said: `took the records of origin's ledger (fetched into ${tracking}) into this clone's ledger`,
@@ -352,7 +355,7 @@ export async function takeInFetchedLedger(repo: Repository): Promise<{ said: str
     if (!(error instanceof DelegateGitError)) throw error;
     // Only saves checking again: a cache the hook cannot write costs time, never an answer.
     await mkdir(repo.cacheDir, { recursive: true })
-      .then(() => writeFile(refusedBefore, `${theirs}\n`))
+      .then(() => writeFile(refusedBefore, `${asked}\n`))
       .catch(() => {});
     return { said: `did not take origin's fetched ledger: ${error.message}`, took: false };
   }
@@ -362,12 +365,15 @@ export async function takeInFetchedLedger(repo: Repository): Promise<{ said: str
  * Origin's default branch as last fetched (`refs/remotes/origin/HEAD`); in a clone of a repository that was empty then,
  * which has none, the branch's upstream on origin. Null when neither is known.
  */
-async function originDefaultBranch(opts: GitOptions): Promise<string | null> {
-  const isCommit = async (ref: string) =>
-    (await gitTry(['rev-parse', '--verify', '-q', `${ref}^{commit}`], opts)).code === 0;
-  if (await isCommit('refs/remotes/origin/HEAD')) return 'refs/remotes/origin/HEAD';
+async function originDefaultBranch(opts: GitOptions): Promise<{ ref: string; commit: string } | null> {
+  const commitOf = async (ref: string) => {
+    const named = await gitTry(['rev-parse', '--verify', '-q', `${ref}^{commit}`], opts);
+    return named.code === 0 ? { ref, commit: named.stdout.toString('utf8').trim() } : null;
+  };
+  const head = await commitOf('refs/remotes/origin/HEAD');
+  if (head) return head;
   const upstream = (await gitTry(['rev-parse', '--symbolic-full-name', '@{upstream}'], opts)).stdout
     .toString('utf8')
     .trim();
-  return upstream.startsWith('refs/remotes/origin/') && (await isCommit(upstream)) ? upstream : null;
+  return upstream.startsWith('refs/remotes/origin/') ? commitOf(upstream) : null;
 }
