@@ -7,7 +7,7 @@
 // Commands stay lazily evaluated inside it (esbuild wraps what main.ts imports on demand), so a hook run still
 // evaluates only the gate's modules.
 //   node scripts/build.mjs [--out <dist dir>]     DELEGATE_GIT_MINIFY=0 for a bundle a profile can name functions in
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
@@ -31,6 +31,14 @@ const common = {
   logLevel: 'warning',
   // Measured: a minified bundle starts a hook about 30 ms sooner (less to parse); DELEGATE_GIT_MINIFY=0 for reading.
   minify: process.env.DELEGATE_GIT_MINIFY !== '0',
+  metafile: true,
+};
+// Every file any bundle took in: the packages among them are named, with their licenses, beside the bundles.
+const bundled = new Set();
+const bundle = async (options) => {
+  const result = await build({ ...common, ...options });
+  for (const input of Object.keys(result.metafile.inputs)) bundled.add(input);
+  return result;
 };
 
 try {
@@ -41,18 +49,18 @@ try {
     // import needs a loader callback that Node 20 before 20.12 cannot give.
     supported: { 'dynamic-import': false },
   };
-  const result = await build({
+  const result = await bundle({
     ...script,
     entryPoints: [source('packages/cli/src/main.ts')],
     outfile: `${next}/delegate-git.cjs`,
     // The few modules that find their neighbours (the worker script, the hook scripts) do it from import.meta.url.
     define: { ...common.define, 'import.meta.url': '__bundle_url' },
     banner: { js: "var __bundle_url = require('node:url').pathToFileURL(__filename).href;" },
-    metafile: Boolean(process.env.DELEGATE_GIT_BUILD_META),
   });
-  if (result.metafile) writeFileSync(process.env.DELEGATE_GIT_BUILD_META, JSON.stringify(result.metafile));
+  if (process.env.DELEGATE_GIT_BUILD_META)
+    writeFileSync(process.env.DELEGATE_GIT_BUILD_META, JSON.stringify(result.metafile));
   // The pre-commit hook's quick answer, run by the bin before (and most often instead of) the whole CLI.
-  await build({
+  await bundle({
     ...script,
     entryPoints: [source('packages/cli/src/pre-commit-quick.ts')],
     outfile: `${next}/pre-commit-quick.cjs`,
@@ -62,8 +70,7 @@ try {
     for (const f of ['delegate-git.cjs', 'pre-commit-quick.cjs']) assertAscii(`${next}/${f}`);
 
   // verify spreads signature checks over worker threads; the worker script must sit next to the CLI.
-  await build({
-    ...common,
+  await bundle({
     entryPoints: [source('packages/core/src/verify-worker.ts')],
     outfile: `${next}/verify-worker.js`,
     format: 'esm',
@@ -71,13 +78,14 @@ try {
   });
 
   // One self-contained module for servers (nothing beside it to keep together); see docs/server.md.
-  await build({
-    ...common,
+  await bundle({
     entryPoints: [source('packages/cli/src/standalone.ts')],
     outfile: `${next}/delegate-git-standalone.mjs`,
     format: 'esm',
     banner: { js: `#!/usr/bin/env node\n${esmBanner}` },
   });
+
+  writeFileSync(`${next}/THIRD-PARTY-NOTICES.txt`, thirdPartyNotices(bundled));
 
   const old = `${dist}.old-${process.pid}`;
   if (existsSync(dist)) renameSync(dist, old);
@@ -100,4 +108,33 @@ function assertAscii(file) {
   throw new Error(
     `${path.basename(file)} is not ASCII near: ${around}\n(write the character as a \\u escape)`,
   );
+}
+
+/**
+ * The licenses of the packages inlined into the bundles, which their MIT, ISC and Apache terms ask to travel with
+ * the code: each package's name, version, license field and license file, from its own package.json directory.
+ */
+function thirdPartyNotices(inputs) {
+  const roots = new Set();
+  for (const input of inputs) {
+    // pnpm's layout nests: node_modules/.pnpm/zod@4.6.7/node_modules/zod/index.js; the last package named is the one.
+    const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/@.][^/]*)\//.exec(input.replaceAll('\\', '/'));
+    if (m) roots.add(m[1]);
+  }
+  const sections = [...roots]
+    .map((root) => {
+      const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+      // Some ship several (LICENSE.BSD beside LICENSE.LIBCXX): all of them.
+      const files = readdirSync(root).filter((f) => /^licen[cs]e(\.[a-z]+)?$/i.test(f));
+      const text =
+        files.map((f) => readFileSync(path.join(root, f), 'utf8').trim()).join('\n\n') ||
+        '(the package ships no license file)';
+      return `${manifest.name} ${manifest.version} (${manifest.license ?? 'no license field'})\n\n${text}\n`;
+    })
+    .sort();
+  if (sections.length === 0) throw new Error('no third-party package found in the bundles');
+  return [
+    'delegate-git bundles the following packages into its dist/ files. Their licenses follow.\n',
+    ...sections,
+  ].join(`\n${'-'.repeat(78)}\n\n`);
 }

@@ -69,6 +69,27 @@ describe('the packed CLI in a fresh repository', () => {
     expect(bundle).toContain('# delegate-git hook (@HOOK@)');
   });
 
+  it('carries its license and the licenses of every package inlined into its bundles', () => {
+    const tarball = path.join(tmp, 'delegate-git.tgz');
+    const license = execFileSync('tar', ['-xOzf', tarball, 'package/LICENSE'], { encoding: 'utf8' });
+    expect(license).toContain('Apache License');
+    const notices = execFileSync('tar', ['-xOzf', tarball, 'package/dist/THIRD-PARTY-NOTICES.txt'], {
+      encoding: 'utf8',
+    });
+    // Each runtime dependency of the workspace packages is inlined, so each must be named with its license text.
+    for (const pkg of ['core', 'delegate']) {
+      const { dependencies } = JSON.parse(
+        readFileSync(path.join(repoRoot, 'packages', pkg, 'package.json'), 'utf8'),
+      );
+      for (const [name, version] of Object.entries(dependencies as Record<string, string>)) {
+        if (String(version).startsWith('workspace:')) continue;
+        expect(notices).toContain(`${name} ${version} (`);
+      }
+    }
+    expect(notices).toContain('Copyright (c) 2019 Paul Miller');
+    expect(notices).not.toContain('ships no license file');
+  });
+
   it('`npx <tarball> init` sets up the repository and the hook then gates commits', () => {
     const init = spawnSync(
       'npx',
