@@ -554,7 +554,7 @@ describe('sync checks every line a remote would add before taking any', () => {
     const refused = cli(story, work, ['sync']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(
-      /^delegate-git sync: the ledger on origin \([0-9a-f]{12}\) holds 2 line\(s\) that are no valid records under the policy and keys committed at HEAD: /,
+      /^delegate-git sync: the ledger on origin \([0-9a-f]{12}\) holds 2 line\(s\) that are no valid records under the policy and keys committed at origin's default branch as last fetched \(origin\/main, [0-9a-f]{12}\): /,
     );
     expect(refused.stderr).toContain(`note on blob ${a.slice(0, 12)}: not a valid record`);
     expect(refused.stderr).toContain(`note on blob ${c.slice(0, 12)}: `);
@@ -625,6 +625,50 @@ describe('sync checks every line a remote would add before taking any', () => {
     const synced = cli(story, work, ['sync']);
     expect(synced.code, synced.stderr).toBe(0);
     expect(noteLines(story, work, approved)).toHaveLength(1);
+  });
+
+  it("judges them by origin's default branch, not by a checked-out branch or a fork's default branch that trusts a key of its own; merged into origin's, that key's lines are taken", async () => {
+    const { work, other } = hooklessPair('branch-key');
+    const erin = operatorEnv(story, 'erin');
+    const key = JSON.parse(cliOk(story, other, ['keygen', 'erin', '--json'], erin).stdout) as {
+      publicKey: string;
+    };
+    writeFiles(other, { 'src/m.ts': 'export const m = 1;\n' });
+    const m = await recordApproval(story, other, 'src/m.ts', { key: 'erin', env: erin });
+    expect(gitRun(story, other, ['push', '-q', 'origin', LEDGER]).code).toBe(0);
+    // A branch under review here that trusts erin (a fork's pull request, say): its keys are not the remote's.
+    gitOk(story, work, ['checkout', '-q', '-b', 'review']);
+    cliOk(story, work, ['keys', 'add', 'erin', '--public-key', key.publicKey, '--roles', 'reviewer']);
+    cliOk(story, work, ['attest', '--approve', '.delegate-git/keys/erin.json', '--yes']);
+    gitOk(story, work, ['add', '.delegate-git/keys/erin.json']);
+    expect(gitRun(story, work, ['commit', '-q', '-m', 'trust erin']).code).toBe(0);
+
+    const refused = cli(story, work, ['sync']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      "under the policy and keys committed at origin's default branch as last fetched (origin/main, ",
+    );
+    expect(refused.stderr).toContain(`note on blob ${m.slice(0, 12)}: `);
+    expect(refused.stderr).toContain('run `git fetch origin` first');
+    expect(noteLines(story, work, m)).toEqual([]);
+    // Nor by the default branch of the remote synced: a fork whose main trusts erin, and whose ledger holds her line.
+    const fork = makeServer(story, 'branch-key-fork.git', { hook: false });
+    gitOk(story, work, ['remote', 'add', 'fork', fork]);
+    gitOk(story, other, ['push', '-q', fork, LEDGER]);
+    gitOk(story, work, ['push', '-q', 'fork', 'review:main']);
+    gitOk(story, work, ['fetch', '-q', 'fork']);
+    const fromFork = cli(story, work, ['sync', 'fork']);
+    expect(fromFork.code).toBe(2);
+    expect(fromFork.stderr).toContain(
+      "keys committed at origin's default branch as last fetched (origin/main, ",
+    );
+    expect(noteLines(story, work, m)).toEqual([]);
+
+    // Control: the branch merged into the remote's default branch (and so known here), erin's line is taken.
+    expect(gitRun(story, work, ['push', '-q', 'origin', 'review:main']).code).toBe(0);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(noteLines(story, work, m)).toHaveLength(1);
   });
 });
 

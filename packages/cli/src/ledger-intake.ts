@@ -2,9 +2,9 @@
  * Taking a remote's ledger into this clone's without losing a record or gaining one a server would refuse: fetched
  * into `refs/notes/remotes/<remote>/delegations` with sync's own refspec only, checked as a server with the hook
  * checks a ledger update (entries that are no notes, in its history too; objects git's own checks refuse; lines that
- * do not verify under the policy and keys committed at HEAD, or for the hooks at origin's default branch), then taken
- * in as the union of both. `sync` does this before it pushes; `init` in a
- * clone of an adopted repository, and the commit hooks when a fetched ledger holds what this one lacks, do it alone.
+ * do not verify under the policy and keys of origin's default branch as fetched, as a server judges them), then taken in
+ * as the union of both. `sync` does this before it pushes; `init` in a clone of an adopted repository, and the commit
+ * hooks when a fetched ledger holds what this one lacks, do it alone.
  */
 
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -15,6 +15,7 @@ import {
   foreignAlongUpdate,
   gitTry,
   LEDGER_REF,
+  POLICY_PATH,
   type Repository,
   readNotesDiff,
   refObject,
@@ -32,10 +33,18 @@ export function trackingRef(remote: string): string {
 /** Attempts of a fetch that found the tracking ref locked by another git. */
 const ATTEMPTS = 5;
 
+/** The commit whose committed policy and keys judge the lines a remote's ledger adds, as a refusal names it. */
+export interface LineJudge {
+  commit: string;
+  label: string;
+  /** What to do when a line is signed by a key the judge does not trust yet. */
+  newKeyAdvice: string;
+}
+
 /**
  * Checks the fetched remote ledger `theirs` and takes it into the local ledger (`ours`: its tip before the fetch), its
- * lines judged by the policy and keys committed at `judgedAt`. Throws a LEDGER error, taking nothing, when the checks
- * refuse it.
+ * lines judged by `judge` (by default the remote's default branch: remoteLineJudge). Throws a LEDGER error, taking
+ * nothing, when the checks refuse it.
  */
 export async function takeInRemoteLedger(
   repo: Repository,
@@ -43,13 +52,59 @@ export async function takeInRemoteLedger(
   ours: string | null,
   theirs: string,
   message: string,
-  judgedAt = 'HEAD',
+  judge?: LineJudge,
 ): Promise<{ how: 'up to date' | 'fast-forward' | 'merge' | 'restore'; added: number }> {
   const opts = { cwd: repo.cwd, env: repo.env };
   await refuseForeign(remote, ours, theirs, opts);
   await refuseMalformed(remote, ours, theirs, opts);
-  await refuseUnverified(repo, remote, ours, theirs, judgedAt);
+  await refuseUnverified(repo, remote, ours, theirs, judge ?? (await remoteLineJudge(remote, opts)));
   return repo.ledger.takeIn(theirs, message);
+}
+
+/**
+ * What a server with the hook judges a ledger update by: its default branch, here as last fetched; origin's, whichever
+ * remote is synced, since every line taken in here is pushed to origin in the end (the remote's own where there is no
+ * origin). Not HEAD, which may be a fork's branch under review that trusts a key of its own, nor a fork's default
+ * branch: lines taken in under such keys verify under no key origin's default branch trusts, for good. HEAD's only
+ * where that branch is not known here or holds no policy yet (adopting on a branch not merged there).
+ */
+async function remoteLineJudge(remote: string, opts: GitOptions): Promise<LineJudge> {
+  const authority = (await gitTry(['remote', 'get-url', 'origin'], opts)).code === 0 ? 'origin' : remote;
+  const branch =
+    (await remoteDefaultBranch(authority, opts)) ?? (await advertisedDefaultBranch(authority, opts));
+  if (branch && (await gitTry(['cat-file', '-e', `${branch.commit}:${POLICY_PATH}`], opts)).code === 0)
+    return defaultBranchJudge(authority, branch);
+  return {
+    commit: 'HEAD',
+    label: 'HEAD',
+    newKeyAdvice:
+      'if they are signed by a key added to the trust root on a branch not merged here yet, merge that branch first',
+  };
+}
+
+/**
+ * The remote's default branch as the remote names it, as this clone last fetched it: for a clone made of an empty
+ * repository, or a remote added by hand, which have no `refs/remotes/<remote>/HEAD`. Asked of the remote (one round
+ * trip, where sync talks to remotes anyway); null when it cannot be asked or that branch was never fetched here.
+ */
+async function advertisedDefaultBranch(
+  remote: string,
+  opts: GitOptions,
+): Promise<{ ref: string; commit: string } | null> {
+  const listed = await gitTry(['ls-remote', '--symref', remote, 'HEAD'], opts);
+  const branch = /^ref: refs\/heads\/(\S+)\tHEAD$/m.exec(listed.stdout.toString('utf8'))?.[1];
+  if (listed.code !== 0 || branch === undefined) return null;
+  return commitOf(`refs/remotes/${remote}/${branch}`, opts);
+}
+
+function defaultBranchJudge(remote: string, branch: { ref: string; commit: string }): LineJudge {
+  return {
+    commit: branch.commit,
+    label: `${remote}'s default branch as last fetched (${branch.ref.replace(/^refs\/remotes\//, '')}, ${branch.commit.slice(0, 12)})`,
+    newKeyAdvice:
+      `if they are signed by a key ${remote}'s default branch has trusted since this clone last fetched it, run ` +
+      `\`git fetch ${remote}\` first; if by a key added on a branch not merged there yet, merge that branch there first`,
+  };
 }
 
 /**
@@ -258,9 +313,9 @@ async function refuseUnverified(
   remote: string,
   ours: string | null,
   theirs: string,
-  judgedAt: string,
+  judge: LineJudge,
 ): Promise<void> {
-  const problems = await remoteLineProblems(repo, ours, theirs, judgedAt);
+  const problems = await remoteLineProblems(repo, ours, theirs, judge.commit);
   if (problems.length === 0) return;
   const named = problems
     .slice(0, NAMED_LINES)
@@ -270,11 +325,10 @@ async function refuseUnverified(
   throw new DelegateGitError(
     'LEDGER',
     `the ledger on ${remote} (${theirs.slice(0, 12)}) holds ${problems.length} line(s) that are no valid records ` +
-      `under the policy and keys committed at ${judgedAt}: ${named}${more}. Nothing of it was taken, and nothing ` +
+      `under the policy and keys committed at ${judge.label}: ${named}${more}. Nothing of it was taken, and nothing ` +
       'pushed; the local ledger is unchanged. Taken in, these lines could never leave the append-only ledger, and a ' +
       `server with the pre-receive hook would refuse every push of it. Whoever administers ${remote} must remove them ` +
-      `from its ${LEDGER_REF}; if they are signed by a key added to the trust root on a branch not merged here yet, ` +
-      'merge that branch first. Then run `delegate-git sync` again.',
+      `from its ${LEDGER_REF}; ${judge.newKeyAdvice}. Then run \`delegate-git sync\` again.`,
   );
 }
 
@@ -310,7 +364,7 @@ async function refuseForeign(
 /**
  * Takes in origin's ledger as the last fetch brought it, when it holds what this one lacks: init's fetch refspec keeps
  * it in its tracking ref, so a `git pull` brings the records of what it merges. Its lines are judged by the policy and
- * keys of origin's default branch as fetched (originDefaultBranch), which is what a server with the hook
+ * keys of origin's default branch as fetched (remoteDefaultBranch), which is what a server with the hook
  * judges them by: neither HEAD, which may be a fork's branch under review that trusts a key of its own, nor a merge's
  * other side. Only origin's: a remote fetched for a look would otherwise put its lines here. A tip refused once is not
  * checked again at every commit. One sentence for the hook to print, if any.
@@ -324,15 +378,15 @@ export async function takeInFetchedLedger(repo: Repository): Promise<{ said: str
   const theirs = named.oid;
   if (ours !== null && (await gitTry(['merge-base', '--is-ancestor', theirs, ours], opts)).code === 0)
     return { said: null, took: false };
-  const judgedAt = await originDefaultBranch(opts);
-  if (judgedAt === null)
+  const branch = await remoteDefaultBranch('origin', opts);
+  if (branch === null)
     return {
       said: "origin's fetched ledger holds records this clone lacks, and no branch of origin's is known here to judge them by (`git remote set-head origin --auto`); run `delegate-git sync` to take them",
       took: false,
     };
   // The same ledger judged by the same rules is refused again: said in a line, not checked at every commit.
   const refusedBefore = path.join(repo.cacheDir, 'intake-refused');
-  const asked = `${theirs} ${judgedAt.commit}`;
+  const asked = `${theirs} ${branch.commit}`;
   if ((await readFile(refusedBefore, 'utf8').catch(() => '')).trim() === asked)
     return {
       said: `origin's fetched ledger (${theirs.slice(0, 12)}) was refused before; \`delegate-git sync\` says why`,
@@ -345,7 +399,7 @@ export async function takeInFetchedLedger(repo: Repository): Promise<{ said: str
       ours,
       theirs,
       "delegate-git: take in origin's fetched ledger",
-      judgedAt.commit,
+      defaultBranchJudge('origin', branch),
     );
     return {
       said: `took the records of origin's ledger (fetched into ${tracking}) into this clone's ledger`,
@@ -362,18 +416,22 @@ export async function takeInFetchedLedger(repo: Repository): Promise<{ said: str
 }
 
 /**
- * Origin's default branch as last fetched (`refs/remotes/origin/HEAD`); in a clone of a repository that was empty then,
- * which has none, the branch's upstream on origin. Null when neither is known.
+ * A remote's default branch as last fetched (`refs/remotes/<remote>/HEAD`); in a clone of a repository that was empty
+ * then, which has none, the branch's upstream there. Null when neither is known.
  */
-async function originDefaultBranch(opts: GitOptions): Promise<{ ref: string; commit: string } | null> {
-  const commitOf = async (ref: string) => {
-    const named = await gitTry(['rev-parse', '--verify', '-q', `${ref}^{commit}`], opts);
-    return named.code === 0 ? { ref, commit: named.stdout.toString('utf8').trim() } : null;
-  };
-  const head = await commitOf('refs/remotes/origin/HEAD');
+async function remoteDefaultBranch(
+  remote: string,
+  opts: GitOptions,
+): Promise<{ ref: string; commit: string } | null> {
+  const head = await commitOf(`refs/remotes/${remote}/HEAD`, opts);
   if (head) return head;
   const upstream = (await gitTry(['rev-parse', '--symbolic-full-name', '@{upstream}'], opts)).stdout
     .toString('utf8')
     .trim();
-  return upstream.startsWith('refs/remotes/origin/') ? commitOf(upstream) : null;
+  return upstream.startsWith(`refs/remotes/${remote}/`) ? commitOf(upstream, opts) : null;
+}
+
+async function commitOf(ref: string, opts: GitOptions): Promise<{ ref: string; commit: string } | null> {
+  const named = await gitTry(['rev-parse', '--verify', '-q', `${ref}^{commit}`], opts);
+  return named.code === 0 ? { ref, commit: named.stdout.toString('utf8').trim() } : null;
 }
