@@ -102,7 +102,8 @@ describe('verify --since the commit verified last', () => {
     );
     const markdown = cli(story, work, ['verify', '--rev', 'HEAD', '--since', verified, '--markdown']).stdout;
     expect(markdown).toContain(
-      `- refused since the commit verified last: commit ${trusting.slice(0, 12)} ${mallory!.keyFile}:`,
+      // The path as code, as in the entries above it (not as text, whose escapes would show).
+      `- refused since the commit verified last: commit ${trusting.slice(0, 12)} \`${mallory!.keyFile}\`:`,
     );
     expect(markdown).toContain(
       `| since \`${verified.slice(0, 12)}\` | 3 commit(s) judged as a push onto it, `,

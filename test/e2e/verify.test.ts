@@ -489,6 +489,25 @@ describe('an unpromoted governed file at the revision', () => {
     expect(verifyJson(dir, ['--rev', 'HEAD~1']).code).toBe(0);
   });
 
+  it('says when a refused file has no record on its content at all (its records are in another ledger, a fork’s); a file refused by a record on it is not counted', async () => {
+    const mixed = copyWorkTree(story, dir, 'unrecorded');
+    writeFiles(mixed, { 'src/f.ts': 'export const f = 6;\n' });
+    await recordVerdict(story, mixed, 'src/f.ts', { verdict: 'UNIT_FAILED' });
+    commitAll(mixed, 'f failed', ['--no-verify']);
+    const { result } = verifyJson(mixed);
+    expect(file(result, 'src/d, e.ts').unrecorded).toBe(true);
+    expect(file(result, 'src/f.ts')).toMatchObject({ promoted: false });
+    expect(file(result, 'src/f.ts').unrecorded).toBeUndefined();
+    const hint = '1 refused file(s) have no record on their content in this ledger.';
+    expect(verify(mixed).stdout).toContain(hint);
+    expect(verify(mixed, ['--markdown']).stdout).toContain(hint);
+    expect(verify(mixed).stdout).toContain("a fork's pull request keeps its records in the fork's ledger");
+
+    // Control: d approved, only the file refused by its own record is left, and nothing is said.
+    cliOk(story, mixed, ['attest', '--approve', 'src/d, e.ts', '--key', OPERATOR, '--yes']);
+    expect(verify(mixed).stdout).not.toContain('have no record on their content');
+  });
+
   it('under GitHub Actions each refused file is an ::error annotation (stderr with --json, so stdout stays JSON)', () => {
     const actions = { ...story.env, GITHUB_ACTIONS: 'true' };
     const text = verify(dir, [], actions);

@@ -46,6 +46,11 @@ export interface CheckResult extends Judgement {
   governed: boolean;
   /** A path asked about (check --path) where the work tree holds no file: no content to judge. */
   absent?: true;
+  /**
+   * verify: refused, and the ledger holds no note on this content at all. Records made for it elsewhere (another clone,
+   * a fork's pull request) have not reached this ledger.
+   */
+  unrecorded?: true;
 }
 
 export interface CheckReport {

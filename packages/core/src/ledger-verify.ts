@@ -164,6 +164,7 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
     opts.onPass?.(pass.stats);
   }
   const judged = await judgeRevision(await files, governance, index, await plan, atRevision, repo.objects);
+  for (const f of judged) if (!f.promoted && !atRevision.has(f.blob)) f.unrecorded = true;
   atRevision.clear();
   if (opts.since !== undefined)
     result.since = since ? await judgeSinceVerified(repo, since, commit) : verifiedMissing(opts.since);

@@ -122,10 +122,11 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
     exitCode === 0 ? 'verify: ok' : 'verify: FAILED',
   );
   // A clone has no ledger until it is fetched: every file would read as unrecorded, and the cause go unsaid.
-  if (!v.ledgerTip && refused.length > 0)
-    out.push(
-      'There is no ledger here (refs/notes/delegations): `git clone` does not fetch it. Fetch it (`delegate-git sync`, or `git fetch origin refs/notes/delegations:refs/notes/delegations`) and run verify again.',
-    );
+  const hint =
+    !v.ledgerTip && refused.length > 0
+      ? 'There is no ledger here (refs/notes/delegations): `git clone` does not fetch it. Fetch it (`delegate-git sync`, or `git fetch origin refs/notes/delegations:refs/notes/delegations`) and run verify again.'
+      : unrecordedHint(v);
+  if (hint) out.push(hint);
   // Each entry is one line, whatever a reason quotes: a line break in it would start a line of its own (under
   // GitHub Actions, a workflow command).
   return `${out.map(shownText).join('\n')}\n`;
@@ -155,7 +156,9 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     for (const f of refused) md.push(`- ${mdCode(shownPath(f.path))} is not promoted: ${mdText(f.reason)}`);
     if (v.since?.problem) md.push(`- not judged from the commit verified last: ${mdText(v.since.problem)}`);
     for (const r of v.since?.refusals ?? [])
-      md.push(`- refused since the commit verified last: ${mdText(sinceRefusal(r))}`);
+      md.push(
+        `- refused since the commit verified last: ${sinceRefusal(r, (path) => mdCode(shownPath(path)), mdText)}`,
+      );
     if (v.appendOnly.problem) md.push(`- ledger rewritten: ${mdText(v.appendOnly.problem)}`);
     if (v.appendOnly.removed.length)
       md.push(`- ${v.appendOnly.removed.length} record line(s) removed from the ledger:`);
@@ -166,6 +169,8 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     }
     if (v.appendOnly.removed.length > MAX_LISTED)
       md.push(`  - … and ${v.appendOnly.removed.length - MAX_LISTED} more (see \`--json\`)`);
+    const hint = unrecordedHint(v);
+    if (hint) md.push('', hint);
     md.push('');
   }
   md.push(
@@ -223,9 +228,29 @@ function mdCode(text: string, inTable = false): string {
   return `${fence}${pad}${shown}${pad}${fence}`;
 }
 
-function sinceRefusal(r: NonNullable<LedgerVerification['since']>['refusals'][number]): string {
+/**
+ * Said when refused files have no note on their content at all: the refusal reasons speak of approvals and verdicts,
+ * while the likely cause is records made in another ledger (a fork's pull request runs against the base's ledger).
+ */
+function unrecordedHint(v: LedgerVerification): string | null {
+  const count = v.files.filter((f) => f.unrecorded).length;
+  if (count === 0 || !v.ledgerTip) return null;
+  return (
+    `${count} refused file(s) have no record on their content in this ledger. If they were delegated or approved in ` +
+    "another clone, run `delegate-git sync` there; a fork's pull request keeps its records in the fork's ledger, and " +
+    'someone who can push here takes them in (`delegate-git sync fork`, then `delegate-git sync`; see ' +
+    'ledger-tools/README.md, "Pull requests from forks").'
+  );
+}
+
+/** A refusal since the commit verified last, its path and reason shown as the output needs (the summary: as code). */
+function sinceRefusal(
+  r: NonNullable<LedgerVerification['since']>['refusals'][number],
+  showPath: (path: string) => string = shownPath,
+  showReason: (reason: string) => string = (reason) => reason,
+): string {
   const at = r.commit === undefined ? '' : `commit ${r.commit.slice(0, 12)} `;
-  return `${at}${r.path === undefined ? '' : `${shownPath(r.path)}: `}${r.reason}`;
+  return `${at}${r.path === undefined ? '' : `${showPath(r.path)}: `}${showReason(r.reason)}`;
 }
 
 function sinceSummary(since: NonNullable<LedgerVerification['since']>): string {
