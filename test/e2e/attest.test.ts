@@ -157,6 +157,31 @@ describe('attest: what an approval promotes', () => {
     expect(refused.stderr).toContain('NOT PROMOTED  src/alias.ts');
   });
 
+  it('approves what `git add` stages under core.autocrlf: a file whose indexed blob has CRLF keeps them (git’s “safer autocrlf”), one indexed with LF is converted; the commit of both passes', () => {
+    writeFiles(dir, { 'src/crlf.ts': 'a = 1;\r\nb = 2;\r\n', 'src/lf.ts': 'x = 1;\n' });
+    attestOk(story, dir, 'approve', ['src/crlf.ts', 'src/lf.ts'], { key: 'bob' });
+    gitOk(story, dir, ['add', 'src/crlf.ts', 'src/lf.ts']);
+    expect(commit(story, dir, 'before autocrlf').code).toBe(0);
+    gitOk(story, dir, ['config', 'core.autocrlf', 'true']);
+    try {
+      writeFiles(dir, { 'src/crlf.ts': 'a = 2;\r\nb = 2;\r\n', 'src/lf.ts': 'x = 2;\r\n' });
+      attestOk(story, dir, 'approve', ['src/crlf.ts', 'src/lf.ts'], { key: 'bob' });
+      const approved = ['src/crlf.ts', 'src/lf.ts'].map((f) => checkPath(dir, f).result.gitBlob);
+      gitOk(story, dir, ['add', 'src/crlf.ts', 'src/lf.ts']);
+      expect(approved).toEqual([
+        gitOk(story, dir, ['rev-parse', ':src/crlf.ts']),
+        gitOk(story, dir, ['rev-parse', ':src/lf.ts']),
+      ]);
+      // What each blob holds: the CRLF file as it is, the other converted to LF.
+      expect(gitOk(story, dir, ['cat-file', 'blob', approved[0]!])).toContain('\r');
+      expect(gitOk(story, dir, ['cat-file', 'blob', approved[1]!])).toBe('x = 2;');
+      const committed = commit(story, dir, 'edited under autocrlf');
+      expect(committed.code, committed.stderr).toBe(0);
+    } finally {
+      gitOk(story, dir, ['config', '--unset', 'core.autocrlf']);
+    }
+  });
+
   it('records one statement per file, its subject exactly (path, sha256, gitBlob), on that blob, with the reviewer from the trust root (one statement of all would make the ledger grow with the square of their number)', () => {
     writeFiles(dir, { 'src/one.ts': 'export const one = 1;\n', 'src/two.ts': 'export const two = 2;\n' });
     const files = ['src/one.ts', 'src/two.ts'];
