@@ -126,6 +126,34 @@ describe('pre-commit: governed content', () => {
     expect(refTip(story, dir, 'HEAD')).not.toBe(head);
   });
 
+  it('`git commit -a` and `git commit <path>` run on a temporary index: the advice approves the work-tree content they take, and following it lets the same command through', async () => {
+    stage(dir, { 'src/temp.ts': 'export const t = 1;\n' });
+    await recordVerdict(story, dir, 'src/temp.ts');
+    expect(commit(story, dir, 'first').code).toBe(0);
+    const byPath =
+      '`delegate-git attest --approve <path>` (the work-tree content a commit with paths or -a takes)';
+
+    writeFiles(dir, { 'src/temp.ts': 'export const t = 2;\n' });
+    const all = commit(story, dir, 'all', ['-a']);
+    expect(all.code).not.toBe(0);
+    expect(all.stderr).toContain(byPath);
+    expect(all.stderr).not.toContain('--staged');
+    cliOk(story, dir, ['attest', '--approve', 'src/temp.ts', '--key', OPERATOR, '--yes']);
+    const allAgain = commit(story, dir, 'all', ['-a']);
+    expect(allAgain.code, allAgain.stderr).toBe(0);
+
+    // Other content staged than the work tree's: `git commit <path>` takes the work tree's, which the advice approves.
+    stage(dir, { 'src/temp.ts': 'export const t = 3;\n' });
+    writeFiles(dir, { 'src/temp.ts': 'export const t = 4;\n' });
+    const named = commit(story, dir, 'named', ['--', 'src/temp.ts']);
+    expect(named.code).not.toBe(0);
+    expect(named.stderr).toContain(byPath);
+    cliOk(story, dir, ['attest', '--approve', 'src/temp.ts', '--key', OPERATOR, '--yes']);
+    const namedAgain = commit(story, dir, 'named', ['--', 'src/temp.ts']);
+    expect(namedAgain.code, namedAgain.stderr).toBe(0);
+    expect(gitOk(story, dir, ['show', 'HEAD:src/temp.ts'])).toBe('export const t = 4;');
+  });
+
   it('names a file whose name holds a line break on one line, C-quoted as git quotes it; its verdict lets it through', async () => {
     const name = 'src/new\nNOT PROMOTED  src/spoof.ts';
     stage(dir, { [name]: 'export const b = 2;\n', 'src/plain name.ts': 'export const c = 3;\n' });

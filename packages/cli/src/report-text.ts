@@ -1,11 +1,15 @@
 import { type CheckReport, type CheckResult, isGovernanceFile, type Policy } from '@delegate-git/core';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 
+/** Which content a report judged: the paths' (work tree or revision), the index's, or a commit's temporary index's. */
+export type Judged = 'paths' | 'index' | 'temporary index';
+
 /**
- * One line per file, the reason under each refusal, what to do, and a summary line. `staged`: the report judged the
- * index, so an approval must be of the staged content.
+ * One line per file, the reason under each refusal, what to do, and a summary line. The advice approves the content
+ * judged: the staged content for the index; for the temporary index `git commit -a` or `git commit <path>` stages
+ * (dropped once the commit is refused), the work tree's, which those commits take.
  */
-export function renderReport(report: CheckReport, opts: { staged?: boolean } = {}): string {
+export function renderReport(report: CheckReport, judged: Judged = 'paths'): string {
   const out: string[] = [];
   const governed = report.results.filter((r) => r.governed);
   for (const r of report.results) {
@@ -27,7 +31,7 @@ export function renderReport(report: CheckReport, opts: { staged?: boolean } = {
     `${governed.length} governed file(s): ${governed.length - refused.length} promoted, ${refused.length} refused` +
       ` (policy and trust root from ${report.source})`,
   );
-  if (refused.length > 0) out.push(...promotionAdvice(refused, report.policy, opts.staged === true));
+  if (refused.length > 0) out.push(...promotionAdvice(refused, report.policy, judged));
   if (report.deletions.some((d) => d.blocks)) {
     out.push(
       'To keep a file: restore it (`git restore --staged --worktree <path>`). A protected path may be deleted once a',
@@ -38,10 +42,13 @@ export function renderReport(report: CheckReport, opts: { staged?: boolean } = {
 }
 
 /** What promotes the refused files: only what can (a verdict never promotes a governance file, nor under requireReview). */
-function promotionAdvice(refused: CheckResult[], policy: Policy | null, staged: boolean): string[] {
-  const approve = staged
-    ? '`delegate-git attest --approve --staged` (the staged content, as it will be committed)'
-    : '`delegate-git attest --approve <path>`';
+function promotionAdvice(refused: CheckResult[], policy: Policy | null, judged: Judged): string[] {
+  const approve = {
+    paths: '`delegate-git attest --approve <path>`',
+    index: '`delegate-git attest --approve --staged` (the staged content, as it will be committed)',
+    'temporary index':
+      '`delegate-git attest --approve <path>` (the work-tree content a commit with paths or -a takes)',
+  }[judged];
   const verdictPromotes =
     policy === null || (!policy.requireReview && refused.some((r) => !isGovernanceFile(policy, r.path)));
   // The threshold applies under requireReview and to the governance files; otherwise one approval promotes.

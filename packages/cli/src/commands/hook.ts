@@ -1,7 +1,10 @@
 // Only the quick path is loaded up front: most commits stage nothing governed (or only what was already found
 // promoted), and the hook runs on every one.
 
+import { realpathSync } from 'node:fs';
+import path from 'node:path';
 import { type QuickAnswer, quickPreCommit, rememberIndexTree } from '@delegate-git/core/quiet-commit';
+import type { Repository } from '@delegate-git/core/repository';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Given, type Io, parseCommandArgs, usageError } from '../command.js';
 import { renderReport } from '../report-text.js';
@@ -81,7 +84,7 @@ async function preCommit(
       for (const d of report.deletions) io.err(`delegate-git: deleted (governed) ${shownPath(d.path)}\n`);
       return 0;
     }
-    io.err(prefixLines(renderReport(report, { staged: true })));
+    io.err(prefixLines(renderReport(report, onTemporaryIndex(repo, io.env) ? 'temporary index' : 'index')));
     if (report.mode === 'warn') {
       io.err(
         'delegate-git: policy mode is "warn": the commit goes through; these files would be refused under "enforce",\n' +
@@ -152,6 +155,23 @@ async function preReceive(io: Io): Promise<number> {
 async function sizeThreadPool(): Promise<void> {
   const { availableParallelism } = await import('node:os');
   process.env.UV_THREADPOOL_SIZE ??= String(Math.max(1, availableParallelism() - 1));
+}
+
+/**
+ * `git commit -a`, `--include` and `git commit <path>` run the hook on a temporary index (GIT_INDEX_FILE names it
+ * instead of the index itself), dropped when the commit is refused: `attest --staged` would then read other content.
+ */
+function onTemporaryIndex(repo: Repository, env: NodeJS.ProcessEnv): boolean {
+  if (!env.GIT_INDEX_FILE) return false;
+  const real = (file: string) => {
+    try {
+      return realpathSync(file);
+    } catch {
+      return file;
+    }
+  };
+  const named = path.resolve(repo.layout.topLevel ?? repo.cwd, env.GIT_INDEX_FILE);
+  return real(named) !== real(path.join(repo.layout.gitDir, 'index'));
 }
 
 function prefixLines(text: string): string {
