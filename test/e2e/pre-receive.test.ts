@@ -196,6 +196,33 @@ describe('pre-receive: content and the ledger', () => {
     expect(accepted.code, accepted.stderr).toBe(0);
   });
 
+  it('refuses a copy of a signed record made without a key (its signature entry repeated), as verify does; the original alone is accepted', () => {
+    const blob = stageFile(work, 'src/copied.ts', 'export const copied = 1;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/copied.ts', '--yes']);
+    const honest = refTip(story, work, LEDGER)!;
+    const [line] = noteLines(story, work, blob);
+    const entry = /"signatures":\[(\{[^\]]+\})\]/.exec(line!)![1]!;
+    const padded = line!.replace(/\]\}$/, `,${entry}]}`);
+    gitOk(story, work, ['notes', '--ref=delegations', 'append', '-m', padded, blob]);
+    expect(noteLines(story, work, blob)).toHaveLength(2);
+    expect(commit(story, work, 'a record and its copy').code).toBe(0);
+
+    const verified = cli(story, work, ['verify', '--json']);
+    const invalid = (JSON.parse(verified.stdout) as { invalid: Array<{ blob: string; reason: string }> })
+      .invalid;
+    expect(invalid).toEqual([
+      expect.objectContaining({ blob, reason: expect.stringContaining('2 signatures') }),
+    ]);
+    const refused = gitRun(story, work, ATOMIC);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`refused refs/notes/delegations: note on blob ${blob.slice(0, 12)}:`);
+    expect(refused.stderr).toContain('2 signatures');
+
+    gitOk(story, work, ['update-ref', LEDGER, honest]);
+    const accepted = gitRun(story, work, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+
   it('refuses a fast-forward ledger update that drops a line; the ledger on the server keeps it', () => {
     const blob = stageFile(work, 'src/dropped.ts', 'export const dropped = 1;\n');
     cliOk(story, work, ['attest', '--approve', 'src/dropped.ts', '--yes']);

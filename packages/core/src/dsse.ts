@@ -109,6 +109,13 @@ export function readEnvelope(line: string): ReadEnvelope {
   }
   if (typeof payload !== 'string') return { ok: false, reason: 'payload is not a string' };
   if (!Array.isArray(signatures) || signatures.length === 0) return { ok: false, reason: 'no signatures' };
+  // A record is signed by one key. Other entries would be ignored once one verifies, so anyone could copy a record
+  // into a new line (the entry repeated, a bogus one added) that counts again in every tally, no key needed.
+  if (signatures.length > 1)
+    return {
+      ok: false,
+      reason: `${signatures.length} signatures: a record carries exactly one (its signer's); anyone can add entries to a signed line`,
+    };
   for (const s of signatures) {
     if (
       !isObject(s) ||

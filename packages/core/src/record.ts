@@ -167,7 +167,7 @@ function signaturesOf(record: LedgerRecord, trustRoot: TrustRoot): RecordSignatu
   });
 }
 
-/** The first signature that verifies under a key allowed to sign the record wins; else the last reason heard. */
+/** Whether the record's signature (decoding refuses a line with more than one) verifies under a key allowed to sign it. */
 function trustOf(
   record: LedgerRecord,
   signatures: RecordSignature[],

@@ -34,7 +34,11 @@ export async function worktreeBlobs(
       .filter(Boolean);
   // Staged as `git add` would where it can be (a name git lists in other bytes than given is hashed instead).
   const fileIds =
-    files.length === 0 ? [] : opts.write ? await stagedIds(top, files, opts.env).catch(hashed) : await hashed();
+    files.length === 0
+      ? []
+      : opts.write
+        ? await stagedIds(top, files, opts.env).catch(hashed)
+        : await hashed();
   let next = 0;
   const ids: Array<string | null> = [];
   for (const [i, p] of paths.entries()) {

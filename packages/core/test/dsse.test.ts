@@ -288,9 +288,16 @@ describe('the usual line read by its shape gives what the general reading gives'
     }
     // The signed lines and the few variants that stay canonical (an empty keyid, a changed payload).
     expect(usual).toBeGreaterThanOrEqual(lines.length + 3);
-    // Control: a canonical line of another shape (two signatures) is valid, read the general way.
+    // A canonical line of another shape (two signatures) is read the general way, which refuses it: anyone could add
+    // an entry to a signed line and so copy the record into a new line that verifies.
     expect(readUsualEnvelope(twoSignatures)).toBeNull();
-    expect(readEnvelope(twoSignatures).ok).toBe(true);
-    expect(decodeEnvelopeLine(twoSignatures).ok).toBe(true);
+    expect(readEnvelope(twoSignatures)).toEqual({
+      ok: false,
+      reason:
+        "2 signatures: a record carries exactly one (its signer's); anyone can add entries to a signed line",
+    });
+    expect(decodeEnvelopeLine(twoSignatures).ok).toBe(false);
+    // Control: the same line with its one signature is valid, read either way.
+    expect(readEnvelope(line).ok).toBe(true);
   });
 });

@@ -265,13 +265,20 @@ describe('verifyRecord', () => {
         ).toBe("signer future's key was not yet valid when the record was made");
       });
 
-      it('accepts a record when any one signature counts, and reports the refusal when none does', async () => {
-        const good = JSON.parse(verdictLine(alice, [file])).signatures[0];
+      it('refuses a record with more than one signature entry, though one counts (a copy anyone could make); with its own alone it counts', async () => {
+        const line = verdictLine(alice, [file]);
+        const good = JSON.parse(line).signatures[0];
         const stranger = JSON.parse(verdictLine(mallory, [file])).signatures[0];
-        const line = withSignatures(verdictLine(alice, [file]), [stranger, good]);
         expect(await judge(line, backend)).toBe('ok by alice');
+        for (const signatures of [
+          [stranger, good],
+          [good, good],
+        ]) {
+          const decoded = decodeRecord(withSignatures(line, signatures));
+          expect(decoded.ok ? 'decoded' : decoded.reason).toMatch(/^2 signatures: /);
+        }
         const bad = { ...good, sig: Buffer.alloc(64).toString('base64') };
-        expect(await judge(withSignatures(line, [stranger, bad]), backend)).toBe(
+        expect(await judge(withSignatures(line, [bad]), backend)).toBe(
           'the signature by alice does not verify',
         );
       });
