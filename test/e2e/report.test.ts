@@ -295,7 +295,14 @@ describe('report --json', () => {
       delegationsWithUsage: 4,
     });
     // a1, c2, d1 by verdict; a2 and init's policy and key file by review; b1 by both; c1 rejected.
-    expect(report.promotions).toEqual({ total: 8, byVerdict: 3, byReview: 3, byBoth: 1, rejected: 1 });
+    expect(report.promotions).toEqual({
+      total: 8,
+      byVerdict: 3,
+      byReview: 3,
+      byBoth: 1,
+      rejected: 1,
+      notPromoted: 0,
+    });
   });
 
   test('a record of a key removed from the trust root stops counting (control for the counts above)', () => {
@@ -313,6 +320,37 @@ describe('report --json', () => {
   });
 });
 
+describe('report counts file versions as the gates judge them', () => {
+  test('under requireReview with a threshold of 2, no verdict and no single approval promotes: the same records count as refused', () => {
+    const policyFile = path.join(dir, POLICY_PATH);
+    const saved = fs.readFileSync(policyFile, 'utf8');
+    fs.writeFileSync(
+      policyFile,
+      `${JSON.stringify({ ...JSON.parse(saved), requireReview: true, reviewThreshold: 2 }, null, 2)}\n`,
+    );
+    try {
+      const report = JSON.parse(cliOk(story, dir, ['report', '--json']).stdout);
+      // The verdicts and the single approvals (b1, a2, and init's of the policy and its key file) promote nothing now;
+      // c1 stays rejected.
+      expect(report.promotions).toEqual({
+        total: 8,
+        byVerdict: 0,
+        byReview: 0,
+        byBoth: 0,
+        rejected: 1,
+        notPromoted: 7,
+      });
+      // Control: the delegations themselves are counted as before.
+      expect(report.delegations.total).toBe(5);
+      expect(cliOk(story, dir, ['report']).stdout).toContain(
+        'File versions promoted (as the gates judge them now): 0 by verdict, 0 by review, 0 by both; refused: 1 rejected, 7 otherwise',
+      );
+    } finally {
+      fs.writeFileSync(policyFile, saved);
+    }
+  });
+});
+
 describe('report (text)', () => {
   test('a readable summary with the same numbers', () => {
     const run = cliOk(story, dir, ['report']);
@@ -325,7 +363,9 @@ describe('report (text)', () => {
     expect(text).toMatch(/^ {2}bob\s+3\s+2\s+0\s+0$/m);
     expect(text).toMatch(/^ {2}2026-11-02\s+1\s+0\s+1\s+0\.0%\s+100\.0%\s+2\s+900$/m);
     expect(text).toContain('Tokens spent locally: 4,650 (3,900 prompt + 750 completion)');
-    expect(text).toContain('File versions promoted: 3 by verdict, 3 by review, 1 by both; 1 rejected');
+    expect(text).toContain(
+      'File versions promoted (as the gates judge them now): 3 by verdict, 3 by review, 1 by both; refused: 1 rejected, 0 otherwise',
+    );
     expect(text).toContain('signed by a key that is not in the trust root');
   });
 

@@ -451,7 +451,7 @@ function ringSegment(cx: number, cy: number, outer: number, inner: number, from:
 
 export function promotionChart(stats: LedgerStats): string {
   const p = stats.promotions;
-  if (p.total === 0) return empty('No file version has been promoted or rejected yet.');
+  if (p.total === 0) return empty('No record is about a file version yet.');
   const parts = [
     {
       cls: 'v-UNIT_PASSED',
@@ -462,9 +462,15 @@ export function promotionChart(stats: LedgerStats): string {
     { cls: 'both', value: p.byBoth, name: 'by verdict and review', detail: 'passed and approved' },
     { cls: 'approve', value: p.byReview, name: 'by review', detail: 'approved by a reviewer' },
     { cls: 'reject', value: p.rejected, name: 'rejected', detail: 'a reviewer refused it' },
+    {
+      cls: 'v-UNIT_UNVERIFIED',
+      value: p.notPromoted,
+      name: 'not promoted',
+      detail: 'a failing verdict, or fewer approvals than the policy asks',
+    },
   ];
-  const height = 232;
-  const [cx, cy, outer, inner] = [112, 116, 100, 64];
+  const height = 272;
+  const [cx, cy, outer, inner] = [112, 136, 100, 64];
   let angle = 0;
   const slices = parts
     .filter((s) => s.value > 0)
@@ -492,7 +498,7 @@ export function promotionChart(stats: LedgerStats): string {
       'chart-promotions',
       height,
       'File versions promoted by verdict and by review',
-      `${num(p.total)} distinct file versions (path and content) that a valid record promotes or rejects.`,
+      `${num(p.total)} distinct file versions (path and content) a valid record is about, judged by the promotion rule under the policy in force.`,
     ) +
     slices +
     center +

@@ -2,15 +2,16 @@
  * The ledger as an accounting (`report`, `log`). Every distinct envelope line is judged once against one trust root
  * (a record sits on the note of each of its subjects' blobs, so the same line is met several times), then folded
  * into counts: delegations by verdict, per model, per signer, per day; tokens spent on local workers; and which
- * file versions were promoted by a passing verdict, by a review, or both.
+ * file versions the promotion rule (promotion.ts, with the policy in force) promotes by a passing verdict, by a
+ * review, or both, and which it refuses.
  *
  * Only the fields the promotion rule needs are required in a record (DESIGN 3.2); everything this module reads
  * beyond them (worker, verification) is informative and may be absent when another tool wrote the record.
  */
 import { createHash } from 'node:crypto';
 import type { Ed25519Backend } from './ed25519.js';
-import { countingAt, type JudgedRecord } from './promotion.js';
-import { decodeRecord, type LedgerRecord, verifyRecord } from './record.js';
+import { countingAt, type JudgedRecord, type PromotionRules, promotionOf } from './promotion.js';
+import { decodeRecord, type LedgerRecord, type RecordTrust, verifyRecord } from './record.js';
 import { VERDICTS, type VerdictName } from './statement.js';
 import type { TrustRoot } from './trust-root.js';
 
@@ -19,6 +20,8 @@ export interface LedgerJudge {
   trustRoot: TrustRoot;
   repositoryId: string;
   backend?: Ed25519Backend;
+  /** The promotion rules of a path (judge.ts rulesFor); by default one approval or a passing verdict promotes. */
+  rulesOf?: (path: string) => PromotionRules;
 }
 
 /** One distinct envelope line, decoded (when it decodes) and judged. */
@@ -38,6 +41,8 @@ export interface JudgedLine {
   notCounted: boolean;
   /** Name of the trusted key that signed it (also for a refused record, when the key is known). */
   signer: string | null;
+  /** How the record counts (as promotion weighs it); null when the line is no record. */
+  trust: RecordTrust | null;
   /** 'signature verified', or why the record does not count. */
   reason: string;
 }
@@ -75,6 +80,7 @@ export async function* judgeDistinctLines(
           valid: false,
           notCounted: false,
           signer: null,
+          trust: null,
           reason,
         };
         continue;
@@ -113,6 +119,7 @@ function judgeRecord(
     valid: trust.ok,
     notCounted: !verified.ok && verified.verified === true,
     signer: verified.signer?.name ?? null,
+    trust,
     reason: trust.ok ? VERIFIED_REASON : trust.reason,
   };
 }
@@ -218,16 +225,20 @@ export interface DayStats {
   tokens: number;
 }
 
+/** File versions as the promotion rule judges them under the policy in force (promotion.ts), as the gates would. */
 export interface PromotionCounts {
-  /** Distinct file versions (path, sha256) some valid record promotes or rejects. */
+  /** Distinct file versions (path, content) some valid record is about. */
   total: number;
-  /** Promoted by a UNIT_PASSED verdict and by no approval. */
+  /** Promoted by a passing verdict, with no approval counting. */
   byVerdict: number;
-  /** Promoted by an approval and by no passing verdict. */
+  /** Promoted by approvals (as many as the policy asks), with no passing verdict on it. */
   byReview: number;
+  /** Promoted by approvals, and a passing verdict is on it too. */
   byBoth: number;
-  /** A valid rejection names them: they are not promoted, whatever else covers them. */
+  /** Refused by a reviewer's standing rejection. */
   rejected: number;
+  /** Refused otherwise: a failing verdict only, fewer approvals than the policy asks, or a verdict where only reviews promote. */
+  notPromoted: number;
 }
 
 export interface LedgerStats {
@@ -271,9 +282,10 @@ function ratio(part: number, whole: number): number | null {
 }
 
 const FAILED_VERDICTS: ReadonlySet<VerdictName> = new Set(['UNIT_FAILED', 'INCOHERENT', 'CONTRACT_MODIFIED']);
-const PROMOTED_BY_VERDICT = 1;
-const PROMOTED_BY_REVIEW = 2;
-const REJECTED = 4;
+/** The policy's defaults: one approval, or a passing verdict, promotes. */
+const ANY_ONE: PromotionRules = { requireReview: false, reviewThreshold: 1 };
+const EMPTY = Buffer.alloc(0);
+const NO_ENVELOPE = { payload: '', payloadType: '', signatures: [] };
 
 /** Folds judged lines into LedgerStats. Pure: feed it lines in any order, read result() at any point. */
 export class LedgerStatsAccumulator {
@@ -289,8 +301,10 @@ export class LedgerStatsAccumulator {
   private readonly signers = new Map<string, SignerStats>();
   private readonly days = new Map<string, DayStats>();
   private readonly tokens = zeroTokens();
-  /** `path\0sha256` → PROMOTED_BY_VERDICT | PROMOTED_BY_REVIEW | REJECTED bits. */
-  private readonly fileVersions = new Map<string, number>();
+  /** `path\0sha256\0gitBlob` → the valid records about that file version, kept to what the promotion rule reads. */
+  private readonly fileVersions = new Map<string, JudgedRecord[]>();
+
+  constructor(private readonly rulesOf: (path: string) => PromotionRules = () => ANY_ONE) {}
 
   add(judged: JudgedLine): void {
     this.lines++;
@@ -311,7 +325,7 @@ export class LedgerStatsAccumulator {
       day.reviews++;
       if (record.decision === 'approve') signer.approvals++;
       else signer.rejections++;
-      this.mark(record, record.decision === 'approve' ? PROMOTED_BY_REVIEW : REJECTED);
+      this.remember(record, judged.trust!);
       return;
     }
     const { verdict } = record;
@@ -344,20 +358,13 @@ export class LedgerStatsAccumulator {
     day.promptTokens += prompt;
     day.completionTokens += completion;
     day.tokens += prompt + completion;
-    if (passed) this.mark(record, PROMOTED_BY_VERDICT);
+    this.remember(record, judged.trust!);
   }
 
   result(): LedgerStats {
     const delegations = VERDICTS.reduce((sum, v) => sum + this.byVerdict[v], 0);
     const passed = this.byVerdict.UNIT_PASSED;
-    const promotions: PromotionCounts = { total: 0, byVerdict: 0, byReview: 0, byBoth: 0, rejected: 0 };
-    for (const bits of this.fileVersions.values()) {
-      promotions.total++;
-      if (bits & REJECTED) promotions.rejected++;
-      else if (bits === (PROMOTED_BY_VERDICT | PROMOTED_BY_REVIEW)) promotions.byBoth++;
-      else if (bits === PROMOTED_BY_VERDICT) promotions.byVerdict++;
-      else promotions.byReview++;
-    }
+    const promotions = this.promotions();
     const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
     return {
       lines: this.lines,
@@ -404,11 +411,53 @@ export class LedgerStatsAccumulator {
     };
   }
 
-  private mark(record: LedgerRecord, bit: number): void {
-    for (const s of record.subjects) {
-      const key = `${s.path}\0${s.sha256}`;
-      this.fileVersions.set(key, (this.fileVersions.get(key) ?? 0) | bit);
+  /**
+   * Kept per subject, slimmed to what promotionOf reads (kind, outcome, date, that subject): the predicates of a large
+   * ledger are not held.
+   */
+  private remember(record: LedgerRecord, trust: RecordTrust): void {
+    for (const subject of record.subjects) {
+      const key = `${subject.path}\0${subject.sha256}\0${subject.gitBlob}`;
+      const slim = {
+        ...record,
+        line: '',
+        envelope: NO_ENVELOPE,
+        body: EMPTY,
+        predicate: {},
+        subjects: [subject],
+      };
+      let records = this.fileVersions.get(key);
+      if (!records) this.fileVersions.set(key, (records = []));
+      records.push({ record: slim, trust });
     }
+  }
+
+  private promotions(): PromotionCounts {
+    const counts: PromotionCounts = {
+      total: 0,
+      byVerdict: 0,
+      byReview: 0,
+      byBoth: 0,
+      rejected: 0,
+      notPromoted: 0,
+    };
+    for (const [key, records] of this.fileVersions) {
+      const [path, sha256, gitBlob] = key.split('\0') as [string, string, string];
+      const judged = promotionOf({ path, sha256, gitBlob }, records, this.rulesOf(path));
+      counts.total++;
+      if (!judged.promoted) {
+        if (judged.reason.startsWith('rejected by ')) counts.rejected++;
+        else counts.notPromoted++;
+        continue;
+      }
+      const passedToo = records.some(
+        (r) => r.trust.ok && r.record.kind === 'verdict' && r.record.verdict === 'UNIT_PASSED',
+      );
+      if (!judged.reason.startsWith('approved by ')) counts.byVerdict++;
+      else if (passedToo) counts.byBoth++;
+      else counts.byReview++;
+    }
+    return counts;
   }
 
   private model(name: string): ModelStats {
@@ -467,7 +516,7 @@ export async function collectLedgerStats(
   entries: AsyncIterable<{ annotated: string; lines: readonly string[] }>,
   judge: LedgerJudge,
 ): Promise<LedgerStats> {
-  const accumulator = new LedgerStatsAccumulator();
+  const accumulator = new LedgerStatsAccumulator(judge.rulesOf);
   for await (const judged of judgeDistinctLines(entries, judge)) accumulator.add(judged);
   return accumulator.result();
 }

@@ -214,7 +214,14 @@ describe('collectLedgerStats', () => {
       delegationsWithUsage: 4,
     });
     // a1: verdict only; b1: verdict and approval; a2: approval only (its verdicts did not pass); c1: rejected.
-    expect(stats.promotions).toEqual({ total: 4, byVerdict: 1, byReview: 1, byBoth: 1, rejected: 1 });
+    expect(stats.promotions).toEqual({
+      total: 4,
+      byVerdict: 1,
+      byReview: 1,
+      byBoth: 1,
+      rejected: 1,
+      notPromoted: 0,
+    });
   });
 
   it('counts a line once however many notes carry it, and a line on another blob once too', async () => {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { collectLedgerStats, type LedgerStats, Repository, VERDICTS } from '@delegate-git/core';
+import { collectLedgerStats, type LedgerStats, Repository, rulesFor, VERDICTS } from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import { VERSION } from '../main.js';
@@ -46,6 +46,8 @@ export default {
       stats = await collectLedgerStats(ledgerTip ? repo.ledger.entries(ledgerTip) : noEntries(), {
         trustRoot: governance.trustRoot,
         repositoryId: governance.policy.repositoryId,
+        // File versions counted as the gates judge them, policy and governance files included.
+        rulesOf: (file) => rulesFor(file, governance).rules,
       });
     } finally {
       await repo.close();
@@ -192,8 +194,8 @@ export function renderReportText(
     '',
     `Tokens spent locally: ${num(t.total)} (${num(t.prompt)} prompt + ${num(t.completion)} completion) over ` +
       `${num(t.delegationsWithUsage)} delegation(s) reporting usage; worker time ${seconds(t.workerMs)}`,
-    `File versions promoted: ${num(p.byVerdict)} by verdict, ${num(p.byReview)} by review, ${num(p.byBoth)} by both; ` +
-      `${num(p.rejected)} rejected`,
+    `File versions promoted (as the gates judge them now): ${num(p.byVerdict)} by verdict, ${num(p.byReview)} by ` +
+      `review, ${num(p.byBoth)} by both; refused: ${num(p.rejected)} rejected, ${num(p.notPromoted)} otherwise`,
   );
   const reasons = Object.entries(stats.invalid.reasons);
   if (reasons.length > 0) {
