@@ -426,9 +426,9 @@ export class LedgerStatsAccumulator {
         predicate: {},
         subjects: [subject],
       };
-      let records = this.fileVersions.get(key);
-      if (!records) this.fileVersions.set(key, (records = []));
-      records.push({ record: slim, trust });
+      const records = this.fileVersions.get(key);
+      if (records) records.push({ record: slim, trust });
+      else this.fileVersions.set(key, [{ record: slim, trust }]);
     }
   }
 
