@@ -105,6 +105,8 @@ describe('a whole-file block creates a file', () => {
       model: 'local-model',
       reportedModel: 'gpt-4o (human-reviewed)',
     });
+    // The server reported its usage: the counts are its own, and not marked as estimates.
+    expect(statement?.predicate.worker).not.toHaveProperty('tokensEstimated');
     expect(statement?.subject).toEqual([
       { name: 'src/created.js', digest: { sha256: receipt?.files[0]?.sha256, gitBlob: blob } },
     ]);
@@ -136,6 +138,23 @@ describe('a whole-file block creates a file', () => {
     expect(user).toContain('Task: create a module');
     expect(user).toContain('Target Files:\n- src/created.js');
     expect(user).toContain('Verification Command:\ntrue');
+  });
+
+  test('a server that reports no usage: the record says its token counts are the client’s estimate', async () => {
+    worker.enqueue({
+      content: fileBlock('src/estimated.js', 'export const estimated = 1;'),
+      usage: null,
+    });
+    const { code } = await repo.delegate({
+      taskName: 'create another module',
+      instruction: 'Export a constant named estimated.',
+      targetFiles: ['src/estimated.js'],
+      runVerification: 'true',
+    });
+    expect(code).toBe(0);
+    const [statement] = repo.ledger(repo.gitText(['hash-object', 'src/estimated.js']));
+    expect(statement?.predicate.worker).toMatchObject({ tokensEstimated: true });
+    expect((statement?.predicate.worker as { completionTokens: number }).completionTokens).toBeGreaterThan(1);
   });
 });
 

@@ -211,16 +211,36 @@ describe('report --json', () => {
         2,
         1,
         1,
-        { prompt: 1700, completion: 250, total: 1950, workerMs: 5000, delegationsWithUsage: 2 },
+        {
+          prompt: 1700,
+          completion: 250,
+          total: 1950,
+          workerMs: 5000,
+          delegationsWithUsage: 2,
+          delegationsEstimated: 0,
+        },
       ],
       [
         'qwen2.5-coder',
         2,
         1,
         0,
-        { prompt: 2200, completion: 500, total: 2700, workerMs: 9000, delegationsWithUsage: 2 },
+        {
+          prompt: 2200,
+          completion: 500,
+          total: 2700,
+          workerMs: 9000,
+          delegationsWithUsage: 2,
+          delegationsEstimated: 0,
+        },
       ],
-      ['(unknown)', 1, 1, 0, { prompt: 0, completion: 0, total: 0, workerMs: 0, delegationsWithUsage: 0 }],
+      [
+        '(unknown)',
+        1,
+        1,
+        0,
+        { prompt: 0, completion: 0, total: 0, workerMs: 0, delegationsWithUsage: 0, delegationsEstimated: 0 },
+      ],
     ]);
     expect(
       report.bySigner.map(
@@ -293,6 +313,7 @@ describe('report --json', () => {
       total: 4650,
       workerMs: 14000,
       delegationsWithUsage: 4,
+      delegationsEstimated: 0,
     });
     // a1, c2, d1 by verdict; a2 and init's policy and key file by review; b1 by both; c1 rejected.
     expect(report.promotions).toEqual({

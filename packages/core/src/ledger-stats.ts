@@ -132,12 +132,17 @@ export interface WorkerInfo {
   endpointHost: string | null;
   promptTokens: number | null;
   completionTokens: number | null;
+  /** The counts are the client's estimate (the server reported none), not the server's. */
+  tokensEstimated: boolean;
   durationMs: number | null;
 }
 
-/** A count read from a record: a finite non-negative number, else null (absent, or written oddly by some tool). */
+/**
+ * A count read from a record: a whole number from 0 to 2^53-1, as the writer keeps them (formats.md), else null
+ * (absent, or written oddly by some tool: a fraction or a huge number would make every sum wrong).
+ */
 function count(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null;
+  return Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : null;
 }
 
 function text(value: unknown): string | null {
@@ -157,6 +162,7 @@ export function workerOf(predicate: Record<string, unknown>): WorkerInfo {
     endpointHost: text(field(worker, 'endpointHost')),
     promptTokens: count(field(worker, 'promptTokens')),
     completionTokens: count(field(worker, 'completionTokens')),
+    tokensEstimated: field(worker, 'tokensEstimated') === true,
     durationMs: count(field(worker, 'durationMs')),
   };
 }
@@ -185,8 +191,10 @@ export interface TokenTotals {
   total: number;
   /** Time the workers took, summed (ms). */
   workerMs: number;
-  /** Delegations whose record reports token usage. */
+  /** Delegations whose record reports token usage (the server's counts; what the others hold is not summed). */
   delegationsWithUsage: number;
+  /** Delegations whose counts the client estimated, the server sending none (`worker.tokensEstimated`): not summed. */
+  delegationsEstimated: number;
 }
 
 export interface ModelStats {
@@ -274,7 +282,14 @@ function zeroVerdicts(): VerdictCounts {
 }
 
 function zeroTokens(): TokenTotals {
-  return { prompt: 0, completion: 0, total: 0, workerMs: 0, delegationsWithUsage: 0 };
+  return {
+    prompt: 0,
+    completion: 0,
+    total: 0,
+    workerMs: 0,
+    delegationsWithUsage: 0,
+    delegationsEstimated: 0,
+  };
 }
 
 function ratio(part: number, whole: number): number | null {
@@ -345,15 +360,18 @@ export class LedgerStatsAccumulator {
     day.passed += passed;
     day.flaky += flaky;
     if (FAILED_VERDICTS.has(verdict)) day.failed++;
-    const prompt = worker.promptTokens ?? 0;
-    const completion = worker.completionTokens ?? 0;
+    // An estimate is no count of what was spent: it is counted apart, never summed with the servers' counts.
+    const reported = !worker.tokensEstimated;
+    const prompt = reported ? (worker.promptTokens ?? 0) : 0;
+    const completion = reported ? (worker.completionTokens ?? 0) : 0;
     const hasUsage = worker.promptTokens !== null || worker.completionTokens !== null ? 1 : 0;
     for (const t of [this.tokens, model.tokens]) {
       t.prompt += prompt;
       t.completion += completion;
       t.total += prompt + completion;
       t.workerMs += worker.durationMs ?? 0;
-      t.delegationsWithUsage += hasUsage;
+      if (reported) t.delegationsWithUsage += hasUsage;
+      else t.delegationsEstimated++;
     }
     day.promptTokens += prompt;
     day.completionTokens += completion;

@@ -156,6 +156,7 @@ describe('collectLedgerStats', () => {
       total: 520,
       workerMs: 2000,
       delegationsWithUsage: 2,
+      delegationsEstimated: 0,
     });
     expect(stats.bySigner.map((s) => [s.signer, s.delegations, s.passed, s.approvals, s.rejections])).toEqual(
       [
@@ -212,6 +213,7 @@ describe('collectLedgerStats', () => {
       total: 820,
       workerMs: 5500,
       delegationsWithUsage: 4,
+      delegationsEstimated: 0,
     });
     // a1: verdict only; b1: verdict and approval; a2: approval only (its verdicts did not pass); c1: rejected.
     expect(stats.promotions).toEqual({
@@ -315,9 +317,39 @@ describe('collectLedgerStats', () => {
       total: 0,
       workerMs: 0,
       delegationsWithUsage: 0,
+      delegationsEstimated: 0,
     });
     expect(stats.delegations.flaky).toBe(0);
     expect(stats.last).toBe('2026-11-28T10:00:00.5Z');
+  });
+
+  it('keeps token counts the client estimated apart, and sums only whole counts a sum can hold', async () => {
+    const worker = (extra: Record<string, unknown>) =>
+      signedLine(
+        alice,
+        verdictStatement([a1], {
+          verdict: 'UNIT_PASSED',
+          repository: { id: TEST_REPOSITORY_ID },
+          createdAt: '2026-11-28T09:00:00Z',
+          worker: { model: 'm', promptTokens: 300, completionTokens: 40, ...extra },
+        }),
+      );
+    const reported = worker({});
+    const estimated = worker({ promptTokens: 423, completionTokens: 1, tokensEstimated: true });
+    const huge = worker({ promptTokens: 1e308, completionTokens: 0.5 });
+    async function* notes() {
+      yield { annotated: a1.gitBlob, lines: [reported, estimated, huge] };
+    }
+    const stats = await collectLedgerStats(notes(), judge);
+    expect(stats.delegations.total).toBe(3);
+    // Only the server's whole counts are summed; the estimate is counted apart, the odd numbers not at all.
+    expect(stats.tokens).toMatchObject({
+      prompt: 300,
+      completion: 40,
+      total: 340,
+      delegationsWithUsage: 1,
+      delegationsEstimated: 1,
+    });
   });
 
   it('an empty ledger gives zeros and no rates', () => {

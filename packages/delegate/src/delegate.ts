@@ -623,6 +623,8 @@ function verdictPredicate(
       ...(r.worker.model !== configuredModel ? { reportedModel: r.worker.model } : {}),
       promptTokens: r.tokens.prompt,
       completionTokens: r.tokens.completion,
+      // The server sent no usage: these are the client's estimate, and say so.
+      ...(r.tokens.counted ? { tokensEstimated: true } : {}),
       durationMs: r.worker.durationMs,
     },
     repository: { id: governance.policy.repositoryId, ...(baseCommit ? { baseCommit } : {}) },

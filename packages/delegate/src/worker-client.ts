@@ -337,10 +337,8 @@ class ReplyCollector {
       ? { ...this.serverUsage, counted: false }
       : {
           prompt: estimateTokens(req.messages.reduce((sum, m) => sum + m.content.length, 0)),
-          completion:
-            this.tokenChunks > 0
-              ? this.tokenChunks
-              : estimateTokens(this.content.length + this.reasoningChars),
+          // One chunk a token is the usual stream, but a server may send the whole reply in one: the larger.
+          completion: Math.max(this.tokenChunks, estimateTokens(this.content.length + this.reasoningChars)),
           counted: true,
         };
     return {

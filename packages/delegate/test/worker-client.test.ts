@@ -520,11 +520,11 @@ describe('callWorker: a reported usage is taken only when its numbers are token 
       await server.close();
     }
   }
-  // What the client counts itself when it has no usage to take: the prompt's characters / 4, and one token per
-  // streamed piece (streaming) or the answer's characters / 4 (one JSON completion).
-  const estimate = (json: boolean) => ({
+  // What the client counts itself when it has no usage to take: the prompt's characters / 4, and the answer's
+  // characters / 4, or one token per streamed piece where there are more pieces (here one piece: the whole answer).
+  const estimate = () => ({
     prompt: Math.ceil((17 + 23) / 4),
-    completion: json ? Math.ceil(answer.length / 4) : 1,
+    completion: Math.ceil(answer.length / 4),
     counted: true,
   });
 
@@ -542,7 +542,7 @@ describe('callWorker: a reported usage is taken only when its numbers are token 
         ]) {
           const reply = await replyTo(send(usage), json);
           expect(reply.content).toBe(answer);
-          expect(reply.usage).toEqual(estimate(json));
+          expect(reply.usage).toEqual(estimate());
         }
       },
     );
@@ -573,7 +573,7 @@ describe('callWorker: a reported usage is taken only when its numbers are token 
     const usageChunk = (usage: string) => `data: {"choices":[],"usage":${usage}}\n\n`;
     const good = '{"prompt_tokens":400,"completion_tokens":31}';
     const worse = (await replyTo(`${usageChunk(good)}${streamed('{"prompt_tokens":1e400}')}`, false)).usage;
-    expect(worse).toEqual(estimate(false));
+    expect(worse).toEqual(estimate());
     const better = (await replyTo(`${usageChunk('{"prompt_tokens":-1}')}${streamed(good)}`, false)).usage;
     expect(better).toEqual({ prompt: 400, completion: 31, counted: false });
   });

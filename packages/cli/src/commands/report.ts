@@ -193,7 +193,11 @@ export function renderReportText(
   out.push(
     '',
     `Tokens spent locally: ${num(t.total)} (${num(t.prompt)} prompt + ${num(t.completion)} completion) over ` +
-      `${num(t.delegationsWithUsage)} delegation(s) reporting usage; worker time ${seconds(t.workerMs)}`,
+      `${num(t.delegationsWithUsage)} delegation(s) reporting usage` +
+      (t.delegationsEstimated > 0
+        ? ` (and ${num(t.delegationsEstimated)} whose server reported none: the client's estimates, not summed)`
+        : '') +
+      `; worker time ${seconds(t.workerMs)}`,
     `File versions promoted (as the gates judge them now): ${num(p.byVerdict)} by verdict, ${num(p.byReview)} by ` +
       `review, ${num(p.byBoth)} by both; refused: ${num(p.rejected)} rejected, ${num(p.notPromoted)} otherwise`,
   );
