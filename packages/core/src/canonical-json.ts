@@ -161,6 +161,17 @@ export function canonicalBytes(value: unknown): Buffer {
 const MAX_KEY_SHOWN = 60;
 const NOT_VALID = 'not valid JSON (';
 
+/**
+ * A value a line chose, quoted in a reason: cut short, since a reason is printed by every view of the ledger (a job
+ * summary too), and the line's author chose its length.
+ */
+export function quotedValue(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > MAX_KEY_SHOWN + 2
+    ? `${text.slice(0, MAX_KEY_SHOWN)}... (${text.length} characters)`
+    : text;
+}
+
 function showKey(key: string): string {
   return JSON.stringify(key.length > MAX_KEY_SHOWN ? `${key.slice(0, MAX_KEY_SHOWN)}...` : key);
 }

@@ -3,7 +3,7 @@
  * DSSE pre-authentication encoding of the JCS statement, so any standard DSSE verifier can check a line as is.
  */
 import { isUtf8 } from 'node:buffer';
-import { canonicalize, parseCanonicalJson } from './canonical-json.js';
+import { canonicalize, parseCanonicalJson, quotedValue } from './canonical-json.js';
 import type { SigningKey } from './signing-key.js';
 import type { Statement } from './statement.js';
 
@@ -102,10 +102,10 @@ export function readEnvelope(line: string): ReadEnvelope {
   const extra = Object.keys(value).filter(
     (k) => k !== 'payloadType' && k !== 'payload' && k !== 'signatures',
   );
-  if (extra.length > 0) return { ok: false, reason: `unknown envelope field ${JSON.stringify(extra[0])}` };
+  if (extra.length > 0) return { ok: false, reason: `unknown envelope field ${quotedValue(extra[0])}` };
   const { payloadType, payload, signatures } = value;
   if (payloadType !== IN_TOTO_PAYLOAD_TYPE) {
-    return { ok: false, reason: `unknown payloadType ${JSON.stringify(payloadType)}` };
+    return { ok: false, reason: `unknown payloadType ${quotedValue(payloadType)}` };
   }
   if (typeof payload !== 'string') return { ok: false, reason: 'payload is not a string' };
   if (!Array.isArray(signatures) || signatures.length === 0) return { ok: false, reason: 'no signatures' };

@@ -3,6 +3,7 @@
  * Only the fields the promotion rule reads are required (DESIGN 3.2): predicateType, subject, verdict or decision,
  * repository.id, createdAt, and the signature.
  */
+import { quotedValue } from './canonical-json.js';
 import { decodeEnvelopeLine, type Envelope, IN_TOTO_PAYLOAD_TYPE, isObject, pae } from './dsse.js';
 import type { Ed25519Backend } from './ed25519.js';
 import { shownPath, shownText } from './shown-path.js';
@@ -58,7 +59,7 @@ export function decodeRecord(line: string): DecodedRecord {
     if (typeof gitBlob !== 'string' || !GIT_ID.test(gitBlob))
       return fail(`subject ${shownPath(s.name)} has no gitBlob digest`);
     if (!isRepositoryPath(s.name))
-      return fail(`subject name ${JSON.stringify(s.name)} is not a repository path`);
+      return fail(`subject name ${quotedValue(s.name)} is not a repository path`);
     subjects.push({ path: s.name, sha256, gitBlob });
   }
   const predicate = st.predicate;
@@ -84,17 +85,17 @@ export function decodeRecord(line: string): DecodedRecord {
   if (st.predicateType === VERDICT_PREDICATE) {
     const verdict = predicate.verdict;
     if (typeof verdict !== 'string' || !(VERDICTS as readonly string[]).includes(verdict)) {
-      return fail(`unknown verdict ${JSON.stringify(verdict)}`);
+      return fail(`unknown verdict ${quotedValue(verdict)}`);
     }
     return { ok: true, record: { ...base, kind: 'verdict', verdict: verdict as VerdictName } };
   }
   if (st.predicateType === REVIEW_PREDICATE) {
     const decision = predicate.decision;
     if (decision !== 'approve' && decision !== 'reject')
-      return fail(`unknown review decision ${JSON.stringify(decision)}`);
+      return fail(`unknown review decision ${quotedValue(decision)}`);
     return { ok: true, record: { ...base, kind: 'review', decision } };
   }
-  return fail(`unknown predicateType ${JSON.stringify(st.predicateType)}`);
+  return fail(`unknown predicateType ${quotedValue(st.predicateType)}`);
 }
 
 export type RecordTrust =

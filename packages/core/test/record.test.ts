@@ -136,6 +136,12 @@ describe('decodeRecord', () => {
     ],
     ['an unknown verdict', (s) => (s.predicate!.verdict = 'PASSED'), 'unknown verdict "PASSED"'],
     [
+      // The line's author chose the length: the reason, printed by every view of the ledger, quotes a part.
+      'an unknown verdict of 60,000 characters',
+      (s) => (s.predicate!.verdict = 'X'.repeat(60_000)),
+      `unknown verdict "${'X'.repeat(59)}... (60002 characters)`,
+    ],
+    [
       'an unknown predicate type',
       (s) => (s.predicateType = 'https://slsa.dev/provenance/v1'),
       'unknown predicateType "https://slsa.dev/provenance/v1"',

@@ -109,12 +109,18 @@ export function logEntryOf(judged: JudgedLine, filter: string | null): LogEntry 
   };
 }
 
-/** Newest first by the record's own time; lines that are no record last; ties in a fixed order. */
+/**
+ * Newest first by the record's own time; lines that are no record last. At the same time a rejection is the newer, as
+ * the promotion rule takes it (a reviewer's rejection and approval of one instant: the rejection stands); other ties
+ * in a fixed order.
+ */
 export function sortNewestFirst(entries: LogEntry[]): LogEntry[] {
   const time = (e: LogEntry) => (e.createdAt === null ? Number.NEGATIVE_INFINITY : Date.parse(e.createdAt));
+  const rejection = (e: LogEntry) => (e.outcome === 'review:reject' ? 1 : 0);
   return entries.sort(
     (a, b) =>
       time(b) - time(a) ||
+      rejection(b) - rejection(a) ||
       (a.envelopeSha256 < b.envelopeSha256 ? -1 : a.envelopeSha256 > b.envelopeSha256 ? 1 : 0),
   );
 }
