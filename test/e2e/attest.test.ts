@@ -325,6 +325,31 @@ describe('attest: what the reviewer is shown before signing', () => {
     expect(text.indexOf('src/shown.ts')).toBeLessThan(text.indexOf('Recorded approval'));
   });
 
+  it('several files: each diff under its own path, whatever order they are named in (one git diffs them all)', () => {
+    const names = ['src/zz.ts', 'src/ü.ts', 'src/a b.ts', 'src/a.ts.orig'];
+    writeFiles(dir, Object.fromEntries(names.map((n, i) => [n, `export const v${i} = 'old';\n`])));
+    attestOk(story, dir, 'approve', names);
+    gitOk(story, dir, ['add', ...names]);
+    expect(commit(story, dir, 'old versions').code).toBe(0);
+    writeFiles(dir, Object.fromEntries(names.map((n, i) => [n, `export const v${i} = 'new';\n`])));
+
+    const text = attestOk(story, dir, 'approve', names).stdout;
+    const sectionOf = (name: string) => {
+      const start = text.indexOf(`${name}\n  sha256 `);
+      expect(start, `${name} in:\n${text}`).toBeGreaterThanOrEqual(0);
+      const next = names.map((n) => text.indexOf(`${n}\n  sha256 `)).filter((at) => at > start);
+      return text.slice(start, Math.min(text.indexOf('Recorded approval'), ...next));
+    };
+    names.forEach((name, i) => {
+      const section = sectionOf(name);
+      expect(section).toContain(`-export const v${i} = 'old';`);
+      expect(section).toContain(`+export const v${i} = 'new';`);
+      for (const [j] of names.entries()) if (j !== i) expect(section).not.toContain(`v${j} = `);
+    });
+    // Diffed as files of two trees (one git for all), so each patch names its path, not two blob ids.
+    expect(sectionOf('src/zz.ts')).toContain('diff --git a/src/zz.ts b/src/zz.ts');
+  });
+
   it('shows "no records" for content nothing is recorded on, and no diff when no version was ever promoted', () => {
     writeFiles(dir, { 'src/fresh.ts': 'export const fresh = 1;\n' });
     const text = attestOk(story, dir, 'approve', ['src/fresh.ts']).stdout;

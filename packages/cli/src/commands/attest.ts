@@ -4,7 +4,6 @@ import {
   DelegateGitError,
   type Governance,
   gitSnapshot,
-  gitTry,
   governedMatcher,
   isGovernanceFile,
   judgeFiles,
@@ -24,6 +23,7 @@ import {
   worktreeSnapshot,
 } from '@delegate-git/core';
 import { holdsUnprintable, shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
+import { blobDiffs } from '../blob-diffs.js';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -239,25 +239,25 @@ async function describe(
       ? new Map<string, string[]>()
       : repo.ledger.linesOnMany(blobs, notesAt);
   const current = await recordsOn([...new Set(now.map((j) => j.blob))]);
-  const files: ShownFile[] = [];
-  for (const j of now) {
-    const records = shownRecords(current.get(j.blob) ?? [], governance, j.path);
-    const previous = await lastPromoted(j.path, j.blob, index.earlierBlobs(j.path, j.blob), ctx, recordsOn);
-    let last: ShownFile['lastPromoted'] = null;
-    if (previous) {
-      const diff = await gitTry(['diff', '--no-color', previous, j.blob], { cwd: repo.cwd, env: repo.env });
-      last = { gitBlob: previous, diff: diff.stdout.toString('utf8') };
-    }
-    files.push({
-      path: j.path,
-      sha256: j.sha256,
-      gitBlob: j.blob,
-      before: { promoted: j.promoted, reason: j.reason },
-      governed: governedNow(j.path, index.has(j.path)),
-      records,
-      lastPromoted: last,
-    });
-  }
+  const previous: Array<string | null> = [];
+  for (const j of now)
+    previous.push(await lastPromoted(j.path, j.blob, index.earlierBlobs(j.path, j.blob), ctx, recordsOn));
+  const compared = now.flatMap((j, i) => {
+    const from = previous[i];
+    return from ? [{ path: j.path, from, to: j.blob }] : [];
+  });
+  const diffs = new Map(
+    (await blobDiffs(compared, { cwd: repo.cwd, env: repo.env })).map((diff, i) => [compared[i]!.path, diff]),
+  );
+  const files: ShownFile[] = now.map((j, i) => ({
+    path: j.path,
+    sha256: j.sha256,
+    gitBlob: j.blob,
+    before: { promoted: j.promoted, reason: j.reason },
+    governed: governedNow(j.path, index.has(j.path)),
+    records: shownRecords(current.get(j.blob) ?? [], governance, j.path),
+    lastPromoted: previous[i] ? { gitBlob: previous[i]!, diff: diffs.get(j.path) ?? '' } : null,
+  }));
   return { files, text: files.map(renderShown).join('') };
 }
 
