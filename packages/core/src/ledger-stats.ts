@@ -9,6 +9,7 @@
  * beyond them (worker, verification) is informative and may be absent when another tool wrote the record.
  */
 import { createHash } from 'node:crypto';
+import { datedAhead } from './dated-ahead.js';
 import type { Ed25519Backend } from './ed25519.js';
 import { countingAt, type JudgedRecord, type PromotionRules, promotionOf } from './promotion.js';
 import { decodeRecord, type LedgerRecord, type RecordTrust, verifyRecord } from './record.js';
@@ -109,18 +110,20 @@ function judgeRecord(
   judge: LedgerJudge,
 ): JudgedLine {
   const verified = verifyRecord(record, judge.trustRoot, judge.repositoryId, judge.backend);
-  // As promotion counts it: an approval or verdict dated ahead of this clock does not count yet.
-  const [{ trust }] = countingAt(Date.now(), [{ record, trust: verified }]) as [JudgedRecord];
+  const now = Date.now();
+  // As promotion weighs it (a rejection dated ahead still refuses); as verify counts it, no line dated ahead is valid.
+  const [{ trust }] = countingAt(now, [{ record, trust: verified }]) as [JudgedRecord];
+  const ahead = trust.ok ? datedAhead(record.createdAt, now) : null;
   return {
     line,
     lineSha256,
     blob,
     record,
-    valid: trust.ok,
+    valid: trust.ok && ahead === null,
     notCounted: !verified.ok && verified.verified === true,
     signer: verified.signer?.name ?? null,
     trust,
-    reason: trust.ok ? VERIFIED_REASON : trust.reason,
+    reason: ahead ?? (trust.ok ? VERIFIED_REASON : trust.reason),
   };
 }
 
@@ -326,6 +329,8 @@ export class LedgerStatsAccumulator {
     const record = judged.record;
     if (!judged.valid || record === null) {
       this.invalidReasons.set(judged.reason, (this.invalidReasons.get(judged.reason) ?? 0) + 1);
+      // Not counted, and yet weighed by the promotion rule: a rejection dated ahead refuses its content.
+      if (record !== null && judged.trust?.ok) this.remember(record, judged.trust);
       return;
     }
     this.valid++;

@@ -352,6 +352,28 @@ describe('collectLedgerStats', () => {
     });
   });
 
+  it('a rejection dated ahead of the clock is no valid line, as verify says, yet still refuses its content', async () => {
+    const ahead = new Date(Date.now() + 3 * 24 * 3600 * 1000).toISOString();
+    const passed = verdictLine(alice, [a1], { createdAt: '2026-11-28T09:00:00Z' });
+    for (const [createdAt, valid] of [
+      [ahead, 1],
+      ['2026-11-28T10:00:00Z', 2],
+    ] as const) {
+      const rejected = reviewLine(rita, [a1], { decision: 'reject', createdAt });
+      async function* notes() {
+        yield { annotated: a1.gitBlob, lines: [passed, rejected] };
+      }
+      const stats = await collectLedgerStats(notes(), judge);
+      expect(stats.valid).toBe(valid);
+      expect(stats.promotions).toMatchObject({ total: 1, rejected: 1 });
+      if (createdAt === ahead) {
+        expect(Object.keys(stats.invalid.reasons)).toEqual([expect.stringMatching(/^created in the future/)]);
+        expect(stats.last).toBe('2026-11-28T09:00:00Z');
+        expect(stats.byDay.map((d) => d.day)).toEqual(['2026-11-28']);
+      } else expect(stats.invalid.total).toBe(0);
+    }
+  });
+
   it('an empty ledger gives zeros and no rates', () => {
     const stats = new LedgerStatsAccumulator().result();
     expect(stats.lines).toBe(0);
