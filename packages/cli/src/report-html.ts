@@ -727,12 +727,19 @@ export function renderReportHtml(stats: LedgerStats, ctx: ReportContext): string
         num(s.rejections),
       ]),
     )}</details>`,
-    stats.invalid.total
-      ? `<details><summary>Invalid lines (${num(stats.invalid.total)})</summary>${table(
-          ['reason', 'lines'],
-          Object.entries(stats.invalid.reasons).map(([reason, n]) => [reason, num(n)]),
-        )}</details>`
-      : '',
+    ...(
+      [
+        ['Invalid lines', stats.invalid],
+        ['Lines of keys that may not sign them now', stats.notCounting],
+      ] as const
+    ).map(([title, { total, reasons }]) =>
+      total
+        ? `<details><summary>${title} (${num(total)})</summary>${table(
+            ['reason', 'lines'],
+            Object.entries(reasons).map(([reason, n]) => [reason, num(n)]),
+          )}</details>`
+        : '',
+    ),
   ].join('');
   const tip = ctx.ledgerTip ? ctx.ledgerTip.slice(0, 12) : 'none';
   return `<!doctype html>

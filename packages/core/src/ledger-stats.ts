@@ -257,7 +257,13 @@ export interface LedgerStats {
   lines: number;
   /** Lines that are valid records under the trust root in force. */
   valid: number;
+  /** Lines that are no valid record: forged, unreadable, of unknown keys, misplaced, dated ahead. */
   invalid: { total: number; reasons: Record<string, number> };
+  /**
+   * Records whose signature verifies under a key of the trust root that may not sign them now (revoked, role removed,
+   * outside its dates): no problem (`verify` lists them apart), and counted for nothing.
+   */
+  notCounting: { total: number; reasons: Record<string, number> };
   /** createdAt of the oldest and newest valid record (RFC 3339, as recorded). */
   first: string | null;
   last: string | null;
@@ -295,6 +301,11 @@ function zeroTokens(): TokenTotals {
   };
 }
 
+function tally(reasons: ReadonlyMap<string, number>): { total: number; reasons: Record<string, number> } {
+  const sorted = [...reasons].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return { total: sorted.reduce((sum, [, n]) => sum + n, 0), reasons: Object.fromEntries(sorted) };
+}
+
 function ratio(part: number, whole: number): number | null {
   return whole === 0 ? null : part / whole;
 }
@@ -310,6 +321,7 @@ export class LedgerStatsAccumulator {
   private lines = 0;
   private valid = 0;
   private readonly invalidReasons = new Map<string, number>();
+  private readonly notCountingReasons = new Map<string, number>();
   private first: { at: number; text: string } | null = null;
   private last: { at: number; text: string } | null = null;
   private readonly byVerdict = zeroVerdicts();
@@ -328,7 +340,8 @@ export class LedgerStatsAccumulator {
     this.lines++;
     const record = judged.record;
     if (!judged.valid || record === null) {
-      this.invalidReasons.set(judged.reason, (this.invalidReasons.get(judged.reason) ?? 0) + 1);
+      const reasons = judged.notCounted ? this.notCountingReasons : this.invalidReasons;
+      reasons.set(judged.reason, (reasons.get(judged.reason) ?? 0) + 1);
       // Not counted, and yet weighed by the promotion rule: a rejection dated ahead refuses its content.
       if (record !== null && judged.trust?.ok) this.remember(record, judged.trust);
       return;
@@ -392,10 +405,8 @@ export class LedgerStatsAccumulator {
     return {
       lines: this.lines,
       valid: this.valid,
-      invalid: {
-        total: this.lines - this.valid,
-        reasons: Object.fromEntries([...this.invalidReasons].sort(([a], [b]) => byName(a, b))),
-      },
+      invalid: tally(this.invalidReasons),
+      notCounting: tally(this.notCountingReasons),
       first: this.first?.text ?? null,
       last: this.last?.text ?? null,
       delegations: {

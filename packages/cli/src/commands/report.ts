@@ -115,6 +115,9 @@ export function renderReportText(
   const out: string[] = [
     `delegate-git report: ${ctx.repository}, ledger ${ctx.ledgerTip ? ctx.ledgerTip.slice(0, 12) : '(none)'}`,
     `${num(stats.lines)} distinct record line(s): ${num(stats.valid)} valid, ${num(stats.invalid.total)} invalid` +
+      (stats.notCounting.total > 0
+        ? `, ${num(stats.notCounting.total)} by keys that may not sign them now`
+        : '') +
       (stats.first && stats.last ? `; ${stats.first.slice(0, 10)} to ${stats.last.slice(0, 10)}` : '') +
       ` (judged by the trust root in ${ctx.judgedBy})`,
     '',
@@ -201,16 +204,20 @@ export function renderReportText(
     `File versions promoted (as the gates judge them now): ${num(p.byVerdict)} by verdict, ${num(p.byReview)} by ` +
       `review, ${num(p.byBoth)} by both; refused: ${num(p.rejected)} rejected, ${num(p.notPromoted)} otherwise`,
   );
-  const reasons = Object.entries(stats.invalid.reasons);
-  if (reasons.length > 0) {
-    out.push(
-      '',
-      'Invalid lines (counted nowhere else)',
-      textTable(
-        ['reason', 'lines'],
-        reasons.map(([r, n]) => [r, num(n)]),
-      ),
-    );
+  for (const [title, { reasons }] of [
+    ['Invalid lines (counted nowhere else)', stats.invalid],
+    ['Lines of keys that may not sign them now (no problem; counted nowhere else)', stats.notCounting],
+  ] as const) {
+    const rows = Object.entries(reasons);
+    if (rows.length > 0)
+      out.push(
+        '',
+        title,
+        textTable(
+          ['reason', 'lines'],
+          rows.map(([r, n]) => [r, num(n)]),
+        ),
+      );
   }
   return `${out.join('\n')}\n`;
 }
