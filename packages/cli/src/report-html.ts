@@ -404,10 +404,10 @@ function verdictSegments(counts: VerdictCounts, who: string): Segment[] {
 export function modelChart(stats: LedgerStats): string {
   if (stats.byModel.length === 0) return empty('No delegation has been recorded yet.');
   const rows = stats.byModel.map((m) => ({
-    label: m.model,
+    label: m.label,
     total: m.delegations,
     note: `pass ${pct(m.passRate)} · ${short(m.tokens.total)} tokens · ${duration(m.tokens.workerMs)} of worker time`,
-    segments: verdictSegments(m.byVerdict, m.model),
+    segments: verdictSegments(m.byVerdict, m.label),
   }));
   return stackedRows(
     'chart-models',
@@ -707,7 +707,7 @@ export function renderReportHtml(stats: LedgerStats, ctx: ReportContext): string
         'worker time',
       ],
       stats.byModel.map((m) => [
-        m.model,
+        m.label,
         num(m.delegations),
         num(m.passed),
         num(m.flaky),

@@ -16,6 +16,7 @@ function entry(createdAt: string | null, outcome: string, envelopeSha256: string
     subjects: [],
     unit: null,
     model: null,
+    reportedModel: null,
   };
 }
 

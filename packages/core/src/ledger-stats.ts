@@ -132,6 +132,7 @@ function judgeRecord(
 
 export interface WorkerInfo {
   model: string | null;
+  reportedModel: string | null;
   endpointHost: string | null;
   promptTokens: number | null;
   completionTokens: number | null;
@@ -162,6 +163,7 @@ export function workerOf(predicate: Record<string, unknown>): WorkerInfo {
   const worker = predicate.worker;
   return {
     model: text(field(worker, 'model')),
+    reportedModel: text(field(worker, 'reportedModel')),
     endpointHost: text(field(worker, 'endpointHost')),
     promptTokens: count(field(worker, 'promptTokens')),
     completionTokens: count(field(worker, 'completionTokens')),
@@ -201,7 +203,12 @@ export interface TokenTotals {
 }
 
 export interface ModelStats {
+  /** The operator's `worker.model` setting. */
   model: string;
+  /** The name the server's replies gave, where it differed (its own claim): a row of its own per name. */
+  reportedModel: string | null;
+  /** How a table names the row: the setting, and the served name beside it. */
+  label: string;
   delegations: number;
   passed: number;
   flaky: number;
@@ -365,7 +372,7 @@ export class LedgerStatsAccumulator {
     const passed = verdict === 'UNIT_PASSED' ? 1 : 0;
     const flaky = isFlaky(record) ? 1 : 0;
     const worker = workerOf(record.predicate);
-    const model = this.model(worker.model ?? UNKNOWN_MODEL);
+    const model = this.model(worker.model ?? UNKNOWN_MODEL, worker.reportedModel);
     this.byVerdict[verdict]++;
     this.flaky += flaky;
     for (const s of [model, signer]) {
@@ -425,7 +432,7 @@ export class LedgerStatsAccumulator {
           byVerdict: { ...m.byVerdict },
           tokens: { ...m.tokens },
         }))
-        .sort((a, b) => b.delegations - a.delegations || byName(a.model, b.model)),
+        .sort((a, b) => b.delegations - a.delegations || byName(a.label, b.label)),
       bySigner: [...this.signers.values()]
         .map((s) => ({ ...s, byVerdict: { ...s.byVerdict } }))
         .sort(
@@ -494,11 +501,14 @@ export class LedgerStatsAccumulator {
     return counts;
   }
 
-  private model(name: string): ModelStats {
-    let m = this.models.get(name);
+  private model(name: string, reportedModel: string | null): ModelStats {
+    const key = `${name}\0${reportedModel ?? ''}`;
+    let m = this.models.get(key);
     if (!m) {
       m = {
         model: name,
+        reportedModel,
+        label: reportedModel === null ? name : `${name} (served as ${reportedModel})`,
         delegations: 0,
         passed: 0,
         flaky: 0,
@@ -506,7 +516,7 @@ export class LedgerStatsAccumulator {
         byVerdict: zeroVerdicts(),
         tokens: zeroTokens(),
       };
-      this.models.set(name, m);
+      this.models.set(key, m);
     }
     return m;
   }

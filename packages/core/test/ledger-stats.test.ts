@@ -377,6 +377,35 @@ describe('collectLedgerStats', () => {
     }
   });
 
+  it('a row per model the server said answered, beside the operator setting; one setting alone is one row', async () => {
+    const served = (reportedModel: string | undefined, createdAt: string) =>
+      signedLine(
+        alice,
+        verdictStatement([a1], {
+          verdict: 'UNIT_PASSED',
+          repository: { id: TEST_REPOSITORY_ID },
+          createdAt,
+          worker: { model: 'local', ...(reportedModel ? { reportedModel } : {}) },
+        }),
+      );
+    async function* notes() {
+      yield {
+        annotated: a1.gitBlob,
+        lines: [
+          served('qwen-7b', '2026-11-28T09:00:00Z'),
+          served('llama-3b', '2026-11-28T10:00:00Z'),
+          served(undefined, '2026-11-28T11:00:00Z'),
+        ],
+      };
+    }
+    const stats = await collectLedgerStats(notes(), judge);
+    expect(stats.byModel.map((m) => [m.label, m.model, m.reportedModel, m.delegations])).toEqual([
+      ['local', 'local', null, 1],
+      ['local (served as llama-3b)', 'local', 'llama-3b', 1],
+      ['local (served as qwen-7b)', 'local', 'qwen-7b', 1],
+    ]);
+  });
+
   it('an empty ledger gives zeros and no rates', () => {
     const stats = new LedgerStatsAccumulator().result();
     expect(stats.lines).toBe(0);

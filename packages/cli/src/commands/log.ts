@@ -45,7 +45,9 @@ export interface LogEntry {
   notCounted: boolean;
   reason: string;
   unit: string | null;
+  /** The operator's `worker.model` setting, and the name the server's reply gave where it differed. */
   model: string | null;
+  reportedModel: string | null;
   envelopeSha256: string;
 }
 
@@ -92,6 +94,7 @@ export function logEntryOf(judged: JudgedLine, filter: string | null): LogEntry 
       subjects: [],
       unit: null,
       model: null,
+      reportedModel: null,
     };
   }
   const subjects = r.subjects
@@ -106,6 +109,7 @@ export function logEntryOf(judged: JudgedLine, filter: string | null): LogEntry 
     subjects,
     unit: r.kind === 'verdict' ? unitNameOf(r.predicate) : null,
     model: r.kind === 'verdict' ? workerOf(r.predicate).model : null,
+    reportedModel: r.kind === 'verdict' ? workerOf(r.predicate).reportedModel : null,
   };
 }
 

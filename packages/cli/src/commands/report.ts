@@ -145,7 +145,7 @@ export function renderReportText(
       textTable(
         ['model', 'delegations', 'passed', 'pass rate', 'flaky', 'tokens', 'worker time'],
         stats.byModel.map((m) => [
-          m.model,
+          m.label,
           num(m.delegations),
           num(m.passed),
           pct(m.passRate),
