@@ -167,6 +167,9 @@ describe('attest: what an approval promotes', () => {
       writeFiles(dir, { 'src/crlf.ts': 'a = 2;\r\nb = 2;\r\n', 'src/lf.ts': 'x = 2;\r\n' });
       attestOk(story, dir, 'approve', ['src/crlf.ts', 'src/lf.ts'], { key: 'bob' });
       const approved = ['src/crlf.ts', 'src/lf.ts'].map((f) => checkPath(dir, f).result.gitBlob);
+      // `show` looks up the same blob, and finds the approval on it.
+      const shown = JSON.parse(cliOk(story, dir, ['show', 'src/crlf.ts', '--json']).stdout);
+      expect([shown.blob, shown.records.length]).toEqual([approved[0], 1]);
       gitOk(story, dir, ['add', 'src/crlf.ts', 'src/lf.ts']);
       expect(approved).toEqual([
         gitOk(story, dir, ['rev-parse', ':src/crlf.ts']),
@@ -332,8 +335,16 @@ describe('attest: what the reviewer is shown before signing', () => {
     gitOk(story, dir, ['add', ...names]);
     expect(commit(story, dir, 'old versions').code).toBe(0);
     writeFiles(dir, Object.fromEntries(names.map((n, i) => [n, `export const v${i} = 'new';\n`])));
+    // What the work tree's attributes say (a branch under review may bring `-diff`) does not hide the changes; nor does
+    // writing the scratch indexes run the repository's post-index-change hook.
+    writeFiles(dir, { '.gitattributes': '*.ts -diff\n*.orig -diff\n' });
+    const marker = path.join(dir, '.git', 'post-index-change-ran');
+    const hook = path.join(dir, '.git', 'hooks', 'post-index-change');
+    fs.writeFileSync(hook, `#!/bin/sh\necho "$GIT_INDEX_FILE" >> '${marker}'\n`, { mode: 0o755 });
 
     const text = attestOk(story, dir, 'approve', names).stdout;
+    fs.rmSync(hook);
+    expect(fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8') : 'never ran').toBe('never ran');
     const sectionOf = (name: string) => {
       const start = text.indexOf(`${name}\n  sha256 `);
       expect(start, `${name} in:\n${text}`).toBeGreaterThanOrEqual(0);

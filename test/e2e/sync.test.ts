@@ -554,7 +554,7 @@ describe('sync checks every line a remote would add before taking any', () => {
     const refused = cli(story, work, ['sync']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(
-      /^delegate-git sync: the ledger on origin \([0-9a-f]{12}\) holds 2 line\(s\) that are no valid records under the policy and keys committed at origin's default branch as last fetched \(origin\/main, [0-9a-f]{12}\): /,
+      /^delegate-git sync: the ledger on origin \([0-9a-f]{12}\) holds 2 line\(s\) that are no valid records under the policy and keys committed at HEAD: /,
     );
     expect(refused.stderr).toContain(`note on blob ${a.slice(0, 12)}: not a valid record`);
     expect(refused.stderr).toContain(`note on blob ${c.slice(0, 12)}: `);
@@ -627,7 +627,7 @@ describe('sync checks every line a remote would add before taking any', () => {
     expect(noteLines(story, work, approved)).toHaveLength(1);
   });
 
-  it("judges them by origin's default branch, not by a checked-out branch or a fork's default branch that trusts a key of its own; merged into origin's, that key's lines are taken", async () => {
+  it("judges them by HEAD, the synced remote's default branch and origin's: a checked-out branch or a fork's default branch that trusts a key of its own is outvoted; merged into origin's, that key's lines are taken", async () => {
     const { work, other } = hooklessPair('branch-key');
     const erin = operatorEnv(story, 'erin');
     const key = JSON.parse(cliOk(story, other, ['keygen', 'erin', '--json'], erin).stdout) as {

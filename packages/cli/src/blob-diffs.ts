@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { git, gitTry } from '@delegate-git/core';
+import { git, gitTry, NO_HOOKS } from '@delegate-git/core';
 
 export interface BlobPair {
   path: string;
@@ -34,16 +34,27 @@ export async function blobDiffs(pairs: readonly BlobPair[], opts: GitOptions): P
 async function diffTrees(pairs: readonly BlobPair[], opts: GitOptions): Promise<string[]> {
   const dir = await mkdtemp(path.join(tmpdir(), 'delegate-git-diff-'));
   try {
+    const gitDir = (await git(['rev-parse', '--absolute-git-dir'], opts)).toString('utf8').trim();
+    // An empty work tree and scratch indexes: no .gitattributes of the work tree (a branch under review may bring one
+    // saying `*.ts -diff`) decides what the reviewer sees, which `git diff <blob> <blob>` for one file never reads.
+    const scratch = (index: string) => ({
+      cwd: dir,
+      env: {
+        ...(opts.env ?? process.env),
+        GIT_DIR: gitDir,
+        GIT_WORK_TREE: dir,
+        GIT_INDEX_FILE: path.join(dir, index),
+      },
+    });
     const tree = async (side: 'from' | 'to') => {
-      const env = { ...(opts.env ?? process.env), GIT_INDEX_FILE: path.join(dir, side) };
       const entries = pairs.map((p) => `100644 ${p[side]}\t${p.path}\0`).join('');
-      await git(['update-index', '-z', '--index-info'], { ...opts, env, input: entries });
-      return (await git(['write-tree'], { ...opts, env })).toString('utf8').trim();
+      await git([...NO_HOOKS, 'update-index', '-z', '--index-info'], { ...scratch(side), input: entries });
+      return (await git([...NO_HOOKS, 'write-tree'], scratch(side))).toString('utf8').trim();
     };
     const [from, to] = [await tree('from'), await tree('to')];
     const patch = await git(
-      ['diff-tree', '-r', '-p', '--no-color', '--no-ext-diff', '--no-renames', from, to],
-      opts,
+      ['diff-tree', '-r', '-p', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', from, to],
+      scratch('to'),
     );
     // Every section starts with its "diff --git" line; no line of content does (each has its +, - or space first).
     return patch

@@ -2,7 +2,7 @@
  * Taking a remote's ledger into this clone's without losing a record or gaining one a server would refuse: fetched
  * into `refs/notes/remotes/<remote>/delegations` with sync's own refspec only, checked as a server with the hook
  * checks a ledger update (entries that are no notes, in its history too; objects git's own checks refuse; lines that
- * do not verify under the policy and keys of origin's default branch as fetched, as a server judges them), then taken in
+ * do not verify under the policy and keys of HEAD and of the default branches a server judges them by), then taken in
  * as the union of both. `sync` does this before it pushes; `init` in a clone of an adopted repository, and the commit
  * hooks when a fetched ledger holds what this one lacks, do it alone.
  */
@@ -33,6 +33,19 @@ export function trackingRef(remote: string): string {
 /** Attempts of a fetch that found the tracking ref locked by another git. */
 const ATTEMPTS = 5;
 
+/**
+ * `work`, saying `text` on a terminal once it has taken longer than a moment: taking in a large ledger checks every
+ * record it adds (100,000 take about as long as a cold `verify`), which would otherwise look like a hang.
+ */
+export async function sayingWhenSlow<T>(io: Io, text: string, work: Promise<T>): Promise<T> {
+  const slow = io.interactive ? setTimeout(() => io.err(text), 1500) : undefined;
+  try {
+    return await work;
+  } finally {
+    clearTimeout(slow);
+  }
+}
+
 /** The commit whose committed policy and keys judge the lines a remote's ledger adds, as a refusal names it. */
 export interface LineJudge {
   commit: string;
@@ -43,8 +56,8 @@ export interface LineJudge {
 
 /**
  * Checks the fetched remote ledger `theirs` and takes it into the local ledger (`ours`: its tip before the fetch), its
- * lines judged by `judge` (by default the remote's default branch: remoteLineJudge). Throws a LEDGER error, taking
- * nothing, when the checks refuse it.
+ * lines judged by each of `judges` (by default syncJudges). Throws a LEDGER error, taking nothing, when the checks
+ * refuse it.
  */
 export async function takeInRemoteLedger(
   repo: Repository,
@@ -52,40 +65,52 @@ export async function takeInRemoteLedger(
   ours: string | null,
   theirs: string,
   message: string,
-  judge?: LineJudge,
+  judges?: readonly LineJudge[],
 ): Promise<{ how: 'up to date' | 'fast-forward' | 'merge' | 'restore'; added: number }> {
   const opts = { cwd: repo.cwd, env: repo.env };
   await refuseForeign(remote, ours, theirs, opts);
   await refuseMalformed(remote, ours, theirs, opts);
-  await refuseUnverified(repo, remote, ours, theirs, judge ?? (await remoteLineJudge(remote, opts)));
+  for (const judge of judges ?? (await syncJudges(remote, opts)))
+    await refuseUnverified(repo, remote, ours, theirs, judge);
   return repo.ledger.takeIn(theirs, message);
 }
 
+const HEAD_JUDGE: LineJudge = {
+  commit: 'HEAD',
+  label: 'HEAD',
+  newKeyAdvice:
+    'if they are signed by a key added to the trust root on a branch not merged here yet, merge that branch first',
+};
+
 /**
- * What a server with the hook judges a ledger update by: its default branch, here as last fetched; origin's, whichever
- * remote is synced, since every line taken in here is pushed to origin in the end (the remote's own where there is no
- * origin). Not HEAD, which may be a fork's branch under review that trusts a key of its own, nor a fork's default
- * branch: lines taken in under such keys verify under no key origin's default branch trusts, for good. HEAD's only
- * where that branch is not known here or holds no policy yet (adopting on a branch not merged there).
+ * Who must accept each line a synced remote adds. Every line taken in goes to every remote this clone syncs with, so
+ * no single branch may decide: HEAD (the old rule; it may be a branch under review that trusts a key of its own), the
+ * synced remote's default branch, which a server with the hook judges an update by, and, syncing another remote (a
+ * fork), origin's default branch as last fetched, whose server the lines reach at the next `sync`: a fork's default
+ * branch may trust any key its owner likes. A default branch not known here, or holding no policy yet (adopting on
+ * a branch not merged there), judges nothing.
  */
-async function remoteLineJudge(remote: string, opts: GitOptions): Promise<LineJudge> {
-  const authority = (await gitTry(['remote', 'get-url', 'origin'], opts)).code === 0 ? 'origin' : remote;
-  const branch =
-    (await remoteDefaultBranch(authority, opts)) ?? (await advertisedDefaultBranch(authority, opts));
-  if (branch && (await gitTry(['cat-file', '-e', `${branch.commit}:${POLICY_PATH}`], opts)).code === 0)
-    return defaultBranchJudge(authority, branch);
-  return {
-    commit: 'HEAD',
-    label: 'HEAD',
-    newKeyAdvice:
-      'if they are signed by a key added to the trust root on a branch not merged here yet, merge that branch first',
-  };
+async function syncJudges(remote: string, opts: GitOptions): Promise<LineJudge[]> {
+  const defaultBranchOf = async (name: string) =>
+    (await commitOf(`refs/remotes/${name}/HEAD`, opts)) ?? (await advertisedDefaultBranch(name, opts));
+  const hasOrigin = remote !== 'origin' && (await gitTry(['remote', 'get-url', 'origin'], opts)).code === 0;
+  const branches = [await defaultBranchOf(remote), hasOrigin ? await defaultBranchOf('origin') : null];
+  const judges = [HEAD_JUDGE];
+  const judged = new Set([(await commitOf('HEAD', opts))?.commit]);
+  for (const [i, branch] of branches.entries()) {
+    if (!branch || judged.has(branch.commit)) continue;
+    if ((await gitTry(['cat-file', '-e', `${branch.commit}:${POLICY_PATH}`], opts)).code !== 0) continue;
+    judged.add(branch.commit);
+    judges.push(defaultBranchJudge(i === 0 ? remote : 'origin', branch));
+  }
+  return judges;
 }
 
 /**
  * The remote's default branch as the remote names it, as this clone last fetched it: for a clone made of an empty
  * repository, or a remote added by hand, which have no `refs/remotes/<remote>/HEAD`. Asked of the remote (one round
- * trip, where sync talks to remotes anyway); null when it cannot be asked or that branch was never fetched here.
+ * trip; `git remote set-head <remote> --auto` records the answer, and then none is needed); null when it cannot be
+ * asked or that branch was never fetched here.
  */
 async function advertisedDefaultBranch(
   remote: string,
@@ -103,7 +128,8 @@ function defaultBranchJudge(remote: string, branch: { ref: string; commit: strin
     label: `${remote}'s default branch as last fetched (${branch.ref.replace(/^refs\/remotes\//, '')}, ${branch.commit.slice(0, 12)})`,
     newKeyAdvice:
       `if they are signed by a key ${remote}'s default branch has trusted since this clone last fetched it, run ` +
-      `\`git fetch ${remote}\` first; if by a key added on a branch not merged there yet, merge that branch there first`,
+      `\`git fetch ${remote}\` first (where ${remote} is a fork behind the repository it came from, bring its default ` +
+      'branch up to date first); if by a key added on a branch not merged there yet, merge that branch there first',
   };
 }
 
@@ -393,14 +419,9 @@ export async function takeInFetchedLedger(repo: Repository): Promise<{ said: str
       took: false,
     };
   try {
-    await takeInRemoteLedger(
-      repo,
-      'origin',
-      ours,
-      theirs,
-      "delegate-git: take in origin's fetched ledger",
+    await takeInRemoteLedger(repo, 'origin', ours, theirs, "delegate-git: take in origin's fetched ledger", [
       defaultBranchJudge('origin', branch),
-    );
+    ]);
     return {
       said: `took the records of origin's ledger (fetched into ${tracking}) into this clone's ledger`,
       took: true,

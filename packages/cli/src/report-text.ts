@@ -47,7 +47,8 @@ function promotionAdvice(refused: CheckResult[], policy: Policy | null, judged: 
     paths: '`delegate-git attest --approve <path>`',
     index: '`delegate-git attest --approve --staged` (the staged content, as it will be committed)',
     'temporary index':
-      '`delegate-git attest --approve <path>` (the work-tree content a commit with paths or -a takes)',
+      '`delegate-git attest --approve <path>` (the work-tree content a commit with paths or -a takes; what it takes ' +
+      'from the index, `--staged`)',
   }[judged];
   const verdictPromotes =
     policy === null || (!policy.requireReview && refused.some((r) => !isGovernanceFile(policy, r.path)));

@@ -26,8 +26,10 @@ import type { TrustRoot } from './trust-root.js';
  * 2: a record dated ahead of the clock promotes nothing (promotion.ts, countingAt).
  * 3: a refused line's trust says whether its signature verified (`verified`), which dates versions (promotion.ts)
  *    and tells verify's disallowed lines from invalid ones; before, a warm run lost it.
+ * 4: a line with more than one signature entry is no valid record (dsse.ts); a cache from before holds such lines as
+ *    valid.
  */
-const RULES_VERSION = 3;
+const RULES_VERSION = 4;
 /** Lines remembered at most (about 230 bytes each on disk); a larger ledger is remembered up to here. */
 const MAX_LINES = 2_000_000;
 const FILE = /^verified-[0-9a-f]{16}\.ndjson$/;

@@ -16,8 +16,8 @@ import { splitZ } from './git-fields.js';
 
 /**
  * Per path (repository-relative, in order): the blob id, or null when nothing is at that path (a dangling link is
- * something: git stages it). `write`: also store the blobs in the object store, which staging them as `git add`
- * would needs; without it they are hashed (`hash-object`), the index's rules aside.
+ * something: git stages it). Staging stores the blobs in the object store as `git add` does; where that fails, they
+ * are hashed (`hash-object`, the index's rules aside), and stored only with `write`.
  */
 export async function worktreeBlobs(
   top: string,
@@ -32,13 +32,9 @@ export async function worktreeBlobs(
       .toString('utf8')
       .split('\n')
       .filter(Boolean);
-  // Staged as `git add` would where it can be (a name git lists in other bytes than given is hashed instead).
-  const fileIds =
-    files.length === 0
-      ? []
-      : opts.write
-        ? await stagedIds(top, files, opts.env).catch(hashed)
-        : await hashed();
+  // Staged as `git add` would where it can be (a read-only object store, or a name git lists in other bytes than
+  // given, is hashed instead).
+  const fileIds = files.length === 0 ? [] : await stagedIds(top, files, opts.env).catch(hashed);
   let next = 0;
   const ids: Array<string | null> = [];
   for (const [i, p] of paths.entries()) {
@@ -84,7 +80,9 @@ async function stagedIds(
   const dir = await mkdtemp(path.join(tmpdir(), 'delegate-git-stage-'));
   try {
     const scratch = { ...literal, GIT_INDEX_FILE: path.join(dir, 'index') };
-    const run = (args: string[], input?: string) => git(args, { cwd: top, env: scratch, input });
+    // No hook runs for an index only this process sees (git runs post-index-change for every index it writes).
+    const run = (args: string[], input?: string) =>
+      git([...NO_HOOKS, ...args], { cwd: top, env: scratch, input });
     if (current.length > 0) await run(['update-index', '-z', '--index-info'], `${current.join('\0')}\0`);
     await run(['update-index', '--add', '-z', '--stdin'], `${files.join('\0')}\0`);
     const staged = new Map(
@@ -102,3 +100,6 @@ async function stagedIds(
     await rm(dir, { recursive: true, force: true });
   }
 }
+
+/** For a git that writes a scratch index: the repository's hooks are not asked (post-index-change). */
+export const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null'];

@@ -40,7 +40,7 @@ import {
   planHookCli,
   serverHooksDir,
 } from '../hook-install.js';
-import { fetchKeepingLedger, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
+import { fetchKeepingLedger, sayingWhenSlow, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
 import { type NewKey, registeredKeyFile, registerKey } from '../trust-files.js';
 
 const help = `
@@ -195,12 +195,10 @@ async function takeOriginLedger(repo: Repository, io: Io): Promise<string[]> {
     const theirs = await fetchKeepingLedger('origin', trackingRef('origin'), io, opts);
     if (theirs === null) return [];
     const ours = await repo.ledger.tip();
-    const { how } = await takeInRemoteLedger(
-      repo,
-      'origin',
-      ours,
-      theirs,
-      "delegate-git init: take in origin's ledger",
+    const { how } = await sayingWhenSlow(
+      io,
+      "delegate-git init: checking every record of origin's ledger before taking it in...\n",
+      takeInRemoteLedger(repo, 'origin', ours, theirs, "delegate-git init: take in origin's ledger"),
     );
     return how === 'up to date' ? [] : [`took origin's ledger (${theirs.slice(0, 12)}) into this clone's`];
   } catch (error) {

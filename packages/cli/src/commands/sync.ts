@@ -1,6 +1,6 @@
 import { gitText, gitTry, LEDGER_REF, loadRecordedPaths, Repository } from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
-import { fetchKeepingLedger, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
+import { fetchKeepingLedger, sayingWhenSlow, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
 
 const help = `
 Usage: delegate-git sync [<remote>] [--json]
@@ -10,9 +10,9 @@ refs/notes/remotes/<remote>/delegations, takes every line it holds into the loca
 a merge commit when each side has lines the other lacks, a fast-forward only when the remote drops nothing), then
 pushes without force. If another clone pushed in between, it fetches, merges and tries again. A remote ledger that
 is not a notes commit, holds entries that are no notes, or would add lines that are no valid records under the
-policy and keys of origin's default branch as last fetched, is refused and nothing of it is taken. (That is what a
-server with the hook judges them by, and every line taken in here is pushed to origin in the end. The synced remote's
-own default branch where there is no origin; HEAD's where that branch is not known here or holds no policy yet.) The remote's fetch refspecs and mirror
+policy and keys committed at HEAD, at the remote's default branch as last fetched (what a server with the hook
+judges them by) and, syncing another remote than origin, at origin's (the lines go there at the next sync), is
+refused and nothing of it is taken. The remote's fetch refspecs and mirror
 setting do not apply to sync's fetch and push. Default remote: origin.
 
 Example:
@@ -47,7 +47,11 @@ export default {
         const theirs = await fetchKeepingLedger(remote, tracking, io, opts);
         if (theirs !== null) {
           const ours = await repo.ledger.tip();
-          await takeInRemoteLedger(repo, remote, ours, theirs, `delegate-git: sync with ${remote}`);
+          await sayingWhenSlow(
+            io,
+            `delegate-git sync: checking every record ${remote}'s ledger adds before taking it in...\n`,
+            takeInRemoteLedger(repo, remote, ours, theirs, `delegate-git: sync with ${remote}`),
+          );
         }
         const tip = await repo.ledger.tip();
         if (tip === null) {
