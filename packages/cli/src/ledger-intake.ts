@@ -70,8 +70,10 @@ export async function takeInRemoteLedger(
   const opts = { cwd: repo.cwd, env: repo.env };
   await refuseForeign(remote, ours, theirs, opts);
   await refuseMalformed(remote, ours, theirs, opts);
-  for (const judge of judges ?? (await syncJudges(remote, opts)))
-    await refuseUnverified(repo, remote, ours, theirs, judge);
+  // (Nothing to judge, and no remote to ask, when the remote holds what this ledger holds.)
+  if (ours !== theirs)
+    for (const judge of judges ?? (await syncJudges(remote, opts)))
+      await refuseUnverified(repo, remote, ours, theirs, judge);
   return repo.ledger.takeIn(theirs, message);
 }
 
