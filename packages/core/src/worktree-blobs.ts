@@ -16,8 +16,8 @@ import { splitZ } from './git-fields.js';
 
 /**
  * Per path (repository-relative, in order): the blob id, or null when nothing is at that path (a dangling link is
- * something: git stages it). Staging stores the blobs in the object store as `git add` does; where that fails, they
- * are hashed (`hash-object`, the index's rules aside), and stored only with `write`.
+ * something: git stages it). `write`: store the blobs in the object store, staging them as `git add` does; without
+ * it (or where staging fails) they are hashed (`hash-object`), the index's rules aside.
  */
 export async function worktreeBlobs(
   top: string,
@@ -34,7 +34,12 @@ export async function worktreeBlobs(
       .filter(Boolean);
   // Staged as `git add` would where it can be (a read-only object store, or a name git lists in other bytes than
   // given, is hashed instead).
-  const fileIds = files.length === 0 ? [] : await stagedIds(top, files, opts.env).catch(hashed);
+  const fileIds =
+    files.length === 0
+      ? []
+      : opts.write
+        ? await stagedIds(top, files, opts.env).catch(hashed)
+        : await hashed();
   let next = 0;
   const ids: Array<string | null> = [];
   for (const [i, p] of paths.entries()) {

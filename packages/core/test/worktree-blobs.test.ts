@@ -46,6 +46,17 @@ describe('worktreeBlobs', () => {
     expect(ids[1]).not.toBe(r.gitText(['hash-object', 'src/link.ts']));
   });
 
+  it("stores what git add would stage for a file whose indexed blob has CRLF under core.autocrlf (git's safer autocrlf); hashing alone converts it", async () => {
+    const r = repoWith({ 'src/crlf.ts': 'a\r\nb\r\n' }, {});
+    r.git(['add', 'src/crlf.ts']);
+    r.git(['config', 'core.autocrlf', 'true']);
+    fs.writeFileSync(path.join(r.dir, 'src/crlf.ts'), 'a2\r\nb\r\n');
+    const [written] = await worktreeBlobs(r.dir, ['src/crlf.ts'], { write: true });
+    const [hashed] = await worktreeBlobs(r.dir, ['src/crlf.ts'], { write: false });
+    expect(written).toEqual(staged(r, ['src/crlf.ts'])[0]);
+    expect(hashed).not.toBe(written);
+  });
+
   it('answers null for nothing at the path, and writes the blobs only when asked', async () => {
     const r = repoWith({ 'src/a.ts': 'a written\n' }, { 'src/l.ts': 'a.ts' });
     const paths = ['src/a.ts', 'src/missing.ts', 'src/a.ts/under-a-file', 'src/l.ts'];

@@ -43,7 +43,11 @@ export default {
       } else {
         if (repo.layout.topLevel === null) throw usageError('show', 'In a bare repository, name a blob id.');
         label = toRepositoryPath(repo.layout.topLevel, io.cwd, target);
-        const [id] = await worktreeBlobs(repo.layout.topLevel, [label], { env: repo.env, write: false });
+        // Staged as `git add` would (the blob stored, as check --path does); hashed where the store is read-only.
+        const top = repo.layout.topLevel;
+        const [id] = await worktreeBlobs(top, [label], { env: repo.env, write: true }).catch(() =>
+          worktreeBlobs(top, [label], { env: repo.env, write: false }),
+        );
         if (!id)
           throw usageError(
             'show',
