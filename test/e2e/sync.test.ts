@@ -657,6 +657,12 @@ describe('sync checks every line a remote would add before taking any', () => {
     gitOk(story, other, ['push', '-q', fork, LEDGER]);
     gitOk(story, work, ['push', '-q', 'fork', 'review:main']);
     gitOk(story, work, ['fetch', '-q', 'fork']);
+    // Origin's default branch is not known in this clone of an empty repository: said, and nothing asked or taken.
+    const unknown = cli(story, work, ['sync', 'fork']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('`git remote set-head origin --auto`');
+    expect(noteLines(story, work, m)).toEqual([]);
+    gitOk(story, work, ['remote', 'set-head', 'origin', 'main']);
     const fromFork = cli(story, work, ['sync', 'fork']);
     expect(fromFork.code).toBe(2);
     expect(fromFork.stderr).toContain(

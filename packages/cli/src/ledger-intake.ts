@@ -93,10 +93,19 @@ const HEAD_JUDGE: LineJudge = {
  * a branch not merged there), judges nothing.
  */
 async function syncJudges(remote: string, opts: GitOptions): Promise<LineJudge[]> {
-  const defaultBranchOf = async (name: string) =>
-    (await commitOf(`refs/remotes/${name}/HEAD`, opts)) ?? (await advertisedDefaultBranch(name, opts));
+  const known = (name: string) => trackedHead(name, opts);
   const hasOrigin = remote !== 'origin' && (await gitTry(['remote', 'get-url', 'origin'], opts)).code === 0;
-  const branches = [await defaultBranchOf(remote), hasOrigin ? await defaultBranchOf('origin') : null];
+  // Origin is not asked over the network while another remote is synced (its credentials, its wait): known here, or
+  // the user says which branch it is.
+  const origin = hasOrigin ? await known('origin') : null;
+  if (hasOrigin && origin === null)
+    throw new DelegateGitError(
+      'USAGE',
+      `sync judges what ${remote} adds by origin's default branch too (each line taken in reaches origin at the next ` +
+        'sync), and this clone does not know which branch that is (no refs/remotes/origin/HEAD). Run ' +
+        '`git remote set-head origin --auto`, then sync again. Nothing was taken.',
+    );
+  const branches = [(await known(remote)) ?? (await advertisedDefaultBranch(remote, opts)), origin];
   const judges = [HEAD_JUDGE];
   const judged = new Set([(await commitOf('HEAD', opts))?.commit]);
   for (const [i, branch] of branches.entries()) {
@@ -446,12 +455,22 @@ async function remoteDefaultBranch(
   remote: string,
   opts: GitOptions,
 ): Promise<{ ref: string; commit: string } | null> {
-  const head = await commitOf(`refs/remotes/${remote}/HEAD`, opts);
+  const head = await trackedHead(remote, opts);
   if (head) return head;
   const upstream = (await gitTry(['rev-parse', '--symbolic-full-name', '@{upstream}'], opts)).stdout
     .toString('utf8')
     .trim();
   return upstream.startsWith(`refs/remotes/${remote}/`) ? commitOf(upstream, opts) : null;
+}
+
+/** The branch `refs/remotes/<remote>/HEAD` names (as a clone or `git remote set-head` set it), named as that branch. */
+async function trackedHead(
+  remote: string,
+  opts: GitOptions,
+): Promise<{ ref: string; commit: string } | null> {
+  const symbolic = `refs/remotes/${remote}/HEAD`;
+  const target = (await gitTry(['symbolic-ref', '-q', symbolic], opts)).stdout.toString('utf8').trim();
+  return commitOf(target || symbolic, opts);
 }
 
 async function commitOf(ref: string, opts: GitOptions): Promise<{ ref: string; commit: string } | null> {

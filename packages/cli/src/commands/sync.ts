@@ -11,9 +11,9 @@ a merge commit when each side has lines the other lacks, a fast-forward only whe
 pushes without force. If another clone pushed in between, it fetches, merges and tries again. A remote ledger that
 is not a notes commit, holds entries that are no notes, or would add lines that are no valid records under the
 policy and keys committed at HEAD, at the remote's default branch as last fetched (what a server with the hook
-judges them by) and, syncing another remote than origin, at origin's (the lines go there at the next sync), is
-refused and nothing of it is taken. The remote's fetch refspecs and mirror
-setting do not apply to sync's fetch and push. Default remote: origin.
+judges them by) and, syncing another remote than origin, at origin's (the lines go there at the next sync; it must
+be known here: \`git remote set-head origin --auto\`), is refused and nothing of it is taken. The remote's fetch
+refspecs and mirror setting do not apply to sync's fetch and push. Default remote: origin.
 
 Example:
   delegate-git sync
