@@ -194,6 +194,40 @@ describe('files changed by the verification itself', () => {
       }
     }
   });
+
+  test("a file whose indexed blob has CRLF keeps it under core.autocrlf or text=auto (git's safer autocrlf): recorded as git add stages it, and promoted", async () => {
+    // Hashing the bytes at their path converts them; `git add` does not, because the index already holds CRLF.
+    for (const [file, setting] of [
+      ['src/crlf-kept-config.js', 'config'],
+      ['src/crlf-kept-attr.js', 'attributes'],
+    ] as const) {
+      repo.write(file, 'const one = 1;\r\nconst two = 2;\r\n');
+      repo.git(['add', file]);
+      if (setting === 'config') repo.git(['config', 'core.autocrlf', 'true']);
+      else repo.write('.gitattributes', `${file} text=auto\n`);
+      try {
+        worker.enqueue({ content: patchBlock(file, [['const two = 2;', 'const two = 3;']]) });
+        const { code, receipt } = await repo.delegate({
+          taskName: file,
+          instruction: 'Raise two.',
+          targetFiles: [file],
+          runVerification: 'true',
+        });
+        expect(receipt?.verdict, `${file}: ${receipt?.message}`).toBe('UNIT_PASSED');
+        expect(code).toBe(0);
+        expect(repo.read(file)).toBe('const one = 1;\r\nconst two = 3;\r\n');
+        const blob = receipt?.files[0]?.gitBlob;
+        expect(repo.gitText(['hash-object', '--no-filters', file])).toBe(blob);
+        expect(repo.gitText(['hash-object', file])).not.toBe(blob); // what hashing alone names
+        repo.git(['add', file]);
+        expect(repo.gitText(['rev-parse', `:${file}`])).toBe(blob);
+        expect((await repo.check([file])).code).toBe(0);
+      } finally {
+        if (setting === 'config') repo.git(['config', '--unset', 'core.autocrlf']);
+        else fs.rmSync(path.join(repo.dir, '.gitattributes'));
+      }
+    }
+  });
 });
 
 describe('repeats', () => {

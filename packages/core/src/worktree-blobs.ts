@@ -70,9 +70,9 @@ function kindAt(file: string): 'file' | 'link' | null {
 
 /**
  * The blobs `git add` would stage for these files, staged into a scratch index seeded with their entries in the
- * index in use (GIT_INDEX_FILE's during a commit): the real one is neither touched nor locked.
+ * index in use (GIT_INDEX_FILE's during a commit): the real one is neither touched nor locked. The blobs are stored.
  */
-async function stagedIds(
+export async function stagedIds(
   top: string,
   files: readonly string[],
   env: NodeJS.ProcessEnv | undefined,

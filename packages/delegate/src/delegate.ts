@@ -34,6 +34,7 @@ import {
   ContentHashers,
   checkedOutContent,
   fingerprintOf,
+  idKeptAsIs,
   idWithoutLocalEol,
   MAX_WRITTEN_BYTES,
   onlyLineEndingsDiffer,
@@ -510,9 +511,15 @@ async function hashWritten(
         );
         return null;
       }
-      const gitBlob = await hashers.hash(i, content);
+      let gitBlob = await hashers.hash(i, content);
       // DESIGN 3.2: both digests are of the content as stored.
-      const stored = rawBlobId(content, gitBlob) === gitBlob ? content : await storedContent(repo, gitBlob);
+      let stored = rawBlobId(content, gitBlob) === gitBlob ? content : await storedContent(repo, gitBlob);
+      const keptAsIs = stored !== content && onlyLineEndingsDiffer(content, stored);
+      const ownId = keptAsIs ? await idKeptAsIs(repo, rel, content, gitBlob) : null;
+      if (ownId) {
+        gitBlob = ownId;
+        stored = content;
+      }
       if (stored !== content) {
         if (!onlyLineEndingsDiffer(content, stored))
           problems[i]!.push(

@@ -10,6 +10,7 @@ import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync } f
 import path from 'node:path';
 import { git, gitFailure, WaitingGit } from '@delegate-git/core/git';
 import type { Repository } from '@delegate-git/core/repository';
+import { stagedIds } from '@delegate-git/core/worktree-blobs';
 
 /**
  * Larger than any source file a unit writes, and read twice for each verification run; a command can still grow a
@@ -163,4 +164,21 @@ export async function idWithoutLocalEol(
 export function rawBlobId(content: Buffer, like: string): string {
   const algorithm = like.length === 64 ? 'sha256' : 'sha1';
   return createHash(algorithm).update(`blob ${content.length}\0`).update(content).digest('hex');
+}
+
+/**
+ * `content`'s own blob id when `git add` would store these bytes as they are though hashing them at their path
+ * converts their line endings: git's "safer autocrlf" leaves a file alone whose indexed blob already has CRLF. Only
+ * the index knows that, and `hash-object` reads none, so the path is staged into a scratch index; that reads the
+ * file again, so its answer counts only when it is exactly the bytes verified. Else null.
+ */
+export async function idKeptAsIs(
+  repo: Repository,
+  repositoryPath: string,
+  content: Buffer,
+  hashedId: string,
+): Promise<string | null> {
+  const own = rawBlobId(content, hashedId);
+  const [staged] = await stagedIds(repo.layout.topLevel!, [repositoryPath], repo.env).catch(() => [null]);
+  return staged === own ? own : null;
 }
