@@ -188,6 +188,33 @@ describe('init', () => {
   });
 });
 
+describe('init run again over a forged approval of its anchor', () => {
+  it('signs the anchor anew when the approval under its keyid does not verify; control: the genuine one is kept', () => {
+    const dir = makeWorkTree(story, 'init-forged-anchor');
+    cliOk(story, dir, ['init', '--protect', 'src/**']);
+    const blobs = [POLICY_PATH, KEY_FILE].map((f) => gitOk(story, dir, ['hash-object', f]));
+    const genuine = blobs.map((b) => noteLines(story, dir, b));
+    // The same line, its signature replaced by 64 zero bytes: right keyid, a signature that does not verify.
+    for (const [i, blob] of blobs.entries()) {
+      const envelope = JSON.parse(genuine[i]![0]!);
+      envelope.signatures[0].sig = Buffer.alloc(64).toString('base64');
+      gitOk(story, dir, ['notes', '--ref', LEDGER, 'add', '-f', '-m', JSON.stringify(envelope), blob]);
+    }
+    const rerun = json<{ done: string[] }>(cliOk(story, dir, ['init', '--json']));
+    expect(rerun.done).toContain(
+      `approved the new policy and your key file as the trust anchor (${OPERATOR})`,
+    );
+    gitOk(story, dir, ['add', '.delegate-git']);
+    expect(commit(story, dir, 'Adopt').code).toBe(0);
+
+    const control = makeWorkTree(story, 'init-genuine-anchor');
+    cliOk(story, control, ['init', '--protect', 'src/**']);
+    expect(json<{ done: string[] }>(cliOk(story, control, ['init', '--json'])).done).toContain(
+      `the policy and your key file are approved as the trust anchor already (${OPERATOR})`,
+    );
+  });
+});
+
 describe('init without --protect and without a terminal', () => {
   it('says the policy protects no path and how to change that; control: with --protect it says nothing of the kind', () => {
     const dir = makeWorkTree(story, 'init-unprotected');

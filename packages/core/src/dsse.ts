@@ -116,24 +116,18 @@ export function readEnvelope(line: string): ReadEnvelope {
       ok: false,
       reason: `${signatures.length} signatures: a record carries exactly one (its signer's); anyone can add entries to a signed line`,
     };
-  for (const s of signatures) {
-    if (
-      !isObject(s) ||
-      typeof s.keyid !== 'string' ||
-      typeof s.sig !== 'string' ||
-      Object.keys(s).length !== 2
-    ) {
-      return { ok: false, reason: 'malformed signature entry (expected {keyid, sig})' };
-    }
-  }
+  const [s] = signatures;
+  if (!isObject(s) || typeof s.keyid !== 'string' || typeof s.sig !== 'string' || Object.keys(s).length !== 2)
+    return { ok: false, reason: 'malformed signature entry (expected {keyid, sig})' };
   if (canonicalEnvelope(value as unknown as Envelope) !== line)
     return { ok: false, reason: 'the envelope line is not canonical JSON (RFC 8785)' };
   return { ok: true, envelope: value as unknown as Envelope };
 }
 
 function canonicalEnvelope(e: Envelope): string {
-  const sigs = e.signatures.map((s) => `{"keyid":${JSON.stringify(s.keyid)},"sig":${JSON.stringify(s.sig)}}`);
-  return `{"payload":${JSON.stringify(e.payload)},"payloadType":${JSON.stringify(e.payloadType)},"signatures":[${sigs.join(',')}]}`;
+  const [s] = e.signatures;
+  const sig = `{"keyid":${JSON.stringify(s!.keyid)},"sig":${JSON.stringify(s!.sig)}}`;
+  return `{"payload":${JSON.stringify(e.payload)},"payloadType":${JSON.stringify(e.payloadType)},"signatures":[${sig}]}`;
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {

@@ -20,7 +20,7 @@ import type { BatchCandidate } from './note-batch.js';
 import type { RefUpdate } from './pre-receive.js';
 import type { Promotion } from './promotion.js';
 import { checkPushedNote } from './pushed-note-check.js';
-import { judgeLine } from './record.js';
+import { judgeLine, type LedgerRecord, type RecordTrust } from './record.js';
 import { expiredAt, type TrustedKey } from './trust-root.js';
 
 export interface LedgerCheckSources {
@@ -181,21 +181,7 @@ export function lineProblem(
 ): string | null {
   const judged = judgeLine(line, governance.trustRoot, governance.policy.repositoryId);
   if (!judged.ok) return `not a valid record: ${judged.reason}`;
-  const { record, trust } = judged;
-  if (!record.subjects.some((s) => s.gitBlob === annotated)) return MISPLACED;
-  if (!trust.ok) return trust.reason;
-  const late = arrivalProblem(record.createdAt, trust.signer);
-  if (late) return late;
-  if (sha256 !== null && record.subjects.some((s) => s.gitBlob === annotated && s.sha256 !== sha256)) {
-    return 'the record names a sha256 that does not match the blob';
-  }
-  return null;
-}
-
-/** What the server's clock says of a new line that verifies: dated ahead of it, or signed by a key expired by now. */
-function arrivalProblem(createdAt: number, signer: TrustedKey): string | null {
-  const now = Date.now();
-  return datedAhead(createdAt, now) ?? expiredAt(signer, now);
+  return recordProblem(judged.record, judged.trust, annotated, sha256);
 }
 
 /** lineProblem's answer for a line checkPushedNote examined. */
@@ -205,13 +191,28 @@ export function problemOf(
   sha256: string | null,
 ): string | null {
   if (!line) throw new Error('a line of the note checked was not examined');
-  const { facts, record } = line;
-  if (facts.undecodable !== null) return `not a valid record: ${facts.undecodable}`;
-  if (facts.misplaced) return MISPLACED;
-  if (!facts.trust?.ok) return facts.trust?.reason ?? 'the record has no signature';
-  const late = record && line.trust?.ok ? arrivalProblem(record.createdAt, line.trust.signer) : null;
+  if (line.record === null || line.trust === null) return `not a valid record: ${line.facts.undecodable}`;
+  return recordProblem(line.record, line.trust, annotated, sha256);
+}
+
+/** The rule both forms apply to a line that decodes: on its blob, trusted, not late, and naming the blob's digest. */
+function recordProblem(
+  record: LedgerRecord,
+  trust: RecordTrust,
+  annotated: string,
+  sha256: string | null,
+): string | null {
+  if (!record.subjects.some((s) => s.gitBlob === annotated)) return MISPLACED;
+  if (!trust.ok) return trust.reason;
+  const late = arrivalProblem(record.createdAt, trust.signer);
   if (late) return late;
-  if (sha256 !== null && record?.subjects.some((s) => s.gitBlob === annotated && s.sha256 !== sha256))
+  if (sha256 !== null && record.subjects.some((s) => s.gitBlob === annotated && s.sha256 !== sha256))
     return 'the record names a sha256 that does not match the blob';
   return null;
+}
+
+/** What the server's clock says of a new line that verifies: dated ahead of it, or signed by a key expired by now. */
+function arrivalProblem(createdAt: number, signer: TrustedKey): string | null {
+  const now = Date.now();
+  return datedAhead(createdAt, now) ?? expiredAt(signer, now);
 }

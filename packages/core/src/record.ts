@@ -4,7 +4,14 @@
  * repository.id, createdAt, and the signature.
  */
 import { quotedValue } from './canonical-json.js';
-import { decodeEnvelopeLine, type Envelope, IN_TOTO_PAYLOAD_TYPE, isObject, pae } from './dsse.js';
+import {
+  decodeBase64Strict,
+  decodeEnvelopeLine,
+  type Envelope,
+  IN_TOTO_PAYLOAD_TYPE,
+  isObject,
+  pae,
+} from './dsse.js';
 import type { Ed25519Backend } from './ed25519.js';
 import { shownPath, shownText } from './shown-path.js';
 import {
@@ -118,14 +125,14 @@ export function verifyRecord(
   backend: Ed25519Backend = 'node',
 ): RecordTrust {
   if (record.repositoryId !== repositoryId) return OTHER_REPOSITORY;
-  const message = pae(IN_TOTO_PAYLOAD_TYPE, record.body);
-  return trustOf(record, signaturesOf(record, trustRoot), (s) =>
-    s.key.publicKey.verify(message, s.signature, backend),
-  );
+  const s = signatureOf(record, trustRoot);
+  const verifies =
+    isCheckable(s) && s.key.publicKey.verify(pae(IN_TOTO_PAYLOAD_TYPE, record.body), s.signature, backend);
+  return trustOf(record, s, verifies);
 }
 
 /**
- * verifyRecord's answer, with the signatures checked on the thread pool (node:crypto), so the calling thread decodes
+ * verifyRecord's answer, with the signature checked on the thread pool (node:crypto), so the calling thread decodes
  * other records meanwhile: the server gate checks a push's new lines this way.
  */
 export async function verifyRecordSoon(
@@ -134,17 +141,15 @@ export async function verifyRecordSoon(
   repositoryId: string,
 ): Promise<RecordTrust> {
   if (record.repositoryId !== repositoryId) return OTHER_REPOSITORY;
-  const message = pae(IN_TOTO_PAYLOAD_TYPE, record.body);
-  const signatures = signaturesOf(record, trustRoot);
-  const valid = await Promise.all(
-    signatures.map((s) => (isCheckable(s) ? s.key.publicKey.verifySoon(message, s.signature) : false)),
-  );
-  return trustOf(record, signatures, (_, i) => valid[i]!);
+  const s = signatureOf(record, trustRoot);
+  const verifies =
+    isCheckable(s) && (await s.key.publicKey.verifySoon(pae(IN_TOTO_PAYLOAD_TYPE, record.body), s.signature));
+  return trustOf(record, s, verifies);
 }
 
 const OTHER_REPOSITORY: RecordTrust = { ok: false, reason: 'the record belongs to another repository' };
 
-/** One of a record's signatures: its trusted key (undefined: none has its keyid) and its bytes (null: not base64). */
+/** The record's signature: its trusted key (undefined: none has its keyid) and its bytes (null: not base64). */
 interface RecordSignature {
   keyid: string;
   key: TrustedKey | undefined;
@@ -157,44 +162,24 @@ function isCheckable(s: RecordSignature): s is CheckableSignature {
   return s.key !== undefined && s.signature !== null;
 }
 
-function signaturesOf(record: LedgerRecord, trustRoot: TrustRoot): RecordSignature[] {
-  return record.envelope.signatures.map(({ keyid, sig }) => {
-    const signature = Buffer.from(sig, 'base64');
-    return {
-      keyid,
-      key: trustRoot.byKeyid(keyid),
-      signature: signature.toString('base64') === sig ? signature : null,
-    };
-  });
+/** A record carries exactly one signature: decoding refuses a line with none or more (dsse.ts readEnvelope). */
+function signatureOf(record: LedgerRecord, trustRoot: TrustRoot): RecordSignature {
+  const { keyid, sig } = record.envelope.signatures[0]!;
+  return { keyid, key: trustRoot.byKeyid(keyid), signature: decodeBase64Strict(sig) };
 }
 
-/** Whether the record's signature (decoding refuses a line with more than one) verifies under a key allowed to sign it. */
-function trustOf(
-  record: LedgerRecord,
-  signatures: RecordSignature[],
-  verifies: (s: CheckableSignature, index: number) => boolean,
-): RecordTrust {
-  let refusal: RecordTrust | null = null;
-  for (const [i, s] of signatures.entries()) {
-    if (!s.key) {
-      refusal ??= {
-        ok: false,
-        reason: `signed by a key that is not in the trust root (keyid ${shownText(s.keyid.slice(0, 12))})`,
-      };
-      continue;
-    }
-    if (!isCheckable(s) || !verifies(s, i)) {
-      refusal = { ok: false, reason: `the signature by ${s.key.name} does not verify`, signer: s.key };
-      continue;
-    }
-    const problem = keyRefusal(s.key, roleFor(record), record.createdAt);
-    if (problem) {
-      refusal = { ok: false, reason: problem, signer: s.key, verified: true };
-      continue;
-    }
-    return { ok: true, signer: s.key };
-  }
-  return refusal ?? { ok: false, reason: 'the record has no signature' };
+/** Whether the signature (`verifies`: it verifies under its key) is by a key allowed to sign the record now. */
+function trustOf(record: LedgerRecord, s: RecordSignature, verifies: boolean): RecordTrust {
+  if (!s.key)
+    return {
+      ok: false,
+      reason: `signed by a key that is not in the trust root (keyid ${shownText(s.keyid.slice(0, 12))})`,
+    };
+  if (!verifies)
+    return { ok: false, reason: `the signature by ${s.key.name} does not verify`, signer: s.key };
+  const problem = keyRefusal(s.key, roleFor(record), record.createdAt);
+  if (problem) return { ok: false, reason: problem, signer: s.key, verified: true };
+  return { ok: true, signer: s.key };
 }
 
 export function isRepositoryPath(path: string): boolean {

@@ -5,18 +5,21 @@ import path from 'node:path';
 import {
   DEFAULT_KEYS_DIR,
   DelegateGitError,
+  decodeBase64Strict,
   decodeRecord,
   generateSigningKey,
   git,
   gitText,
   gitTry,
   governedMatcher,
+  IN_TOTO_PAYLOAD_TYPE,
   isGovernanceFile,
   LEDGER_REF,
   listSigningKeys,
   loadSigningKey,
   POLICY_PATH,
   type Policy,
+  pae,
   parsePolicy,
   policyText,
   Repository,
@@ -388,8 +391,7 @@ function writesLedger(spec: string): boolean {
   );
 }
 
-/** The first policy and key file are the trust anchor: their author approves them, so the adopting commit passes. */
-/** Whether `key` has approved each subject (its path and blob) in the ledger. */
+/** Whether `key` has approved each subject (its path and blob) in the ledger, with a signature that verifies. */
 async function approvedAlready(
   repo: Repository,
   subjects: ReadonlyArray<{ path: string; gitBlob: string }>,
@@ -401,11 +403,15 @@ async function approvedAlready(
       const decoded = decodeRecord(line);
       if (!decoded.ok) return false;
       const r = decoded.record;
+      const { keyid, sig } = r.envelope.signatures[0]!;
+      const signature = decodeBase64Strict(sig);
       return (
         r.kind === 'review' &&
         r.decision === 'approve' &&
-        r.envelope.signatures.some((s) => s.keyid === key.publicKey.keyid) &&
-        r.subjects.some((s) => s.path === subject.path && s.gitBlob === subject.gitBlob)
+        keyid === key.publicKey.keyid &&
+        r.subjects.some((s) => s.path === subject.path && s.gitBlob === subject.gitBlob) &&
+        signature !== null &&
+        key.publicKey.verify(pae(IN_TOTO_PAYLOAD_TYPE, r.body), signature)
       );
     });
     if (!approved) return false;
@@ -413,6 +419,7 @@ async function approvedAlready(
   return true;
 }
 
+/** The first policy and key file are the trust anchor: their author approves them, so the adopting commit passes. */
 async function approveAnchor(
   repo: Repository,
   top: string,

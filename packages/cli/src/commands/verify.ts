@@ -288,8 +288,8 @@ export function describeLine(line: string): string {
   if (!decoded.ok) return `a line that is no record (line sha256 ${digest})`;
   const r = decoded.record;
   const what = r.kind === 'verdict' ? `verdict ${r.verdict}` : `review ${r.decision}`;
-  const keys = r.envelope.signatures.map((s) => shownText(s.keyid.slice(0, 12))).join(', ');
-  return `${what} of ${r.subjects.map((s) => shownPath(s.path)).join(', ')} made ${r.createdAtText}, signed by key ${keys} (line sha256 ${digest})`;
+  const key = shownText(r.envelope.signatures[0]!.keyid.slice(0, 12));
+  return `${what} of ${r.subjects.map((s) => shownPath(s.path)).join(', ')} made ${r.createdAtText}, signed by key ${key} (line sha256 ${digest})`;
 }
 
 function escapeAnnotation(text: string): string {
