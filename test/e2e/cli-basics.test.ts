@@ -400,6 +400,34 @@ describe('keys', () => {
     expect(revoked.stdout).toContain('in .delegate-git/keys/team/carol.json');
   });
 
+  it('add notes a key of the same holder (its email, any case): one reviewer toward a threshold; control: another email', () => {
+    const copy = copyWorkTree(story, dir, 'keys-same-holder');
+    const keyOf = (name: string) =>
+      json<{ publicKey: string }>(cliOk(story, copy, ['keygen', name, '--json'], operatorEnv(story, name)));
+    const add = (name: string, email: string, ...more: string[]) =>
+      cliOk(story, copy, [
+        'keys',
+        'add',
+        name,
+        '--public-key',
+        keyOf(name).publicKey,
+        '--roles',
+        'reviewer',
+        '--email',
+        email,
+        ...more,
+      ]);
+    expect(add('dave', 'dave@example.com').stderr).toBe('');
+    const rotated = add('dave-2', 'DAVE@example.com');
+    expect(rotated.stderr).toContain(
+      "note: dave has the same email: their approvals and this key's count as one reviewer's toward reviewThreshold",
+    );
+    expect(
+      json<{ sameHolderAs?: string[] }>(add('dave-3', 'dave@example.com', '--json')).sameHolderAs,
+    ).toEqual(['dave', 'dave-2']);
+    expect(add('erin', 'erin@example.com').stderr).toBe('');
+  });
+
   it('add refuses a key that is not one, a small-order key and an unknown role, writing nothing', () => {
     /** keys add of bob's public key under `name` with `roles`. */
     const addBob = (name: string, roles: string, ...more: string[]) =>

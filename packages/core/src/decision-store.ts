@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { replaceCacheFile } from './cache-file.js';
 
-export const STORE_VERSION = 3;
+export const STORE_VERSION = 4;
 /** Also matches the JSON files of version 2, so they are cleaned away like any older tip's. */
 export const DECISIONS_FILE = /^decisions-([0-9a-f]{16})-([0-9a-f]{40,64}|none)(?:\.json)?$/;
 

@@ -7,6 +7,7 @@ import { datedAhead } from './dated-ahead.js';
 import type { LedgerRecord, RecordTrust } from './record.js';
 import { shownPath } from './shown-path.js';
 import type { VerdictName } from './statement.js';
+import { holderOf } from './trust-root.js';
 
 export interface Candidate {
   path: string;
@@ -177,24 +178,25 @@ function reasonFromHistory(
 
 /**
  * Each reviewer's latest decision on this content counts once: a later approval lifts their own rejection; on a tie
- * the rejection stands (fail closed). Distinct reviewers are distinct keys. An approval made before `approvedSince`
- * does not count (`stale`); a rejection always does.
+ * the rejection stands (fail closed). Distinct reviewers are distinct holders (holderOf: the email of the key file),
+ * so two keys of one person count once. An approval made before `approvedSince` does not count (`stale`); a rejection
+ * always does.
  */
 function reviewOutcome(
   trusted: readonly JudgedRecord[],
   approvedSince = Number.NEGATIVE_INFINITY,
 ): { approvers: string[]; rejectors: string[]; stale: string[] } {
-  const byKey = new Map<string, JudgedRecord>();
+  const byHolder = new Map<string, JudgedRecord>();
   for (const j of trusted) {
     if (j.record.kind !== 'review' || !j.trust.ok) continue;
-    const id = j.trust.signer.keyid;
-    const prev = byKey.get(id);
-    if (!prev || isLater(j, prev)) byKey.set(id, j);
+    const holder = holderOf(j.trust.signer);
+    const prev = byHolder.get(holder);
+    if (!prev || isLater(j, prev)) byHolder.set(holder, j);
   }
   const approvers: string[] = [];
   const rejectors: string[] = [];
   const stale: string[] = [];
-  for (const j of byKey.values()) {
+  for (const j of byHolder.values()) {
     if (j.record.kind !== 'review') continue;
     if (j.record.decision === 'reject') rejectors.push(signerName(j));
     else (j.record.createdAt >= approvedSince ? approvers : stale).push(signerName(j));
@@ -214,7 +216,7 @@ export interface VersionAt {
  * date, the latest where several parents hold it, unless another parent holds other content (a merge keeping one
 side's version): that is a change from the other side's version, and dated as one too. Content a commit changes or
 adds is dated by the moment
- * `threshold` distinct keys had approved it no earlier than the date of what it replaced (the latest of its parents'
+ * `threshold` distinct holders of keys (holderOf) had approved it no earlier than the date of what it replaced (the latest of its parents'
  * versions; with fewer such keys, by the last of their approvals), and keeps that date where none had. Dating by the
  * first approval alone let a version come back a second time on an old approval (the policy S, then T, then S approved
  * again, then T once more on the approval it had before S came back); dating by one approval let one reviewer lower a
@@ -277,7 +279,7 @@ function latestTime(times: ReadonlyArray<number | undefined>): number | undefine
 }
 
 /**
- * When `threshold` distinct keys had approved the content (records on that blob about that path) no earlier than
+ * When `threshold` distinct holders of keys (holderOf) had approved the content (records on that blob about that path) no earlier than
  * `since`; where fewer did (a version admitted under a lower threshold of its time), the last of those approvals, so
  * a later one, back-dated or not, can only move that date on. Keys the rules trust now decide it. Only where none of
  * them approved do the approvals of keys not allowed now count (formerlyApproved), by the latest of them: a version
@@ -291,20 +293,20 @@ function approvedBy(
   onBlob: readonly JudgedRecord[],
   since = Number.NEGATIVE_INFINITY,
 ): number | undefined {
-  const trusted: Array<{ at: number; key: string }> = [];
+  const trusted: Array<{ at: number; holder: string }> = [];
   let formerly: number | undefined;
   for (const { record, trust } of onBlob) {
     if (record.kind !== 'review' || record.decision !== 'approve' || record.createdAt < since) continue;
     if (!record.subjects.some((s) => s.path === path && s.gitBlob === blob)) continue;
-    if (trust.ok) trusted.push({ at: record.createdAt, key: trust.signer.keyid });
+    if (trust.ok) trusted.push({ at: record.createdAt, holder: holderOf(trust.signer) });
     else if (formerlyApproved(trust)) formerly = Math.max(formerly ?? record.createdAt, record.createdAt);
   }
   if (trusted.length === 0) return formerly;
   trusted.sort((a, b) => a.at - b.at);
-  const keys = new Set<string>();
-  for (const { at, key } of trusted) {
-    keys.add(key);
-    if (keys.size >= threshold) return at;
+  const holders = new Set<string>();
+  for (const { at, holder } of trusted) {
+    holders.add(holder);
+    if (holders.size >= threshold) return at;
   }
   return trusted.at(-1)!.at;
 }

@@ -44,6 +44,15 @@ export interface TrustedKey {
   readonly file: string;
 }
 
+/**
+ * Who holds a key, as a threshold counts reviewers: the email of its key file (any letter case), so that one person
+ * with two keys (the overlap of a key rotation) is one reviewer; a key with no email is a reviewer of its own.
+ */
+export function holderOf(key: TrustedKey): string {
+  const email = key.email.trim().toLowerCase();
+  return email === '' ? `key ${key.keyid}` : `email ${email}`;
+}
+
 /** Why a key may not sign a record of `role` made at `createdAt`, or null when it may. */
 export function keyRefusal(key: TrustedKey, role: Role, createdAt: number): string | null {
   // A revoked key's records never count again: createdAt is asserted by the signer, so it cannot prove that a

@@ -28,8 +28,10 @@ import type { TrustRoot } from './trust-root.js';
  *    and tells verify's disallowed lines from invalid ones; before, a warm run lost it.
  * 4: a line with more than one signature entry is no valid record (dsse.ts); a cache from before holds such lines as
  *    valid.
+ * 5: reviewers toward a threshold are the holders of keys (trust-root.ts holderOf), not keys; a cache from before
+ *    holds promotions two keys of one person made.
  */
-const RULES_VERSION = 4;
+const RULES_VERSION = 5;
 /** Lines remembered at most (about 230 bytes each on disk); a larger ledger is remembered up to here. */
 const MAX_LINES = 2_000_000;
 const FILE = /^verified-[0-9a-f]{16}\.ndjson$/;

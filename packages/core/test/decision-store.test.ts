@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeTempDir, removeDir } from '../../../test/support/git-repo.js';
-import { promotionsByBlob, readStore, type Stored, storeText } from '../src/decision-store.js';
+import { promotionsByBlob, readStore, STORE_VERSION, type Stored, storeText } from '../src/decision-store.js';
 
 const dir = makeTempDir();
 afterAll(() => removeDir(dir));
@@ -39,7 +39,8 @@ describe('the decisions file', () => {
     };
     expect(write('good', good)).not.toBeNull();
     expect(write('short', good.slice(0, -3))).toBeNull();
-    expect(write('version', good.replace('decisions 3', 'decisions 2'))).toBeNull();
+    expect(good.startsWith(`delegate-git decisions ${STORE_VERSION}\0`)).toBe(true);
+    expect(write('version', good.replace(`decisions ${STORE_VERSION}`, 'decisions 3'))).toBeNull();
     expect(write('index', good.replace('\x000\x001\x00', '\x000\x007\x00'))).toBeNull();
     expect(write('json', '{"version":2,"texts":[],"entries":{}}')).toBeNull();
   });

@@ -181,6 +181,33 @@ describe('requireReview with a threshold of 2', () => {
     });
   });
 
+  it("one person's two keys (a rotation's overlap: the same email, any letter case) count once: refused; control: keys of other emails, or of none, count apart", () => {
+    const rita2 = testKey({ name: 'rita-2', roles: ['reviewer'], email: 'Rita@Example.COM ' });
+    const nobody1 = testKey({ name: 'anon-1', roles: ['reviewer'], email: '' });
+    const nobody2 = testKey({ name: 'anon-2', roles: ['reviewer'], email: '' });
+    const rotated = { ...governance, trustRoot: trustRootOf([alice, rita, rita2, rob, nobody1, nobody2]) };
+    const judged = (...lines: string[]) =>
+      promotionOf(file, judgeLines(lines, { governance: rotated }), TWO_REVIEWS);
+    expect(
+      judged(reviewLine(rita, [file], { createdAt: T1 }), reviewLine(rita2, [file], { createdAt: T2 })),
+    ).toEqual({
+      path: 'src/a.ts',
+      promoted: false,
+      reason: 'the policy requires 2 reviewer approval(s) and it has 1 (rita-2)',
+      by: ['rita-2'],
+    });
+    expect(judged(reviewLine(rita2, [file]), reviewLine(rob, [file])).promoted).toBe(true);
+    expect(judged(reviewLine(nobody1, [file]), reviewLine(nobody2, [file])).promoted).toBe(true);
+    // The person's latest decision is theirs, whichever key made it.
+    expect(
+      judged(
+        reviewLine(rita, [file], { decision: 'reject', createdAt: T1 }),
+        reviewLine(rita2, [file], { createdAt: T2 }),
+        reviewLine(rob, [file]),
+      ).promoted,
+    ).toBe(true);
+  });
+
   it('a passing verdict alone is not enough, and the reason names the requirement', () => {
     const lines = [verdictLine(alice, [file])];
     expect(promote(lines, OPEN).promoted).toBe(true);
@@ -558,5 +585,29 @@ describe('a change that goes back to earlier content (the policy and key files)'
     // Approved by one key only (under a lower threshold of its time): dated by the last of its approvals, so a
     // version it replaced cannot come back on an approval older than that.
     expect(admittedAlong([otherVersion.gitBlob], () => backdated.slice(0, 2), 2)).toBe(Date.parse(T2));
+  });
+
+  it("with a threshold, two keys of one person are one approval when a version is dated; control: another person's key", () => {
+    const T0 = '2026-02-01T00:00:00Z';
+    const rita2 = testKey({ name: 'rita-2', roles: ['reviewer'], email: 'rita@example.com' });
+    const rotated = { ...governance, trustRoot: trustRootOf([alice, rita, rita2, rob]) };
+    const records = judgeLines(
+      [
+        reviewLine(rita, [otherVersion], { createdAt: T0 }),
+        reviewLine(rita2, [otherVersion], { createdAt: T2 }),
+        reviewLine(rob, [otherVersion], { createdAt: T3 }),
+      ],
+      { governance: rotated },
+    );
+    expect(admittedAlong([otherVersion.gitBlob], () => records, 2)).toBe(Date.parse(T3));
+    const apart = { ...governance, trustRoot: trustRootOf([alice, rita, rob]) };
+    const control = judgeLines(
+      [
+        reviewLine(rita, [otherVersion], { createdAt: T0 }),
+        reviewLine(rob, [otherVersion], { createdAt: T2 }),
+      ],
+      { governance: apart },
+    );
+    expect(admittedAlong([otherVersion.gitBlob], () => control, 2)).toBe(Date.parse(T2));
   });
 });

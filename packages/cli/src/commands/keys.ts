@@ -1,11 +1,13 @@
 import path from 'node:path';
 import {
   DelegateGitError,
+  holderOf,
   keyFileText,
   parseKeyFile,
   parseRfc3339Utc,
   Repository,
   type Role,
+  type TrustedKey,
 } from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
@@ -21,7 +23,9 @@ Edits the trust root: one JSON file per key in the repository's keys directory (
 Roles: delegator (signs verdicts), reviewer (signs reviews). Times are RFC 3339 UTC. A revoked key's
 records never count again, whatever their date. Changes to the keys directory are governed: commit them
 with a reviewer's approval. A key file keeps its key: to rotate a key, revoke it and add the new key under
-another name (every gate refuses another key written into an existing file).
+another name (every gate refuses another key written into an existing file). Reviewers are told apart
+by --email: keys with one email (any letter case) count as one reviewer toward reviewThreshold, so a
+rotation's overlap does not count twice; a key with no email is a reviewer of its own.
 
 Example:
   delegate-git keys add bob --public-key q83v...= --roles reviewer --email bob@example.com
@@ -114,15 +118,31 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
       `That key is already registered in ${result.file}, so no key file named ${name} was written (a key is trusted ` +
         "under one name). Use that name, or rename the file with a reviewer's approval.",
     );
-  if (!result.created) refuseChangeOf(result.file, await readKeyFiles(top, keysDir), asked);
-  if (values.json) io.out(json({ name, ...result }));
+  const keyFiles = await readKeyFiles(top, keysDir);
+  if (!result.created) refuseChangeOf(result.file, keyFiles, asked);
+  const sharing = sameHolder(keyFiles, result.file);
+  if (values.json) io.out(json({ name, ...result, ...(sharing.length > 0 && { sameHolderAs: sharing }) }));
   else
     io.out(
       result.created
         ? `Added ${result.file}. Commit it with a reviewer's approval.\n`
         : `That key is already registered in ${result.file}.\n`,
     );
+  if (sharing.length > 0 && !values.json)
+    io.err(
+      `note: ${sharing.join(', ')} ${sharing.length === 1 ? 'has' : 'have'} the same email: their approvals and this key's count as one reviewer's toward reviewThreshold. Once the new key is in use, revoke the old one (delegate-git keys revoke <name>).\n`,
+    );
   return 0;
+}
+
+/** The names of the other keys, not revoked, of the same holder as the key in `file` (one reviewer with it). */
+function sameHolder(keyFiles: readonly TrustedKey[], file: string): string[] {
+  const added = keyFiles.find((k) => k.file === file);
+  if (!added) return [];
+  return keyFiles
+    .filter((k) => k !== added && k.revoked === undefined && holderOf(k) === holderOf(added))
+    .map((k) => k.name)
+    .sort();
 }
 
 /** `keys add` of a registered key writes nothing: asked for other roles, email or validity, it says so and fails. */
