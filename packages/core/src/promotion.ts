@@ -111,7 +111,7 @@ export function promotionOf(
       const lead = passers.length > 0 ? 'a unit passed it, but ' : '';
       return refuse(
         path,
-        `${lead}the policy requires ${rules.reviewThreshold} reviewer approval(s) and it ${has}`,
+        `${lead}the policy requires ${rules.reviewThreshold} reviewer approval(s) and it ${has}${notCounted(aboutIt)}`,
         [...approvers, ...passers],
       );
     }
@@ -156,6 +156,22 @@ export function promotionsOf(
   return candidates.map((c) =>
     promotionOf(c, recordsByBlob.get(c.gitBlob) ?? [], rules, earlierByPath.get(c.path)),
   );
+}
+
+/**
+ * Approvals of this content whose signatures verify under keys that may not sign them now (revoked, expired, no longer
+ * reviewers): a count of approvals that leaves them out should say so, or a reviewer who knows they approved reads
+ * the count as wrong.
+ */
+function notCounted(aboutIt: readonly JudgedRecord[]): string {
+  const why = unique(
+    aboutIt
+      .filter(
+        (j) => j.record.kind === 'review' && j.record.decision === 'approve' && formerlyApproved(j.trust),
+      )
+      .map((j) => (j.trust.ok ? '' : j.trust.reason)),
+  );
+  return why.length === 0 ? '' : `; not counted: ${why.join('; ')}`;
 }
 
 function reasonFromHistory(

@@ -208,6 +208,20 @@ describe('requireReview with a threshold of 2', () => {
     ).toBe(true);
   });
 
+  it('an approval that no longer counts (its key revoked, or no reviewer now) is named beside the count; control: none to name', () => {
+    const ruth = testKey({ name: 'ruth', roles: ['reviewer'], revoked: '2026-06-01T00:00:00Z' });
+    const walt = testKey({ name: 'walt', roles: ['delegator'] });
+    const later = { ...governance, trustRoot: trustRootOf([alice, rita, rob, ruth, walt]) };
+    const judged = (...lines: string[]) =>
+      promotionOf(file, judgeLines(lines, { governance: later }), TWO_REVIEWS);
+    expect(judged(reviewLine(rita, [file]), reviewLine(ruth, [file]), reviewLine(walt, [file])).reason).toBe(
+      "the policy requires 2 reviewer approval(s) and it has 1 (rita); not counted: signer ruth's key was revoked; signer walt does not have the reviewer role",
+    );
+    expect(judged(reviewLine(rita, [file])).reason).toBe(
+      'the policy requires 2 reviewer approval(s) and it has 1 (rita)',
+    );
+  });
+
   it('a passing verdict alone is not enough, and the reason names the requirement', () => {
     const lines = [verdictLine(alice, [file])];
     expect(promote(lines, OPEN).promoted).toBe(true);
