@@ -724,3 +724,70 @@ describe('pre-commit: what the refusal says to do', () => {
     expect(again.stderr).toContain('have 2 reviewers approve this exact content');
   });
 });
+
+describe('pre-commit: a commit that changes the rules says what it does beyond its files', () => {
+  /** Commits the staged policy edit with the operator's approval (threshold 1: theirs suffices). */
+  function commitPolicy(dir: string, edit: (policy: Record<string, unknown>) => void, message: string) {
+    editPolicy(dir, edit);
+    cliOk(story, dir, ['attest', '--approve', POLICY, '--yes']);
+    gitOk(story, dir, ['add', POLICY]);
+    return commit(story, dir, message);
+  }
+
+  it('names unchanged files the new rules no longer promote; control: a rules change that leaves every file promoted', () => {
+    const dir = copyWorkTree(story, template, 'rules-unpromote');
+    stage(dir, { 'lib/m.ts': 'export const m = 1;\n' });
+    expect(commit(story, dir, 'lib, ungoverned').code).toBe(0);
+    const quiet = commitPolicy(dir, (p) => Object.assign(p, { protectDeletes: true }), 'protect deletes');
+    expect(quiet.code, quiet.stderr).toBe(0);
+    expect(quiet.stderr).not.toContain('no longer promoted');
+
+    const widened = commitPolicy(
+      dir,
+      (p) => Object.assign(p, { protect: ['src/**', 'lib/**'] }),
+      'protect lib',
+    );
+    expect(widened.code, widened.stderr).toBe(0);
+    expect(widened.stderr).toContain(
+      'delegate-git: Under the rules this commit stages, 1 governed file(s) it leaves unchanged are no longer promoted:',
+    );
+    expect(widened.stderr).toContain('lib/m.ts: no verdict');
+    // verify at the commit agrees: what was said is what CI refuses.
+    const verified = cli(story, dir, ['check', '--rev', 'HEAD', '--json']);
+    expect(verified.code).toBe(1);
+    expect(
+      JSON.parse(verified.stdout).results.filter((r: { promoted: boolean }) => !r.promoted),
+    ).toMatchObject([{ path: 'lib/m.ts' }]);
+  });
+
+  it('names its own changes that pass only under the new rules (a push judges by the old); control: the rules change on its own first', () => {
+    const dir = copyWorkTree(story, template, 'rules-ahead');
+    stage(dir, { 'src/keep.ts': 'export const keep = 1;\n' });
+    cliOk(story, dir, ['attest', '--approve', 'src/keep.ts', '--yes']);
+    expect(
+      commitPolicy(dir, (p) => Object.assign(p, { protectDeletes: true }), 'keep and protect deletes').code,
+    ).toBe(0);
+
+    const both = copyWorkTree(story, dir, 'rules-ahead-both');
+    editPolicy(both, (p) => Object.assign(p, { protectDeletes: false }));
+    cliOk(story, both, ['attest', '--approve', POLICY, '--yes']);
+    gitOk(story, both, ['add', POLICY]);
+    gitOk(story, both, ['rm', '-q', 'src/keep.ts']);
+    const together = commit(story, both, 'allow deletes and delete');
+    expect(together.code, together.stderr).toBe(0);
+    expect(together.stderr).toContain(
+      'delegate-git: This commit changes the policy or the trust root, and 1 of its other change(s) pass only under the new rules:',
+    );
+    expect(together.stderr).toContain(
+      'src/keep.ts: the policy protects deletions of this path (protectDeletes)',
+    );
+    expect(together.stderr).toContain('commit and push the rules change on its own first, then these.');
+
+    const apart = commitPolicy(dir, (p) => Object.assign(p, { protectDeletes: false }), 'allow deletes');
+    expect(apart.code, apart.stderr).toBe(0);
+    gitOk(story, dir, ['rm', '-q', 'src/keep.ts']);
+    const deleted = commit(story, dir, 'delete');
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(`${apart.stderr}${deleted.stderr}`).not.toContain('pass only under the new rules');
+  });
+});

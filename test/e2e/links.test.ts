@@ -139,6 +139,29 @@ describe('protect src/**/*.js with protectDeletes', () => {
     const pushed = gitRun(story, work, ['push', 'origin', 'main']);
     expect(pushed.code).not.toBe(0);
     expect(pushed.stderr).toMatch(/refused refs\/heads\/main [0-9a-f]{12} src\/util: .*protectDeletes/);
+    // Told what allows it, not to approve content that is not there.
+    expect(pushed.stderr).toContain(
+      'A protected path may be deleted once a policy change that turns protectDeletes off',
+    );
+    expect(pushed.stderr).not.toContain('attest --approve');
+    expect(pushed.stderr).not.toContain('This push also changes the policy');
+    gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+
+    // The rules change that allows it, in the same push: judged by the rules in force before it, and told so.
+    editPolicy(work, (p) => {
+      p.protectDeletes = false;
+    });
+    cliOk(story, work, ['attest', '--approve', '.delegate-git/policy.json', '--yes']);
+    gitOk(story, work, ['add', '.delegate-git/policy.json']);
+    gitOk(story, work, ['rm', '-q', 'src/util']);
+    const local = commit(story, work, 'allow deletes, and drop the link');
+    expect(local.code, local.stderr).toBe(0);
+    expect(local.stderr).toContain('pass only under the new rules');
+    const together = gitRun(story, work, ['push', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
+    expect(together.code).not.toBe(0);
+    expect(together.stderr).toContain(
+      'This push also changes the policy or the trust root (refs/heads/main), but a push is judged by the rules in force on its branch before it: push the rules change on its own first.',
+    );
     gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
 
     gitOk(story, work, ['rm', '-q', 'docs/link']);

@@ -129,6 +129,7 @@ describe('a valid ledger', () => {
     expect(text.code, text.stdout + text.stderr).toBe(0);
     expect(text.stdout).toContain('verify: ok');
     expect(text.stdout).toContain('append-only (whole history): ok');
+    expect(text.stdout).not.toContain('To promote a refused file'); // said only where a file is refused
 
     const { code, result } = verifyJson(template);
     expect(code).toBe(0);
@@ -503,9 +504,14 @@ describe('an unpromoted governed file at the revision', () => {
     expect(verify(mixed, ['--markdown']).stdout).toContain(hint);
     expect(verify(mixed).stdout).toContain("a fork's pull request keeps its records in the fork's ledger");
 
+    expect(verify(mixed).stdout).toContain(
+      'To promote a refused file: delegate it, or have reviewers approve',
+    );
+
     // Control: d approved, only the file refused by its own record is left, and nothing is said.
     cliOk(story, mixed, ['attest', '--approve', 'src/d, e.ts', '--key', OPERATOR, '--yes']);
     expect(verify(mixed).stdout).not.toContain('have no record on their content');
+    expect(verify(mixed).stdout).toContain('To promote a refused file');
   });
 
   it('under GitHub Actions each refused file is an ::error annotation (stderr with --json, so stdout stays JSON)', () => {

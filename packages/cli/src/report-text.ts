@@ -1,4 +1,8 @@
-import { type CheckReport, type CheckResult, isGovernanceFile, type Policy } from '@delegate-git/core';
+import type { CheckReport, CheckResult } from '@delegate-git/core/checks';
+import { isGovernanceFile } from '@delegate-git/core/governed-paths';
+import { SUBMODULE_REFUSED } from '@delegate-git/core/judge';
+import { GOVERNANCE_DELETED, type Policy, PROTECTED_DELETION } from '@delegate-git/core/policy';
+import type { RulesChange } from '@delegate-git/core/rules-change';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 
 /** Which content a report judged: the paths' (work tree or revision), the index's, or a commit's temporary index's. */
@@ -27,18 +31,32 @@ export function renderReport(report: CheckReport, judged: Judged = 'paths'): str
     );
   }
   const refused = governed.filter((r) => !r.promoted && !r.absent);
+  const blocking = report.deletions.filter((d) => d.blocks);
   out.push(
     `${governed.length} governed file(s): ${governed.length - refused.length} promoted, ${refused.length} refused` +
-      ` (policy and trust root from ${report.source})`,
+      `${blocking.length > 0 ? `; ${blocking.length} deletion(s) refused` : ''} (policy and trust root from ${report.source})`,
   );
-  if (refused.length > 0) out.push(...promotionAdvice(refused, report.policy, judged));
-  if (report.deletions.some((d) => d.blocks)) {
-    out.push(
-      'To keep a file: restore it (`git restore --staged --worktree <path>`). A protected path may be deleted once a',
-      'reviewer approves a policy change that turns protectDeletes off; the policy and key files never.',
-    );
-  }
+  // A submodule is never promoted by a record: its refusal says what keeps it.
+  const promotable = refused.filter((r) => r.reason !== SUBMODULE_REFUSED);
+  if (promotable.length > 0) out.push(...promotionAdvice(promotable, report.policy, judged));
+  if (blocking.length > 0) out.push(...deletionAdvice(blocking));
+  out.push(...rulesChangeText(report.rulesChange));
   return `${out.join('\n')}\n`;
+}
+
+/** What keeps or allows the refused deletions: a governance file is never deleted; a protected path after a rules change. */
+function deletionAdvice(blocking: CheckReport['deletions']): string[] {
+  const out = ['To keep a file: restore it (`git restore --staged --worktree <path>`).'];
+  if (blocking.some((d) => d.reason === PROTECTED_DELETION))
+    out.push(
+      'A protected path may be deleted once a reviewer-approved policy change that turns protectDeletes off is in force',
+      '(committed and pushed on its own first: a push is judged by the rules in force on its branch).',
+    );
+  if (blocking.some((d) => d.reason === GOVERNANCE_DELETED))
+    out.push(
+      'The policy file and key files are never deleted: to retire a key, revoke it (`delegate-git keys revoke`).',
+    );
+  return out;
 }
 
 /** What promotes the refused files: only what can (a verdict never promotes a governance file, nor under requireReview). */
@@ -69,4 +87,32 @@ function promotionAdvice(refused: CheckResult[], policy: Policy | null, judged: 
       'A rejection stands until the reviewer who made it approves the same content, whatever others approve; or change the content.',
     );
   return advice;
+}
+
+/** Listed at most, each kind: the rest is counted. */
+const SHOWN = 10;
+
+/** The lines a user reads about a rules change (none when it changes nothing beyond its files). */
+export function rulesChangeText(change: RulesChange | undefined): string[] {
+  if (!change) return [];
+  const out: string[] = [];
+  const list = (items: RulesChange['aheadOfRules']) => [
+    ...items.slice(0, SHOWN).map((i) => `    ${shownPath(i.path)}: ${shownText(i.reason)}`),
+    ...(items.length > SHOWN ? [`    and ${items.length - SHOWN} more`] : []),
+  ];
+  if (change.aheadOfRules.length > 0)
+    out.push(
+      `This commit changes the policy or the trust root, and ${change.aheadOfRules.length} of its other change(s) pass only under the new rules:`,
+      ...list(change.aheadOfRules),
+      'A push is judged by the rules already in force on its branch, so the server and CI refuse these until the rules',
+      'change is there: commit and push the rules change on its own first, then these.',
+    );
+  if (change.unpromoted.length > 0)
+    out.push(
+      `Under the rules this commit stages, ${change.unpromoted.length} governed file(s) it leaves unchanged are no longer promoted:`,
+      ...list(change.unpromoted),
+      '`delegate-git verify` refuses them once this is on the branch: have them approved again',
+      '(`delegate-git attest --approve <path>`), in this push or before it.',
+    );
+  return out;
 }

@@ -34,6 +34,7 @@ import {
 } from './policy.js';
 import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
+import type { RulesChange } from './rules-change.js';
 import { shownPath } from './shown-path.js';
 import { gitSnapshot, type Snapshot, splitZ, stagedFiles, treeFiles, worktreeSnapshot } from './snapshot.js';
 import { addsName, parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
@@ -61,6 +62,8 @@ export interface CheckReport {
   policy: Policy | null;
   /** Said to the user even when the check passes. */
   notice?: string;
+  /** `--staged`, a commit changing the policy or the trust root: what it does beyond its files (rules-change.ts). */
+  rulesChange?: RulesChange;
   /**
    * The gate mode in force. For the index it is HEAD's policy's (when HEAD has one), not the staged one's, so an
    * unapproved edit that switches the policy to "warn" cannot wave itself through.
@@ -82,7 +85,7 @@ export function reportExitCode(report: CheckReport): 0 | 1 {
   return refused ? 1 : 0;
 }
 
-async function judgeIn(
+export async function judgeIn(
   repo: Repository,
   governance: Governance,
   files: FileToJudge[],
@@ -307,7 +310,26 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   }
   results.push(...collisions);
   const mode = (committed?.policy ?? policy).mode;
-  return { results, deletions, policy, mode, source: snapshot.label };
+  const rulesChange =
+    governance &&
+    committed &&
+    base !== null &&
+    (changesGovernance(policy, changes) || changesGovernance(committed.policy, changes))
+      ? await (await import('./rules-change.js')).rulesChangeOf(
+          repo,
+          base,
+          changes,
+          removed,
+          governance,
+          committed,
+          {
+            results,
+            deletions,
+          },
+        )
+      : undefined;
+  const said = rulesChange && (rulesChange.aheadOfRules.length > 0 || rulesChange.unpromoted.length > 0);
+  return { results, deletions, policy, mode, source: snapshot.label, ...(said && { rulesChange }) };
 }
 
 /**

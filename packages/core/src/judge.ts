@@ -403,7 +403,7 @@ const CONTENT_UNREADABLE = 'its content could not be read';
  * Records judge file content, and a submodule's entry is a commit of another repository: in a governed path it is
  * never promoted, so the way to have one there is to take its path out of governance, a reviewed policy change.
  */
-const SUBMODULE_REFUSED =
+export const SUBMODULE_REFUSED =
   'a submodule: records judge file content, and a submodule is a commit of another repository, so none promotes it; ' +
   'it is governed because its path is, or because files it checks out beneath its path could be; ' +
   'to keep it, exclude its path in the policy (a change reviewers approve)';

@@ -84,6 +84,8 @@ export function policyText(policy: Policy): string {
 export const GOVERNANCE_DELETED =
   'the policy file and the trust root cannot be deleted (to retire a key, revoke it: `delegate-git keys revoke`)';
 
+export const PROTECTED_DELETION = 'the policy protects deletions of this path (protectDeletes)';
+
 export function deletionRefusal(
   policy: Policy,
   path: string,
@@ -91,7 +93,6 @@ export function deletionRefusal(
   link = false,
 ): string | null {
   if (isGovernanceFile(policy, path)) return GOVERNANCE_DELETED;
-  if (policy.protectDeletes && matcher.isProtected(path, link))
-    return 'the policy protects deletions of this path (protectDeletes)';
+  if (policy.protectDeletes && matcher.isProtected(path, link)) return PROTECTED_DELETION;
   return null;
 }

@@ -55,6 +55,8 @@ export interface PushJudgement {
   refusals: PushRefusal[];
   /** True when no policy was in force anywhere and the pushed one was trusted on first push. */
   bootstrap: boolean;
+  /** Refs whose push changes the policy file or the trust root in force on them (judged by the rules before it). */
+  changingRules: string[];
   commits: number;
   files: number;
   noteLines: number;
@@ -86,7 +88,14 @@ export async function judgePush(
   updates: RefUpdate[],
   opts: JudgePushOptions = {},
 ): Promise<PushJudgement> {
-  const result: PushJudgement = { refusals: [], bootstrap: false, commits: 0, files: 0, noteLines: 0 };
+  const result: PushJudgement = {
+    refusals: [],
+    bootstrap: false,
+    changingRules: [],
+    commits: 0,
+    files: 0,
+    noteLines: 0,
+  };
   const reads = new PushReads(repo, opts.defaultBranchAt);
   try {
     return await judgeWith(reads, updates, result);
@@ -589,6 +598,8 @@ async function judgeRefUpdate(
     return judgeAdoption(reads, u, governance, after, result);
   const brings = [...brought.introduced, ...(between?.introduced ?? [])];
   const deleted = [...brought.deleted, ...(between?.deleted ?? [])];
+  if ([...brings, ...deleted].some((f) => isGovernanceFile(governance.policy, f.path)))
+    result.changingRules.push(u.ref);
   const introduced = await notOnDefaultBranch(reads, own, brings);
   const matcher = reads.matcher(governance.policy);
   const governed = governedFiles(introduced, governance, await recordedPathsFor(matcher, introduced, after));

@@ -99,7 +99,14 @@ describe('judgePush', () => {
     await record({ 'src/a.ts': 'a 2\n' });
     await record({ 'lib/recorded.ts': 'r 2\n' });
     const { judged, cache } = await judgeOn('accepted.git', { cache: true });
-    expect(judged).toEqual({ refusals: [], bootstrap: false, commits: 1, files: 2, noteLines: 2 });
+    expect(judged).toEqual({
+      refusals: [],
+      bootstrap: false,
+      changingRules: [],
+      commits: 1,
+      files: 2,
+      noteLines: 2,
+    });
     // The recorded paths were grown from the server's cache for the new ledger tip; the full index is only read to
     // word a refusal, so none was built.
     const newTip = work.gitText(['rev-parse', LEDGER_REF]);

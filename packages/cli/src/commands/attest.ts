@@ -22,6 +22,7 @@ import {
   worktreeBlobs,
   worktreeSnapshot,
 } from '@delegate-git/core';
+import { SUBMODULE_REFUSED } from '@delegate-git/core/judge';
 import { holdsUnprintable, shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
 import { blobDiffs } from '../blob-diffs.js';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
@@ -85,15 +86,18 @@ export default {
       const snapshot = values.staged ? gitSnapshot(top, repo.objects, null, repo.env) : worktreeSnapshot(top);
       const governance = await loadGovernance(snapshot);
       const { key } = loadSigningKey(values.key, io.env);
-      const targets = values.staged
+      const { targets, submodules } = values.staged
         ? await stagedTargets(repo)
-        : await worktreeTargets(repo, top, io.cwd, positionals);
+        : { targets: await worktreeTargets(repo, top, io.cwd, positionals), submodules: [] };
       const signing = await signingGovernance(repo, top, governance, key.publicKey.keyid, targets);
       const reviewer = assertKeyMaySign(signing.trustRoot, key, 'reviewer', signing.policy.keysDir);
       const trusted = signing.trustRoot.byKeyid(key.publicKey.keyid)!;
       if (targets.length === 0) {
         if (values.json) io.out(json({ decision, reviewer, files: [], notesCommit: null }));
-        else io.out('Nothing to review: no staged governed file.\n');
+        else
+          io.out(
+            `Nothing to review: no staged governed file.${submodules.length > 0 ? ` A submodule is no file: no review promotes ${submodules.map(shownPath).join(', ')} (remove it, or exclude its path in a policy change pushed first).` : ''}\n`,
+          );
         return 0;
       }
       const shown = await describe(repo, governance, targets);
@@ -182,12 +186,15 @@ async function worktreeTargets(
   return rel.map((p, i) => ({ path: p, blob: ids[i]! }));
 }
 
-async function stagedTargets(repo: Repository): Promise<Target[]> {
+/** The staged governed files, and the governed submodules staged, which no review promotes. */
+async function stagedTargets(repo: Repository): Promise<{ targets: Target[]; submodules: string[] }> {
   const report = await checkStaged(repo);
   const staged = new Map((await stagedFiles(repo.cwd, [], repo.env)).map((f) => [f.path, f.blob]));
-  return report.results
-    .filter((r) => r.governed && staged.has(r.path))
-    .map((r) => ({ path: r.path, blob: r.blob }));
+  const governed = report.results.filter((r) => r.governed);
+  return {
+    targets: governed.filter((r) => staged.has(r.path)).map((r) => ({ path: r.path, blob: r.blob })),
+    submodules: governed.filter((r) => r.reason === SUBMODULE_REFUSED).map((r) => r.path),
+  };
 }
 
 /** One record already on the content under review, as the reviewer is shown it. */

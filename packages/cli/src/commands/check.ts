@@ -71,6 +71,7 @@ export function toJson(report: CheckReport, exitCode: number) {
     deletions: report.deletions,
     mode: report.mode,
     ...(report.notice ? { notice: report.notice } : {}),
+    ...(report.rulesChange ? { rulesChange: report.rulesChange } : {}),
     exitCode,
   };
 }

@@ -7,7 +7,8 @@ import { type QuickAnswer, quickPreCommit, rememberIndexTree } from '@delegate-g
 import type { Repository } from '@delegate-git/core/repository';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Given, type Io, parseCommandArgs, usageError } from '../command.js';
-import { renderReport } from '../report-text.js';
+import { pushRefusalAdvice } from '../push-advice.js';
+import { renderReport, rulesChangeText } from '../report-text.js';
 
 const help = `
 Usage: delegate-git hook pre-commit
@@ -82,6 +83,8 @@ async function preCommit(
       if (report.notice) io.err(`delegate-git: ${report.notice}\n`);
       // Deleting a governed path passes unless the policy protects deletions, but it is never silent.
       for (const d of report.deletions) io.err(`delegate-git: deleted (governed) ${shownPath(d.path)}\n`);
+      const rulesChange = rulesChangeText(report.rulesChange);
+      if (rulesChange.length > 0) io.err(prefixLines(rulesChange.join('\n')));
       return 0;
     }
     io.err(prefixLines(renderReport(report, onTemporaryIndex(repo, io.env) ? 'temporary index' : 'index')));
@@ -126,16 +129,9 @@ async function preReceive(io: Io): Promise<number> {
       io.err(`delegate-git: refused ${where}: ${shownText(r.reason)}\n`);
     }
     if (result.refusals.length > 0) {
-      // Only content refusals are fixed by promoting; a refused ledger update is fixed by syncing, not by attesting;
-      // any other refusal says what to do itself.
-      const content = result.refusals.some((r) => r.path !== undefined);
-      const ledger = result.refusals.some((r) => r.ref === LEDGER_REF);
+      const advice = pushRefusalAdvice(result.refusals, result.changingRules, LEDGER_REF);
       io.err(
-        content
-          ? 'delegate-git: push refused. Promote each file (delegate it, or `delegate-git attest --approve <path>` by a reviewer) and push the ledger with it: git push --atomic <remote> <branch> refs/notes/delegations\n'
-          : ledger
-            ? 'delegate-git: push refused. The ledger only grows, and only by records that verify: to catch up with the server, run `delegate-git sync` (fetch, merge, push without force) instead of rewriting refs/notes/delegations.\n'
-            : 'delegate-git: push refused.\n',
+        `delegate-git: push refused.${advice.length > 0 ? ` ${advice.join('\ndelegate-git: ')}` : ''}\n`,
       );
       return 1;
     }

@@ -127,6 +127,7 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
       ? 'There is no ledger here (refs/notes/delegations): `git clone` does not fetch it. Fetch it (`delegate-git sync`, or `git fetch origin refs/notes/delegations:refs/notes/delegations`) and run verify again.'
       : unrecordedHint(v);
   if (hint) out.push(hint);
+  if (v.ledgerTip && refused.length > 0) out.push(PROMOTE_ADVICE);
   // Each entry is one line, whatever a reason quotes: a line break in it would start a line of its own (under
   // GitHub Actions, a workflow command).
   return `${out.map(shownText).join('\n')}\n`;
@@ -239,9 +240,16 @@ function unrecordedHint(v: LedgerVerification): string | null {
     `${count} refused file(s) have no record on their content in this ledger. If they were delegated or approved in ` +
     "another clone, run `delegate-git sync` there; a fork's pull request keeps its records in the fork's ledger, and " +
     'someone who can push here takes them in (`delegate-git sync fork`, then `delegate-git sync`; see ' +
-    'ledger-tools/README.md, "Pull requests from forks").'
+    'ledger-tools/README.md, "Pull requests from forks"). If none ever was (a path the policy has newly protected), ' +
+    'promote it as below.'
   );
 }
+
+/** What promotes a refused file: the content at the revision, on a branch of one's own, and the ledger pushed with it. */
+const PROMOTE_ADVICE =
+  'To promote a refused file: delegate it, or have reviewers approve the content at this revision ' +
+  '(`delegate-git attest --approve <path>` in a checkout of it), and push the ledger with it ' +
+  '(`git push --atomic <remote> <branch> refs/notes/delegations`).';
 
 /** A refusal since the commit verified last, its path and reason shown as the output needs (the summary: as code). */
 function sinceRefusal(

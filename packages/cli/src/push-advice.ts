@@ -1,0 +1,49 @@
+/**
+ * What a refused push is told to do, by what was refused: only content is fixed by promoting it; a deletion or a
+ * submodule waits for a rules change in force on the branch, and a refused ledger update for a sync.
+ */
+import { SUBMODULE_REFUSED } from '@delegate-git/core/judge';
+import { GOVERNANCE_DELETED, PROTECTED_DELETION } from '@delegate-git/core/policy';
+import type { PushRefusal } from '@delegate-git/core/pre-receive';
+
+const PROMOTE =
+  'Promote each file (delegate it, or `delegate-git attest --approve <path>` by a reviewer) and push the ledger with it: git push --atomic <remote> <branch> refs/notes/delegations';
+const SYNC =
+  'The ledger only grows, and only by records that verify: to catch up with the server, run `delegate-git sync` (fetch, merge, push without force) instead of rewriting refs/notes/delegations.';
+
+/** The lines after "push refused." (none when every refusal says what to do itself). */
+export function pushRefusalAdvice(
+  refusals: readonly PushRefusal[],
+  changingRules: readonly string[],
+  ledgerRef: string,
+): string[] {
+  const content = refusals.filter((r) => r.path !== undefined);
+  const kinds = new Set(content.map((r) => kindOf(r.reason)));
+  const out: string[] = [];
+  if (kinds.has('content')) out.push(PROMOTE);
+  if (kinds.has('protected deletion'))
+    out.push(
+      'A protected path may be deleted once a policy change that turns protectDeletes off is in force on the branch (approved by reviewers, pushed before the deletion); otherwise restore it.',
+    );
+  if (kinds.has('governance deletion'))
+    out.push(
+      'The policy file and key files are never deleted: restore them; retire a key with `delegate-git keys revoke`.',
+    );
+  if (kinds.has('submodule'))
+    out.push(
+      'No record promotes a submodule: remove it, or exclude its path in a policy change that is in force on the branch first (approved by reviewers, pushed before it).',
+    );
+  if (content.length > 0 && changingRules.length > 0)
+    out.push(
+      `This push also changes the policy or the trust root (${changingRules.join(', ')}), but a push is judged by the rules in force on its branch before it: push the rules change on its own first.`,
+    );
+  if (content.length === 0 && refusals.some((r) => r.ref === ledgerRef)) out.push(SYNC);
+  return out;
+}
+
+function kindOf(reason: string): 'content' | 'protected deletion' | 'governance deletion' | 'submodule' {
+  if (reason === PROTECTED_DELETION) return 'protected deletion';
+  if (reason === GOVERNANCE_DELETED) return 'governance deletion';
+  if (reason === SUBMODULE_REFUSED) return 'submodule';
+  return 'content';
+}

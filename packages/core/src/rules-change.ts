@@ -1,0 +1,79 @@
+/**
+ * What a commit that changes the policy or the trust root does beyond the files it stages, said before it is made. A
+ * local check judges a commit by its own rules (DESIGN 4.2), the server and CI a push by the rules already in force
+ * on its branch, so two things pass the commit hook unsaid otherwise:
+ * - files the commit stages that the rules in force refuse though the staged rules let them through: the server
+ *   refuses them until the rules change is on the branch, so the change goes in a push of its own first;
+ * - governed files the commit leaves as they are that the staged rules no longer promote (a threshold raised, a new
+ *   protect glob, a reviewer's key revoked): every later `verify` refuses them until they are approved again.
+ * Loaded only for such a commit (checks.ts), as governance-history.ts is.
+ */
+import { type CheckResult, judgeIn } from './checks.js';
+import type { Governance } from './governance.js';
+import { isGovernanceFile } from './governed-paths.js';
+import { deletionRefusal, governedMatcher } from './policy.js';
+import type { Repository } from './repository.js';
+import { treeFiles } from './snapshot.js';
+import type { StagedChange } from './staged-changes.js';
+
+export interface RulesChange {
+  /** Paths this commit stages or deletes that the rules in force refuse and the staged rules do not. */
+  aheadOfRules: Array<{ path: string; reason: string }>;
+  /** Governed paths the commit leaves unchanged that the staged rules no longer promote. */
+  unpromoted: Array<{ path: string; reason: string }>;
+}
+
+/** The staged check's own answer, which the rules in force are compared with. */
+export interface StagedAnswer {
+  results: readonly CheckResult[];
+  deletions: ReadonlyArray<{ path: string; blocks: boolean }>;
+}
+
+export async function rulesChangeOf(
+  repo: Repository,
+  base: string,
+  changes: readonly StagedChange[],
+  removed: ReadonlyArray<{ path: string; link: boolean }>,
+  staged: Governance,
+  inForce: Governance,
+  answer: StagedAnswer,
+): Promise<RulesChange> {
+  const governance = (p: string) => isGovernanceFile(staged.policy, p) || isGovernanceFile(inForce.policy, p);
+  const refusedHere = new Set([
+    ...answer.results.filter((r) => r.governed && !r.promoted).map((r) => r.path),
+    ...answer.deletions.filter((d) => d.blocks).map((d) => d.path),
+  ]);
+  const stagedFiles = changes
+    .filter((c) => c.status !== 'D' && !governance(c.path))
+    .map((c) => ({ path: c.path, blob: c.blob, submodule: c.submodule, symlink: c.symlink }));
+  const matcher = governedMatcher(inForce.policy);
+  const aheadOfRules = [
+    ...refusedBy(await judgeIn(repo, inForce, stagedFiles, false)),
+    ...removed.flatMap((r) => {
+      const reason = deletionRefusal(inForce.policy, r.path, matcher, r.link);
+      return reason ? [{ path: r.path, reason }] : [];
+    }),
+  ].filter((r) => !refusedHere.has(r.path));
+
+  const touched = new Set([...changes.map((c) => c.path), ...removed.map((r) => r.path)]);
+  const kept = (await treeFiles(repo.cwd, base, [], repo.env, { submodules: true })).filter(
+    (f) => !touched.has(f.path) && !governance(f.path),
+  );
+  const refusedNow = refusedBy(await judgeIn(repo, staged, kept, false));
+  // Only what this change un-promotes: a file the rules in force refuse already is no news of this commit.
+  const before = new Set(
+    refusedBy(
+      await judgeIn(
+        repo,
+        inForce,
+        kept.filter((f) => refusedNow.some((r) => r.path === f.path)),
+        false,
+      ),
+    ).map((r) => r.path),
+  );
+  return { aheadOfRules, unpromoted: refusedNow.filter((r) => !before.has(r.path)) };
+}
+
+function refusedBy(results: readonly CheckResult[]): Array<{ path: string; reason: string }> {
+  return results.filter((r) => r.governed && !r.promoted).map(({ path, reason }) => ({ path, reason }));
+}
