@@ -188,8 +188,31 @@ function reasonFromHistory(
     return `its content changed after the last verdict (${last.verdict}), and no record covers this version`;
   const elsewhere = onBlob.flatMap((j) => j.record.subjects).find((s) => s.path !== c.path);
   if (elsewhere)
-    return `no verdict for this path (the same content is recorded as ${shownPath(elsewhere.path)})`;
+    return `no verdict for this path (the same content is recorded as ${otherName(elsewhere.path, c.path)})`;
   return REASONS.noVerdict;
+}
+
+/**
+ * The recorded name, told apart from this path where the two would print alike: another Unicode form of the same
+ * characters (a decomposed é, as macOS writes it, against a composed one) is shown byte by byte, as git quotes names
+ * with core.quotePath.
+ */
+function otherName(recorded: string, path: string): string {
+  if (recorded.normalize('NFC') === path.normalize('NFC'))
+    return `${byteQuoted(recorded)}, another Unicode form of this path's name ${byteQuoted(path)}`;
+  if (recorded.toLowerCase() === path.toLowerCase())
+    return `${shownPath(recorded)}, which differs from this path in letter case only`;
+  return shownPath(recorded);
+}
+
+function byteQuoted(name: string): string {
+  const bytes = [...Buffer.from(name, 'utf8')];
+  const shown = bytes.map((b) =>
+    b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c
+      ? String.fromCharCode(b)
+      : `\\${b.toString(8).padStart(3, '0')}`,
+  );
+  return `"${shown.join('')}"`;
 }
 
 /**

@@ -272,6 +272,18 @@ describe('what the ledger says about other content or other paths', () => {
     );
   });
 
+  it('a record on this content under another Unicode form or letter case of the name says so, the forms shown byte by byte', () => {
+    const nfd = subjectOf('src/cafe\u0301.ts', 'export const a = 1;\n');
+    const nfc = subjectOf('src/caf\u00e9.ts', 'export const a = 1;\n');
+    expect(promotionOf(nfc, onBlob(verdictLine(alice, [nfd])), OPEN).reason).toBe(
+      'no verdict for this path (the same content is recorded as "src/cafe\\314\\201.ts", another Unicode form of this path\'s name "src/caf\\303\\251.ts")',
+    );
+    const upper = subjectOf('src/A.ts', 'export const a = 1;\n');
+    expect(promote([verdictLine(alice, [upper])]).reason).toBe(
+      'no verdict for this path (the same content is recorded as src/A.ts, which differs from this path in letter case only)',
+    );
+  });
+
   it('a record on this content for another path does not promote this path', () => {
     const sameContentElsewhere = subjectOf('src/copy.ts', 'export const a = 1;\n');
     expect(sameContentElsewhere.gitBlob).toBe(file.gitBlob);
