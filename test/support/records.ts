@@ -15,7 +15,6 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { signStatement } from '../../packages/core/src/dsse.js';
 import {
   DEFAULT_KEYS_DIR,
   POLICY_PATH,
@@ -23,6 +22,7 @@ import {
   parsePolicy,
   policyText,
 } from '../../packages/core/src/policy.js';
+import { signStatement } from '../../packages/core/src/recording.js';
 import { generateSigningKey, type SigningKey } from '../../packages/core/src/signing-key.js';
 import {
   type ReviewPredicate,

@@ -27,8 +27,10 @@ const ESCAPES: Record<string, string> = {
   "'": '&#39;',
 };
 
-/** Escapes text for HTML content and for quoted attribute values alike. */
-/** Text for HTML: escaped, and with the characters that would show it other than it is (a bidi override) as `\uXXXX`. */
+/**
+ * Text for HTML content and quoted attribute values alike: escaped, and with the characters that would show it other
+ * than it is (a bidi override) as `\uXXXX`.
+ */
 export function esc(value: unknown): string {
   return shownText(String(value)).replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }

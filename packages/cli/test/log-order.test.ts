@@ -1,6 +1,6 @@
 // `log`'s order: newest first, and at one instant the record the promotion rule takes as the later one first.
 import { describe, expect, it } from 'vitest';
-import { type LogEntry, sortNewestFirst } from '../src/commands/log.js';
+import { type LogEntry, pathFilter, sortNewestFirst } from '../src/commands/log.js';
 
 function entry(createdAt: string | null, outcome: string, envelopeSha256: string): LogEntry {
   return {
@@ -42,5 +42,16 @@ describe('sortNewestFirst', () => {
       entry('2026-11-30T10:00:01Z', 'review:approve', 'd'.repeat(64)),
     ]);
     expect(sorted.map((e) => e.outcome)).toEqual(['review:approve', 'review:reject', 'UNREADABLE']);
+  });
+});
+
+describe('pathFilter', () => {
+  it('takes a name that merely starts with dots as inside the repository; refuses one outside it', () => {
+    expect(pathFilter('/r', '/r', '..weird.ts')).toBe('..weird.ts');
+    expect(pathFilter('/r', '/r/src', '../src/a.ts')).toBe('src/a.ts');
+    expect(pathFilter('/r', '/r/src', 'lib/')).toBe('src/lib');
+    expect(pathFilter('/r', '/r/src', '..')).toBeNull(); // the top level itself: everything
+    expect(() => pathFilter('/r', '/r', '../x')).toThrow('../x is outside the repository at /r.');
+    expect(pathFilter(null, '/bare.git', 'src/a.ts')).toBe('src/a.ts');
   });
 });

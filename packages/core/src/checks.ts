@@ -598,8 +598,7 @@ export function toRepositoryPath(top: string, cwd: string, p: string): string {
   return rel.split(path.sep).join('/');
 }
 
-/** `abs` relative to `top` when it lies beneath it (`..weird.ts` does; `../x` does not), else null. */
-/** `abs` relative to `top` when it lies beneath it; null for `top` itself or anywhere else. */
+/** `abs` relative to `top` when it lies beneath it (`..weird.ts` does; `../x` does not); null for `top` itself or anywhere else. */
 function inside(top: string, abs: string): string | null {
   return relativeWithin(top, abs) || null;
 }

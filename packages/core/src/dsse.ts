@@ -3,9 +3,7 @@
  * DSSE pre-authentication encoding of the JCS statement, so any standard DSSE verifier can check a line as is.
  */
 import { isUtf8 } from 'node:buffer';
-import { canonicalize, parseCanonicalJson, quotedValue } from './canonical-json.js';
-import type { SigningKey } from './signing-key.js';
-import type { Statement } from './statement.js';
+import { parseCanonicalJson, quotedValue } from './canonical-json.js';
 
 export const IN_TOTO_PAYLOAD_TYPE = 'application/vnd.in-toto+json';
 
@@ -25,21 +23,6 @@ export function pae(payloadType: string, body: Uint8Array): Buffer {
   const type = Buffer.from(payloadType, 'utf8');
   const head = Buffer.from(`DSSEv1 ${type.length} ${payloadType} ${body.length} `, 'utf8');
   return Buffer.concat([head, body]);
-}
-
-/** Signs a statement and returns the envelope with its note line. */
-export function signStatement(
-  statement: Statement<object>,
-  key: SigningKey,
-): { envelope: Envelope; line: string } {
-  const body = Buffer.from(canonicalize(statement), 'utf8');
-  const sig = key.sign(pae(IN_TOTO_PAYLOAD_TYPE, body));
-  const envelope: Envelope = {
-    payloadType: IN_TOTO_PAYLOAD_TYPE,
-    payload: body.toString('base64'),
-    signatures: [{ keyid: key.publicKey.keyid, sig: Buffer.from(sig).toString('base64') }],
-  };
-  return { envelope, line: canonicalize(envelope) };
 }
 
 export type DecodedLine =

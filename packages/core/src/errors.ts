@@ -10,7 +10,7 @@ export type ErrorCode =
   | 'TRUST_ROOT' // a key file in the keys directory is invalid
   | 'SIGNING_KEY' // the operator's private key is missing, unreadable, too open, or invalid
   | 'LEDGER' // refs/notes/delegations could not be read or written
-  | 'RECORD' // a note line is not a valid record (used inside verification results)
+  | 'RECORD' // a record about to be written would not be readable (nothing is written)
   | 'CANONICAL_JSON' // input is not strict I-JSON / not canonical
   | 'UNIT' // a delegation unit file is invalid
   | 'CONFIG' // operator settings invalid

@@ -1,5 +1,6 @@
-// Spawned-git plumbing. Every git access in core goes through here: git itself is the fastest reader and the only
-// writer that honours every repository format detail (DESIGN 6), and a spawned process needs no extra dependency.
+// Spawned-git plumbing. Every git access in core goes through here, but for the pre-commit quick path (quiet-commit.ts),
+// which must not load this module: git itself is the fastest reader and the only writer that honours every
+// repository format detail (DESIGN 6), and a spawned process needs no extra dependency.
 import { type ChildProcess, type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';

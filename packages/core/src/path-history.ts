@@ -87,12 +87,6 @@ async function blobsAt(
     .map((line) => (line.endsWith(' blob') ? line.slice(0, line.indexOf(' ')) : null));
 }
 
-/**
- * The histories of several commits behind one `top`, read once per path: verify's walk and a push ask about the
- * version replaced at many commits, and reading a path's history costs a walk of all of it (0.4 s over 20,000
- * commits). A commit the history does not list changes nothing there and is no merge, so it holds what its first
- * parent holds: it is answered by the nearest commit listed along its first parents.
- */
 /** The commits of a history that are `tip` or behind it: what dates the version at `tip`, nothing newer. */
 function behind(commits: ReadonlyMap<string, PathVersion>, tip: string): Map<string, PathVersion> {
   const kept = new Map<string, PathVersion>();
@@ -107,6 +101,12 @@ function behind(commits: ReadonlyMap<string, PathVersion>, tip: string): Map<str
   return kept;
 }
 
+/**
+ * The histories of several commits behind one `top`, read once per path: verify's walk and a push ask about the
+ * version replaced at many commits, and reading a path's history costs a walk of all of it (0.4 s over 20,000
+ * commits). A commit the history does not list changes nothing there and is no merge, so it holds what its first
+ * parent holds: it is answered by the nearest commit listed along its first parents.
+ */
 export class PathHistories {
   private readonly paths = new Map<string, Promise<PathHistory>>();
   private firstParents: Promise<Map<string, string>> | null = null;

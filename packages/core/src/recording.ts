@@ -2,7 +2,8 @@
  * Writing records: sign statements and add each envelope line to the note of every subject's blob, in one notes
  * commit. Kept apart from verification so that verifying code never needs signing code.
  */
-import { signStatement } from './dsse.js';
+import { canonicalize } from './canonical-json.js';
+import { type Envelope, IN_TOTO_PAYLOAD_TYPE, pae } from './dsse.js';
 import { DelegateGitError } from './errors.js';
 import type { WaitingGit } from './git.js';
 import type { NotesLedger } from './notes-ledger.js';
@@ -78,4 +79,19 @@ export function assertKeyMaySign(trustRoot: TrustRoot, key: SigningKey, role: Ro
     );
   }
   return trusted.name;
+}
+
+/** Signs a statement and returns the envelope with its note line. */
+export function signStatement(
+  statement: Statement<object>,
+  key: SigningKey,
+): { envelope: Envelope; line: string } {
+  const body = Buffer.from(canonicalize(statement), 'utf8');
+  const sig = key.sign(pae(IN_TOTO_PAYLOAD_TYPE, body));
+  const envelope: Envelope = {
+    payloadType: IN_TOTO_PAYLOAD_TYPE,
+    payload: body.toString('base64'),
+    signatures: [{ keyid: key.publicKey.keyid, sig: Buffer.from(sig).toString('base64') }],
+  };
+  return { envelope, line: canonicalize(envelope) };
 }

@@ -9,8 +9,8 @@ import {
   pae,
   readEnvelope,
   readUsualEnvelope,
-  signStatement,
 } from '../src/dsse.js';
+import { signStatement } from '../src/recording.js';
 
 const alice = testKey({ name: 'alice', roles: ['delegator'] });
 // A non-ASCII path makes every length in the PAE a byte count that differs from the character count.

@@ -10,6 +10,7 @@ import {
   workerOf,
   worktreeSnapshot,
 } from '@delegate-git/core';
+import { relativeWithin } from '@delegate-git/core/path-within';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
@@ -62,11 +63,13 @@ export async function governanceInForce(repo: Repository): Promise<Governance> {
 /** A repository path, or a directory (with a trailing slash) to match everything under it; null: everything. */
 export function pathFilter(top: string | null, cwd: string, target: string | undefined): string | null {
   if (target === undefined) return null;
-  const rel = top === null ? target : path.relative(top, path.resolve(cwd, target)).split(path.sep).join('/');
-  if (rel.startsWith('..') || path.isAbsolute(rel)) {
-    throw usageError('log', `${target} is outside the repository${top ? ` at ${top}` : ''}.`);
-  }
-  const clean = rel.replace(/^\.\/+/, '').replace(/\/+$/, '');
+  const within = top === null ? target : relativeWithin(top, path.resolve(cwd, target));
+  if (within === null) throw usageError('log', `${target} is outside the repository at ${top}.`);
+  const clean = within
+    .split(path.sep)
+    .join('/')
+    .replace(/^\.\/+/, '')
+    .replace(/\/+$/, '');
   return clean === '' || clean === '.' ? null : clean;
 }
 
