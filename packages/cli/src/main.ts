@@ -4,6 +4,7 @@
  */
 import { isDelegateGitError } from '@delegate-git/core/errors';
 import { shownText } from '@delegate-git/core/shown-path';
+import { TOOL } from '@delegate-git/core/statement';
 import { type CommandModule, type Given, type Io, processIo } from './command.js';
 
 const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
@@ -24,7 +25,7 @@ const COMMANDS: Record<string, () => Promise<{ default: CommandModule }>> = {
   scan: () => import('./commands/scan.js'),
 };
 
-export const VERSION = '0.1.0';
+export const VERSION = TOOL.version;
 
 export async function main(argv: string[], io: Io = processIo(), given: Given = {}): Promise<number> {
   const [name, ...rest] = argv;

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { DelegateGitError } from './errors.js';
 import { CatFileBatch, type GitObject, gitRecords } from './git.js';
 import type { Governance } from './governance.js';
 import type { LineFacts } from './line-check.js';
@@ -331,13 +332,18 @@ export class NotePool {
         this.waiting.delete(answer.id);
       });
       // A crashed worker fails the whole run (exit 2): a ledger only partly checked must never pass.
-      const fail = (error: Error) => {
+      const fail = (cause: Error) => {
+        const error = new DelegateGitError(
+          'LEDGER',
+          `A thread checking the ledger stopped before it answered (${cause.message}), so the ledger was not fully checked. Run the command again; if it stops again, the machine may be short of memory.`,
+          { cause },
+        );
         for (const { reject } of this.waiting.values()) reject(error);
         this.waiting.clear();
       };
       worker.on('error', fail);
       worker.on('exit', (code) => {
-        if (this.waiting.size > 0) fail(new Error(`a verify worker thread exited (code ${code})`));
+        if (this.waiting.size > 0) fail(new Error(`exit code ${code}`));
       });
     });
   }

@@ -8,11 +8,11 @@
  * Only the fields the promotion rule needs are required in a record (DESIGN 3.2); everything this module reads
  * beyond them (worker, verification) is informative and may be absent when another tool wrote the record.
  */
-import { createHash } from 'node:crypto';
 import { datedAhead } from './dated-ahead.js';
 import type { Ed25519Backend } from './ed25519.js';
 import { countingAt, type JudgedRecord, type PromotionRules, promotionOf } from './promotion.js';
-import { decodeRecord, type LedgerRecord, type RecordTrust, verifyRecord } from './record.js';
+import { decodeRecord, type LedgerRecord, MISPLACED, type RecordTrust, verifyRecord } from './record.js';
+import { sha256Hex } from './sha256.js';
 import { VERDICTS, type VerdictName } from './statement.js';
 import type { TrustRoot } from './trust-root.js';
 
@@ -49,11 +49,6 @@ export interface JudgedLine {
 }
 
 export const VERIFIED_REASON = 'signature verified';
-export const MISPLACED_REASON = 'the record does not name the blob it is attached to';
-
-function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
-}
 
 /**
  * Streams each distinct line of the ledger once, judged. A line met on a blob none of its subjects names does not
@@ -98,7 +93,7 @@ export async function* judgeDistinctLines(
   }
   for (const [lineSha256, { line, blob, record }] of misplaced) {
     const trust = judgeRecord(line, lineSha256, blob, record, judge);
-    yield { ...trust, valid: false, notCounted: false, reason: MISPLACED_REASON };
+    yield { ...trust, valid: false, notCounted: false, reason: MISPLACED };
   }
 }
 

@@ -3,17 +3,18 @@
  * the blob it sits on, and does it verify under the trust root in force? The answer is plain data (`LineFacts`),
  * so it crosses threads and a cache unchanged, and everything verify reports about the line is derived from it.
  */
-import { createHash } from 'node:crypto';
 import { datedAhead } from './dated-ahead.js';
 import { addLines } from './path-index.js';
 import {
   decodeRecord,
   type LedgerRecord,
   type LineJudgement,
+  MISPLACED,
   type RecordTrust,
   verifyRecord,
   verifyRecordSoon,
 } from './record.js';
+import { sha256Hex } from './sha256.js';
 import type { TrustRoot } from './trust-root.js';
 
 export type LineOutcome =
@@ -53,8 +54,6 @@ export interface LineFacts {
    */
   sha256: string | null;
 }
-
-export const MISPLACED = 'the record does not name the blob it is attached to';
 
 /** A line's facts, with the decoded record and its trust for a caller in the same thread. */
 export interface ExaminedLine {
@@ -156,10 +155,6 @@ export function lineFacts(
   repositoryId: string,
 ): LineFacts {
   return examineLine(line, annotated, trustRoot, repositoryId).facts;
-}
-
-function sha256Hex(line: string): string {
-  return createHash('sha256').update(line).digest('hex');
 }
 
 /**

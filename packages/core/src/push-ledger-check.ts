@@ -15,12 +15,12 @@ import type { Governance } from './governance.js';
 import { rulesFor } from './judge.js';
 import type { KeptObjects } from './kept-objects.js';
 import { changedIds, type LedgerChange, readLedgerChange, readNotesDiff } from './ledger-change.js';
-import { type ExaminedLine, MISPLACED } from './line-check.js';
+import type { ExaminedLine } from './line-check.js';
 import type { BatchCandidate } from './note-batch.js';
 import type { RefUpdate } from './pre-receive.js';
 import type { Promotion } from './promotion.js';
 import { checkPushedNote } from './pushed-note-check.js';
-import { judgeLine, type LedgerRecord, type RecordTrust } from './record.js';
+import { judgeLine, type LedgerRecord, MISPLACED, type RecordTrust } from './record.js';
 import { expiredAt, type TrustedKey } from './trust-root.js';
 
 export interface LedgerCheckSources {

@@ -105,6 +105,9 @@ export function decodeRecord(line: string): DecodedRecord {
   return fail(`unknown predicateType ${quotedValue(st.predicateType)}`);
 }
 
+/** Why a line does not count on the note it is in: a record is valid only on the blob it judged. */
+export const MISPLACED = 'the record does not name the blob it is attached to';
+
 export type RecordTrust =
   | { ok: true; signer: TrustedKey }
   /** `verified`: the signature verifies under a key of the trust root that may not sign it now (revoked, say). */

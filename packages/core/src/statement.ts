@@ -3,6 +3,9 @@
  * as required here; everything else in a predicate is informative, so records written by other tools that
  * carry just those fields are still judged.
  */
+/** The tool every record names as its writer (a verdict's `tool`, a report's `toolVersion`). */
+export const TOOL = { name: 'delegate-git', version: '0.1.0' } as const;
+
 export const STATEMENT_TYPE = 'https://in-toto.io/Statement/v1';
 export const VERDICT_PREDICATE = 'urn:delegate-git:verdict:v1';
 export const REVIEW_PREDICATE = 'urn:delegate-git:review:v1';

@@ -231,8 +231,11 @@ export class VerifiedCacheWriter {
     await finished(this.out).catch(() => {
       this.failed = true;
     });
+    if (!keep || this.failed) {
+      await rm(this.tmp, { force: true }).catch(() => {});
+      return;
+    }
     try {
-      if (!keep || this.failed) throw new Error('not kept');
       await rename(this.tmp, this.file);
       const dir = path.dirname(this.file);
       for (const n of await readdir(dir)) {

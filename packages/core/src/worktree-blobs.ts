@@ -11,8 +11,10 @@ import { lstatSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { DelegateGitError } from './errors.js';
 import { git, gitText } from './git.js';
 import { splitZ } from './git-fields.js';
+import { shownPath } from './shown-path.js';
 
 /**
  * Per path (repository-relative, in order): the blob id, or null when nothing is at that path (a dangling link is
@@ -98,7 +100,12 @@ export async function stagedIds(
     );
     return files.map((f) => {
       const id = staged.get(f);
-      if (id === undefined) throw new Error(`${f} was not staged`);
+      // Staged under another name (core.ignorecase folding it, say): no answer for this one.
+      if (id === undefined)
+        throw new DelegateGitError(
+          'GIT',
+          `git update-index did not stage ${shownPath(f)} in a scratch index under that name.`,
+        );
       return id;
     });
   } finally {

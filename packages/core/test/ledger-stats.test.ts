@@ -16,10 +16,10 @@ import {
   type JudgedLine,
   judgeDistinctLines,
   LedgerStatsAccumulator,
-  MISPLACED_REASON,
   UNKNOWN_MODEL,
   VERIFIED_REASON,
 } from '../src/ledger-stats.js';
+import { MISPLACED } from '../src/record.js';
 import { type SubjectFile, type VerdictName, verdictStatement } from '../src/statement.js';
 
 const alice = testKey({ name: 'alice', roles: ['delegator'] });
@@ -255,7 +255,7 @@ describe('collectLedgerStats', () => {
     }
     const refused = await judgedAll(misplacedOnly());
     expect(refused.map((j) => [j.valid, j.reason, j.signer, j.blob])).toEqual([
-      [false, MISPLACED_REASON, 'alice', b1.gitBlob],
+      [false, MISPLACED, 'alice', b1.gitBlob],
     ]);
     const counted = await judgedAll(misplacedFirst());
     expect(counted.map((j) => [j.valid, j.reason, j.blob])).toEqual([[true, VERIFIED_REASON, a1.gitBlob]]);

@@ -16,9 +16,9 @@ import {
 } from '../../../test/support/records.js';
 import { canonicalize } from '../src/canonical-json.js';
 import type { Governance } from '../src/governance.js';
-import { MISPLACED } from '../src/line-check.js';
 import { lineProblem, problemOf } from '../src/push-ledger-check.js';
 import { checkPushedNote } from '../src/pushed-note-check.js';
+import { MISPLACED } from '../src/record.js';
 
 const alice = testKey({ name: 'alice', roles: ['delegator'] });
 const rita = testKey({ name: 'rita', roles: ['reviewer'] });

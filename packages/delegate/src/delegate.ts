@@ -14,7 +14,7 @@ import { isRepositoryPath } from '@delegate-git/core/record';
 import { recordStatement } from '@delegate-git/core/recording';
 import type { Repository } from '@delegate-git/core/repository';
 import { SIGNING_KEY_ENV, type SigningKey } from '@delegate-git/core/signing-key';
-import { rfc3339, verdictStatement } from '@delegate-git/core/statement';
+import { rfc3339, TOOL, verdictStatement } from '@delegate-git/core/statement';
 import { canonicalisePath, entersGitDir, resolveWorkspace } from './containment.js';
 import { type InjectedContext, readContext } from './context.js';
 import { parseEmission } from './emission.js';
@@ -636,6 +636,6 @@ function verdictPredicate(
     },
     repository: { id: governance.policy.repositoryId, ...(baseCommit ? { baseCommit } : {}) },
     createdAt: rfc3339(),
-    tool: { name: 'delegate-git', version: '0.1.0' },
+    tool: { ...TOOL },
   };
 }

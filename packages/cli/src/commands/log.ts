@@ -1,18 +1,9 @@
 import path from 'node:path';
-import {
-  type Governance,
-  gitSnapshot,
-  type JudgedLine,
-  judgeDistinctLines,
-  loadGovernance,
-  Repository,
-  unitNameOf,
-  workerOf,
-  worktreeSnapshot,
-} from '@delegate-git/core';
+import { type JudgedLine, judgeDistinctLines, Repository, unitNameOf, workerOf } from '@delegate-git/core';
 import { relativeWithin } from '@delegate-git/core/path-within';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
+import { governanceInForce } from '../governance-in-force.js';
 
 const help = `
 Usage: delegate-git log [<path>] [-n <count>] [--json]
@@ -50,14 +41,6 @@ export interface LogEntry {
   model: string | null;
   reportedModel: string | null;
   envelopeSha256: string;
-}
-
-/** The policy and trust root the views of the ledger judge by: the work tree's, or HEAD's in a bare repository. */
-export async function governanceInForce(repo: Repository): Promise<Governance> {
-  const snapshot = repo.layout.topLevel
-    ? worktreeSnapshot(repo.layout.topLevel)
-    : gitSnapshot(repo.cwd, repo.objects, 'HEAD', repo.env);
-  return loadGovernance(snapshot);
 }
 
 /** A repository path, or a directory (with a trailing slash) to match everything under it; null: everything. */

@@ -1,11 +1,17 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { collectLedgerStats, type LedgerStats, Repository, rulesFor, VERDICTS } from '@delegate-git/core';
+import {
+  collectLedgerStats,
+  type LedgerStats,
+  Repository,
+  rulesFor,
+  TOOL,
+  VERDICTS,
+} from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
-import { VERSION } from '../main.js';
+import { governanceInForce } from '../governance-in-force.js';
 import { renderReportHtml } from '../report-html.js';
-import { governanceInForce } from './log.js';
 
 const help = `
 Usage: delegate-git report [--json] [--html <file>]
@@ -65,7 +71,7 @@ export default {
         ledgerTip,
         judgedBy,
         generatedAt: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
-        toolVersion: VERSION,
+        toolVersion: TOOL.version,
       });
       await writeFileAtomic(file, html);
       if (!values.json) io.err(`Wrote the HTML report to ${file}.\n`);

@@ -8,7 +8,7 @@ import {
 } from '@delegate-git/core';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
-import { governanceInForce } from './log.js';
+import { governanceInForce } from '../governance-in-force.js';
 
 const help = `
 Usage: delegate-git show <path | blob id> [--json]
