@@ -17,6 +17,7 @@ import {
   parsePolicy,
   type Role,
 } from '@delegate-git/core';
+import { relativePosix } from '@delegate-git/core/path-within';
 import { writeFileAtomic } from './fs.js';
 
 export interface NewKey {
@@ -90,7 +91,7 @@ export async function readKeyFiles(top: string, keysDir: string) {
   // At any depth, as every gate loads the trust root (a key in keys/team/ is trusted as one in keys/).
   const names = (await readdir(dir, { recursive: true, withFileTypes: true }))
     .filter((entry) => entry.isFile())
-    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'))
+    .map((entry) => relativePosix(dir, path.join(entry.parentPath, entry.name)))
     .filter(holdsKey)
     .sort();
   return Promise.all(

@@ -10,3 +10,8 @@ export function relativeWithin(root: string, candidate: string): string | null {
   const outside = rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel);
   return outside ? null : rel;
 }
+
+/** `to` relative to `from`, with `/` between its parts on every platform (how the repository and the ledger name paths). */
+export function relativePosix(from: string, to: string): string {
+  return path.relative(from, to).split(path.sep).join('/');
+}

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type CatFileBatch, git, literalPathspecs, parseTreeObject } from './git.js';
 import { splitZ } from './git-fields.js';
+import { relativePosix } from './path-within.js';
 
 export { splitZ };
 
@@ -44,7 +45,7 @@ export function worktreeSnapshot(topLevel: string): Snapshot {
         const entries = readdirSync(path.join(topLevel, dir), { recursive: true, withFileTypes: true });
         return entries
           .filter((e) => e.isFile())
-          .map((e) => path.relative(topLevel, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+          .map((e) => relativePosix(topLevel, path.join(e.parentPath, e.name)))
           .sort();
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];

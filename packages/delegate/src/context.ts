@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { relativePosix } from '@delegate-git/core/path-within';
 import { canonicaliseAgainst, canonicalisePath, entersGitDir, isPathWithin } from './containment.js';
 import { scanForCredentials } from './credential-scan.js';
 
@@ -151,7 +152,7 @@ async function locateFile(
   if (!stat.isFile()) return 'not a regular file';
   return {
     absolute,
-    relative: path.relative(workspace, absolute).split(path.sep).join('/'),
+    relative: relativePosix(workspace, absolute),
     size: stat.size,
   };
 }

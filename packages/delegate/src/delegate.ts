@@ -10,6 +10,7 @@ import { DelegateGitError } from '@delegate-git/core/errors';
 import type { WaitingGit } from '@delegate-git/core/git';
 import type { Governance } from '@delegate-git/core/governance';
 import { isGovernanceFile } from '@delegate-git/core/governed-paths';
+import { relativePosix } from '@delegate-git/core/path-within';
 import { isRepositoryPath } from '@delegate-git/core/record';
 import { recordStatement } from '@delegate-git/core/recording';
 import type { Repository } from '@delegate-git/core/repository';
@@ -428,7 +429,7 @@ function recheckContract(c: PinnedContract): DelegationReceipt['contract'] {
   const violations: string[] = [];
   for (const [file, before] of c.before) {
     const after = sha256OfFile(file);
-    const rel = path.relative(c.workspace, file).split(path.sep).join('/');
+    const rel = relativePosix(c.workspace, file);
     if (before === null) violations.push(`${rel} was declared as a contract file but does not exist`);
     else if (after === null) violations.push(`${rel} was deleted while the unit ran`);
     else if (after !== before) violations.push(`${rel} was modified while the unit ran`);
@@ -563,7 +564,7 @@ async function storedContent(repo: Repository, gitBlob: string): Promise<Buffer>
 }
 
 function repositoryPathOf(top: string, absolute: string): string {
-  return path.relative(top, absolute).split(path.sep).join('/');
+  return relativePosix(top, absolute);
 }
 
 function sha256OfFile(file: string): string | null {

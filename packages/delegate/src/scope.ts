@@ -3,7 +3,7 @@
  * (model input), the switch that lifts it is the operator's (`unitScope: "off"`). Containment has already kept
  * the path inside the workspace; this narrows it to what the unit said it would touch.
  */
-import path from 'node:path';
+import { relativePosix } from '@delegate-git/core/path-within';
 import { canonicaliseAgainst, canonicalisePath, isPathWithin } from './containment.js';
 
 export type UnitScopeMode = 'enforce' | 'off';
@@ -25,7 +25,7 @@ export function evaluateUnitScope(
   const declared = opts.targetFiles.map((target) => target.trim()).filter((target) => target !== '');
   const workspace = canonicalisePath(opts.workspace);
   const candidate = canonicalisePath(absolutePath);
-  const shown = path.relative(workspace, candidate).split(path.sep).join('/') || '.';
+  const shown = relativePosix(workspace, candidate) || '.';
   if (declared.length === 0) {
     return {
       ok: false,

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
+import { relativePosix } from '@delegate-git/core/path-within';
 import { canonicalisePath, checkEmissionPath, isPathWithin } from './containment.js';
 import type { Emission } from './emission.js';
 import {
@@ -72,7 +73,7 @@ function planned(
 ): PlannedFile {
   const content = Buffer.from(text, 'utf8');
   return {
-    path: path.relative(workspace, absolute).split(path.sep).join('/'),
+    path: relativePosix(workspace, absolute),
     absolute,
     mode,
     content,
@@ -166,7 +167,7 @@ export function planWrites(emission: Emission, opts: WritePlanOptions): WritePla
     }
     const absolute = contained.absolute;
     if (top !== null && opts.governanceFile && isPathWithin(top, absolute)) {
-      if (opts.governanceFile(path.relative(top, absolute).split(path.sep).join('/'))) {
+      if (opts.governanceFile(relativePosix(top, absolute))) {
         errors.push(
           `${shown} is the policy or a key file of the trust root; only reviewers change those (a unit's ` +
             'verdict never promotes them). Not written.',
