@@ -146,18 +146,6 @@ export function promotionOf(
   return refuse(path, reasonFromHistory(earlier, onBlob, candidate), []);
 }
 
-/** Batch form: one rule, many candidates; records are looked up by blob. */
-export function promotionsOf(
-  candidates: readonly Candidate[],
-  recordsByBlob: ReadonlyMap<string, readonly JudgedRecord[]>,
-  rules: PromotionRules,
-  earlierByPath: ReadonlyMap<string, readonly EarlierRecord[]> = new Map(),
-): Promotion[] {
-  return candidates.map((c) =>
-    promotionOf(c, recordsByBlob.get(c.gitBlob) ?? [], rules, earlierByPath.get(c.path)),
-  );
-}
-
 /**
  * Approvals of this content whose signatures verify under keys that may not sign them now (revoked, expired, no longer
  * reviewers): a count of approvals that leaves them out should say so, or a reviewer who knows they approved reads

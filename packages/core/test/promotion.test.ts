@@ -17,7 +17,6 @@ import {
   type JudgedRecord,
   type PromotionRules,
   promotionOf,
-  promotionsOf,
   REASONS,
   type VersionAt,
 } from '../src/promotion.js';
@@ -367,19 +366,6 @@ describe('records that do not count', () => {
   it('a trusted failing verdict is reported before an untrusted record', () => {
     const lines = [verdictLine(mallory, [file]), verdictLine(alice, [file], { verdict: 'UNIT_FAILED' })];
     expect(promote(lines).reason).toMatch(/^verdict was UNIT_FAILED/);
-  });
-});
-
-describe('promotionsOf', () => {
-  it('judges each candidate by the records on its own blob and its own history', () => {
-    const b = subjectOf('src/b.ts', 'b\n');
-    const records = new Map([[file.gitBlob, onBlob(verdictLine(alice, [file]))]]);
-    const earlier = new Map([['src/b.ts', [{ kind: 'verdict', verdict: 'UNIT_PASSED' } as EarlierRecord]]]);
-    const results = promotionsOf([file, b], records, OPEN, earlier);
-    expect(results.map((r) => [r.path, r.promoted, r.reason])).toEqual([
-      ['src/a.ts', true, REASONS.passed],
-      ['src/b.ts', false, REASONS.changedAfterVerdict],
-    ]);
   });
 });
 

@@ -48,25 +48,6 @@ export async function scanForCredentials(text: string, opts: ScanOptions = {}): 
   });
 }
 
-/** Replaces every finding with `[REDACTED:<rule>]` (overlapping findings are merged into one replacement). */
-export async function redactCredentials(text: string, opts: ScanOptions = {}): Promise<string> {
-  const located = await locateCredentials(text, opts);
-  if (located.length === 0) return text;
-  const merged: LocatedFinding[] = [];
-  for (const finding of located) {
-    const previous = merged[merged.length - 1];
-    if (previous && finding.start < previous.end) previous.end = Math.max(previous.end, finding.end);
-    else merged.push({ ...finding });
-  }
-  let result = '';
-  let cursor = 0;
-  for (const finding of merged) {
-    result += `${text.slice(cursor, finding.start)}[REDACTED:${finding.rule}]`;
-    cursor = finding.end;
-  }
-  return result + text.slice(cursor);
-}
-
 /** All findings with their character ranges, sorted by position; an entropy hit inside a rule hit is dropped. */
 async function locateCredentials(text: string, opts: ScanOptions): Promise<LocatedFinding[]> {
   if (text.length === 0) return [];

@@ -29,11 +29,6 @@ export const MIN_SEARCH_CHARS = 8;
 
 const QUOTED_SEARCH_CHARS = 60;
 
-/** True if the body contains a SEARCH marker line: such a body is a patch, never a whole file. */
-export function hasSearchMarker(body: string): boolean {
-  return body.split(/\r?\n/).some((line) => line.trim() === SEARCH_MARKER);
-}
-
 /**
  * Parses patch blocks from a body. Returns null if the body has no SEARCH marker (it is not a patch). Returns an
  * empty list if any SEARCH was left unclosed, even after complete blocks: applying the complete ones and dropping

@@ -56,11 +56,6 @@ export function resolveVerdict(i: VerdictInputs): Verdict {
   return 'UNIT_PASSED';
 }
 
-/** Only UNIT_PASSED promotes. INCOHERENT files are recorded as INCOHERENT, so they do not promote either. */
-export function isPromotingVerdict(v: Verdict): boolean {
-  return v === 'UNIT_PASSED';
-}
-
 /** 0 for UNIT_PASSED and NO_CHANGES (nothing went wrong), 1 for every other verdict. */
 export function verdictExitCode(v: Verdict): 0 | 1 {
   return v === 'UNIT_PASSED' || v === 'NO_CHANGES' ? 0 : 1;

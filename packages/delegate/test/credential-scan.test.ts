@@ -3,12 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../../../test/support/paths.js';
-import {
-  isAllowlistedToken,
-  redactCredentials,
-  scanForCredentials,
-  shannonEntropy,
-} from '../src/credential-scan.js';
+import { isAllowlistedToken, scanForCredentials, shannonEntropy } from '../src/credential-scan.js';
 
 // Secret-shaped values are assembled at runtime so no credential-looking literal sits in the repository.
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -88,19 +83,5 @@ describe('scanForCredentials: entropy backstop and its allowlist', () => {
     }
     const prose = 'add a password field to the login form; read the api key from an environment variable';
     expect(await scanForCredentials(prose)).toEqual([]);
-  });
-});
-
-describe('redactCredentials', () => {
-  it('replaces each finding with [REDACTED:<rule>] and keeps everything else', async () => {
-    const token = githubToken();
-    const aws = awsKeyId();
-    const text = `a ${token} b\nc ${aws} d\n`;
-    expect(await redactCredentials(text)).toBe('a [REDACTED:github] b\nc [REDACTED:aws] d\n');
-  });
-
-  it('returns clean text unchanged (control)', async () => {
-    const text = 'const x = computeTotal(items);\n';
-    expect(await redactCredentials(text)).toBe(text);
   });
 });

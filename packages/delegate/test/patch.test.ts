@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  applySearchReplace,
-  hasSearchMarker,
-  parseSearchReplace,
-  type SearchReplaceBlock,
-} from '../src/patch.js';
+import { applySearchReplace, parseSearchReplace, type SearchReplaceBlock } from '../src/patch.js';
 
 function patch(...pairs: Array<[string, string]>): string {
   return pairs
@@ -18,7 +13,6 @@ const source =
 describe('parseSearchReplace', () => {
   it('returns null for a body that is not a patch', () => {
     expect(parseSearchReplace('export const a = 1;\n=======\n')).toBeNull();
-    expect(hasSearchMarker('export const a = 1;\n')).toBe(false);
   });
 
   it('parses blocks, ignoring text around them, with LF joins', () => {
@@ -27,7 +21,6 @@ describe('parseSearchReplace', () => {
       { search: 'a\nb', replace: 'c' },
       { search: 'd', replace: 'e\nf' },
     ]);
-    expect(hasSearchMarker(body)).toBe(true);
   });
 
   it('accepts CRLF and indented markers (markers are whole lines after trimming)', () => {

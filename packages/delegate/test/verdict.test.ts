@@ -1,12 +1,6 @@
 import { VERDICTS } from '@delegate-git/core';
 import { describe, expect, it } from 'vitest';
-import {
-  isPromotingVerdict,
-  resolveVerdict,
-  type Verdict,
-  type VerdictInputs,
-  verdictExitCode,
-} from '../src/verdict.js';
+import { resolveVerdict, type Verdict, type VerdictInputs, verdictExitCode } from '../src/verdict.js';
 
 /** A unit that wrote one file and passed every run: UNIT_PASSED. Each row changes what it names. */
 const passing: VerdictInputs = {
@@ -86,6 +80,5 @@ describe('verdict consequences', () => {
   it.each(VERDICTS.map((v) => [v] as const))('%s', (verdict) => {
     const succeeds = verdict === 'UNIT_PASSED' || verdict === 'NO_CHANGES';
     expect(verdictExitCode(verdict)).toBe(succeeds ? 0 : 1);
-    expect(isPromotingVerdict(verdict)).toBe(verdict === 'UNIT_PASSED');
   });
 });
