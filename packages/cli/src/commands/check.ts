@@ -6,8 +6,8 @@ import {
   Repository,
   reportExitCode,
 } from '@delegate-git/core';
+import { renderCheckReport } from '../check-report-text.js';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
-import { renderReport } from '../report-text.js';
 
 const help = `
 Usage: delegate-git check [--staged | --rev <rev> | --path <p>...] [--json]
@@ -51,7 +51,7 @@ export default {
     // A path with no file has no content to judge: not an answer about it, whatever else is promoted.
     const exitCode = report.results.some((r) => r.absent) ? 2 : reportExitCode(report);
     if (values.json) io.out(json(toJson(report, exitCode)));
-    else io.out(report.notice ? `${report.notice}\n` : renderReport(report));
+    else io.out(report.notice ? `${report.notice}\n` : renderCheckReport(report));
     return exitCode;
   },
 } satisfies CommandModule;

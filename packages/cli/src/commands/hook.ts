@@ -6,9 +6,9 @@ import path from 'node:path';
 import { type QuickAnswer, quickPreCommit, rememberIndexTree } from '@delegate-git/core/quiet-commit';
 import type { Repository } from '@delegate-git/core/repository';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
+import { renderCheckReport, rulesChangeText } from '../check-report-text.js';
 import { type CommandModule, type Given, type Io, parseCommandArgs, usageError } from '../command.js';
 import { pushRefusalAdvice } from '../push-advice.js';
-import { renderReport, rulesChangeText } from '../report-text.js';
 
 const help = `
 Usage: delegate-git hook pre-commit
@@ -87,7 +87,9 @@ async function preCommit(
       if (rulesChange.length > 0) io.err(prefixLines(rulesChange.join('\n')));
       return 0;
     }
-    io.err(prefixLines(renderReport(report, onTemporaryIndex(repo, io.env) ? 'temporary index' : 'index')));
+    io.err(
+      prefixLines(renderCheckReport(report, onTemporaryIndex(repo, io.env) ? 'temporary index' : 'index')),
+    );
     if (report.mode === 'warn') {
       io.err(
         'delegate-git: policy mode is "warn": the commit goes through; these files would be refused under "enforce",\n' +

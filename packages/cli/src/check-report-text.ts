@@ -13,7 +13,7 @@ export type Judged = 'paths' | 'index' | 'temporary index';
  * judged: the staged content for the index; for the temporary index `git commit -a` or `git commit <path>` stages
  * (dropped once the commit is refused), the work tree's, which those commits take.
  */
-export function renderReport(report: CheckReport, judged: Judged = 'paths'): string {
+export function renderCheckReport(report: CheckReport, judged: Judged = 'paths'): string {
   const out: string[] = [];
   const governed = report.results.filter((r) => r.governed);
   for (const r of report.results) {
