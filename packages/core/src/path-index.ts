@@ -4,9 +4,9 @@
  * restrictions), and cached per notes commit in the git dir, because the gate runs on every commit. Each path keeps
  * a bounded history (historyWorthKeeping), so the index grows with the paths, not with the records on them.
  */
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { writeFileAtomic } from './atomic-file.js';
 import { pathsName, recordedPathsBody, recordedPathsText } from './cache-file.js';
 import type { IndexFact } from './line-check.js';
 import type { IndexedBatch } from './note-batch.js';
@@ -290,12 +290,6 @@ export async function loadPathIndex(
 const CACHE_FILE = /^path-index-([0-9a-f]{40,64})\.json$/;
 const PATHS_FILE = /^recorded-paths-([0-9a-f]{40,64})$/;
 
-async function writeAtomic(file: string, text: string | Iterable<string>): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, typeof text === 'string' ? text : Readable.from(text));
-  await rename(tmp, file);
-}
-
 /**
  * Just the set of paths the ledger ever recorded: all a commit that touches nothing governed needs. Kept in its own
  * small cache file, because parsing the full index (megabytes on a large ledger) would dominate such a commit.
@@ -319,7 +313,9 @@ export async function loadRecordedPaths(
   // Written again where it was missing beside a cached index, not whole, or of an older format: the next commit that
   // stages nothing governed reads this small file, not the index (loadPathIndex writes it only when it builds one).
   if (cacheDir !== null) {
-    await writeAtomic(path.join(cacheDir, pathsName(tip)), recordedPathsText(index.paths())).catch(() => {});
+    await writeFileAtomic(path.join(cacheDir, pathsName(tip)), recordedPathsText(index.paths())).catch(
+      () => {},
+    );
   }
   return new Set(index.paths());
 }
@@ -352,7 +348,7 @@ async function growRecordedPaths(
   for (const { annotated, lines } of added) addLines(byPath, annotated, lines);
   for (const p of byPath.keys()) before.add(p);
   try {
-    await writeAtomic(path.join(cacheDir, pathsName(tip)), recordedPathsText([...before].sort()));
+    await writeFileAtomic(path.join(cacheDir, pathsName(tip)), recordedPathsText([...before].sort()));
     // Kept: this tip's and the one it grew from (the ledger stays there if the push that read it is refused).
     for (const n of await readdir(cacheDir)) {
       if (PATHS_FILE.test(n) && n !== pathsName(tip) && n !== pathsName(known.since))
@@ -434,8 +430,8 @@ export async function writeCache(
 ): Promise<void> {
   try {
     await mkdir(cacheDir, { recursive: true });
-    await writeAtomic(path.join(cacheDir, cacheName(tip)), index.serialized());
-    await writeAtomic(path.join(cacheDir, pathsName(tip)), recordedPathsText(index.paths()));
+    await writeFileAtomic(path.join(cacheDir, cacheName(tip)), index.serialized());
+    await writeFileAtomic(path.join(cacheDir, pathsName(tip)), recordedPathsText(index.paths()));
     // Keep the newest only (and `alsoKeep`'s): the next tip extends it.
     const kept = new Set([cacheName(tip), pathsName(tip)]);
     if (alsoKeep !== undefined) kept.add(cacheName(alsoKeep)).add(pathsName(alsoKeep));

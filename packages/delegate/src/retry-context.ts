@@ -3,8 +3,7 @@
  * same workspace. Kept in the per-worktree state dir, consumed on read whether used or not.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { writeFileAtomic } from '@delegate-git/core/atomic-file';
 import type { ContextRequest } from './context.js';
 
 export const RETRY_CONTEXT_WINDOW_LINES = 10;
@@ -22,10 +21,7 @@ function read(file: string): Store {
 }
 
 async function write(file: string, store: Store): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, JSON.stringify(store));
-  await rename(tmp, file);
+  await writeFileAtomic(file, JSON.stringify(store));
 }
 
 /** Takes (and forgets) the pending failure locations of a workspace. */
