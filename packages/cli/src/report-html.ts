@@ -109,7 +109,7 @@ function verdictsPresent(counts: VerdictCounts): VerdictName[] {
 const W = 560;
 
 /** An axis for values up to `max`: a step of 1, 2 or 5 times a power of ten, about four steps, whole ticks. */
-export function niceAxis(max: number, steps = 4): { max: number; step: number } {
+function niceAxis(max: number, steps = 4): { max: number; step: number } {
   if (max <= 0) return { max: 1, step: 1 };
   const raw = max / steps;
   const power = 10 ** Math.floor(Math.log10(raw));
@@ -160,7 +160,7 @@ function empty(message: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // The charts.
 
-export function verdictChart(stats: LedgerStats): string {
+function verdictChart(stats: LedgerStats): string {
   const present = verdictsPresent(stats.byVerdict);
   if (present.length === 0) return empty('No delegation has been recorded yet.');
   const height = 280;
@@ -231,7 +231,7 @@ function shortDay(day: string): string {
   return date.toLocaleDateString('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' });
 }
 
-export function rateChart(stats: LedgerStats): string {
+function rateChart(stats: LedgerStats): string {
   const days = stats.byDay.filter((d) => d.delegations > 0);
   if (days.length === 0) return empty('No delegation has been recorded yet, so there is no rate to draw.');
   const height = 280;
@@ -283,7 +283,7 @@ export function rateChart(stats: LedgerStats): string {
   );
 }
 
-export function tokenChart(stats: LedgerStats): string {
+function tokenChart(stats: LedgerStats): string {
   const days = stats.byDay.filter((d) => d.tokens > 0);
   if (days.length === 0) return empty('No record reports token usage.');
   const height = 280;
@@ -403,7 +403,7 @@ function verdictSegments(counts: VerdictCounts, who: string): Segment[] {
   }));
 }
 
-export function modelChart(stats: LedgerStats): string {
+function modelChart(stats: LedgerStats): string {
   if (stats.byModel.length === 0) return empty('No delegation has been recorded yet.');
   const rows = stats.byModel.map((m) => ({
     label: m.label,
@@ -419,7 +419,7 @@ export function modelChart(stats: LedgerStats): string {
   );
 }
 
-export function signerChart(stats: LedgerStats): string {
+function signerChart(stats: LedgerStats): string {
   if (stats.bySigner.length === 0) return empty('No valid record yet.');
   const rows = stats.bySigner.map((s) => ({
     label: s.signer,
@@ -451,7 +451,7 @@ function ringSegment(cx: number, cy: number, outer: number, inner: number, from:
   );
 }
 
-export function promotionChart(stats: LedgerStats): string {
+function promotionChart(stats: LedgerStats): string {
   const p = stats.promotions;
   if (p.total === 0) return empty('No record is about a file version yet.');
   const parts = [

@@ -41,7 +41,7 @@ function spawnError(error: NodeJS.ErrnoException, cwd: string): DelegateGitError
 }
 
 /** `git a b c` for messages; long argument lists are cut so the message stays one readable paragraph. */
-export function describeGitCommand(args: readonly string[]): string {
+function describeGitCommand(args: readonly string[]): string {
   const shown = args
     .slice(0, 6)
     .map((arg) => (arg.length > 60 ? `${arg.slice(0, 57)}...` : arg))
@@ -505,7 +505,7 @@ const MALFORMED_TREE = 'a git tree object is malformed; run `git fsck` on this r
  * store other modes (100664, 040000), which every git command shows and reads as the canonical one; a reader that
  * took the stored text as it is would skip a note git reads (`git notes show` prints it), and miss a line on it.
  */
-export function canonicalMode(stored: string): string {
+function canonicalMode(stored: string): string {
   if (CANONICAL_MODES.has(stored)) return stored;
   if (!/^[0-7]+$/.test(stored)) throw new DelegateGitError('GIT', MALFORMED_TREE);
   const mode = Number.parseInt(stored, 8);

@@ -31,7 +31,7 @@ export type IndexTree =
   | { tree: null; digest: null };
 
 /** The digest of a directory that holds nothing governed. */
-export const NOTHING_GOVERNED = '-';
+const NOTHING_GOVERNED = '-';
 /** Smaller directories are digested again from their entries rather than remembered (keeps the facts few). */
 const REMEMBERED_FROM_ENTRIES = 64;
 

@@ -102,7 +102,7 @@ export function olderNoteBlobs(
 }
 
 /** Lines at `before` missing at `after`, and lines at `after` missing at `before`, for the given ids. */
-export function compareNotes(
+function compareNotes(
   ids: { forDropped: readonly string[]; forAdded: readonly string[] },
   before: ReadonlyMap<string, readonly string[]>,
   after: ReadonlyMap<string, readonly string[]>,

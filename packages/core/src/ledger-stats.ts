@@ -172,7 +172,7 @@ export function unitNameOf(predicate: Record<string, unknown>): string | null {
 }
 
 /** Flaky: the verdict says so, or the verification runs disagreed (a record whose verdict outranked UNIT_FLAKY). */
-export function isFlaky(record: LedgerRecord): boolean {
+function isFlaky(record: LedgerRecord): boolean {
   if (record.kind !== 'verdict') return false;
   return record.verdict === 'UNIT_FLAKY' || field(record.predicate.verification, 'flaky') === true;
 }

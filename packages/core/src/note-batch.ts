@@ -109,7 +109,7 @@ export function indexNoteBatch(batch: NoteBatch): IndexedBatch {
 }
 
 /** One note's lines (as parseNote gives them) decoded and verified, and weighed for its candidates. */
-export function examineNote(
+function examineNote(
   annotated: string,
   lines: string[],
   candidates: BatchCandidate[] | null,

@@ -232,7 +232,7 @@ export function missingNotesTree(commit: string): DelegateGitError {
 }
 
 /** A note the tree names but the object store lacks is damage, not "no records". */
-export function missingNote(oid: string): DelegateGitError {
+function missingNote(oid: string): DelegateGitError {
   return new DelegateGitError('LEDGER', `the notes tree is damaged: note ${oid} is missing.`);
 }
 

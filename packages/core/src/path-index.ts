@@ -120,7 +120,7 @@ const HISTORY_KEPT = 6;
  * flat). A record dropped here is never needed later: newer records only push it further back. (`attest` looks for
  * the last promoted version among the contents kept: the newest ones that passed, were approved or were judged.)
  */
-export function historyWorthKeeping(entries: readonly IndexEntry[]): IndexEntry[] {
+function historyWorthKeeping(entries: readonly IndexEntry[]): IndexEntry[] {
   const newestFirst = [...entries].sort((a, b) => b[4] - a[4]);
   const keep = new Set<IndexEntry>();
   const newestOfTwoContents = (wanted: (e: IndexEntry) => boolean) => {
@@ -141,7 +141,7 @@ export function historyWorthKeeping(entries: readonly IndexEntry[]): IndexEntry[
 // A ledger has a few signers and verdicts but many records: one string each instead of one per record (bounded,
 // in case a forged ledger names a new key on every line).
 const internTable = new Map<string, string>();
-export function interned(text: string): string {
+function interned(text: string): string {
   let known = internTable.get(text);
   if (known === undefined) {
     known = text;

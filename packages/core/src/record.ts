@@ -113,7 +113,7 @@ export type RecordTrust =
   /** `verified`: the signature verifies under a key of the trust root that may not sign it now (revoked, say). */
   | { ok: false; reason: string; signer?: TrustedKey; verified?: true };
 
-export function roleFor(record: LedgerRecord): Role {
+function roleFor(record: LedgerRecord): Role {
   return record.kind === 'verdict' ? 'delegator' : 'reviewer';
 }
 

@@ -59,7 +59,7 @@ export interface SubjectFile {
   gitBlob: string;
 }
 
-export function subjectsOf(files: SubjectFile[]): Subject[] {
+function subjectsOf(files: SubjectFile[]): Subject[] {
   return files.map((f) => ({ name: f.path, digest: { sha256: f.sha256, gitBlob: f.gitBlob } }));
 }
 

@@ -35,7 +35,7 @@ export interface InjectedContext {
 
 export type ContextResult = { ok: true; context: InjectedContext[] } | { ok: false; errors: string[] };
 
-export const DEFAULT_CONTEXT_MAX_BYTES = 32768;
+const DEFAULT_CONTEXT_MAX_BYTES = 32768;
 
 const READ_CHUNK_BYTES = 64 * 1024;
 
@@ -113,7 +113,7 @@ export async function readContext(
 type LineRange = { start: number; end: number | null } | null;
 
 /** Pure: the requested range, or the reason it is invalid. null = whole file. */
-export function validateRange(request: ContextRequest): LineRange | string {
+function validateRange(request: ContextRequest): LineRange | string {
   if (typeof request?.path !== 'string' || request.path.trim() === '')
     return 'path must be a non-empty string';
   const { startLine, endLine } = request;

@@ -25,8 +25,8 @@ export interface ScanOptions {
   source?: string;
 }
 
-export const ENTROPY_MIN_LENGTH = 20;
-export const ENTROPY_MIN_BITS_PER_CHAR = 4.5;
+const ENTROPY_MIN_LENGTH = 20;
+const ENTROPY_MIN_BITS_PER_CHAR = 4.5;
 
 interface LocatedFinding {
   rule: string;

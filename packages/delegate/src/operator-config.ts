@@ -52,13 +52,12 @@ function isHttpUrl(text: string): boolean {
   }
 }
 
-export const CONFIG_HINT =
-  'Fix it with `delegate-git config set <key> <value>` (see `delegate-git config --help`).';
+const CONFIG_HINT = 'Fix it with `delegate-git config set <key> <value>` (see `delegate-git config --help`).';
 /** For a file `config set` cannot read either. */
 const UNREADABLE_HINT =
   'Fix it by hand, or delete it to start from the defaults (`delegate-git config set <key> <value>` then writes a new one).';
 
-export function parseSettings(value: unknown, source: string): OperatorSettings {
+function parseSettings(value: unknown, source: string): OperatorSettings {
   const result = settingsSchema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;

@@ -25,7 +25,7 @@ export const DIVIDER_MARKER = '=======';
 export const REPLACE_MARKER = '>>>>>>> REPLACE';
 
 /** A SEARCH shorter than this (after trimming) is refused as ambiguous even when it happens to be unique. */
-export const MIN_SEARCH_CHARS = 8;
+const MIN_SEARCH_CHARS = 8;
 
 const QUOTED_SEARCH_CHARS = 60;
 

@@ -13,7 +13,7 @@ export interface ProgressLine {
 /** Repaints at most this often: a fast local model can stream hundreds of chunks per second. */
 const REPAINT_INTERVAL_MS = 100;
 
-export function formatProgress(progress: WorkerProgress): string {
+function formatProgress(progress: WorkerProgress): string {
   const seconds = (progress.elapsedMs / 1000).toFixed(1);
   return `worker: ${progress.completionTokens} tokens, ${progress.tokensPerSecond.toFixed(1)} tok/s, ${seconds}s`;
 }

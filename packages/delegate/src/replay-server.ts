@@ -52,7 +52,7 @@ export interface ReplayWorker {
   close(): Promise<void>;
 }
 
-export const REPLAY_MODEL_ID = 'replay-worker';
+const REPLAY_MODEL_ID = 'replay-worker';
 
 const EMPTY_QUEUE_ERROR = {
   error: { message: 'replay worker: the recording has no reply left', type: 'server_error', code: null },

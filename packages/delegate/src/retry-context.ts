@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { writeFileAtomic } from '@delegate-git/core/atomic-file';
 import type { ContextRequest } from './context.js';
 
-export const RETRY_CONTEXT_WINDOW_LINES = 10;
+const RETRY_CONTEXT_WINDOW_LINES = 10;
 
 type Store = Record<string, string[]>;
 

@@ -21,8 +21,8 @@ export interface VerificationPolicyDecision {
   reason: string;
 }
 
-export const DEFAULT_VERIFICATION_REPEATS = 3;
-export const MAX_VERIFICATION_REPEATS = 20;
+const DEFAULT_VERIFICATION_REPEATS = 3;
+const MAX_VERIFICATION_REPEATS = 20;
 
 /**
  * Shell syntax that can run another program (`;`, `&`, `|`, a line break, a backtick, `$(`, process substitution) or

@@ -41,12 +41,12 @@ export interface VerificationResult {
   changedByLastRun: boolean;
 }
 
-export const DEFAULT_VERIFICATION_TIMEOUT_MS = 30000;
-export const DEFAULT_KILL_GRACE_MS = 2000;
+const DEFAULT_VERIFICATION_TIMEOUT_MS = 30000;
+const DEFAULT_KILL_GRACE_MS = 2000;
 /** Exit code reported for a run killed at its timeout (as coreutils `timeout` does). */
 export const TIMEOUT_EXIT_CODE = 124;
 /** Exit code reported when the shell could not be started at all. */
-export const SPAWN_FAILURE_EXIT_CODE = 127;
+const SPAWN_FAILURE_EXIT_CODE = 127;
 /** Each captured stream keeps its first and last half of this many bytes; the rest is elided. */
 const MAX_CAPTURE_BYTES = 8 * 1024 * 1024;
 const GROUP_POLL_MS = 25;

@@ -74,8 +74,8 @@ export class WorkerError extends Error {
   }
 }
 
-export const DEFAULT_WORKER_TEMPERATURE = 0.2;
-export const DEFAULT_WORKER_MAX_TOKENS = 2048;
+const DEFAULT_WORKER_TEMPERATURE = 0.2;
+const DEFAULT_WORKER_MAX_TOKENS = 2048;
 
 /** An error body is read up to this many bytes: enough for any server's message, bounded against a stream. */
 const MAX_ERROR_BODY_BYTES = 16_000;

@@ -56,11 +56,11 @@ export function pathFilter(top: string | null, cwd: string, target: string | und
   return clean === '' || clean === '.' ? null : clean;
 }
 
-export function matchesPath(filter: string | null, subjectPath: string): boolean {
+function matchesPath(filter: string | null, subjectPath: string): boolean {
   return filter === null || subjectPath === filter || subjectPath.startsWith(`${filter}/`);
 }
 
-export function logEntryOf(judged: JudgedLine, filter: string | null): LogEntry | null {
+function logEntryOf(judged: JudgedLine, filter: string | null): LogEntry | null {
   const r = judged.record;
   const base = {
     noteBlob: judged.blob,

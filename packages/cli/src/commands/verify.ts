@@ -97,7 +97,7 @@ function counts(v: LedgerVerification) {
   return { refused, promoted: v.files.length - refused.length };
 }
 
-export function renderText(v: LedgerVerification, exitCode: number): string {
+function renderText(v: LedgerVerification, exitCode: number): string {
   const { refused, promoted } = counts(v);
   const out: string[] = [];
   for (const p of v.invalid) out.push(`INVALID LINE  blob ${p.blob} line ${p.line}: ${p.reason}`);
@@ -138,7 +138,7 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
  * shows it as it is: a path as code, other text with the characters that would make a link, an image, HTML, emphasis
  * or a table cell escaped.
  */
-export function renderMarkdown(v: LedgerVerification, exitCode: number): string {
+function renderMarkdown(v: LedgerVerification, exitCode: number): string {
   const { refused, promoted } = counts(v);
   const md: string[] = [
     `## delegate-git ledger: ${exitCode === 0 ? '✅ verified' : '❌ problems found'}`,
@@ -290,7 +290,7 @@ const MAX_LISTED = 50;
  * A removed line in words, so a reviewer can tell which record went: every record line starts with the same
  * characters (the envelope's base64 payload of a Statement), so a prefix of the line would not say.
  */
-export function describeLine(line: string): string {
+function describeLine(line: string): string {
   const digest = createHash('sha256').update(line).digest('hex').slice(0, 16);
   const decoded = decodeRecord(line);
   if (!decoded.ok) return `a line that is no record (line sha256 ${digest})`;
