@@ -760,6 +760,47 @@ describe('pre-commit: a commit that changes the rules says what it does beyond i
     ).toMatchObject([{ path: 'lib/m.ts' }]);
   });
 
+  it('a key revoked names only the files its records promote; control: a file another key promotes is not named', () => {
+    const dir = copyWorkTree(story, template, 'rules-revoke');
+    const ritaEnv = operatorEnv(story, 'rita');
+    const rita = JSON.parse(cliOk(story, dir, ['keygen', 'rita', '--json'], ritaEnv).stdout) as {
+      publicKey: string;
+    };
+    cliOk(story, dir, [
+      'keys',
+      'add',
+      'rita',
+      '--public-key',
+      rita.publicKey,
+      '--roles',
+      'reviewer',
+      '--email',
+      'rita@example.com',
+    ]);
+    cliOk(story, dir, ['attest', '--approve', '.delegate-git/keys/rita.json', '--yes']);
+    gitOk(story, dir, ['add', '.delegate-git']);
+    expect(commit(story, dir, 'rita reviews').code).toBe(0);
+    writeFiles(dir, {
+      'src/by-rita.ts': 'export const r = 1;\n',
+      'src/by-operator.ts': 'export const o = 1;\n',
+    });
+    cliOk(story, dir, ['attest', '--approve', 'src/by-rita.ts', '--yes'], ritaEnv);
+    cliOk(story, dir, ['attest', '--approve', 'src/by-operator.ts', '--yes']);
+    gitOk(story, dir, ['add', 'src']);
+    expect(commit(story, dir, 'two files').code).toBe(0);
+
+    cliOk(story, dir, ['keys', 'revoke', 'rita']);
+    cliOk(story, dir, ['attest', '--approve', '.delegate-git/keys/rita.json', '--yes']);
+    gitOk(story, dir, ['add', '.delegate-git']);
+    const revoked = commit(story, dir, 'revoke rita');
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stderr).toContain('1 governed file(s) it leaves unchanged are no longer promoted');
+    expect(revoked.stderr).toContain(
+      "src/by-rita.ts: the record on it does not count: signer rita's key was revoked",
+    );
+    expect(revoked.stderr).not.toContain('src/by-operator.ts');
+  });
+
   it('names its own changes that pass only under the new rules (a push judges by the old); control: the rules change on its own first', () => {
     const dir = copyWorkTree(story, template, 'rules-ahead');
     stage(dir, { 'src/keep.ts': 'export const keep = 1;\n' });

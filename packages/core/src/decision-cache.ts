@@ -122,7 +122,11 @@ export class DecisionCache {
     return i;
   }
 
-  /** Writes the file atomically (temporary file, then rename) and removes the files of older tips. */
+  /**
+   * Writes the file atomically (temporary file, then rename) and removes the files of other tips. The files of other
+   * rules at this tip stay: one check may judge under two (a commit changing the rules, judged by the new rules and
+   * the rules in force), and each would otherwise find the other's file gone and start cold every time.
+   */
   async save(): Promise<void> {
     if (this.file === null || !this.dirty) return;
     const dir = path.dirname(this.file);
@@ -132,9 +136,11 @@ export class DecisionCache {
     if (!(await replaceCacheFile(this.file, storeText(this.stored)))) return;
     this.dirty = false;
     try {
+      const tipOf = (name: string) => DECISIONS_FILE.exec(name)?.[2];
+      const tip = tipOf(path.basename(this.file));
       for (const n of await readdir(dir)) {
-        if (DECISIONS_FILE.test(n) && n !== path.basename(this.file))
-          await rm(path.join(dir, n), { force: true });
+        const at = tipOf(n);
+        if (at !== undefined && at !== tip) await rm(path.join(dir, n), { force: true });
       }
     } catch {
       // The older files are removed next time.

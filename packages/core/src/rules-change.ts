@@ -56,22 +56,57 @@ export async function rulesChangeOf(
   ].filter((r) => !refusedHere.has(r.path));
 
   const touched = new Set([...changes.map((c) => c.path), ...removed.map((r) => r.path)]);
+  return { aheadOfRules, unpromoted: await unpromotedBy(repo, base, touched, governance, staged, inForce) };
+}
+
+/**
+ * The governed files at `base`, untouched by the commit, that the staged rules refuse and the rules in force promote.
+ * Judging every file under new rules is a cold check of the whole tree (seconds on ten thousand files), so it is
+ * done only where it must be: nothing can change when the rules that promote are the same; where the trust root
+ * only changed or lost keys (a revocation, a role taken away), only files those keys' records promote can.
+ */
+async function unpromotedBy(
+  repo: Repository,
+  base: string,
+  touched: ReadonlySet<string>,
+  governance: (path: string) => boolean,
+  staged: Governance,
+  inForce: Governance,
+): Promise<RulesChange['unpromoted']> {
+  const samePolicy = promotingPolicy(staged) === promotingPolicy(inForce);
+  if (samePolicy && staged.trustRoot.digest === inForce.trustRoot.digest) return [];
   const kept = (await treeFiles(repo.cwd, base, [], repo.env, { submodules: true })).filter(
     (f) => !touched.has(f.path) && !governance(f.path),
   );
-  const refusedNow = refusedBy(await judgeIn(repo, staged, kept, false));
-  // Only what this change un-promotes: a file the rules in force refuse already is no news of this commit.
-  const before = new Set(
-    refusedBy(
-      await judgeIn(
-        repo,
-        inForce,
-        kept.filter((f) => refusedNow.some((r) => r.path === f.path)),
-        false,
-      ),
-    ).map((r) => r.path),
+  const changedKeys = samePolicy ? keysChangedOrRemoved(staged, inForce) : null;
+  // The rules in force's answer (the gates' usual one, cached): a file they refuse already is no news of this
+  // commit, and where only keys changed, a file promoted without those keys' records stays promoted.
+  const now = await judgeIn(repo, inForce, kept, false);
+  const refusedNow = new Set(refusedBy(now).map((r) => r.path));
+  const promotedBy = new Map(now.filter((r) => r.promoted).map((r) => [r.path, r.by]));
+  const candidates = kept.filter(
+    (f) =>
+      !refusedNow.has(f.path) &&
+      (changedKeys === null || (promotedBy.get(f.path) ?? []).some((name) => changedKeys.has(name))),
   );
-  return { aheadOfRules, unpromoted: refusedNow.filter((r) => !before.has(r.path)) };
+  return refusedBy(await judgeIn(repo, staged, candidates, false));
+}
+
+/** What of a policy decides promotion (not its mode, nor protectDeletes), as one comparable text. */
+function promotingPolicy({ policy }: Governance): string {
+  const { repositoryId, keysDir, protect, exclude, requireReview, reviewThreshold } = policy;
+  return JSON.stringify([repositoryId, keysDir, protect, exclude, requireReview, reviewThreshold]);
+}
+
+/** The names of the keys in force whose file the staged trust root changes or drops; null when it adds a key (whose
+ * records, a rejection say, may now count against anything). */
+function keysChangedOrRemoved(staged: Governance, inForce: Governance): Set<string> | null {
+  if (staged.trustRoot.keys.some((k) => inForce.trustRoot.byKeyid(k.keyid) === undefined)) return null;
+  const stagedText = new Map(staged.trustRoot.sources.map((s) => [s.path, s.text]));
+  const changed = new Set(
+    inForce.trustRoot.sources.filter((s) => stagedText.get(s.path) !== s.text).map((s) => s.path),
+  );
+  return new Set(inForce.trustRoot.keys.filter((k) => changed.has(k.file)).map((k) => k.name));
 }
 
 function refusedBy(results: readonly CheckResult[]): Array<{ path: string; reason: string }> {

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempRepo, type TempRepo } from '../../../test/support/git-repo.js';
@@ -7,10 +8,12 @@ import {
   subjectOf,
   testKey,
   testPolicy,
+  trustRootOf,
   verdictLine,
   writeGovernance,
 } from '../../../test/support/records.js';
 import { type CheckReport, checkStaged } from '../src/checks.js';
+import { DecisionCache } from '../src/decision-cache.js';
 import { readStore, storeText } from '../src/decision-store.js';
 import { Repository } from '../src/repository.js';
 
@@ -127,5 +130,44 @@ describe('the decision cache of the staged check', () => {
       promoted: true,
       reason: 'a unit passed it and its content is unchanged',
     });
+  });
+});
+
+describe('the decision files kept', () => {
+  it("keeps the files of other rules at the same ledger tip (one check may judge under two), and drops other tips'", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'decisions-'));
+    try {
+      const tip = (c: string) => c.repeat(40);
+      const rules = (keys: (typeof alice)[]) => ({
+        policy: testPolicy({ protect: ['src/**'] }),
+        trustRoot: trustRootOf(keys),
+        source: 'test',
+      });
+      const decide = async (at: string, governance: ReturnType<typeof rules>) => {
+        const cache = await DecisionCache.open(dir, at, governance, undefined, { cwd: dir });
+        cache.set({
+          path: 'src/a.ts',
+          blob: 'b'.repeat(40),
+          sha256: 'c'.repeat(64),
+          promoted: true,
+          reason: 'r',
+          by: [],
+        });
+        await cache.save();
+      };
+      const files = () =>
+        fs
+          .readdirSync(dir)
+          .filter((n) => n.startsWith('decisions-'))
+          .sort();
+      await decide(tip('1'), rules([alice]));
+      await decide(tip('1'), rules([alice, rita]));
+      expect(files()).toHaveLength(2);
+      expect(files().every((n) => n.endsWith(tip('1')))).toBe(true);
+      await decide(tip('2'), rules([alice]));
+      expect(files()).toEqual([expect.stringMatching(new RegExp(`${tip('2')}$`))]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
