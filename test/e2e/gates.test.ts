@@ -722,6 +722,15 @@ describe('pre-commit: what the refusal says to do', () => {
     const again = commit(story, dir, 'policy again');
     expect(again.code).not.toBe(0);
     expect(again.stderr).toContain('have 2 reviewers approve this exact content');
+    // A policy raising the threshold is itself judged by the threshold in force: the advice asks for that many.
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+    editPolicy(dir, (p) => {
+      p.reviewThreshold = 3;
+    });
+    gitOk(story, dir, ['add', POLICY]);
+    const raised = commit(story, dir, 'threshold 3');
+    expect(raised.code).not.toBe(0);
+    expect(raised.stderr).toContain('have 2 reviewers approve this exact content');
   });
 });
 

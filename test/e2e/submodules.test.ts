@@ -74,7 +74,12 @@ describe('a submodule in a governed path', () => {
       expect(run.code, args.join(' ')).toBe(1);
       expect(run.stdout, args.join(' ')).toContain('src/lib');
       expect(run.stdout, args.join(' ')).toContain(WHY);
+      // Nothing says to approve or to fetch records for it: no record promotes a submodule.
+      expect(run.stdout, args.join(' ')).not.toContain('To promote a refused file');
+      expect(run.stdout, args.join(' ')).not.toContain('have no record on their content');
     }
+    expect(pushed.stderr).toContain('No record promotes a submodule');
+    expect(pushed.stderr).not.toContain('attest --approve');
     // Control: the revision before it, with the submodule outside governance, passes both.
     expect(cli(story, work, ['verify', '--rev', 'HEAD~1']).code).toBe(0);
     expect(cli(story, work, ['check', '--rev', 'HEAD~1']).code).toBe(0);

@@ -38,7 +38,8 @@ export function renderCheckReport(report: CheckReport, judged: Judged = 'paths')
   );
   // A submodule is never promoted by a record: its refusal says what keeps it.
   const promotable = refused.filter((r) => r.reason !== SUBMODULE_REFUSED);
-  if (promotable.length > 0) out.push(...promotionAdvice(promotable, report.policy, judged));
+  if (promotable.length > 0)
+    out.push(...promotionAdvice(promotable, report.policy, judged, report.policyInForce));
   if (blocking.length > 0) out.push(...deletionAdvice(blocking));
   out.push(...rulesChangeText(report.rulesChange));
   return `${out.join('\n')}\n`;
@@ -60,7 +61,12 @@ function deletionAdvice(blocking: CheckReport['deletions']): string[] {
 }
 
 /** What promotes the refused files: only what can (a verdict never promotes a governance file, nor under requireReview). */
-function promotionAdvice(refused: CheckResult[], policy: Policy | null, judged: Judged): string[] {
+function promotionAdvice(
+  refused: CheckResult[],
+  policy: Policy | null,
+  judged: Judged,
+  policyInForce?: Policy,
+): string[] {
   const approve = {
     paths: '`delegate-git attest --approve <path>`',
     index: '`delegate-git attest --approve --staged` (the staged content, as it will be committed)',
@@ -72,10 +78,17 @@ function promotionAdvice(refused: CheckResult[], policy: Policy | null, judged: 
     policy === null || (!policy.requireReview && refused.some((r) => !isGovernanceFile(policy, r.path)));
   // The threshold applies under requireReview and to the governance files; otherwise one approval promotes.
   const counted = policy !== null && (policy.requireReview || !verdictPromotes);
-  const reviewers =
-    counted && policy.reviewThreshold > 1
-      ? `${policy.reviewThreshold} reviewers approve`
-      : 'a reviewer approve';
+  // A change to the policy or a key file is judged by the rules in force, not by the ones it stages.
+  const threshold = Math.max(
+    ...refused.map((r) =>
+      policy === null
+        ? 1
+        : isGovernanceFile(policy, r.path)
+          ? (policyInForce ?? policy).reviewThreshold
+          : policy.reviewThreshold,
+    ),
+  );
+  const reviewers = counted && threshold > 1 ? `${threshold} reviewers approve` : 'a reviewer approve';
   const advice = verdictPromotes
     ? [
         'To promote a refused file: delegate it (`delegate-git delegate <unit.json>`) so a passing verdict covers it,',
@@ -107,12 +120,20 @@ export function rulesChangeText(change: RulesChange | undefined): string[] {
       'A push is judged by the rules already in force on its branch, so the server and CI refuse these until the rules',
       'change is there: commit and push the rules change on its own first, then these.',
     );
-  if (change.unpromoted.length > 0)
+  if (change.unpromoted.length > 0) {
     out.push(
       `Under the rules this commit stages, ${change.unpromoted.length} governed file(s) it leaves unchanged are no longer promoted:`,
       ...list(change.unpromoted),
-      '`delegate-git verify` refuses them once this is on the branch: have them approved again',
-      '(`delegate-git attest --approve <path>`), in this push or before it.',
     );
+    if (change.unpromoted.some((i) => i.reason !== SUBMODULE_REFUSED))
+      out.push(
+        '`delegate-git verify` refuses them once this is on the branch: have them approved again',
+        '(`delegate-git attest --approve <path>`), in this push or before it.',
+      );
+    if (change.unpromoted.some((i) => i.reason === SUBMODULE_REFUSED))
+      out.push(
+        'No record promotes a submodule: remove it, or leave its path out of governance in this rules change.',
+      );
+  }
   return out;
 }

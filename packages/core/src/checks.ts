@@ -64,6 +64,8 @@ export interface CheckReport {
   notice?: string;
   /** `--staged`, a commit changing the policy or the trust root: what it does beyond its files (rules-change.ts). */
   rulesChange?: RulesChange;
+  /** `--staged`: the committed policy, whose rules judge a change to the governance files (its threshold, say). */
+  policyInForce?: Policy;
   /**
    * The gate mode in force. For the index it is HEAD's policy's (when HEAD has one), not the staged one's, so an
    * unapproved edit that switches the policy to "warn" cannot wave itself through.
@@ -329,7 +331,15 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
         )
       : undefined;
   const said = rulesChange && (rulesChange.aheadOfRules.length > 0 || rulesChange.unpromoted.length > 0);
-  return { results, deletions, policy, mode, source: snapshot.label, ...(said && { rulesChange }) };
+  return {
+    results,
+    deletions,
+    policy,
+    mode,
+    source: snapshot.label,
+    ...(said && { rulesChange }),
+    ...(committed && { policyInForce: committed.policy }),
+  };
 }
 
 /**

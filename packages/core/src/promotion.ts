@@ -111,7 +111,7 @@ export function promotionOf(
       const lead = passers.length > 0 ? 'a unit passed it, but ' : '';
       return refuse(
         path,
-        `${lead}the policy requires ${rules.reviewThreshold} reviewer approval(s) and it ${has}${notCounted(aboutIt)}`,
+        `${lead}the policy requires ${rules.reviewThreshold} reviewer approval(s) and it ${has}${oneReviewer(trusted)}${notCounted(aboutIt)}`,
         [...approvers, ...passers],
       );
     }
@@ -160,6 +160,20 @@ function notCounted(aboutIt: readonly JudgedRecord[]): string {
       .map((j) => (j.trust.ok ? '' : j.trust.reason)),
   );
   return why.length === 0 ? '' : `; not counted: ${why.join('; ')}`;
+}
+
+/** Approvals by two keys of one holder (holderOf) count once: a count that merges them should say so. */
+function oneReviewer(trusted: readonly JudgedRecord[]): string {
+  const names = new Map<string, Set<string>>();
+  for (const { record, trust } of trusted) {
+    if (record.kind !== 'review' || record.decision !== 'approve' || !trust.ok) continue;
+    const holder = holderOf(trust.signer);
+    names.set(holder, (names.get(holder) ?? new Set()).add(trust.signer.name));
+  }
+  const merged = [...names.values()].filter((n) => n.size > 1).map((n) => [...n].sort().join(' and '));
+  return merged.length === 0
+    ? ''
+    : `; ${merged.join('; ')} count as one reviewer (their key files name one email)`;
 }
 
 function reasonFromHistory(

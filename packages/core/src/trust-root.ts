@@ -45,13 +45,18 @@ export interface TrustedKey {
 }
 
 /**
- * Who holds a key, as a threshold counts reviewers: the email of its key file (any letter case), so that one person
- * with two keys (the overlap of a key rotation) is one reviewer; a key with no email is a reviewer of its own.
+ * Who holds a key, as a threshold counts reviewers: the email of its key file (any letter case, compatibility forms
+ * and characters that show as nothing left out), so that one person with two keys (the overlap of a key rotation) is
+ * one reviewer; a key with no email is a reviewer of its own. Look-alike letters of other scripts are not matched:
+ * the reviewers who approve a key file vouch for whom it names.
  */
 export function holderOf(key: TrustedKey): string {
-  const email = key.email.trim().toLowerCase();
+  const email = key.email.normalize('NFKC').replace(SHOWS_AS_NOTHING, '').trim().toLowerCase();
   return email === '' ? `key ${key.keyid}` : `email ${email}`;
 }
+
+/** Soft hyphen, zero-width spaces and joiners, direction marks, word joiner, byte order mark. */
+const SHOWS_AS_NOTHING = /[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]/g;
 
 /** Why a key may not sign a record of `role` made at `createdAt`, or null when it may. */
 export function keyRefusal(key: TrustedKey, role: Role, createdAt: number): string | null {

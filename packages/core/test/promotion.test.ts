@@ -192,10 +192,18 @@ describe('requireReview with a threshold of 2', () => {
     ).toEqual({
       path: 'src/a.ts',
       promoted: false,
-      reason: 'the policy requires 2 reviewer approval(s) and it has 1 (rita-2)',
+      reason:
+        'the policy requires 2 reviewer approval(s) and it has 1 (rita-2); rita and rita-2 count as one reviewer (their key files name one email)',
       by: ['rita-2'],
     });
     expect(judged(reviewLine(rita2, [file]), reviewLine(rob, [file])).promoted).toBe(true);
+    // Characters that show as nothing, and compatibility forms, do not make another reviewer of the same email.
+    const hidden = testKey({ name: 'rita-3', roles: ['reviewer'], email: 'ri\u200bta@ｅxample.com' });
+    const hiding = { ...governance, trustRoot: trustRootOf([alice, rita, hidden, rob]) };
+    const lines = [reviewLine(rita, [file]), reviewLine(hidden, [file])];
+    expect(promotionOf(file, judgeLines(lines, { governance: hiding }), TWO_REVIEWS).reason).toBe(
+      'the policy requires 2 reviewer approval(s) and it has 1 (rita); rita and rita-3 count as one reviewer (their key files name one email)',
+    );
     expect(judged(reviewLine(nobody1, [file]), reviewLine(nobody2, [file])).promoted).toBe(true);
     // The person's latest decision is theirs, whichever key made it.
     expect(
