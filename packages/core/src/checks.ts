@@ -235,23 +235,8 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   );
   const isGoverned = (p: string, link = false) => matcher(p, recorded.has(p), link);
   refuseUnmerged(changes.filter((c) => isGoverned(c.path, isLink(c))));
-  const files: FileToJudge[] = changes
-    .filter((c) => c.status !== 'D' && isGoverned(c.path, isLink(c)))
-    .map((c) => ({
-      path: c.path,
-      blob: c.blob,
-      submodule: c.submodule,
-      symlink: c.symlink,
-      replaces: c.replaces,
-      ...(c.replaces && base !== null ? { replacedAt: base } : {}),
-    }));
-  // A rename judges its new path and removes its old one: moving a file out of governance is deleting it there.
-  const deletions = removed
-    .filter((r) => isGoverned(r.path, r.link))
-    .map((r) => {
-      const reason = deletionRefusal(policy, r.path, matcher, r.link);
-      return { path: r.path, blocks: reason !== null, reason };
-    });
+  const files = stagedToJudge(changes, isGoverned, base);
+  const deletions = governedDeletions(removed, isGoverned, policy, matcher);
   // Only a name the commit adds can make a new pair of names one file on a checkout that ignores case.
   const adds = changes.filter(addsName);
   const collisions =
@@ -273,14 +258,7 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
     committedGovernance(repo, base),
     files.length > 0 ? loadGovernance(snapshot, policy) : null,
   ]);
-  // A governance file of the rules in force stays one when the staged policy moves the keys: deleting it (a `git mv`
-  // of the keys directory) is refused, as the server and verify judge it.
-  const policyInForce = committed?.policy;
-  for (const r of policyInForce ? removed.filter((r) => isGovernanceFile(policyInForce, r.path)) : []) {
-    const at = deletions.find((d) => d.path === r.path);
-    if (at) Object.assign(at, { blocks: true, reason: GOVERNANCE_DELETED });
-    else deletions.push({ path: r.path, blocks: true, reason: GOVERNANCE_DELETED });
-  }
+  if (committed) refuseGovernanceDeletions(deletions, removed, committed.policy);
   const moved = committed ? keysMovedTo(committed.policy, policy) : null;
   const joining = moved === null ? [] : await stagedFiles(top, [`${moved}/`], repo.env);
   const judged = moved === null ? files : withJoiningKeys(files, joining, await policyVersionAt(repo, base));
@@ -298,48 +276,76 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
         )
       ).map(governedResult)
     : [];
-  if (
-    governance &&
-    committed &&
-    base !== null &&
-    policyBlob !== null &&
-    !changesGovernance(policy, changes)
-  ) {
-    // The staged governance is the committed one: say which objects the decisions' digest stands for.
+  results.push(...collisions);
+  const mode = (committed?.policy ?? policy).mode;
+  const report: CheckReport = { results, deletions, policy, mode, source: snapshot.label };
+  if (!governance || !committed || base === null) return report;
+  const changesRules = changesGovernance(policy, changes) || changesGovernance(committed.policy, changes);
+  // The staged governance is the committed one: say which objects the decisions' digest stands for.
+  if (!changesRules && policyBlob !== null) {
     const keys = await repo.objects.read(`${base}:${policy.keysDir}`);
     const objects = { policyBlob, keysTree: keys?.type === 'tree' ? keys.oid : null };
     await rememberGovernanceDigest(repo.cacheDir, objects, governanceDigest(governance, committed));
   }
-  results.push(...collisions);
-  const mode = (committed?.policy ?? policy).mode;
-  const rulesChange =
-    governance &&
-    committed &&
-    base !== null &&
-    (changesGovernance(policy, changes) || changesGovernance(committed.policy, changes))
-      ? await (await import('./rules-change.js')).rulesChangeOf(
-          repo,
-          base,
-          changes,
-          removed,
-          governance,
-          committed,
-          {
-            results,
-            deletions,
-          },
-        )
-      : undefined;
-  const said = rulesChange && (rulesChange.aheadOfRules.length > 0 || rulesChange.unpromoted.length > 0);
-  return {
-    results,
-    deletions,
-    policy,
-    mode,
-    source: snapshot.label,
-    ...(said && { rulesChange }),
-    ...(committed && { policyInForce: committed.policy }),
-  };
+  report.policyInForce = committed.policy;
+  if (changesRules) {
+    const { rulesChangeOf } = await import('./rules-change.js');
+    const change = await rulesChangeOf(repo, base, changes, removed, governance, committed, report);
+    if (change.aheadOfRules.length > 0 || change.unpromoted.length > 0) report.rulesChange = change;
+  }
+  return report;
+}
+
+/** The staged changes a commit is judged on: each governed one that leaves content at its path, by its staged blob. */
+function stagedToJudge(
+  changes: readonly StagedChange[],
+  isGoverned: (path: string, link?: boolean) => boolean,
+  base: string | null,
+): FileToJudge[] {
+  return changes
+    .filter((c) => c.status !== 'D' && isGoverned(c.path, isLink(c)))
+    .map((c) => ({
+      path: c.path,
+      blob: c.blob,
+      submodule: c.submodule,
+      symlink: c.symlink,
+      replaces: c.replaces,
+      ...(c.replaces && base !== null ? { replacedAt: base } : {}),
+    }));
+}
+
+/**
+ * The governed paths a commit removes, and whether the policy refuses it. A rename judges its new path and removes its
+ * old one: moving a file out of governance is deleting it there.
+ */
+function governedDeletions(
+  removed: ReadonlyArray<{ path: string; link: boolean }>,
+  isGoverned: (path: string, link?: boolean) => boolean,
+  policy: Policy,
+  matcher: ReturnType<typeof governedMatcher>,
+): CheckReport['deletions'] {
+  return removed
+    .filter((r) => isGoverned(r.path, r.link))
+    .map((r) => {
+      const reason = deletionRefusal(policy, r.path, matcher, r.link);
+      return { path: r.path, blocks: reason !== null, reason };
+    });
+}
+
+/**
+ * A governance file of the rules in force stays one when the staged policy moves the keys: deleting it (a `git mv` of
+ * the keys directory) is refused, as the server and verify judge it.
+ */
+function refuseGovernanceDeletions(
+  deletions: CheckReport['deletions'],
+  removed: ReadonlyArray<{ path: string }>,
+  policyInForce: Policy,
+): void {
+  for (const r of removed.filter((r) => isGovernanceFile(policyInForce, r.path))) {
+    const at = deletions.find((d) => d.path === r.path);
+    if (at) Object.assign(at, { blocks: true, reason: GOVERNANCE_DELETED });
+    else deletions.push({ path: r.path, blocks: true, reason: GOVERNANCE_DELETED });
+  }
 }
 
 /**
