@@ -235,79 +235,13 @@ async function delegateWith(
   }
 
   const wroteCleanly = plan.files.length > 0 && errors.length === 0;
-  let notApproved = false;
-  let unitFailed = 0;
-  let flaky = false;
-  let ran = false;
-  /** The written files as the last run left them, when it did not change them itself (null: it did). */
-  let verifiedAs: string | null = null;
-  const command = unit.runVerification ?? null;
-  receipt.verification.command = command;
-  if (command && wroteCleanly) {
-    const policy = evaluateVerificationPolicy(command, settings.verification);
-    const approved =
-      policy.decision === 'allow' ||
-      (policy.decision === 'ask' && opts.approve !== undefined && (await opts.approve(command)));
-    if (!approved) {
-      notApproved = true;
-      receipt.verification.skipped =
-        policy.decision === 'deny'
-          ? policy.reason
-          : opts.approve
-            ? 'the operator declined to run it'
-            : `${policy.reason}; no terminal to ask on, so it was refused`;
-    } else {
-      ran = true;
-      const rawLog = path.join(repo.stateDir, 'last-verification.log');
-      const result = await runVerification(command, {
-        cwd: ws,
-        timeoutMs: settings.verification.timeoutMs,
-        repeats: resolveVerificationRepeats(unit.verificationRepeats, settings.verification.repeats),
-        logPath: rawLog,
-        env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
-        fingerprint: () => fingerprintOf(plan.files),
-      });
-      verifiedAs = result.changedByLastRun ? null : fingerprintOf(plan.files);
-      flaky = result.flaky;
-      receipt.verification.rawLog = rawLog;
-      receipt.verification.flaky = flaky;
-      receipt.verification.runs = result.runs.map(({ exitCode, passed, failed, durationMs, timedOut }) => ({
-        exitCode,
-        passed,
-        failed,
-        durationMs,
-        timedOut,
-      }));
-      const failing = result.runs.find((r) => !runPassed(r));
-      unitFailed = result.runs.reduce((n, r) => n + (runPassed(r) ? 0 : Math.max(1, r.failed)), 0);
-      if (failing) {
-        const redacted = await redactFailures(await parseTestOutput(failing.output, failing.exitCode), {
-          workspace: ws,
-        });
-        receipt.verification.failures = redacted.failures;
-        receipt.verification.omittedFailures = redacted.omittedFailures;
-      }
-    }
-  } else if (command) {
-    receipt.verification.skipped =
-      plan.files.length === 0 ? 'nothing was written' : 'the emission had refused files';
-  }
+  const { ran, notApproved, unitFailed, flaky, verifiedAs } = await verificationStep(unit, opts, receipt, {
+    workspace: ws,
+    files: plan.files,
+    wroteCleanly,
+  });
 
-  let coherenceFailed = false;
-  if (settings.coherence && wroteCleanly && settings.verification.approval !== 'deny') {
-    const run = await runCommand(settings.coherence, {
-      cwd: top,
-      timeoutMs: settings.verification.timeoutMs,
-      env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
-    });
-    coherenceFailed = !runPassed(run);
-    receipt.coherence = {
-      command: settings.coherence,
-      exitCode: run.exitCode,
-      passed: run.passed,
-      failed: run.failed,
-    };
-  }
+  const coherenceFailed = wroteCleanly && (await coherenceStep(opts, receipt, top));
 
   receipt.contract = recheckContract(contract);
   // Read once: what is fingerprinted is what is hashed and recorded (written-content.ts).
@@ -479,6 +413,116 @@ async function gatherContext(
  */
 async function offerAgain(repo: Repository, ws: string, taken: string[]): Promise<void> {
   if (taken.length > 0) await rememberRetryLocations(retryStore(repo), ws, taken);
+}
+
+/** What the verification runs decided (DESIGN 4.3): run, refused, or not run, and how the runs went. */
+interface VerificationOutcome {
+  ran: boolean;
+  notApproved: boolean;
+  /** Failing tests over all runs (a failing run with no parsed failure counts one). */
+  unitFailed: number;
+  flaky: boolean;
+  /** The written files as the last run left them, when it did not change them itself (null: it did, or none ran). */
+  verifiedAs: string | null;
+}
+
+/**
+ * The unit's verification command, run only when the files were written cleanly and the operator's policy allows it
+ * (or the operator, asked, does); the receipt's `verification` says what happened and why.
+ */
+async function verificationStep(
+  unit: Unit,
+  opts: DelegationOptions,
+  receipt: DelegationReceipt,
+  written: { workspace: string; files: readonly PlannedFile[]; wroteCleanly: boolean },
+): Promise<VerificationOutcome> {
+  const { repo, settings } = opts;
+  const outcome: VerificationOutcome = {
+    ran: false,
+    notApproved: false,
+    unitFailed: 0,
+    flaky: false,
+    verifiedAs: null,
+  };
+  const command = unit.runVerification ?? null;
+  receipt.verification.command = command;
+  if (!command) return outcome;
+  if (!written.wroteCleanly) {
+    receipt.verification.skipped =
+      written.files.length === 0 ? 'nothing was written' : 'the emission had refused files';
+    return outcome;
+  }
+  const policy = evaluateVerificationPolicy(command, settings.verification);
+  const approved =
+    policy.decision === 'allow' ||
+    (policy.decision === 'ask' && opts.approve !== undefined && (await opts.approve(command)));
+  if (!approved) {
+    receipt.verification.skipped =
+      policy.decision === 'deny'
+        ? policy.reason
+        : opts.approve
+          ? 'the operator declined to run it'
+          : `${policy.reason}; no terminal to ask on, so it was refused`;
+    return { ...outcome, notApproved: true };
+  }
+  const rawLog = path.join(repo.stateDir, 'last-verification.log');
+  const result = await runVerification(command, {
+    cwd: written.workspace,
+    timeoutMs: settings.verification.timeoutMs,
+    repeats: resolveVerificationRepeats(unit.verificationRepeats, settings.verification.repeats),
+    logPath: rawLog,
+    env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
+    fingerprint: () => fingerprintOf(written.files),
+  });
+  receipt.verification.rawLog = rawLog;
+  receipt.verification.flaky = result.flaky;
+  receipt.verification.runs = result.runs.map(({ exitCode, passed, failed, durationMs, timedOut }) => ({
+    exitCode,
+    passed,
+    failed,
+    durationMs,
+    timedOut,
+  }));
+  const failing = result.runs.find((r) => !runPassed(r));
+  if (failing) {
+    const redacted = await redactFailures(await parseTestOutput(failing.output, failing.exitCode), {
+      workspace: written.workspace,
+    });
+    receipt.verification.failures = redacted.failures;
+    receipt.verification.omittedFailures = redacted.omittedFailures;
+  }
+  return {
+    ran: true,
+    notApproved: false,
+    unitFailed: result.runs.reduce((n, r) => n + (runPassed(r) ? 0 : Math.max(1, r.failed)), 0),
+    flaky: result.flaky,
+    verifiedAs: result.changedByLastRun ? null : fingerprintOf(written.files),
+  };
+}
+
+/**
+ * The operator's project-wide check, run from the top level after the unit's own verification (never where the
+ * operator denies commands); whether it failed.
+ */
+async function coherenceStep(
+  opts: DelegationOptions,
+  receipt: DelegationReceipt,
+  top: string,
+): Promise<boolean> {
+  const { settings } = opts;
+  if (!settings.coherence || settings.verification.approval === 'deny') return false;
+  const run = await runCommand(settings.coherence, {
+    cwd: top,
+    timeoutMs: settings.verification.timeoutMs,
+    env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
+  });
+  receipt.coherence = {
+    command: settings.coherence,
+    exitCode: run.exitCode,
+    passed: run.passed,
+    failed: run.failed,
+  };
+  return !runPassed(run);
 }
 
 function retryStore(repo: Repository): string {
