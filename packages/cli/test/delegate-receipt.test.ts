@@ -8,7 +8,7 @@ function receipt(overrides: Partial<DelegationReceipt>): DelegationReceipt {
   return {
     ...emptyReceipt({ taskName: 'add' }),
     verdict: 'UNIT_FAILED',
-    tokens: { prompt: 1, completion: 2, counted: false },
+    tokens: { prompt: 1, completion: 2, estimated: false },
     worker: { host: '127.0.0.1:1234', model: 'qwen', durationMs: 5, truncated: false },
     ...overrides,
   };

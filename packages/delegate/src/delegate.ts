@@ -91,7 +91,7 @@ export interface DelegationReceipt {
     files: Array<{ path: string; sha256: string | null; unchanged: boolean }>;
     violations: string[];
   };
-  tokens: { prompt: number; completion: number; counted: boolean };
+  tokens: { prompt: number; completion: number; estimated: boolean };
   worker: { host: string; model: string; durationMs: number; truncated: boolean } | null;
   envelope: string | null;
 }
@@ -339,7 +339,7 @@ export function emptyReceipt(unit: Pick<Unit, 'taskName'>): DelegationReceipt {
     },
     coherence: null,
     contract: { files: [], violations: [] },
-    tokens: { prompt: 0, completion: 0, counted: false },
+    tokens: { prompt: 0, completion: 0, estimated: false },
     worker: null,
     envelope: null,
   };
@@ -676,7 +676,7 @@ function verdictPredicate(
       promptTokens: r.tokens.prompt,
       completionTokens: r.tokens.completion,
       // The server sent no usage: these are the client's estimate, and say so.
-      ...(r.tokens.counted ? { tokensEstimated: true } : {}),
+      ...(r.tokens.estimated ? { tokensEstimated: true } : {}),
       durationMs: r.worker.durationMs,
     },
     repository: { id: governance.policy.repositoryId, ...(baseCommit ? { baseCommit } : {}) },

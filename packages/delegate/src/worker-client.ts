@@ -51,10 +51,10 @@ export interface WorkerReply {
   /** The server stopped at the token limit (`finish_reason: 'length'`): the emission is incomplete. */
   truncated: boolean;
   /**
-   * `counted: true` means the server reported no usage (or numbers that are not token counts, which are dropped) and
+   * `estimated: true` means the server reported no usage (or numbers that are not token counts, which are dropped) and
    * these numbers are our estimate.
    */
-  usage: { prompt: number; completion: number; counted: boolean };
+  usage: { prompt: number; completion: number; estimated: boolean };
   durationMs: number;
   model: string;
   endpointHost: string;
@@ -334,12 +334,12 @@ class ReplyCollector {
     }
     const durationMs = Math.round(monotonicMs() - this.started);
     const usage = this.serverUsage
-      ? { ...this.serverUsage, counted: false }
+      ? { ...this.serverUsage, estimated: false }
       : {
           prompt: estimateTokens(req.messages.reduce((sum, m) => sum + m.content.length, 0)),
           // One chunk a token is the usual stream, but a server may send the whole reply in one: the larger.
           completion: Math.max(this.tokenChunks, estimateTokens(this.content.length + this.reasoningChars)),
-          counted: true,
+          estimated: true,
         };
     return {
       content,

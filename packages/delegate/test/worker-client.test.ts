@@ -54,7 +54,7 @@ describe('callWorker: streaming', () => {
       content,
       finishReason: 'stop',
       truncated: false,
-      usage: { prompt: 120, completion: 31, counted: false },
+      usage: { prompt: 120, completion: 31, estimated: false },
       model: 'qwen-coder',
       endpointHost: new URL(worker.url).host,
     });
@@ -77,7 +77,7 @@ describe('callWorker: streaming', () => {
     worker.enqueue({ content: 'abcdefghijkl', chunkSize: 4, usage: null });
     const reply = await callWorker(request({ maxTokens: 100, temperature: 0 }));
     expect(reply.content).toBe('abcdefghijkl');
-    expect(reply.usage).toEqual({ prompt: Math.ceil((17 + 23) / 4), completion: 3, counted: true });
+    expect(reply.usage).toEqual({ prompt: Math.ceil((17 + 23) / 4), completion: 3, estimated: true });
     expect(worker.requests[0]!.body).toMatchObject({ max_tokens: 100, temperature: 0 });
   });
 
@@ -88,7 +88,7 @@ describe('callWorker: streaming', () => {
     });
     const reply = await callWorker(request());
     expect(reply.content).toBe('answer');
-    expect(reply.usage.counted).toBe(false);
+    expect(reply.usage.estimated).toBe(false);
   });
 
   it('finish_reason length is reported as truncated', async () => {
@@ -126,14 +126,14 @@ describe('callWorker: non-streaming servers', () => {
     const reply = await callWorker(request());
     expect(reply).toMatchObject({
       content: 'plain answer',
-      usage: { prompt: 9, completion: 4, counted: false },
+      usage: { prompt: 9, completion: 4, estimated: false },
     });
   });
 
   it('estimates usage (chars/4) when the JSON completion has none', async () => {
     worker.enqueue({ json: true, content: 'x'.repeat(41), usage: null });
     const reply = await callWorker(request());
-    expect(reply.usage).toMatchObject({ completion: 11, counted: true });
+    expect(reply.usage).toMatchObject({ completion: 11, estimated: true });
   });
 });
 
@@ -525,7 +525,7 @@ describe('callWorker: a reported usage is taken only when its numbers are token 
   const estimate = () => ({
     prompt: Math.ceil((17 + 23) / 4),
     completion: Math.ceil(answer.length / 4),
-    counted: true,
+    estimated: true,
   });
 
   const bad = ['9007199254740993', '1e400', '-1e400', '-1', '0.5', '"12"', 'true'];
@@ -551,20 +551,20 @@ describe('callWorker: a reported usage is taken only when its numbers are token 
       expect((await replyTo(send('{"prompt_tokens":400,"completion_tokens":31}'), json)).usage).toEqual({
         prompt: 400,
         completion: 31,
-        counted: false,
+        estimated: false,
       });
       expect(
         (await replyTo(send('{"prompt_tokens":9007199254740991,"completion_tokens":0}'), json)).usage,
       ).toEqual({
         prompt: Number.MAX_SAFE_INTEGER,
         completion: 0,
-        counted: false,
+        estimated: false,
       });
       // A field left out (or null) counts 0, as before: only a number that is not a count drops the usage.
       expect((await replyTo(send('{"prompt_tokens":400,"completion_tokens":null}'), json)).usage).toEqual({
         prompt: 400,
         completion: 0,
-        counted: false,
+        estimated: false,
       });
     });
   }
@@ -575,7 +575,7 @@ describe('callWorker: a reported usage is taken only when its numbers are token 
     const worse = (await replyTo(`${usageChunk(good)}${streamed('{"prompt_tokens":1e400}')}`, false)).usage;
     expect(worse).toEqual(estimate());
     const better = (await replyTo(`${usageChunk('{"prompt_tokens":-1}')}${streamed(good)}`, false)).usage;
-    expect(better).toEqual({ prompt: 400, completion: 31, counted: false });
+    expect(better).toEqual({ prompt: 400, completion: 31, estimated: false });
   });
 });
 

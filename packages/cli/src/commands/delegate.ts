@@ -171,7 +171,7 @@ export function renderReceipt(r: DelegationReceipt): string {
     out.push(`Contract: ${r.contract.files.length} declared file(s), unchanged.`);
   if (r.worker)
     out.push(
-      `Worker: ${r.worker.model} at ${r.worker.host}, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion token(s)${r.tokens.counted ? ' (counted locally)' : ''}, ${r.worker.durationMs} ms.`,
+      `Worker: ${r.worker.model} at ${r.worker.host}, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion token(s)${r.tokens.estimated ? ' (estimated locally)' : ''}, ${r.worker.durationMs} ms.`,
     );
   out.push(`Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : ''}`);
   return `${out.map(shownText).join('\n')}\n`;
