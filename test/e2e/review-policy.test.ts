@@ -1,6 +1,6 @@
 /**
  * The review side of the promotion rule end to end, with the built CLI: rejections (and how a reviewer lifts their
- * own), `requireReview` with `reviewThreshold` 2 counted over distinct reviewer keys, and the trust root protecting
+ * own), `requireReview` with `reviewThreshold` 2 counted over distinct reviewers (told apart by their key files' email), and the trust root protecting
  * itself: the policy file and the keys directory need reviewer approval under the policy in force, at commit
  * (pre-commit), at push (pre-receive on a bare remote set up by `init --server`) and in CI (`verify`). Each refusal is
  * paired with a control that passes.
@@ -188,6 +188,30 @@ describe('requireReview with reviewThreshold 2', () => {
     const refused = stageAndCommit(dir, 'src/unit.ts', 'verdict only');
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('the policy requires 2 reviewer approval(s)');
+  });
+
+  it("one person's two keys (one email, another letter case) count once, at the commit and in verify; a second person promotes it", () => {
+    const own = copyWorkTree(story, dir, 'rotation');
+    const email = (
+      JSON.parse(fs.readFileSync(path.join(own, keyFileOf(OPERATOR)), 'utf8')) as { email: string }
+    ).email;
+    addKeys(story, own, [{ name: 'alice-2', email: email.toUpperCase() }], [OPERATOR, 'bob']);
+    writeFiles(own, { 'src/rotated.ts': 'export const rotated = 1;\n' });
+    approveBy(story, own, ['src/rotated.ts'], [OPERATOR, 'alice-2']);
+    expect(checkPath(own, 'src/rotated.ts').reason).toMatch(
+      /^the policy requires 2 reviewer approval\(s\) and it has 1 \(alice(-2)?\); alice and alice-2 count as one reviewer/,
+    );
+    const refused = stageAndCommit(own, 'src/rotated.ts', 'one person, two keys');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('alice and alice-2 count as one reviewer');
+    // Past the hook, CI refuses it too.
+    expect(commit(story, own, 'past the hook', ['--no-verify']).code).toBe(0);
+    const verified = cli(story, own, ['verify']);
+    expect(verified.code).toBe(1);
+    expect(verified.stdout).toContain('NOT PROMOTED  src/rotated.ts');
+    // Control: another person's approval of the same content promotes it.
+    attestOk(story, own, 'approve', ['src/rotated.ts'], { key: 'bob' });
+    expect(cli(story, own, ['verify']).code).toBe(0);
   });
 
   it('the same reviewer approving twice counts once; a second reviewer promotes it', () => {
