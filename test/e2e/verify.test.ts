@@ -199,6 +199,7 @@ describe('lines that do not verify', () => {
         line,
         sha256: sha256Of(forged),
         reason: 'the signature by alice does not verify',
+        paths: ['src/a.ts'],
       },
     ]);
     // The file is still promoted by the genuine line: the exit code is the forged line's alone.
@@ -208,7 +209,7 @@ describe('lines that do not verify', () => {
     const text = verify(dir);
     expect(text.code).toBe(1);
     expect(text.stdout).toContain(
-      `INVALID LINE  blob ${blobs.a} line ${line}: the signature by alice does not verify`,
+      `INVALID LINE  blob ${blobs.a} (src/a.ts) line ${line}: the signature by alice does not verify`,
     );
     expect(text.stdout).toContain('verify: FAILED');
   });
@@ -236,6 +237,7 @@ describe('lines that do not verify', () => {
       line,
       sha256: sha256Of(strangerLine),
       reason: `signed by a key that is not in the trust root (keyid ${stranger.signer.publicKey.keyid.slice(0, 12)})`,
+      paths: ['src/b.ts'],
     });
     expect(result.invalid).toHaveLength(before.invalid.length + 1);
   });
@@ -350,11 +352,12 @@ describe('a revoked key', () => {
     const reason = "signer bob's key was revoked";
     expect(result.revoked.map(({ sha256: _sha256, ...rest }) => rest)).toEqual(
       [
-        { blob: blobs.b, line: 1, reason },
+        { blob: blobs.b, line: 1, reason, paths: ['src/b.ts'] },
         {
           blob: blobs.c,
           line: ledgerLines(dir, blobs.c).findIndex((l) => lineSigner(l) === 'bob') + 1,
           reason,
+          paths: ['src/c.ts'],
         },
       ].sort((x, y) => (x.blob < y.blob ? -1 : 1)),
     );
@@ -366,7 +369,10 @@ describe('a revoked key', () => {
     expect(file(result, 'src/c.ts')).toMatchObject({ promoted: true, by: ['alice'] });
 
     const text = verify(dir);
-    expect(text.stdout).toContain(`revoked       blob ${blobs.b} line 1: ${reason} (no longer counts)`);
+    // Each line names the file it counted for.
+    expect(text.stdout).toContain(
+      `revoked       blob ${blobs.b} (src/b.ts) line 1: ${reason} (no longer counts)`,
+    );
     expect(text.stdout).toContain('NOT PROMOTED  src/b.ts');
   });
 
@@ -437,7 +443,7 @@ describe('a key whose trust-root entry changes after it signed (role removed, no
       const text = verify(dir);
       expect(text.code, text.stdout).toBe(0);
       expect(text.stdout).toContain(
-        `disallowed    blob ${blobs.b} line ${ledgerLines(dir, blobs.b).findIndex((l) => lineSigner(l) === 'bob') + 1}: ${reason} (counts for nothing)`,
+        `disallowed    blob ${blobs.b} (src/b.ts) line ${ledgerLines(dir, blobs.b).findIndex((l) => lineSigner(l) === 'bob') + 1}: ${reason} (counts for nothing)`,
       );
       expect(text.stdout).toContain('0 invalid, 0 by revoked keys, 2 their key may not sign');
     });

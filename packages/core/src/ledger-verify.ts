@@ -42,6 +42,8 @@ export interface LineProblem {
   /** SHA-256 of the line, to find it whatever the numbering (`git notes show <blob> | …`). */
   sha256: string;
   reason: string;
+  /** The paths the record names on this blob, for a line that decodes: what it counted for. */
+  paths?: string[];
 }
 
 export interface LedgerVerification {
@@ -231,7 +233,13 @@ async function verifyLines(
         recordFacts(byPath, note.annotated, [facts.index]);
         const o = lineOutcome(facts, trustRoot, now);
         if (o.status !== 'valid') {
-          const problem = { blob: note.annotated, line: i + 1, sha256: facts.sha256 ?? '', reason: o.reason };
+          const problem: LineProblem = {
+            blob: note.annotated,
+            line: i + 1,
+            sha256: facts.sha256 ?? '',
+            reason: o.reason,
+            ...(facts.index ? { paths: facts.index[4] } : {}),
+          };
           out[o.status].push(problem);
           return;
         }

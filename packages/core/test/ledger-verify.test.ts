@@ -25,6 +25,7 @@ import { checkLedgerLine } from '../src/line-check.js';
 import { LEDGER_REF } from '../src/notes-ledger.js';
 import { buildPathIndex } from '../src/path-index.js';
 import { POLICY_PATH, policyText } from '../src/policy.js';
+import { decodeRecord } from '../src/record.js';
 import { Repository } from '../src/repository.js';
 import { gitSnapshot } from '../src/snapshot.js';
 
@@ -59,11 +60,17 @@ async function slowVerification(repo: Repository, rev: string) {
       const o = checkLedgerLine(line, note.annotated, trustRoot, policy.repositoryId);
       const sha256 = createHash('sha256').update(line).digest('hex');
       if (o.status !== 'valid') {
+        // What the line counted for: the paths its record names on this blob, where it decodes.
+        const decoded = decodeRecord(line);
+        const paths = decoded.ok
+          ? decoded.record.subjects.filter((s) => s.gitBlob === note.annotated).map((s) => s.path)
+          : [];
         (o.status === 'revoked' ? out.revoked : out.invalid).push({
           blob: note.annotated,
           line: i + 1,
           sha256,
           reason: o.reason,
+          ...(paths.length > 0 ? { paths } : {}),
         });
         return;
       }

@@ -101,7 +101,7 @@ function counts(v: LedgerVerification) {
 function renderText(v: LedgerVerification, exitCode: number): string {
   const { refused, promoted } = counts(v);
   const out: string[] = [];
-  for (const p of v.invalid) out.push(`INVALID LINE  blob ${p.blob} line ${p.line}: ${p.reason}`);
+  for (const p of v.invalid) out.push(`INVALID LINE  blob ${p.blob}${about(p)} line ${p.line}: ${p.reason}`);
   for (const e of v.foreignEntries) out.push(`NOT A NOTE    ${shownPath(e.path)}: ${whyNotANote(e)}`);
   for (const f of refused) out.push(`NOT PROMOTED  ${shownPath(f.path)}: ${f.reason}`);
   if (v.since?.problem) out.push(`NOT FROM VERIFIED  ${v.since.problem}`);
@@ -112,9 +112,9 @@ function renderText(v: LedgerVerification, exitCode: number): string {
       `LINE REMOVED  in notes commit ${r.commit.slice(0, 12)} from blob ${r.blob}: ${describeLine(r.line)}`,
     );
   for (const p of v.revoked)
-    out.push(`revoked       blob ${p.blob} line ${p.line}: ${p.reason} (no longer counts)`);
+    out.push(`revoked       blob ${p.blob}${about(p)} line ${p.line}: ${p.reason} (no longer counts)`);
   for (const p of v.disallowed)
-    out.push(`disallowed    blob ${p.blob} line ${p.line}: ${p.reason} (counts for nothing)`);
+    out.push(`disallowed    blob ${p.blob}${about(p)} line ${p.line}: ${p.reason} (counts for nothing)`);
   out.push(
     `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} valid record(s) in ${v.lines} line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${notCounting(v, ', ')}${foreignCount(v, ', ')}`,
     `${v.rev} (${v.commit.slice(0, 12)}): ${v.files.length} governed file(s), ${promoted} promoted, ${refused.length} refused`,
@@ -134,6 +134,11 @@ function renderText(v: LedgerVerification, exitCode: number): string {
   return `${out.map(shownText).join('\n')}\n`;
 }
 
+/** The paths a problem line names on its blob (what it counted for), shown after the blob. */
+function about(p: LedgerVerification['invalid'][number]): string {
+  return p.paths?.length ? ` (${p.paths.map(shownPath).join(', ')})` : '';
+}
+
 /**
  * The job summary. Text from the ledger or the repository (paths, reasons, signer names) is written so that Markdown
  * shows it as it is: a path as code, other text with the characters that would make a link, an image, HTML, emphasis
@@ -148,7 +153,9 @@ function renderMarkdown(v: LedgerVerification, exitCode: number): string {
   if (exitCode !== 0) {
     md.push('### Problems', '');
     for (const p of v.invalid)
-      md.push(`- invalid record on blob \`${p.blob.slice(0, 12)}\` line ${p.line}: ${mdText(p.reason)}`);
+      md.push(
+        `- invalid record on blob \`${p.blob.slice(0, 12)}\`${p.paths?.length ? ` (${p.paths.map((f) => mdCode(shownPath(f))).join(', ')})` : ''} line ${p.line}: ${mdText(p.reason)}`,
+      );
     for (const e of v.foreignEntries.slice(0, MAX_LISTED))
       md.push(`- ${mdCode(shownPath(e.path))} in the ledger's tree is ${whyNotANote(e)}`);
     if (v.foreignEntries.length > MAX_LISTED)
