@@ -1,8 +1,7 @@
 /** The `report` command's text: the ledger's accounting as tables a terminal shows (report-html.ts draws it). */
 import { type LedgerStats, VERDICTS } from '@delegate-git/core';
+import { num, SIGNER_HEADERS, signerRows } from './ledger-report-rows.js';
 
-const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
-const num = (n: number) => integer.format(n);
 const pct = (rate: number | null) => (rate === null ? '-' : `${(rate * 100).toFixed(1)}%`);
 
 function seconds(ms: number): string {
@@ -77,20 +76,7 @@ export function renderReportText(
     );
   }
   if (stats.bySigner.length > 0) {
-    out.push(
-      '',
-      'Per signer',
-      textTable(
-        ['signer', 'delegations', 'passed', 'approvals', 'rejections'],
-        stats.bySigner.map((s) => [
-          s.signer,
-          num(s.delegations),
-          num(s.passed),
-          num(s.approvals),
-          num(s.rejections),
-        ]),
-      ),
-    );
+    out.push('', 'Per signer', textTable(SIGNER_HEADERS, signerRows(stats)));
   }
   if (stats.byDay.length > 0) {
     out.push(

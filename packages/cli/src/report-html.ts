@@ -5,6 +5,7 @@
  */
 import type { LedgerStats, VerdictCounts, VerdictName } from '@delegate-git/core';
 import { shownText } from '@delegate-git/core/shown-path';
+import { num, SIGNER_HEADERS, signerRows } from './ledger-report-rows.js';
 
 export interface ReportContext {
   /** What the report is about, e.g. the repository directory's name. */
@@ -37,10 +38,6 @@ export function esc(value: unknown): string {
 
 const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 const compact = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 });
-
-function num(n: number): string {
-  return integer.format(n);
-}
 
 function short(n: number): string {
   return n < 10_000 ? integer.format(n) : compact.format(n);
@@ -719,16 +716,7 @@ export function renderReportHtml(stats: LedgerStats, ctx: ReportContext): string
         duration(m.tokens.workerMs),
       ]),
     )}</details>`,
-    `<details><summary>Per signer</summary>${table(
-      ['signer', 'delegations', 'passed', 'approvals', 'rejections'],
-      stats.bySigner.map((s) => [
-        s.signer,
-        num(s.delegations),
-        num(s.passed),
-        num(s.approvals),
-        num(s.rejections),
-      ]),
-    )}</details>`,
+    `<details><summary>Per signer</summary>${table(SIGNER_HEADERS, signerRows(stats))}</details>`,
     ...(
       [
         ['Invalid lines', stats.invalid],
