@@ -20,7 +20,10 @@ const esmBanner =
   "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
 // The hook scripts go into the bundles (hook-install.ts): the single-file server build has nothing beside it.
 const hooks = Object.fromEntries(
-  ['pre-commit', 'pre-receive'].map((name) => [name, readFileSync(source(`hooks/${name}`), 'utf8')]),
+  ['pre-commit', 'post-merge', 'pre-receive'].map((name) => [
+    name,
+    readFileSync(source(`hooks/${name}`), 'utf8'),
+  ]),
 );
 const common = {
   bundle: true,

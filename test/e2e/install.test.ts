@@ -135,6 +135,11 @@ describe('init: where git runs hooks', () => {
     );
     expect(fs.readFileSync(installed, 'utf8')).toContain(MARKER);
     expect(fs.readFileSync(path.join(dir, '.githooks', 'pre-merge-commit'), 'utf8')).toContain(MARKER);
+    // The hooks after a pull, which take in the records it fetched, go to the same place.
+    for (const name of ['post-merge', 'post-rewrite']) {
+      expect(init.stdout).toContain(`installed the ${name} hook: ${path.join(dir, '.githooks', name)}`);
+      expect(fs.readFileSync(path.join(dir, '.githooks', name), 'utf8')).toContain(`hook ${name}`);
+    }
     expect(fs.existsSync(path.join(dir, '.git', 'hooks', 'pre-commit'))).toBe(false);
     expect(gitOk(story, dir, ['config', 'core.hooksPath'])).toBe(path.join(dir, '.githooks'));
 
@@ -231,6 +236,15 @@ describe('init: husky', () => {
     const added = lines(path.join(dir, '.husky', 'pre-merge-commit'));
     expect(added.filter((l) => l.includes('delegate-git hook pre-merge-commit'))).toHaveLength(1);
     expect(fs.readFileSync(path.join(dir, '.husky', '_', 'pre-merge-commit'), 'utf8')).toContain(MARKER);
+    // The hooks after a pull: husky generates them in .husky/_, so a line in the committed file is enough.
+    for (const name of ['post-merge', 'post-rewrite']) {
+      expect(init.stdout).toContain(`installed the ${name} hook: .husky/${name} (husky;`);
+      const line = lines(path.join(dir, '.husky', name)).filter((l) =>
+        l.includes(`delegate-git hook ${name}`),
+      );
+      expect(line).toHaveLength(1);
+      expect(fs.existsSync(path.join(dir, '.husky', '_', name))).toBe(false);
+    }
     cliOk(story, dir, ['init']);
     expect(lines(path.join(dir, '.husky', 'pre-merge-commit'))).toEqual(added);
     gitOk(story, dir, ['add', '.delegate-git', '.husky']);

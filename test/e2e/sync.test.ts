@@ -732,6 +732,96 @@ describe('the records a pull brings', () => {
     expect(refTip(story, mate, LEDGER)).toBe(before);
   });
 
+  it('a pull that makes no commit (a rebase, a fast-forward) takes in the fetched ledger too, so the ledger pushes beside the branch; without the post-rewrite hook it is refused as non-fast-forward', () => {
+    const { server, work } = hooklessPair('rebased');
+    /** A clone with a committed record of its own, behind origin by `src/<file>.ts` and its record. */
+    const behind = (name: string, file: string) => {
+      const mate = cloneInto(story, server, name);
+      cliOk(story, mate, ['init']);
+      writeFiles(mate, { [`src/${name}.ts`]: 'export const m = 1;\n' });
+      cliOk(story, mate, ['attest', '--approve', `src/${name}.ts`, '--yes']);
+      gitOk(story, mate, ['add', `src/${name}.ts`]);
+      expect(gitRun(story, mate, ['commit', '-q', '-m', name]).code).toBe(0);
+      writeFiles(work, { [`src/${file}.ts`]: `export const ${file} = 1;\n` });
+      cliOk(story, work, ['attest', '--approve', `src/${file}.ts`, '--yes']);
+      gitOk(story, work, ['add', `src/${file}.ts`]);
+      expect(gitRun(story, work, ['commit', '-q', '-m', file]).code).toBe(0);
+      expect(gitRun(story, work, ['pull', '-q', '--rebase']).code).toBe(0);
+      expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+      return mate;
+    };
+    const pushBoth = (mate: string) => gitRun(story, mate, ['push', '--atomic', 'origin', 'main', LEDGER]);
+
+    // Control first: with no post-rewrite hook, nothing takes origin's ledger in after the rebase.
+    const unhooked = behind('unhooked', 'u');
+    fs.rmSync(path.join(unhooked, '.git', 'hooks', 'post-rewrite'), { force: true });
+    const rebasedBare = gitRun(story, unhooked, ['pull', '--rebase']);
+    expect(rebasedBare.code, rebasedBare.stderr).toBe(0);
+    expect(rebasedBare.stderr).not.toContain('took the records');
+    const refused = pushBoth(unhooked);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('non-fast-forward');
+
+    const mate = behind('hooked', 'h');
+    const rebased = gitRun(story, mate, ['pull', '--rebase']);
+    expect(rebased.code, rebased.stderr).toBe(0);
+    expect(rebased.stderr).toContain("took the records of origin's ledger");
+    const pushed = pushBoth(mate);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    const served = gitOk(story, server, ['rev-parse', LEDGER]);
+    expect(
+      gitRun(story, server, ['merge-base', '--is-ancestor', refTip(story, work, LEDGER)!, served]).code,
+    ).toBe(0);
+
+    // A fast-forward pull (post-merge): a record made here but not committed, and origin's new one, both kept.
+    writeFiles(mate, { 'src/later.ts': 'export const later = 1;\n' });
+    cliOk(story, mate, ['attest', '--approve', 'src/later.ts', '--yes']);
+    const later = gitOk(story, mate, ['hash-object', 'src/later.ts']);
+    expect(gitRun(story, work, ['pull', '-q', '--rebase']).code).toBe(0);
+    writeFiles(work, { 'src/f.ts': 'export const f = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/f.ts', '--yes']);
+    const f = gitOk(story, work, ['hash-object', 'src/f.ts']);
+    gitOk(story, work, ['add', 'src/f.ts']);
+    expect(gitRun(story, work, ['commit', '-q', '-m', 'f']).code).toBe(0);
+    expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+    const forwarded = gitRun(story, mate, ['pull', '--ff-only']);
+    expect(forwarded.code, forwarded.stderr).toBe(0);
+    expect(forwarded.stderr).toContain("took the records of origin's ledger");
+    expect(noteLines(story, mate, f)).toHaveLength(1);
+    expect(noteLines(story, mate, later)).toHaveLength(1);
+    expect(gitRun(story, mate, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+
+    // Nothing new fetched: the hook says nothing (git alone answers, before Node starts).
+    const quiet = gitRun(story, mate, ['pull', '--rebase']);
+    expect(quiet.code).toBe(0);
+    expect(quiet.stderr).not.toContain('delegate-git');
+  });
+
+  it('a rebasing pull that fetched a forged line takes nothing and says so, and the rebase itself goes ahead', () => {
+    const { server, work } = hooklessPair('rebased-forged');
+    const mate = cloneInto(story, server, 'rebased-forged-mate');
+    cliOk(story, mate, ['init']);
+    writeFiles(mate, { 'notes.txt': 'local\n' });
+    gitOk(story, mate, ['add', 'notes.txt']);
+    expect(gitRun(story, mate, ['commit', '-q', '-m', 'local']).code).toBe(0);
+    writeFiles(work, { 'src/c.ts': 'export const c = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/c.ts', '--yes']);
+    const c = gitOk(story, work, ['hash-object', 'src/c.ts']);
+    gitOk(story, work, ['add', 'src/c.ts']);
+    expect(gitRun(story, work, ['commit', '-q', '-m', 'c']).code).toBe(0);
+    const file = path.join(work, '.git', 'forged-note');
+    fs.writeFileSync(file, `${withOnePayloadByteChanged(noteLines(story, work, c)[0]!)}\n`);
+    gitOk(story, work, ['notes', '--ref=delegations', 'add', '-f', '-F', file, c]);
+    expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+
+    const before = refTip(story, mate, LEDGER);
+    const rebased = gitRun(story, mate, ['pull', '--rebase']);
+    expect(rebased.code, rebased.stderr).toBe(0);
+    expect(rebased.stderr).toContain("did not take origin's fetched ledger");
+    expect(refTip(story, mate, LEDGER)).toBe(before);
+    expect(gitOk(story, mate, ['log', '--format=%s', '-2']).split('\n')).toEqual(['local', 'c']);
+  });
+
   it("takes in only origin's ledger, also on a branch that tracks a fork: the fork's fetched ledger stays where the fetch put it", () => {
     const { server, work } = hooklessPair('upstream-only');
     const mate = cloneInto(story, server, 'upstream-only-mate');

@@ -20,10 +20,26 @@ const MARKER = '# delegate-git hook (';
  * The scripts of hooks/, put into each bundle by scripts/build.mjs: the single-file server build has nothing beside
  * it to read them from.
  */
-declare const __DELEGATE_GIT_HOOKS__: Record<'pre-commit' | 'pre-receive', string>;
+declare const __DELEGATE_GIT_HOOKS__: Record<'pre-commit' | 'post-merge' | 'pre-receive', string>;
 
-/** The hooks this package installs. The two client hooks run the same gate over the index. */
-export type HookName = 'pre-commit' | 'pre-merge-commit' | 'pre-receive';
+/**
+ * The hooks this package installs. The two commit hooks run the same gate over the index; the two after a pull
+ * (post-merge, post-rewrite) run the same script, which takes in the records it fetched.
+ */
+export type HookName = 'pre-commit' | 'pre-merge-commit' | 'post-merge' | 'post-rewrite' | 'pre-receive';
+
+/** The client hooks, in the order init installs and reports them. */
+const CLIENT_HOOKS = ['pre-commit', 'pre-merge-commit', 'post-merge', 'post-rewrite'] as const;
+type ClientHook = (typeof CLIENT_HOOKS)[number];
+
+/** The script each hook is made from. */
+const TEMPLATE: Record<HookName, keyof typeof __DELEGATE_GIT_HOOKS__> = {
+  'pre-commit': 'pre-commit',
+  'pre-merge-commit': 'pre-commit',
+  'post-merge': 'post-merge',
+  'post-rewrite': 'post-merge',
+  'pre-receive': 'pre-receive',
+};
 
 /** What an installed hook runs: this package's CLI, or the single-file build that is running now. */
 let cliEntry = () => fileURLToPath(new URL('../bin/delegate-git.js', import.meta.url));
@@ -49,7 +65,7 @@ export interface HookCli {
 }
 
 function hookText(name: HookName, cli: HookCli): string {
-  const text = __DELEGATE_GIT_HOOKS__[name === 'pre-receive' ? 'pre-receive' : 'pre-commit'];
+  const text = __DELEGATE_GIT_HOOKS__[TEMPLATE[name]];
   // @HOOK@ is one of HookName's fixed words, safe anywhere in the script; the paths come from where Node and this
   // package happen to be installed, so they are substituted as quoted words (the template leaves them unquoted).
   return text
@@ -213,7 +229,7 @@ export interface ClientHookPlan {
 /**
  * Client side: pre-commit, and pre-merge-commit, which git runs instead of pre-commit for the commit `git merge`
  * (or `git pull`) makes by itself; without it a merge that combines two promoted versions of a governed file
- * commits content nobody judged.
+ * commits content nobody judged. And post-merge and post-rewrite, after a pull that makes no commit.
  *
  * Refuses (writing nothing) a hooks directory this clone does not own: a core.hooksPath from the global or system
  * config is every repository's hooks directory, and a hooks directory holding tracked files is the team's, where a
@@ -249,7 +265,7 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
   const plan = { dir, cli, configured, husky };
   refuseOccupied(hookFiles(repo, top, plan));
   // init appends to husky's files, the team's: through a link it would write wherever that points.
-  if (husky) refuseLinks(['pre-commit', 'pre-merge-commit'].map((name) => path.join(top, '.husky', name)));
+  if (husky) refuseLinks(CLIENT_HOOKS.map((name) => path.join(top, '.husky', name)));
   return plan;
 }
 
@@ -304,11 +320,10 @@ function hookFiles(
   top: string,
   { dir, husky }: Pick<ClientHookPlan, 'dir' | 'husky'>,
 ): string[] {
-  const names = ['pre-commit', 'pre-merge-commit'];
-  if (!husky) return names.map((name) => path.join(dir, name));
+  if (!husky) return CLIENT_HOOKS.map((name) => path.join(dir, name));
   return [
-    ...names.map((name) => path.join(top, '.husky', name)),
-    ...names.map((name) => path.join(repo.layout.commonDir, 'delegate-git', 'hooks', name)),
+    ...CLIENT_HOOKS.map((name) => path.join(top, '.husky', name)),
+    ...CLIENT_HOOKS.map((name) => path.join(repo.layout.commonDir, 'delegate-git', 'hooks', name)),
     path.join(dir, 'pre-merge-commit'),
   ];
 }
@@ -389,26 +404,25 @@ async function tracksFilesIn(repo: Repository, top: string, dir: string): Promis
  * `.husky/_` does not exist in linked worktrees (it is generated, not committed), so a worktree would run no hook
  * at all. Without husky: the hooks directory git uses.
  */
-export async function installClientHooks(repo: Repository, plan: ClientHookPlan): Promise<string[]> {
+export async function installClientHooks(
+  repo: Repository,
+  plan: ClientHookPlan,
+): Promise<Record<ClientHook, string[]>> {
   const top = repo.layout.topLevel!;
   const { dir, configured } = plan;
   if (configured && dir !== configured.value)
     await gitText(['config', `--${configured.scope}`, 'core.hooksPath', dir], { cwd: top, env: repo.env });
   const cli = await installHookCli(repo, plan.cli);
-  if (!plan.husky)
-    return [
-      await installHookFile(dir, 'pre-commit', cli),
-      await installHookFile(dir, 'pre-merge-commit', cli),
+  const installed = {} as Record<ClientHook, string[]>;
+  for (const name of CLIENT_HOOKS)
+    installed[name] = [
+      plan.husky ? await appendHuskyLine(repo, top, dir, name, cli) : await installHookFile(dir, name, cli),
     ];
-  const installed = [
-    await appendHuskyLine(repo, top, dir, 'pre-commit', cli),
-    await appendHuskyLine(repo, top, dir, 'pre-merge-commit', cli),
-  ];
   // husky 9 generates no pre-merge-commit in .husky/_, so git would never run .husky/pre-merge-commit: ours goes
   // there (git ignores that directory's content). Should husky one day write its own, it runs the line above.
   const generated = path.join(dir, 'pre-merge-commit');
-  if (path.basename(dir) === '_' && (!existsSync(generated) || (await isOurs(generated))))
-    installed.push(await installHookFile(dir, 'pre-merge-commit', cli));
+  if (plan.husky && path.basename(dir) === '_' && (!existsSync(generated) || (await isOurs(generated))))
+    installed['pre-merge-commit'].push(await installHookFile(dir, 'pre-merge-commit', cli));
   return installed;
 }
 
@@ -426,7 +440,7 @@ async function appendHuskyLine(
   repo: Repository,
   top: string,
   hooksDir: string,
-  name: 'pre-commit' | 'pre-merge-commit',
+  name: ClientHook,
   cli: HookCli,
 ): Promise<string> {
   await installHookFile(path.join(repo.layout.commonDir, 'delegate-git', 'hooks'), name, cli);

@@ -13,6 +13,8 @@ import { pushRefusalAdvice } from '../push-advice.js';
 const help = `
 Usage: delegate-git hook pre-commit
        delegate-git hook pre-merge-commit
+       delegate-git hook post-merge
+       delegate-git hook post-rewrite
        delegate-git hook pre-receive     (reads "<old> <new> <ref>" lines on stdin, as git gives them)
 
 What the installed hook scripts run. pre-commit judges the staged content (the index) of every governed
@@ -21,13 +23,16 @@ that hook instead of pre-commit there); pre-receive judges every new commit of e
 will be after the push, by the policy already in force on the server, and refuses any deletion, rewrite or
 unverifiable line of refs/notes/delegations. Both refuse on 1 (not promoted) and on 2 (could not check).
 In policy mode "warn", pre-commit reports refusals and lets the commit through.
+post-merge and post-rewrite (after a pull that merged, fast-forwarded or rebased) take the records the
+pull fetched into refs/notes/remotes/origin/delegations into this clone's ledger, checked as sync checks
+them, so that the ledger can be pushed beside the branch; they refuse nothing.
 
 Example:
   delegate-git hook pre-commit
 `;
 
 export default {
-  summary: 'run a gate as a git hook (pre-commit, pre-merge-commit, pre-receive)',
+  summary: 'run a gate as a git hook (pre-commit, pre-merge-commit, pre-receive; post-merge, post-rewrite)',
   help,
   async run(argv: string[], io: Io, given?: Given): Promise<number> {
     const { positionals } = parseCommandArgs('hook', argv, {});
@@ -36,7 +41,8 @@ export default {
     if (name === 'pre-commit' || name === 'pre-merge-commit')
       return preCommit(io, name, given?.quickPreCommit);
     if (name === 'pre-receive') return preReceive(io);
-    const known = 'pre-commit, pre-merge-commit or pre-receive';
+    if (name === 'post-merge' || name === 'post-rewrite') return afterPull(io);
+    const known = 'pre-commit, pre-merge-commit, post-merge, post-rewrite or pre-receive';
     throw usageError(
       'hook',
       name === undefined ? `Name the hook to run: ${known}.` : `Unknown hook "${name}": use ${known}.`,
@@ -103,6 +109,25 @@ async function preCommit(
         : 'delegate-git: merge commit refused. The merge stays staged: promote these files, then conclude it with `git commit`.\n',
     );
     return code;
+  } finally {
+    await repo.close();
+  }
+}
+
+/**
+ * After `git pull --rebase` or a fast-forward pull no commit is made, so no commit hook takes in origin's ledger,
+ * and pushing this clone's ledger beside the branch would be refused as not a fast-forward until `sync` ran.
+ */
+async function afterPull(io: Io): Promise<number> {
+  const [{ takeInFetchedLedger }, { Repository }] = await Promise.all([
+    import('../ledger-intake.js'),
+    import('@delegate-git/core/repository'),
+  ]);
+  const repo = await Repository.open(io.cwd, io.env);
+  try {
+    const { said } = await takeInFetchedLedger(repo);
+    if (said) io.err(`delegate-git: ${said}\n`);
+    return 0;
   } finally {
     await repo.close();
   }

@@ -63,17 +63,19 @@ Sets up delegate-git in the current git repository. Idempotent: what exists is k
   - sets notes.delegations.mergeStrategy=cat_sort_uniq and, for each remote, a fetch refspec so that
     git fetch brings its ledger into refs/notes/remotes/<remote>/delegations;
   - installs the pre-commit hook, and the pre-merge-commit hook that git runs instead for the commit of a
-    merge (into husky when the repository uses it, else where git runs hooks; an existing hook is chained,
-    never replaced). Refused, before anything is written, when core.hooksPath comes from the global or
-    system git config (every repository's hooks) or names a directory the repository tracks: add
-    a 'delegate-git hook pre-commit' line to those hooks yourself and use --no-hook.
+    merge; and the post-merge and post-rewrite hooks, which after a 'git pull' (a rebase or a fast-forward
+    too) take the records it fetched into this clone's ledger, so that the ledger can be pushed. They go into
+    husky when the repository uses it, else where git runs hooks; an existing hook is chained, never
+    replaced. Refused, before anything is written, when core.hooksPath comes from the global or system git
+    config (every repository's hooks) or names a directory the repository tracks: add a
+    'delegate-git hook pre-commit' line to those hooks yourself and use --no-hook.
 
 Options:
   --protect <glob>   paths that must be promoted whether or not they were ever delegated (repeatable);
                      asked for on a terminal when omitted
   --key <name>       your signing key's name (default: your login name)
   --keys-dir <dir>   where the trust root lives in the repository (default ${DEFAULT_KEYS_DIR})
-  --no-hook          do not install the pre-commit and pre-merge-commit hooks
+  --no-hook          do not install the hooks
   --server           in a bare repository: install hooks/pre-receive (chaining an existing one)
   --json             print what was done as JSON
 
@@ -164,10 +166,10 @@ export default {
       await configureNotes(repo, io, done);
       if (!created) done.push(...(await takeOriginLedger(repo, io)));
       if (hooks) {
-        const [preCommit, ...preMerge] = await installClientHooks(repo, hooks);
-        done.push(`installed the pre-commit hook: ${preCommit}`);
-        // git runs pre-merge-commit, not pre-commit, for the commit a merge makes by itself.
-        done.push(`installed the pre-merge-commit hook: ${preMerge.join(', ')}`);
+        // git runs pre-merge-commit, not pre-commit, for the commit a merge makes by itself; post-merge and
+        // post-rewrite take in the records a pull fetched.
+        for (const [name, where] of Object.entries(await installClientHooks(repo, hooks)))
+          done.push(`installed the ${name} hook: ${where.join(', ')}`);
       }
       // Adopting a repository with history: what it holds under the policy was judged by nobody, and every gate
       // judges it (the first push judges every file of the adopting tip, verify every file of a revision).
