@@ -225,6 +225,9 @@ describe('a move of the keys directory', () => {
     const pushed = gitRun(story, work, ['push', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
     expect(pushed.code).not.toBe(0);
     expect(pushed.stderr).toContain(`${bob.keyFile}: left behind when the keys directory moves to k2/`);
+    // A key file is kept or revoked, never promoted back into place: the advice is the one for deletions.
+    expect(pushed.stderr).toContain('The policy file and key files are never deleted');
+    expect(pushed.stderr).not.toContain('Promote each file');
     const inCi = cli(story, work, ['verify']);
     expect(inCi.code).toBe(1);
     expect(inCi.stdout).toContain(

@@ -1,7 +1,6 @@
 import type { CheckReport, CheckResult } from '@delegate-git/core/checks';
 import { isGovernanceFile } from '@delegate-git/core/governed-paths';
-import { SUBMODULE_REFUSED } from '@delegate-git/core/judge';
-import { GOVERNANCE_DELETED, type Policy, PROTECTED_DELETION } from '@delegate-git/core/policy';
+import type { Policy } from '@delegate-git/core/policy';
 import type { RulesChange } from '@delegate-git/core/rules-change';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 
@@ -37,7 +36,7 @@ export function renderCheckReport(report: CheckReport, judged: Judged = 'paths')
       `${blocking.length > 0 ? `; ${blocking.length} deletion(s) refused` : ''} (policy and trust root from ${report.source})`,
   );
   // A submodule is never promoted by a record: its refusal says what keeps it.
-  const promotable = refused.filter((r) => r.reason !== SUBMODULE_REFUSED);
+  const promotable = refused.filter((r) => r.kind !== 'submodule');
   if (promotable.length > 0)
     out.push(...promotionAdvice(promotable, report.policy, judged, report.policyInForce));
   if (blocking.length > 0) out.push(...deletionAdvice(blocking));
@@ -48,12 +47,12 @@ export function renderCheckReport(report: CheckReport, judged: Judged = 'paths')
 /** What keeps or allows the refused deletions: a governance file is never deleted; a protected path after a rules change. */
 function deletionAdvice(blocking: CheckReport['deletions']): string[] {
   const out = ['To keep a file: restore it (`git restore --staged --worktree <path>`).'];
-  if (blocking.some((d) => d.reason === PROTECTED_DELETION))
+  if (blocking.some((d) => d.kind === 'protected deletion'))
     out.push(
       'A protected path may be deleted once a reviewer-approved policy change that turns protectDeletes off is in force',
       '(committed and pushed on its own first: a push is judged by the rules in force on its branch).',
     );
-  if (blocking.some((d) => d.reason === GOVERNANCE_DELETED))
+  if (blocking.some((d) => d.kind === 'governance deletion'))
     out.push(
       'The policy file and key files are never deleted: to retire a key, revoke it (`delegate-git keys revoke`).',
     );
@@ -125,12 +124,12 @@ export function rulesChangeText(change: RulesChange | undefined): string[] {
       `Under the rules this commit stages, ${change.unpromoted.length} governed file(s) it leaves unchanged are no longer promoted:`,
       ...list(change.unpromoted),
     );
-    if (change.unpromoted.some((i) => i.reason !== SUBMODULE_REFUSED))
+    if (change.unpromoted.some((i) => i.kind !== 'submodule'))
       out.push(
         '`delegate-git verify` refuses them once this is on the branch: have them approved again',
         '(`delegate-git attest --approve <path>`), in this push or before it.',
       );
-    if (change.unpromoted.some((i) => i.reason === SUBMODULE_REFUSED))
+    if (change.unpromoted.some((i) => i.kind === 'submodule'))
       out.push(
         'No record promotes a submodule: remove it, or leave its path out of governance in this rules change.',
       );

@@ -1,9 +1,3 @@
-/**
- * What a refused push is told to do, by what was refused: only content is fixed by promoting it; a deletion or a
- * submodule waits for a rules change in force on the branch, and a refused ledger update for a sync.
- */
-import { SUBMODULE_REFUSED } from '@delegate-git/core/judge';
-import { GOVERNANCE_DELETED, PROTECTED_DELETION } from '@delegate-git/core/policy';
 import type { PushRefusal } from '@delegate-git/core/pre-receive';
 
 const PROMOTE =
@@ -18,7 +12,7 @@ export function pushRefusalAdvice(
   ledgerRef: string,
 ): string[] {
   const content = refusals.filter((r) => r.path !== undefined);
-  const kinds = new Set(content.map((r) => kindOf(r.reason)));
+  const kinds = new Set(content.map((r) => r.kind ?? 'content'));
   const out: string[] = [];
   if (kinds.has('content')) out.push(PROMOTE);
   if (kinds.has('protected deletion'))
@@ -39,11 +33,4 @@ export function pushRefusalAdvice(
     );
   if (content.length === 0 && refusals.some((r) => r.ref === ledgerRef)) out.push(SYNC);
   return out;
-}
-
-function kindOf(reason: string): 'content' | 'protected deletion' | 'governance deletion' | 'submodule' {
-  if (reason === PROTECTED_DELETION) return 'protected deletion';
-  if (reason === GOVERNANCE_DELETED) return 'governance deletion';
-  if (reason === SUBMODULE_REFUSED) return 'submodule';
-  return 'content';
 }

@@ -1,12 +1,19 @@
-// What a refused push is told to do, by what was refused: each kind's advice appears for that kind only.
+// What a refused push is told to do, by the kind of what was refused: each kind's advice appears for that kind only.
+// The gates setting each kind are tested end to end (pre-receive.test.ts, key-files.test.ts).
 import { SUBMODULE_REFUSED } from '@delegate-git/core/judge';
-import { GOVERNANCE_DELETED, PROTECTED_DELETION } from '@delegate-git/core/policy';
+import { GOVERNANCE_DELETED, PROTECTED_DELETION, type RefusalKind } from '@delegate-git/core/policy';
 import { describe, expect, it } from 'vitest';
 import { pushRefusalAdvice } from '../src/push-advice.js';
 
 const LEDGER = 'refs/notes/delegations';
 const MAIN = 'refs/heads/main';
-const refused = (reason: string, path = 'src/a.ts') => ({ ref: MAIN, commit: 'c0ffee', path, reason });
+const refused = (reason: string, path = 'src/a.ts', kind?: RefusalKind) => ({
+  ref: MAIN,
+  commit: 'c0ffee',
+  path,
+  reason,
+  kind,
+});
 
 describe('pushRefusalAdvice', () => {
   it('content is promoted; a deletion, a key file or a submodule is told what works for it instead', () => {
@@ -18,13 +25,17 @@ describe('pushRefusalAdvice', () => {
     expect(content).toHaveLength(1);
     expect(content[0]).toContain('`delegate-git attest --approve <path>`');
 
-    const deletion = pushRefusalAdvice([refused(PROTECTED_DELETION)], [], LEDGER);
+    const deletion = pushRefusalAdvice(
+      [refused(PROTECTED_DELETION, 'src/a.ts', 'protected deletion')],
+      [],
+      LEDGER,
+    );
     expect(deletion).toHaveLength(1);
     expect(deletion[0]).toContain('turns protectDeletes off is in force on the branch');
     expect(deletion.join('\n')).not.toContain('attest --approve');
 
     const keyFile = pushRefusalAdvice(
-      [refused(GOVERNANCE_DELETED, '.delegate-git/keys/bob.json')],
+      [refused(GOVERNANCE_DELETED, '.delegate-git/keys/bob.json', 'governance deletion')],
       [],
       LEDGER,
     );
@@ -32,12 +43,12 @@ describe('pushRefusalAdvice', () => {
       'The policy file and key files are never deleted: restore them; retire a key with `delegate-git keys revoke`.',
     ]);
 
-    const submodule = pushRefusalAdvice([refused(SUBMODULE_REFUSED, 'src/sub')], [], LEDGER);
+    const submodule = pushRefusalAdvice([refused(SUBMODULE_REFUSED, 'src/sub', 'submodule')], [], LEDGER);
     expect(submodule).toHaveLength(1);
     expect(submodule[0]).toContain('No record promotes a submodule');
 
     const both = pushRefusalAdvice(
-      [refused('no verdict'), refused(SUBMODULE_REFUSED, 'src/sub')],
+      [refused('no verdict'), refused(SUBMODULE_REFUSED, 'src/sub', 'submodule')],
       [],
       LEDGER,
     );
@@ -45,13 +56,19 @@ describe('pushRefusalAdvice', () => {
   });
 
   it('a push that also changes the rules is told to push that change first; control: one that does not', () => {
-    const advice = pushRefusalAdvice([refused(PROTECTED_DELETION)], [MAIN], LEDGER);
+    const advice = pushRefusalAdvice(
+      [refused(PROTECTED_DELETION, 'src/a.ts', 'protected deletion')],
+      [MAIN],
+      LEDGER,
+    );
     expect(advice.at(-1)).toBe(
       `This push also changes the policy or the trust root (${MAIN}), but a push is judged by the rules in force on its branch before it: push the rules change on its own first.`,
     );
-    expect(pushRefusalAdvice([refused(PROTECTED_DELETION)], [], LEDGER).join('\n')).not.toContain(
-      'rules change',
-    );
+    expect(
+      pushRefusalAdvice([refused(PROTECTED_DELETION, 'src/a.ts', 'protected deletion')], [], LEDGER).join(
+        '\n',
+      ),
+    ).not.toContain('rules change');
   });
 
   it('a refused ledger update alone is told to sync; a refusal that says what to do itself gets nothing more', () => {

@@ -25,8 +25,10 @@ import { pathHistory } from './path-history.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { relativeWithin } from './path-within.js';
 import {
+  type DeletionRefusal,
   deletionRefusal,
   GOVERNANCE_DELETED,
+  GOVERNANCE_DELETION,
   governedMatcher,
   POLICY_PATH,
   type Policy,
@@ -57,7 +59,7 @@ export interface CheckResult extends Judgement {
 export interface CheckReport {
   results: CheckResult[];
   /** Governed paths the change deletes; `blocks` when the policy refuses deleting protected paths. */
-  deletions: Array<{ path: string; blocks: boolean; reason: string | null }>;
+  deletions: Array<{ path: string; blocks: boolean; reason: string | null; kind?: DeletionRefusal['kind'] }>;
   /** Null for a branch that has no policy in a repository adopted on another (see `notice`). */
   policy: Policy | null;
   /** Said to the user even when the check passes. */
@@ -264,7 +266,7 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
   const judged = moved === null ? files : withJoiningKeys(files, joining, await policyVersionAt(repo, base));
   if (moved !== null && committed) {
     for (const file of await keysLeftBehind(repo, committed.trustRoot, joining))
-      deletions.push({ path: file, blocks: true, reason: leftBehind(moved) });
+      deletions.push({ path: file, blocks: true, reason: leftBehind(moved), kind: 'governance deletion' });
   }
   const results: CheckResult[] = governance
     ? (
@@ -327,8 +329,8 @@ function governedDeletions(
   return removed
     .filter((r) => isGoverned(r.path, r.link))
     .map((r) => {
-      const reason = deletionRefusal(policy, r.path, matcher, r.link);
-      return { path: r.path, blocks: reason !== null, reason };
+      const refusal = deletionRefusal(policy, r.path, matcher, r.link);
+      return { path: r.path, blocks: refusal !== null, reason: refusal?.reason ?? null, kind: refusal?.kind };
     });
 }
 
@@ -343,8 +345,8 @@ function refuseGovernanceDeletions(
 ): void {
   for (const r of removed.filter((r) => isGovernanceFile(policyInForce, r.path))) {
     const at = deletions.find((d) => d.path === r.path);
-    if (at) Object.assign(at, { blocks: true, reason: GOVERNANCE_DELETED });
-    else deletions.push({ path: r.path, blocks: true, reason: GOVERNANCE_DELETED });
+    if (at) Object.assign(at, { blocks: true, ...GOVERNANCE_DELETION });
+    else deletions.push({ path: r.path, blocks: true, ...GOVERNANCE_DELETION });
   }
 }
 

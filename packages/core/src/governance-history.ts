@@ -27,6 +27,7 @@ import {
   keysMovedTo,
   POLICY_PATH,
   parsePolicy,
+  type RefusalKind,
 } from './policy.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, splitZ, treeFiles } from './snapshot.js';
@@ -40,6 +41,7 @@ export interface GovernanceChangeProblem {
   blob: string;
   sha256: string;
   reason: string;
+  kind?: RefusalKind;
 }
 
 /**
@@ -153,7 +155,14 @@ export async function unapprovedGovernanceChanges(
         ? edited
         : withJoiningKeys(edited, joining, parent === undefined ? null : await policyVersionAt(repo, parent));
     for (const path of moved === null ? [] : await keysLeftBehind(repo, before.trustRoot, joining))
-      problems.push({ commit: id, path, blob: '', sha256: '', reason: `${leftBehind(moved!)} (in ${at})` });
+      problems.push({
+        commit: id,
+        path,
+        blob: '',
+        sha256: '',
+        reason: `${leftBehind(moved!)} (in ${at})`,
+        kind: 'governance deletion',
+      });
     if (changed.length === 0) continue;
     for (const j of await judge(changed, own ?? before, before)) {
       if (!j.promoted) {
@@ -193,7 +202,12 @@ function secondAnchors(anchors: ReadonlyArray<{ commit: string; governance: Gove
  * version back later would otherwise trust it again on its first approval (an addition replaces nothing).
  */
 function deletion(at: Pick<GovernanceChangeProblem, 'commit' | 'parent' | 'path' | 'blob'>, what: string) {
-  return { ...at, sha256: '', reason: `${what}: ${GOVERNANCE_DELETED}` };
+  return {
+    ...at,
+    sha256: '',
+    reason: `${what}: ${GOVERNANCE_DELETED}`,
+    kind: 'governance deletion' as const,
+  };
 }
 
 type Judge = (files: FileToJudge[], governance: Governance, anchor: Governance) => Promise<Judgement[]>;

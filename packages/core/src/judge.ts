@@ -21,6 +21,7 @@ import {
   POLICY_PATH,
   parsePolicy,
   type RecordedPaths,
+  type RefusalKind,
   recordedAsCheckedOut,
 } from './policy.js';
 import {
@@ -97,6 +98,8 @@ export interface JudgeContext {
 export interface Judgement extends Promotion {
   blob: string;
   sha256: string;
+  /** Set when refused for what no record can promote (a submodule). */
+  kind?: RefusalKind;
 }
 
 /** The files each gate judges: by path, and for a link (symlink or submodule) also by what it could bring beneath it. */
@@ -409,7 +412,15 @@ export const SUBMODULE_REFUSED =
   'to keep it, exclude its path in the policy (a change reviewers approve)';
 
 function submoduleRefusal(f: FileToJudge): Judgement {
-  return { path: f.path, blob: f.blob, sha256: '', promoted: false, reason: SUBMODULE_REFUSED, by: [] };
+  return {
+    path: f.path,
+    blob: f.blob,
+    sha256: '',
+    promoted: false,
+    reason: SUBMODULE_REFUSED,
+    kind: 'submodule',
+    by: [],
+  };
 }
 const NO_NOTE = Buffer.alloc(0);
 

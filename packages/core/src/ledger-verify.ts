@@ -19,7 +19,6 @@ import {
   unapprovedGovernanceChanges,
   withGovernanceHistory,
 } from './governance-history.js';
-import { SUBMODULE_REFUSED } from './judge.js';
 import { type PassStats, passOverLedger } from './ledger-pass.js';
 import { lineOutcome } from './line-check.js';
 import { ForeignEntries, type ForeignEntry, isObjectId } from './notes-format.js';
@@ -169,7 +168,7 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
   const judged = await judgeRevision(await files, governance, index, await plan, atRevision, repo.objects);
   // A submodule has no record anywhere to bring in: its refusal says what keeps it.
   for (const f of judged)
-    if (!f.promoted && !atRevision.has(f.blob) && f.reason !== SUBMODULE_REFUSED) f.unrecorded = true;
+    if (!f.promoted && !atRevision.has(f.blob) && f.kind !== 'submodule') f.unrecorded = true;
   atRevision.clear();
   if (opts.since !== undefined)
     result.since = since ? await judgeSinceVerified(repo, since, commit) : verifiedMissing(opts.since);

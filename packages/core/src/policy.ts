@@ -77,22 +77,37 @@ export function policyText(policy: Policy): string {
   return `${JSON.stringify(policy, null, 2)}\n`;
 }
 
-/**
- * Why deleting a governed path is refused, or null when the deletion is only reported. The governance files can
- * never be deleted: an approval cannot be recorded on content that no longer exists (retire a key by revoking it).
- */
 export const GOVERNANCE_DELETED =
   'the policy file and the trust root cannot be deleted (to retire a key, revoke it: `delegate-git keys revoke`)';
 
 export const PROTECTED_DELETION = 'the policy protects deletions of this path (protectDeletes)';
 
+/**
+ * What a refused path needs, which decides the advice a gate gives, never whether it refuses: content is promoted by a
+ * record or by approvals; no record promotes a submodule; a protected deletion waits for a rules change in force; the
+ * policy and key files are never deleted. Where a refusal carries no kind, it is content.
+ */
+export type RefusalKind = 'content' | 'submodule' | 'protected deletion' | 'governance deletion';
+
+export interface DeletionRefusal {
+  reason: string;
+  kind: Extract<RefusalKind, 'protected deletion' | 'governance deletion'>;
+}
+
+export const GOVERNANCE_DELETION = { reason: GOVERNANCE_DELETED, kind: 'governance deletion' } as const;
+
+/**
+ * Why deleting a governed path is refused, or null when the deletion is only reported. The governance files can
+ * never be deleted: an approval cannot be recorded on content that no longer exists (retire a key by revoking it).
+ */
 export function deletionRefusal(
   policy: Policy,
   path: string,
   matcher: GovernedMatcher = governedMatcher(policy),
   link = false,
-): string | null {
-  if (isGovernanceFile(policy, path)) return GOVERNANCE_DELETED;
-  if (policy.protectDeletes && matcher.isProtected(path, link)) return PROTECTED_DELETION;
+): DeletionRefusal | null {
+  if (isGovernanceFile(policy, path)) return GOVERNANCE_DELETION;
+  if (policy.protectDeletes && matcher.isProtected(path, link))
+    return { reason: PROTECTED_DELETION, kind: 'protected deletion' };
   return null;
 }

@@ -28,6 +28,7 @@ import {
   POLICY_PATH,
   type Policy,
   parsePolicy,
+  type RefusalKind,
 } from './policy.js';
 import { type CheckedPromotions, type LedgerCheck, startLedgerCheck } from './push-ledger-check.js';
 import { changesBetween, filesAt, type Introduced, type NewChanges, newChanges } from './pushed-changes.js';
@@ -49,6 +50,8 @@ export interface PushRefusal {
   commit?: string;
   path?: string;
   reason: string;
+  /** For a refused path: what it needs (no kind: content to promote). */
+  kind?: RefusalKind;
 }
 
 export interface PushJudgement {
@@ -441,12 +444,13 @@ async function judgeAdoption(
     batch: reads.blobs,
   });
   judged.forEach((j) => {
-    if (!j.promoted) result.refusals.push({ ref: u.ref, commit: u.newId, path: j.path, reason: j.reason });
+    if (!j.promoted)
+      result.refusals.push({ ref: u.ref, commit: u.newId, path: j.path, reason: j.reason, kind: j.kind });
   });
   // Loaded when asked: only an adopting push needs the history walk.
   const { unapprovedGovernanceChanges } = await import('./governance-history.js');
   for (const p of await unapprovedGovernanceChanges(reads.repo, u.newId, after.at, await after.index()))
-    result.refusals.push({ ref: u.ref, commit: p.commit, path: p.path, reason: p.reason });
+    result.refusals.push({ ref: u.ref, commit: p.commit, path: p.path, reason: p.reason, kind: p.kind });
   for (const c of await collisionsAtTip(reads, u, governance.policy, files, after))
     result.refusals.push({ ref: u.ref, commit: u.newId, path: c.path, reason: c.reason });
 }
@@ -622,13 +626,19 @@ async function judgeRefUpdate(
   });
   judged.forEach((j, i) => {
     if (!j.promoted)
-      result.refusals.push({ ref: u.ref, commit: unique[i]!.commit, path: j.path, reason: j.reason });
+      result.refusals.push({
+        ref: u.ref,
+        commit: unique[i]!.commit,
+        path: j.path,
+        reason: j.reason,
+        kind: j.kind,
+      });
   });
   for (const refusal of await movedKeysRefused(reads, u, governance, after, brought.introduced))
     result.refusals.push(refusal);
   for (const d of firstOfEach(deleted, (f) => f.path)) {
-    const reason = deletionRefusal(governance.policy, d.path, matcher, d.removesLink === true);
-    if (reason) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, reason });
+    const refusal = deletionRefusal(governance.policy, d.path, matcher, d.removesLink === true);
+    if (refusal) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, ...refusal });
   }
   // Every name the push brings, those the default branch holds too: a pair is made by this tip, whichever side
   // each name came from (merging main into a branch brings main's governed name beside the branch's excluded one).
@@ -701,7 +711,13 @@ async function moveRefused(
   const joining = await treeFiles(reads.repo.cwd, move.commit, [`${moved}/`], reads.repo.env);
   const keyFiles = withJoiningKeys([], joining, await policyVersionAt(reads.repo, move.datedAt));
   const left = (await keysLeftBehind(reads.repo, governance.trustRoot, joining)).map(
-    (path): PushRefusal => ({ ref, commit: move.commit, path, reason: leftBehind(moved) }),
+    (path): PushRefusal => ({
+      ref,
+      commit: move.commit,
+      path,
+      reason: leftBehind(moved),
+      kind: 'governance deletion',
+    }),
   );
   const judged = await judgeFiles(keyFiles, {
     governance: { ...governance, policy: { ...governance.policy, keysDir: moved } },
@@ -715,7 +731,7 @@ async function moveRefused(
   return [
     ...left,
     ...judged.flatMap((j) =>
-      j.promoted ? [] : [{ ref, commit: move.commit, path: j.path, reason: j.reason }],
+      j.promoted ? [] : [{ ref, commit: move.commit, path: j.path, reason: j.reason, kind: j.kind }],
     ),
   ];
 }

@@ -11,16 +11,23 @@
 import { type CheckResult, judgeIn } from './checks.js';
 import type { Governance } from './governance.js';
 import { isGovernanceFile } from './governed-paths.js';
-import { deletionRefusal, governedMatcher } from './policy.js';
+import { deletionRefusal, governedMatcher, type RefusalKind } from './policy.js';
 import type { Repository } from './repository.js';
 import { treeFiles } from './snapshot.js';
 import type { StagedChange } from './staged-changes.js';
 
+/** A path a rules change decides otherwise, with why it is refused. */
+export interface RefusedPath {
+  path: string;
+  reason: string;
+  kind?: RefusalKind;
+}
+
 export interface RulesChange {
   /** Paths this commit stages or deletes that the rules in force refuse and the staged rules do not. */
-  aheadOfRules: Array<{ path: string; reason: string }>;
+  aheadOfRules: RefusedPath[];
   /** Governed paths the commit leaves unchanged that the staged rules no longer promote. */
-  unpromoted: Array<{ path: string; reason: string }>;
+  unpromoted: RefusedPath[];
 }
 
 /** The staged check's own answer, which the rules in force are compared with. */
@@ -50,8 +57,8 @@ export async function rulesChangeOf(
   const aheadOfRules = [
     ...refusedBy(await judgeIn(repo, inForce, stagedFiles, false)),
     ...removed.flatMap((r) => {
-      const reason = deletionRefusal(inForce.policy, r.path, matcher, r.link);
-      return reason ? [{ path: r.path, reason }] : [];
+      const refusal = deletionRefusal(inForce.policy, r.path, matcher, r.link);
+      return refusal ? [{ path: r.path, ...refusal }] : [];
     }),
   ].filter((r) => !refusedHere.has(r.path));
 
@@ -109,6 +116,8 @@ function keysChangedOrRemoved(staged: Governance, inForce: Governance): Set<stri
   return new Set(inForce.trustRoot.keys.filter((k) => changed.has(k.file)).map((k) => k.name));
 }
 
-function refusedBy(results: readonly CheckResult[]): Array<{ path: string; reason: string }> {
-  return results.filter((r) => r.governed && !r.promoted).map(({ path, reason }) => ({ path, reason }));
+function refusedBy(results: readonly CheckResult[]): RefusedPath[] {
+  return results
+    .filter((r) => r.governed && !r.promoted)
+    .map(({ path, reason, kind }) => ({ path, reason, kind }));
 }

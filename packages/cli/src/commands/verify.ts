@@ -8,7 +8,6 @@ import {
   verifyLedger,
   whyNotANote,
 } from '@delegate-git/core';
-import { SUBMODULE_REFUSED } from '@delegate-git/core/judge';
 import { shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
@@ -128,7 +127,7 @@ function renderText(v: LedgerVerification, exitCode: number): string {
       ? 'There is no ledger here (refs/notes/delegations): `git clone` does not fetch it. Fetch it (`delegate-git sync`, or `git fetch origin refs/notes/delegations:refs/notes/delegations`) and run verify again.'
       : unrecordedHint(v);
   if (hint) out.push(hint);
-  if (v.ledgerTip && refused.some((f) => f.reason !== SUBMODULE_REFUSED)) out.push(PROMOTE_ADVICE);
+  if (v.ledgerTip && refused.some((f) => f.kind !== 'submodule')) out.push(PROMOTE_ADVICE);
   // Each entry is one line, whatever a reason quotes: a line break in it would start a line of its own (under
   // GitHub Actions, a workflow command).
   return `${out.map(shownText).join('\n')}\n`;
