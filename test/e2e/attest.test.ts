@@ -251,6 +251,14 @@ describe('attest: what an approval promotes', () => {
       kind: 'review',
       outcome: 'approve',
     });
+
+    // Content with no record had nothing to look at; the next review of it names the record it was shown.
+    expect(statementOf(lines[1]![0]!).predicate.reviewed).toBeUndefined();
+    attestOk(story, dir, 'approve', ['src/two.ts']);
+    const [again] = noteLines(story, dir, expected[1]!.digest.gitBlob).filter((l) => l !== lines[1]![0]);
+    expect(statementOf(again!).predicate.reviewed).toEqual([
+      createHash('sha256').update(lines[1]![0]!).digest('hex'),
+    ]);
   });
 
   it('--staged signs the staged blob: the commit passes, the different work-tree content is not promoted', () => {

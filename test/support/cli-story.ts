@@ -279,9 +279,9 @@ export async function recordApproval(
   story: Story,
   dir: string,
   file: string,
-  opts: Omit<VerdictOptions, 'verdict'> & { key: string },
+  opts: Omit<VerdictOptions, 'verdict'> & { key: string; reviewer?: { name: string; email: string } },
 ): Promise<string> {
-  const reviewer = { name: opts.key, email: `${opts.key}@example.com` };
+  const reviewer = opts.reviewer ?? { name: opts.key, email: `${opts.key}@example.com` };
   return recordAbout(story, dir, file, opts, `test: approve ${file}`, (subject, repository, createdAt) =>
     reviewStatement([subject], { decision: 'approve', reviewer, repository, createdAt }),
   );

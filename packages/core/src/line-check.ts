@@ -115,18 +115,11 @@ function examined(line: string, annotated: string, judged: LineJudgement): Exami
     else elsewhere = true;
   }
   // The entry path-index.ts's lenient read gives a line that decodes strictly (the same fields, the same rules).
-  const createdAt = Date.parse(r.createdAtText);
   const outcome = r.kind === 'verdict' ? r.verdict : r.decision;
   const index: IndexFact | null =
     paths.length === 0
       ? null
-      : [
-          r.kind === 'verdict' ? 'v' : 'r',
-          outcome,
-          r.envelope.signatures[0]!.keyid,
-          Number.isNaN(createdAt) ? 0 : createdAt,
-          paths,
-        ];
+      : [r.kind === 'verdict' ? 'v' : 'r', outcome, r.envelope.signatures[0]!.keyid, r.createdAt, paths];
   const facts: LineFacts = {
     undecodable: null,
     misplaced: paths.length === 0,
@@ -144,7 +137,8 @@ function examined(line: string, annotated: string, judged: LineJudgement): Exami
     sha256: null,
   };
   // A line dated ahead of this clock may be reported as such (lineOutcome), so it is named too.
-  if (elsewhere || !trust.ok || paths.length === 0 || createdAt > Date.now()) facts.sha256 = sha256Hex(line);
+  if (elsewhere || !trust.ok || paths.length === 0 || r.createdAt > Date.now())
+    facts.sha256 = sha256Hex(line);
   return { facts, record: r, trust };
 }
 

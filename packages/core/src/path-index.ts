@@ -12,14 +12,17 @@ import type { IndexFact } from './line-check.js';
 import type { IndexedBatch } from './note-batch.js';
 import { type NotesLedger, notesIn } from './notes-ledger.js';
 import type { EarlierRecord } from './promotion.js';
-import { REVIEW_PREDICATE, VERDICT_PREDICATE } from './statement.js';
+import { parseRfc3339Utc, REVIEW_PREDICATE, VERDICT_PREDICATE } from './statement.js';
 import type { TrustRoot } from './trust-root.js';
 
 /** One record about a path: kind, verdict or decision, signer keyid, the blob it judged, and when it was made. */
 type IndexEntry = [kind: 'v' | 'r', outcome: string, keyid: string, blob: string, createdAt: number];
 
-/** 3: each path's history is bounded (historyWorthKeeping). */
-const CACHE_VERSION = 3;
+/**
+ * 3: each path's history is bounded (historyWorthKeeping).
+ * 4: a record's time is read as the strict decode reads it (parseRfc3339Utc), which takes every UTC form.
+ */
+const CACHE_VERSION = 4;
 
 export class PathIndex {
   constructor(private readonly byPath: Map<string, IndexEntry[]>) {}
@@ -184,12 +187,11 @@ function peekRecord(line: string): PeekedRecord | null {
         (s: { path: unknown; gitBlob: unknown }) =>
           typeof s.path === 'string' && typeof s.gitBlob === 'string',
       );
-    const createdAt = Date.parse(String(p.createdAt));
     return {
       kind,
       outcome: String(kind === 'v' ? p.verdict : p.decision),
       keyid: String(envelope.signatures?.[0]?.keyid ?? ''),
-      createdAt: Number.isNaN(createdAt) ? 0 : createdAt,
+      createdAt: parseRfc3339Utc(String(p.createdAt)) ?? 0,
       subjects,
     };
   } catch {

@@ -53,13 +53,14 @@ export const printableLine = z.refine<string>(
 );
 
 /** RFC 3339 UTC timestamp, e.g. 2026-01-02T03:04:05Z or with milliseconds. */
-export const rfc3339Utc = z.string().check(
-  z.regex(
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$/,
-    'must be an RFC 3339 UTC time like 2026-01-31T12:00:00Z',
-  ),
-  z.refine((s) => parseRfc3339Utc(s) !== null, 'is not a real date'),
-);
+export const rfc3339Utc = z
+  .string()
+  .check(
+    z.refine(
+      (s) => parseRfc3339Utc(s) !== null,
+      'must be an RFC 3339 UTC time like 2026-01-31T12:00:00Z, of a date and time that exist',
+    ),
+  );
 
 /** Parses JSON text and validates it, turning the first problem into one readable sentence naming the field. */
 export function parseWithSchema<T>(

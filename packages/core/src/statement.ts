@@ -82,10 +82,13 @@ export function rfc3339(date: Date = new Date()): string {
   return date.toISOString();
 }
 
-const RFC3339_UTC = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/;
+/** RFC 3339 allows `t` and `z` in lower case, and UTC written as the offset `+00:00` (or `-00:00`, UTC too). */
+const RFC3339_UTC = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:[Zz]|[+-]00:00)$/;
 
 /**
- * Milliseconds since the epoch of an RFC 3339 UTC time (`2026-01-31T12:00:00Z`, fraction optional), or null.
+ * Milliseconds since the epoch of an RFC 3339 UTC time (`2026-01-31T12:00:00Z`, fraction optional), or null. Other
+ * writers write UTC in the other forms RFC 3339 allows (Python's `isoformat()` ends in `+00:00`), and all name the
+ * same instant; an offset other than zero is refused, as not UTC.
  * Date.parse alone is too lenient to decide a key's validity window: it reads "March 1, 2026 Z" and rolls
  * 2026-02-30 over to March 2, so two verifiers could place the same record at different times. One strict
  * reading instead: the form above, and a date and time that exist (no roll-over, no 24:00, no leap second).

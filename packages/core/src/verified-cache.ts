@@ -31,7 +31,11 @@ import type { TrustRoot } from './trust-root.js';
  * 5: reviewers toward a threshold are the holders of keys (trust-root.ts holderOf), not keys; a cache from before
  *    holds promotions two keys of one person made.
  */
-const RULES_VERSION = 5;
+/**
+ * 6: a review naming another reviewer than its signer does not count, and a time in any UTC form of RFC 3339 is one;
+ *    a cache from before holds such lines judged the other way.
+ */
+const RULES_VERSION = 6;
 /** Lines remembered at most (about 230 bytes each on disk); a larger ledger is remembered up to here. */
 const MAX_LINES = 2_000_000;
 const FILE = /^verified-[0-9a-f]{16}\.ndjson$/;

@@ -166,6 +166,20 @@ describe('decodeRecord', () => {
     expect(reasonOf(review('lgtm'))).toBe('unknown review decision "lgtm"');
   });
 
+  it('refuses a review that names no reviewer (control: a name and an email decode)', () => {
+    const review = (reviewer: unknown) => {
+      const statement = JSON.parse(JSON.stringify(testReviewStatement(rita, [file])));
+      statement.predicate.reviewer = reviewer;
+      if (reviewer === undefined) delete statement.predicate.reviewer;
+      return signedLine(rita, statement);
+    };
+    expect(reasonOf(review({ name: 'rita', email: '' }))).toBe('decoded');
+    for (const reviewer of [undefined, 42, 'rita', { name: 'rita' }, { email: 'rita@example.com' }])
+      expect(reasonOf(review(reviewer)), JSON.stringify(reviewer)).toBe(
+        'the review names no reviewer (an object with a name and an email)',
+      );
+  });
+
   it('keeps every field of the predicate it does not read (informative fields travel)', () => {
     const record = decode(
       verdictWith((s) => (s.predicate!.tool = { name: 'delegate-git', version: '0.1.0' })),
@@ -250,6 +264,18 @@ describe('verifyRecord', () => {
         );
       });
 
+      it('refuses a review naming another reviewer than the key that signed it; control: its own name, any email', async () => {
+        const naming = (name: string, email: string) => {
+          const statement = testReviewStatement(rita, [file]);
+          statement.predicate.reviewer = { name, email };
+          return signedLine(rita, statement);
+        };
+        expect(await judge(naming('mallory', rita.keyFile.email), backend)).toBe(
+          'it names the reviewer "mallory", but the key that signed it is rita\'s',
+        );
+        expect(await judge(naming('rita', 'rita@old.example'), backend)).toBe('ok by rita');
+      });
+
       it('refuses a revoked key even for a record dated before the revocation', async () => {
         expect(
           await judge(verdictLine(revoked, [file], { createdAt: '2026-01-01T00:00:00Z' }), backend),
@@ -302,7 +328,7 @@ describe('isRepositoryPath', () => {
 });
 
 describe('parseRfc3339Utc', () => {
-  it('reads the one UTC form, with or without a fraction', () => {
+  it('reads UTC with Z, with or without a fraction', () => {
     expect(parseRfc3339Utc('2026-03-01T12:00:00Z')).toBe(Date.UTC(2026, 2, 1, 12));
     expect(parseRfc3339Utc('2026-03-01T12:00:00.5Z')).toBe(Date.UTC(2026, 2, 1, 12, 0, 0, 500));
     expect(parseRfc3339Utc('2026-03-01T12:00:00.123456789Z')).toBe(Date.UTC(2026, 2, 1, 12, 0, 0, 123));
@@ -310,12 +336,25 @@ describe('parseRfc3339Utc', () => {
     expect(parseRfc3339Utc(new Date(Date.UTC(2026, 0, 2)).toISOString())).toBe(Date.UTC(2026, 0, 2));
   });
 
+  it('reads the other forms RFC 3339 gives UTC as the same instant: lower case t and z, the offset +00:00 or -00:00', () => {
+    const noon = Date.UTC(2026, 2, 1, 12);
+    for (const text of [
+      '2026-03-01T12:00:00+00:00',
+      '2026-03-01T12:00:00-00:00',
+      '2026-03-01t12:00:00z',
+      '2026-03-01T12:00:00.000+00:00',
+    ])
+      expect(parseRfc3339Utc(text), text).toBe(noon);
+  });
+
   it.each([
     '2026-03-01',
     '2026-03-01T12:00Z',
     '2026-03-01T12:00:00',
-    '2026-03-01T12:00:00+00:00',
-    '2026-03-01t12:00:00z',
+    '2026-03-01T12:00:00+01:00',
+    '2026-03-01T12:00:00-05:00',
+    '2026-03-01T12:00:00+0000',
+    '2026-03-01T12:00:00Z+00:00',
     '2026-03-01 12:00:00Z',
     'March 1, 2026 Z',
     '2026-02-29T00:00:00Z',

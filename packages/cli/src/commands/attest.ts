@@ -22,7 +22,7 @@ import {
   worktreeBlobs,
   worktreeSnapshot,
 } from '@delegate-git/core';
-import { SUBMODULE_REFUSED } from '@delegate-git/core/judge';
+import { sha256Hex } from '@delegate-git/core/sha256';
 import { holdsUnprintable, shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
 import { blobDiffs } from '../blob-diffs.js';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
@@ -40,7 +40,7 @@ version that was promoted last. Your name and email in the record come from the 
   --key <name>   which of your signing keys to use
   --yes          sign without confirming (needed where there is no terminal to ask on)
   --json         {"decision","reviewer","files":[{"path","sha256","gitBlob","before","governed","records",
-                  "lastPromoted","envelope"}],"notesCommit"} (one signed record per file)
+                  "reviewed","lastPromoted","envelope"}],"notesCommit"} (one signed record per file)
 
 Example:
   delegate-git attest --approve src/parser.ts -m "read it; tests cover the edge cases"
@@ -121,7 +121,10 @@ export default {
       const { lines, commit } = await recordStatements(
         repo.ledger,
         shown.files.map((f) =>
-          reviewStatement([{ path: f.path, sha256: f.sha256, gitBlob: f.gitBlob }], predicate),
+          reviewStatement([{ path: f.path, sha256: f.sha256, gitBlob: f.gitBlob }], {
+            ...predicate,
+            ...(f.reviewed.length > 0 ? { reviewed: f.reviewed } : {}),
+          }),
         ),
         key,
         `delegate-git attest --${decision}: ${namesOf(shown.files.map((f) => f.path))}`,
@@ -193,7 +196,7 @@ async function stagedTargets(repo: Repository): Promise<{ targets: Target[]; sub
   const governed = report.results.filter((r) => r.governed);
   return {
     targets: governed.filter((r) => staged.has(r.path)).map((r) => ({ path: r.path, blob: r.blob })),
-    submodules: governed.filter((r) => r.reason === SUBMODULE_REFUSED).map((r) => r.path),
+    submodules: governed.filter((r) => r.kind === 'submodule').map((r) => r.path),
   };
 }
 
@@ -223,6 +226,11 @@ interface ShownFile {
   /** Whether the path is governed now; a record on it makes it governed for good (the ledger only grows). */
   governed: boolean;
   records: ShownRecord[];
+  /**
+   * The sha256 of each note line shown in `records` (DESIGN 3.2's `reviewed`): the review then says which records
+   * its reviewer saw, and a record added to that content later is known to be one the reviewer did not see.
+   */
+  reviewed: string[];
   /** The most recently promoted earlier version of the path, and the diff from it to this content. */
   lastPromoted: { gitBlob: string; diff: string } | null;
 }
@@ -263,6 +271,7 @@ async function describe(
     before: { promoted: j.promoted, reason: j.reason },
     governed: governedNow(j.path, index.has(j.path)),
     records: shownRecords(current.get(j.blob) ?? [], governance, j.path),
+    reviewed: [...new Set((current.get(j.blob) ?? []).map(sha256Hex))].sort(),
     lastPromoted: previous[i] ? { gitBlob: previous[i]!, diff: diffs.get(j.path) ?? '' } : null,
   }));
   return { files, text: files.map(renderShown).join('') };
@@ -270,7 +279,9 @@ async function describe(
 
 function shownRecords(lines: readonly string[], governance: Governance, path: string): ShownRecord[] {
   const unreadable: string[] = [];
-  const judged = judgeLines(lines, { governance }, unreadable);
+  const judged = judgeLines(lines, { governance }, unreadable).sort(
+    (a, b) => a.record.createdAt - b.record.createdAt,
+  );
   const shown: ShownRecord[] = judged.map(({ record, trust }) => {
     const comment = record.predicate.comment;
     const other = record.subjects.some((s) => s.path === path) ? undefined : record.subjects[0]?.path;
@@ -285,7 +296,6 @@ function shownRecords(lines: readonly string[], governance: Governance, path: st
       ...(other !== undefined ? { recordedAs: other } : {}),
     };
   });
-  shown.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
   for (const reason of unreadable) {
     shown.push({
       kind: 'invalid',
