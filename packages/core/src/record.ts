@@ -186,8 +186,10 @@ function trustOf(record: LedgerRecord, s: RecordSignature, verifies: boolean): R
       ok: false,
       reason: `signed by a key that is not in the trust root (keyid ${shownText(s.keyid.slice(0, 12))})`,
     };
-  if (!verifies)
-    return { ok: false, reason: `the signature by ${s.key.name} does not verify`, signer: s.key };
+  if (!verifies) {
+    const flaw = s.signature === null ? 'is not standard base64' : 'does not verify';
+    return { ok: false, reason: `the signature by ${s.key.name} ${flaw}`, signer: s.key };
+  }
   const problem = keyRefusal(s.key, roleFor(record), record.createdAt) ?? misnamedReviewer(record, s.key);
   if (problem) return { ok: false, reason: problem, signer: s.key, verified: true };
   return { ok: true, signer: s.key };

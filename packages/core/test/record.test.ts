@@ -248,7 +248,13 @@ describe('verifyRecord', () => {
           'the signature by alice does not verify',
         );
         expect(await judge(withSignatures(line, [{ keyid, sig: sig.replace(/=+$/, '') }]), backend)).toBe(
-          'the signature by alice does not verify',
+          'the signature by alice is not standard base64',
+        );
+        // The same 64 bytes written with padding bits set: other text, so no longer the signed record's.
+        const padBits = `${sig.slice(0, -3)}${String.fromCharCode(sig.charCodeAt(sig.length - 3) + 1)}==`;
+        expect(Buffer.from(padBits, 'base64')).toEqual(Buffer.from(sig, 'base64'));
+        expect(await judge(withSignatures(line, [{ keyid, sig: padBits }]), backend)).toBe(
+          'the signature by alice is not standard base64',
         );
         expect(await judge(withSignatures(line, [{ keyid, sig: sig.slice(0, 40) }]), backend)).toBe(
           'the signature by alice does not verify',
