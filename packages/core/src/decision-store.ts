@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { replaceCacheFile } from './cache-file.js';
 
-/** 5: what verified-cache.ts's version 6 changed (a review naming another reviewer, times in every UTC form). */
+/** 5: what verified-cache.ts's version 6 changed (times in every UTC form, a review's reviewer). */
 export const STORE_VERSION = 5;
 /** Also matches the JSON files of version 2, so they are cleaned away like any older tip's. */
 export const DECISIONS_FILE = /^decisions-([0-9a-f]{16})-([0-9a-f]{40,64}|none)(?:\.json)?$/;

@@ -108,64 +108,171 @@ export async function passOverLedger(
   opts: PassOptions = {},
 ): Promise<PassStats> {
   const { trustRoot, policy } = governance;
-  const wantLines = opts.wantLines ?? (() => false);
-  const listing = notesOf(repo, tip, opts.foreign)[Symbol.asyncIterator]();
-  const candidatesOf = (await opts.candidates) ?? new Map<string, BatchCandidate[]>();
   const cacheDir = (opts.cache ?? true) ? repo.cacheDir : null;
-  const remembered = VerifiedCacheReader.open(cacheDir, trustRoot, policy.repositoryId);
-  const writer = await VerifiedCacheWriter.create(cacheDir, trustRoot, policy.repositoryId);
-  const reader = new CatFileBatch({ cwd: repo.cwd, env: repo.env });
-  const builder = new NoteBatchBuilder();
-  const slots: Slot[] = [];
-  const stats: PassStats = { notes: 0, reused: 0 };
-  let building: Slot[] = [];
+  const pass = new LedgerPass(governance, onNote, opts.wantLines ?? (() => false), {
+    listing: notesOf(repo, tip, opts.foreign)[Symbol.asyncIterator](),
+    candidates: (await opts.candidates) ?? new Map<string, BatchCandidate[]>(),
+    remembered: VerifiedCacheReader.open(cacheDir, trustRoot, policy.repositoryId),
+    writer: await VerifiedCacheWriter.create(cacheDir, trustRoot, policy.repositoryId),
+    reader: new CatFileBatch({ cwd: repo.cwd, env: repo.env }),
+  });
+  try {
+    await pass.run();
+  } finally {
+    await pass.close();
+  }
+  return pass.stats;
+}
+
+/** What one pass reads from and writes to. */
+interface PassSources {
+  listing: AsyncIterator<[string, string[]]>;
+  candidates: ReadonlyMap<string, BatchCandidate[]>;
+  remembered: VerifiedCacheReader;
+  writer: VerifiedCacheWriter | null;
+  reader: CatFileBatch;
+}
+
+/**
+ * One pass: windows of notes are planned (their reads asked for) one ahead; each note is either remembered or added
+ * to the batch being built; full batches go to the threads; the notes at the front whose facts are known are handed
+ * on in order.
+ */
+class LedgerPass {
+  readonly stats: PassStats = { notes: 0, reused: 0 };
+  private readonly builder = new NoteBatchBuilder();
+  /** Notes not handed on yet, in listing order. */
+  private readonly slots: Slot[] = [];
+  /** The slots of the batch being built. */
+  private building: Slot[] = [];
   /** undefined: not started yet; null: no worker script here, so batches are checked in-process. */
-  let pool: NotePool | null | undefined;
-  let inFlight = 0;
-  let seq = 0;
+  private pool: NotePool | null | undefined;
+  private inFlight = 0;
+  private seq = 0;
+
+  constructor(
+    private readonly governance: Governance,
+    private readonly onNote: (note: PassedNote) => void,
+    private readonly wantLines: (annotated: string) => boolean,
+    private readonly sources: PassSources,
+  ) {}
+
+  async run(): Promise<void> {
+    const { writer, remembered } = this.sources;
+    try {
+      let next: Promise<PlannedNote[]> | null = this.planWindow();
+      while (next) {
+        const window: PlannedNote[] = await next;
+        next = window.length === READ_WINDOW ? this.planWindow() : null;
+        // Threads start while the first notes are read, once there are enough to check (not on a warm run).
+        if (this.pool === undefined && window.filter((n) => n.cached === null).length >= EARLY_START)
+          this.pool = NotePool.start(this.governance);
+        for (const planned of window) await this.take(planned);
+        this.checkStragglers();
+        await this.drain(false);
+      }
+      // Less than one batch in all is checked in-process: starting threads would cost more.
+      this.dispatch(false);
+      while (this.slots.length > 0) await this.drain(true);
+      await writer?.finish(this.stats.reused < this.stats.notes || remembered.skipped > 0);
+    } catch (error) {
+      await writer?.finish(false);
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.sources.listing.return?.(undefined);
+    await this.sources.remembered.close();
+    await this.sources.reader.close();
+    await this.pool?.close();
+  }
+
+  /** The next READ_WINDOW notes of the listing (fewer at its end), their reads asked for. */
+  private async planWindow(): Promise<PlannedNote[]> {
+    const { listing, remembered, candidates: candidatesOf, reader } = this.sources;
+    const window: PlannedNote[] = [];
+    while (window.length < READ_WINDOW) {
+      const listed = await listing.next();
+      if (listed.done) break;
+      const [annotated, oids] = listed.value;
+      this.stats.notes++;
+      const key = noteKey(oids);
+      const cached = await remembered.find(annotated, key);
+      const candidates = candidatesOf.get(annotated) ?? null;
+      const want = this.wantLines(annotated);
+      // Remembered promotions spare reading the note; a candidate without one is judged by the caller.
+      const promotions =
+        cached && candidates
+          ? candidates.map((c) => rememberedPromotion(cached, c.candidate, c.rules))
+          : null;
+      const needsLines = want || (promotions?.includes(null) ?? false);
+      const content = cached === null || needsLines ? reader.readMany(oids) : null;
+      content?.catch(() => {}); // awaited in take; a failed run must not leave it unhandled
+      window.push({ annotated, key, cached, candidates, promotions, needsLines, content });
+    }
+    return window;
+  }
+
+  /** One planned note: its facts remembered, or its bytes added to the batch being built (sent once full). */
+  private async take(planned: PlannedNote): Promise<void> {
+    const { annotated, key, cached, candidates, promotions, needsLines, content } = planned;
+    const objects = content ? await content : [];
+    const slot: Slot = { annotated, key, candidates, remembered: cached, note: null, batch: null, index: 0 };
+    if (cached !== null) {
+      this.stats.reused++;
+      const lines = needsLines ? linesOf(objects) : null;
+      slot.note = { annotated, facts: cached.facts, promotions, lines };
+    } else {
+      this.builder.add(annotated, joined(objects), candidates, this.wantLines(annotated));
+      this.building.push(slot);
+    }
+    this.slots.push(slot);
+    if (this.builder.bytes >= BATCH_BYTES) {
+      this.dispatch(true);
+      // Bounded read-ahead: once every thread has two batches, wait for the oldest.
+      await this.drain(this.inFlight >= (this.pool?.size ?? 1) * 2);
+    }
+  }
+
+  /** A few notes to check among many remembered ones: check them now rather than hold the rest back. */
+  private checkStragglers(): void {
+    const front = this.slots[0];
+    if (front && front.note === null && front.batch === null && this.slots.length >= 2 * READ_WINDOW)
+      this.dispatch(false);
+  }
 
   /** Sends the batch being built to a thread (or checks it here, when there are none and `startThreads` is false). */
-  const dispatch = (startThreads: boolean) => {
-    if (builder.count === 0) return;
-    if (pool === undefined && startThreads) pool = NotePool.start(governance);
-    const batchOf = builder.take(seq++);
+  private dispatch(startThreads: boolean): void {
+    if (this.builder.count === 0) return;
+    if (this.pool === undefined && startThreads) this.pool = NotePool.start(this.governance);
+    const { trustRoot, policy } = this.governance;
+    const batchOf = this.builder.take(this.seq++);
     const batch: Batch = {
-      result: pool
-        ? pool.check(batchOf)
+      result: this.pool
+        ? this.pool.check(batchOf)
         : Promise.resolve(checkNoteBatch(batchOf, trustRoot, policy.repositoryId)),
       checked: null,
     };
-    inFlight++;
+    this.inFlight++;
     batch.result.then(
       (checked) => {
         batch.checked = checked;
-        inFlight--;
+        this.inFlight--;
       },
-      () => inFlight--,
+      () => this.inFlight--,
     );
-    building.forEach((slot, index) => {
+    this.building.forEach((slot, index) => {
       slot.batch = batch;
       slot.index = index;
     });
-    building = [];
-  };
-
-  const deliver = (slot: Slot, note: PassedNote) => {
-    onNote(note);
-    if (!writer) return;
-    if (slot.remembered) return writer.keep(slot.remembered);
-    const promoted: CachedPromotion[] = [];
-    note.promotions?.forEach((promotion, i) => {
-      const { candidate, rules } = slot.candidates![i]!;
-      if (promotion) promoted.push({ path: candidate.path, sha256: candidate.sha256, rules, promotion });
-    });
-    writer.add(slot.annotated, slot.key, { facts: note.facts, promoted });
-  };
+    this.building = [];
+  }
 
   /** Hands on the slots at the front whose facts are known; with `wait`, first waits for the oldest batch. */
-  const drain = async (wait: boolean) => {
-    while (slots.length > 0) {
-      const slot = slots[0]!;
+  private async drain(wait: boolean): Promise<void> {
+    while (this.slots.length > 0) {
+      const slot = this.slots[0]!;
       if (slot.note === null) {
         if (slot.batch === null) return; // still being built
         if (slot.batch.checked === null) {
@@ -176,90 +283,27 @@ export async function passOverLedger(
         const n = slot.batch.checked!.notes[slot.index]!;
         slot.note = { annotated: slot.annotated, facts: n.facts, promotions: n.promotions, lines: n.lines };
       }
-      slots.shift();
-      deliver(slot, slot.note);
+      this.slots.shift();
+      this.deliver(slot, slot.note);
     }
-  };
-
-  /** The next READ_WINDOW notes of the listing (fewer at its end), their reads asked for. */
-  const planWindow = async (): Promise<PlannedNote[]> => {
-    const window: PlannedNote[] = [];
-    while (window.length < READ_WINDOW) {
-      const listed = await listing.next();
-      if (listed.done) break;
-      const [annotated, oids] = listed.value;
-      stats.notes++;
-      const key = noteKey(oids);
-      const cached = await remembered.find(annotated, key);
-      const candidates = candidatesOf.get(annotated) ?? null;
-      const want = wantLines(annotated);
-      // Remembered promotions spare reading the note; a candidate without one is judged by the caller.
-      const promotions =
-        cached && candidates
-          ? candidates.map((c) => rememberedPromotion(cached, c.candidate, c.rules))
-          : null;
-      const needsLines = want || (promotions?.includes(null) ?? false);
-      const content = cached === null || needsLines ? reader.readMany(oids) : null;
-      content?.catch(() => {}); // awaited below; a failed run must not leave it unhandled
-      window.push({ annotated, key, cached, candidates, promotions, needsLines, content });
-    }
-    return window;
-  };
-
-  try {
-    let next: Promise<PlannedNote[]> | null = planWindow();
-    while (next) {
-      const window: PlannedNote[] = await next;
-      next = window.length === READ_WINDOW ? planWindow() : null;
-      // Threads start while the first notes are read, once there are enough to check (not on a warm run).
-      if (pool === undefined && window.filter((n) => n.cached === null).length >= EARLY_START)
-        pool = NotePool.start(governance);
-      for (const { annotated, key, cached, candidates, promotions, needsLines, content } of window) {
-        const objects = content ? await content : [];
-        const slot: Slot = {
-          annotated,
-          key,
-          candidates,
-          remembered: cached,
-          note: null,
-          batch: null,
-          index: 0,
-        };
-        if (cached !== null) {
-          stats.reused++;
-          const lines = needsLines ? linesOf(objects) : null;
-          slot.note = { annotated, facts: cached.facts, promotions, lines };
-        } else {
-          builder.add(annotated, joined(objects), candidates, wantLines(annotated));
-          building.push(slot);
-        }
-        slots.push(slot);
-        if (builder.bytes >= BATCH_BYTES) {
-          dispatch(true);
-          // Bounded read-ahead: once every thread has two batches, wait for the oldest.
-          await drain(inFlight >= (pool?.size ?? 1) * 2);
-        }
-      }
-      // A few notes to check among many remembered ones: check them now rather than hold the rest back.
-      const front = slots[0];
-      if (front && front.note === null && front.batch === null && slots.length >= 2 * READ_WINDOW)
-        dispatch(false);
-      await drain(false);
-    }
-    // Less than one batch in all is checked in-process: starting threads would cost more.
-    dispatch(false);
-    while (slots.length > 0) await drain(true);
-    await writer?.finish(stats.reused < stats.notes || remembered.skipped > 0);
-  } catch (error) {
-    await writer?.finish(false);
-    throw error;
-  } finally {
-    await listing.return(undefined);
-    await remembered.close();
-    await reader.close();
-    await pool?.close();
   }
-  return stats;
+
+  /** Hands a note on, and keeps its facts (and the promotions weighed from them) for the next run. */
+  private deliver(slot: Slot, note: PassedNote): void {
+    this.onNote(note);
+    const { writer } = this.sources;
+    if (!writer) return;
+    if (slot.remembered) {
+      writer.keep(slot.remembered);
+      return;
+    }
+    const promoted: CachedPromotion[] = [];
+    note.promotions?.forEach((promotion, i) => {
+      const { candidate, rules } = slot.candidates![i]!;
+      if (promotion) promoted.push({ path: candidate.path, sha256: candidate.sha256, rules, promotion });
+    });
+    writer.add(slot.annotated, slot.key, { facts: note.facts, promoted });
+  }
 }
 
 /** A note's bytes: those of its note blob(s), missing ones left out (NotesLedger.entries reads them so). */

@@ -43,11 +43,7 @@ interface RecordBase {
 
 export type LedgerRecord =
   | (RecordBase & { kind: 'verdict'; verdict: VerdictName })
-  | (RecordBase & {
-      kind: 'review';
-      decision: 'approve' | 'reject';
-      reviewer: { name: string; email: string };
-    });
+  | (RecordBase & { kind: 'review'; decision: 'approve' | 'reject' });
 
 export type DecodedRecord = { ok: true; record: LedgerRecord } | { ok: false; reason: string };
 
@@ -104,11 +100,12 @@ export function decodeRecord(line: string): DecodedRecord {
     const decision = predicate.decision;
     if (decision !== 'approve' && decision !== 'reject')
       return fail(`unknown review decision ${quotedValue(decision)}`);
+    // Who reviewed is the key that signed (a key renamed later keeps its reviews); `reviewer` is what its holder
+    // wrote of themselves, informative, but a review must carry it (DESIGN 3.2).
     const reviewer = predicate.reviewer;
     if (!isObject(reviewer) || typeof reviewer.name !== 'string' || typeof reviewer.email !== 'string')
       return fail('the review names no reviewer (an object with a name and an email)');
-    const named = { name: reviewer.name, email: reviewer.email };
-    return { ok: true, record: { ...base, kind: 'review', decision, reviewer: named } };
+    return { ok: true, record: { ...base, kind: 'review', decision } };
   }
   return fail(`unknown predicateType ${quotedValue(st.predicateType)}`);
 }
@@ -190,20 +187,9 @@ function trustOf(record: LedgerRecord, s: RecordSignature, verifies: boolean): R
     const flaw = s.signature === null ? 'is not standard base64' : 'does not verify';
     return { ok: false, reason: `the signature by ${s.key.name} ${flaw}`, signer: s.key };
   }
-  const problem = keyRefusal(s.key, roleFor(record), record.createdAt) ?? misnamedReviewer(record, s.key);
+  const problem = keyRefusal(s.key, roleFor(record), record.createdAt);
   if (problem) return { ok: false, reason: problem, signer: s.key, verified: true };
   return { ok: true, signer: s.key };
-}
-
-/**
- * A review says who made it (DESIGN 3.2: the reviewer's name and email as in the trust root), and a reader that shows
- * that name must be able to rely on it: a review naming another reviewer than the key that signed it does not count.
- * The name is compared, the key's name in the trust root; the email is not, since a key file's email may be
- * corrected later (an approved change) and the reviews made before it must keep counting.
- */
-function misnamedReviewer(record: LedgerRecord, key: TrustedKey): string | null {
-  if (record.kind !== 'review' || record.reviewer.name === key.name) return null;
-  return `it names the reviewer ${quotedValue(record.reviewer.name)}, but the key that signed it is ${key.name}'s`;
 }
 
 export function isRepositoryPath(path: string): boolean {

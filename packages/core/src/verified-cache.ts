@@ -32,8 +32,8 @@ import type { TrustRoot } from './trust-root.js';
  *    holds promotions two keys of one person made.
  */
 /**
- * 6: a review naming another reviewer than its signer does not count, and a time in any UTC form of RFC 3339 is one;
- *    a cache from before holds such lines judged the other way.
+ * 6: a time in any UTC form of RFC 3339 is one, and a review names its reviewer (name and email); a cache from before
+ *    holds such lines judged the other way.
  */
 const RULES_VERSION = 6;
 /** Lines remembered at most (about 230 bytes each on disk); a larger ledger is remembered up to here. */

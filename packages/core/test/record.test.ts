@@ -270,16 +270,10 @@ describe('verifyRecord', () => {
         );
       });
 
-      it('refuses a review naming another reviewer than the key that signed it; control: its own name, any email', async () => {
-        const naming = (name: string, email: string) => {
-          const statement = testReviewStatement(rita, [file]);
-          statement.predicate.reviewer = { name, email };
-          return signedLine(rita, statement);
-        };
-        expect(await judge(naming('mallory', rita.keyFile.email), backend)).toBe(
-          'it names the reviewer "mallory", but the key that signed it is rita\'s',
-        );
-        expect(await judge(naming('rita', 'rita@old.example'), backend)).toBe('ok by rita');
+      it('takes who reviewed from the signing key, not from what the review names (a key renamed keeps its reviews)', async () => {
+        const statement = testReviewStatement(rita, [file]);
+        statement.predicate.reviewer = { name: 'mallory', email: 'mallory@example.com' };
+        expect(await judge(signedLine(rita, statement), backend)).toBe('ok by rita');
       });
 
       it('refuses a revoked key even for a record dated before the revocation', async () => {
