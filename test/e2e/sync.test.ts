@@ -818,7 +818,13 @@ describe('the records a pull brings', () => {
     const rebased = gitRun(story, mate, ['pull', '--rebase']);
     expect(rebased.code, rebased.stderr).toBe(0);
     expect(rebased.stderr).toContain("did not take origin's fetched ledger");
+    expect(rebased.stderr).toContain('`delegate-git sync` says what and why');
+    expect(rebased.stderr).not.toContain('Why:');
     expect(refTip(story, mate, LEDGER)).toBe(before);
+    // Said once: an amend after it (post-rewrite again) says nothing more.
+    const amended = gitRun(story, mate, ['commit', '--amend', '-q', '--no-edit']);
+    expect(amended.code, amended.stderr).toBe(0);
+    expect(amended.stderr).not.toContain('delegate-git');
     expect(gitOk(story, mate, ['log', '--format=%s', '-2']).split('\n')).toEqual(['local', 'c']);
   });
 

@@ -406,7 +406,9 @@ async function refuseForeign(
  * other side. Only origin's: a remote fetched for a look would otherwise put its lines here. A tip refused once is not
  * checked again at every commit. One sentence for the hook to print, if any.
  */
-export async function takeInFetchedLedger(repo: Repository): Promise<{ said: string | null; took: boolean }> {
+export async function takeInFetchedLedger(
+  repo: Repository,
+): Promise<{ said: string | null; took: boolean; refusedBefore?: true; why?: string }> {
   const opts = { cwd: repo.cwd, env: repo.env };
   const tracking = trackingRef('origin');
   const named = await refObject(tracking, opts);
@@ -428,6 +430,7 @@ export async function takeInFetchedLedger(repo: Repository): Promise<{ said: str
     return {
       said: `origin's fetched ledger (${theirs.slice(0, 12)}) was refused before; \`delegate-git sync\` says why`,
       took: false,
+      refusedBefore: true,
     };
   try {
     await takeInRemoteLedger(repo, 'origin', ours, theirs, "delegate-git: take in origin's fetched ledger", [
@@ -443,7 +446,15 @@ export async function takeInFetchedLedger(repo: Repository): Promise<{ said: str
     await mkdir(repo.cacheDir, { recursive: true })
       .then(() => writeFile(refusedBefore, `${asked}\n`))
       .catch(() => {});
-    return { said: `did not take origin's fetched ledger: ${error.message}`, took: false };
+    // Said after a pull in a line or two, sync (the same check) giving the details; a refused commit adds `why`.
+    return {
+      said:
+        `did not take origin's fetched ledger (${theirs.slice(0, 12)}): it holds what this clone may not take in; ` +
+        "`delegate-git sync` says what and why. Until origin's ledger is repaired, this clone's ledger cannot be " +
+        'pushed there (not a fast-forward).',
+      took: false,
+      why: error.message,
+    };
   }
 }
 

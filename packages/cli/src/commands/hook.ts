@@ -71,8 +71,8 @@ async function preCommit(
       // The records of what a `git pull` merges come with it into the remote's tracking ledger, which no gate reads:
       // taken in (checked as sync checks them), they count, and the refused files are judged again.
       const { takeInFetchedLedger } = await import('../ledger-intake.js');
-      const { said, took } = await takeInFetchedLedger(repo);
-      if (said) io.err(`delegate-git: ${said}\n`);
+      const { said, took, why } = await takeInFetchedLedger(repo);
+      if (said) io.err(`delegate-git: ${said}${why ? ` Why: ${why}` : ''}\n`);
       if (took) {
         report = await checkStaged(repo, quick.staged);
         code = reportExitCode(report);
@@ -125,8 +125,9 @@ async function afterPull(io: Io): Promise<number> {
   ]);
   const repo = await Repository.open(io.cwd, io.env);
   try {
-    const { said } = await takeInFetchedLedger(repo);
-    if (said) io.err(`delegate-git: ${said}\n`);
+    const { said, refusedBefore } = await takeInFetchedLedger(repo);
+    // A refusal is said once, after the pull that fetched it, not after every amend or rebase since.
+    if (said && !refusedBefore) io.err(`delegate-git: ${said}\n`);
     return 0;
   } finally {
     await repo.close();
