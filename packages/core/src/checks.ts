@@ -629,7 +629,6 @@ function physical(dir: string): string {
   }
 }
 
-/** The files of `more` not already among `files` (by path), as files to judge by their content alone. */
 /**
  * When a change moves the keys directory, every file there becomes a key file (keysMovedTo): each is judged as one,
  * not only those the change adds, and dated by the policy version the move replaces (`replaced`: its blob and the

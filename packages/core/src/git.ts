@@ -186,7 +186,6 @@ export class WaitingGit {
   }
 }
 
-/** Spawns git (no shell) and returns its stdout. Non-zero exit → DelegateGitError('GIT'); no git → 'NOT_A_REPOSITORY'. */
 /**
  * Paths as pathspecs that match only themselves: a plain pathspec is also a glob, so `k[1]/` would list `k1/` too
  * (a keys directory, a file name with brackets as web frameworks use them).
@@ -195,6 +194,7 @@ export function literalPathspecs(paths: readonly string[]): string[] {
   return paths.map((p) => `:(literal)${p}`);
 }
 
+/** Spawns git (no shell) and returns its stdout. Non-zero exit → DelegateGitError('GIT'); no git → 'NOT_A_REPOSITORY'. */
 export async function git(args: string[], opts: GitOptions): Promise<Buffer> {
   const result = await gitTry(args, opts);
   if (result.code !== 0) throw gitFailure(args, result);

@@ -45,6 +45,7 @@ import {
   stagedDiffArgs,
 } from './staged-changes.js';
 
+// notes-ledger.ts's LEDGER_REF, spelled here: this module is the hook's quick bundle, which must not load the ledger.
 const LEDGER_REF = 'refs/notes/delegations';
 const LEDGER_SHADOWS = shadowsOf(LEDGER_REF)
   .map((name) => `${name}\n`)

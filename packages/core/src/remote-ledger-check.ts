@@ -1,6 +1,7 @@
 /**
  * What `sync` asks of a remote's ledger before it takes any line of it: does every line the remote would add to the
- * local ledger decode, sit on the blob it names, and verify under the trust root committed at HEAD? A line that does
+ * local ledger decode, sit on the blob it names, and verify under the trust root committed at the commit that judges
+ * it (HEAD by default; sync asks again for each remote's default branch as last fetched)? A line that does
  * not would stay in the append-only ledger for good, and a server with the pre-receive hook refuses every later
  * push of a ledger that adds it (DESIGN 4.2), so the clone could never push its records there again.
  */
@@ -87,8 +88,8 @@ export async function remoteLineProblems(
 }
 
 /**
- * The rules in force for a clone: what a commit holds (HEAD's, as `verify` judges HEAD by). The work tree or the index
- * would let an uncommitted key vouch for the lines it signed.
+ * The rules a commit holds (a judge's commit: HEAD, or a remote's default branch). The work tree or the index would
+ * let an uncommitted key vouch for the lines it signed.
  */
 async function governanceAt(repo: Repository, rev: string): Promise<Governance> {
   const named = await gitTry(['rev-parse', '--verify', '-q', `${rev}^{commit}`], {

@@ -30,8 +30,6 @@ import type { TrustRoot } from './trust-root.js';
  *    valid.
  * 5: reviewers toward a threshold are the holders of keys (trust-root.ts holderOf), not keys; a cache from before
  *    holds promotions two keys of one person made.
- */
-/**
  * 6: a time in any UTC form of RFC 3339 is one, and a review names its reviewer (name and email); a cache from before
  *    holds such lines judged the other way.
  */

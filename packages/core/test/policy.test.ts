@@ -20,6 +20,7 @@ function refusalOf(fields: Record<string, unknown>, source?: string): DelegateGi
     parsePolicy(JSON.stringify({ version: 1, repositoryId: ID, ...fields }), source);
   } catch (error) {
     expect(error).toBeInstanceOf(DelegateGitError);
+    expect((error as DelegateGitError).code).toBe('POLICY');
     return error as DelegateGitError;
   }
   throw new Error('expected the policy to be refused');

@@ -31,6 +31,7 @@ function refusalOf(text: string, file = FILE): DelegateGitError {
     parseKeyFile(text, file);
   } catch (error) {
     expect(error).toBeInstanceOf(DelegateGitError);
+    expect((error as DelegateGitError).code).toBe('TRUST_ROOT');
     return error as DelegateGitError;
   }
   throw new Error('expected the key file to be refused');

@@ -359,7 +359,7 @@ async function configureNotes(repo: Repository, io: Io, done: string[]): Promise
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
   const remotes = (await gitText(['remote'], opts)).split('\n').filter(Boolean);
   for (const remote of remotes) {
-    const spec = `+refs/notes/delegations:refs/notes/remotes/${remote}/delegations`;
+    const spec = `+${LEDGER_REF}:${trackingRef(remote)}`;
     const existing = (await gitTry(['config', '--get-all', `remote.${remote}.fetch`], opts)).stdout
       .toString()
       .split('\n');
