@@ -1,7 +1,7 @@
 import type { PushRefusal } from '@delegate-git/core/pre-receive';
 
 const PROMOTE =
-  'Promote each file (delegate it, or `delegate-git attest --approve <path>` by a reviewer) and push the ledger with it: git push --atomic <remote> <branch> refs/notes/delegations';
+  "Promote each file (reviewers' approvals, `delegate-git attest --approve <path>`, as many as the reason says; or, where a verdict promotes it, a delegation: not for the policy and key files, nor under requireReview) and push the ledger with it: git push --atomic <remote> <branch> refs/notes/delegations";
 const SYNC =
   'The ledger only grows, and only by records that verify: to catch up with the server, run `delegate-git sync` (fetch, merge, push without force) instead of rewriting refs/notes/delegations.';
 
