@@ -80,6 +80,11 @@ describe('a submodule in a governed path', () => {
     }
     expect(pushed.stderr).toContain('No record promotes a submodule');
     expect(pushed.stderr).not.toContain('attest --approve');
+    // Machines are told the same by the refusal's kind.
+    const checked = JSON.parse(cli(story, work, ['check', '--rev', 'HEAD', '--json']).stdout) as {
+      results: Array<{ path: string; kind?: string }>;
+    };
+    expect(checked.results.filter((r) => r.kind === 'submodule').map((r) => r.path)).toEqual(['src/lib']);
     // Control: the revision before it, with the submodule outside governance, passes both.
     expect(cli(story, work, ['verify', '--rev', 'HEAD~1']).code).toBe(0);
     expect(cli(story, work, ['check', '--rev', 'HEAD~1']).code).toBe(0);

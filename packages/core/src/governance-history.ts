@@ -6,18 +6,12 @@
  * committed past the local hook, would be trusted by every later revision's trust root, and CI would agree with it.
  * The commit that adopted delegate-git (no rules in force before it) is the trust anchor.
  */
-import {
-  type CheckResult,
-  keysLeftBehind,
-  leftBehind,
-  parseRawDiff,
-  policyVersionAt,
-  withJoiningKeys,
-} from './checks.js';
+import type { CheckResult } from './checks.js';
 import { isDelegateGitError } from './errors.js';
 import { git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { type FileToJudge, type Judgement, judgeFiles } from './judge.js';
+import { keysLeftBehind, leftBehind, policyVersionAt, withJoiningKeys } from './keys-move.js';
 import { PathHistories } from './path-history.js';
 import { loadPathIndex, type PathIndex } from './path-index.js';
 import {
@@ -31,6 +25,7 @@ import {
 } from './policy.js';
 import type { Repository } from './repository.js';
 import { gitSnapshot, splitZ, treeFiles } from './snapshot.js';
+import { parseRawDiff } from './staged-changes.js';
 
 export interface GovernanceChangeProblem {
   /** The commit that made the change. */

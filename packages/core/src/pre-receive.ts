@@ -5,7 +5,6 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { keysLeftBehind, leftBehind, policyVersionAt, withJoiningKeys } from './checks.js';
 import { DecisionCache } from './decision-cache.js';
 import { collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
 import { CatFileBatch, git, gitTry } from './git.js';
@@ -13,6 +12,7 @@ import { type Governance, loadGovernance } from './governance.js';
 import { recordedAsCheckedOut } from './governed-paths.js';
 import { governedFiles, isLink, judgeFiles, revisionAnchor } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
+import { keysLeftBehind, leftBehind, policyVersionAt, withJoiningKeys } from './keys-move.js';
 import { foreignAlongUpdate, type LedgerChange } from './ledger-change.js';
 import { ForeignEntries, type ForeignEntry, whyNotANote } from './notes-format.js';
 import { LEDGER_REF, NotesLedger } from './notes-ledger.js';

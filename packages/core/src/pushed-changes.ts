@@ -3,10 +3,11 @@
  * and copies found), the files a ref's tips differ in, and the files of a ref that names a tree. Which commits count
  * as new, and by whose rules they are judged, is pre-receive.ts's question.
  */
-import { parseRawDiff } from './checks.js';
+
 import { git, PINNED_LOG } from './git.js';
 import type { Repository } from './repository.js';
 import { splitZ, treeFiles } from './snapshot.js';
+import { parseRawDiff } from './staged-changes.js';
 
 /** A file a push brings at a path, or removes from it. */
 export interface Introduced {

@@ -58,7 +58,7 @@ export default {
 
 export function toJson(report: CheckReport, exitCode: number) {
   return {
-    results: report.results.map(({ path, promoted, reason, by, governed, sha256, blob, absent }) => ({
+    results: report.results.map(({ path, promoted, reason, by, governed, sha256, blob, absent, kind }) => ({
       path,
       promoted,
       reason,
@@ -67,6 +67,7 @@ export function toJson(report: CheckReport, exitCode: number) {
       sha256,
       gitBlob: blob,
       ...(absent ? { absent } : {}),
+      ...(kind ? { kind } : {}),
     })),
     deletions: report.deletions,
     mode: report.mode,
