@@ -4,13 +4,30 @@
 // accepted or refused by the gates, a reviewer's approval, and the ledger verified at the end.
 // Exits non-zero if any step does not behave as told. `--json` prints the step results for the story test.
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cli = path.join(root, 'packages', 'cli', 'bin', 'delegate-git.js');
+// Step 2 of the README's quick start needs step 1's build: said once, before any step runs on a CLI that is not there.
+if (!existsSync(path.join(root, 'packages', 'cli', 'dist', 'delegate-git.cjs'))) {
+  process.stderr.write(
+    'demo: the CLI has not been built (packages/cli/dist is missing), so no step can run. Run step 1 of the ' +
+      "README's quick start first (npx --yes pnpm@10.34.8 install --frozen-lockfile && npx --yes pnpm@10.34.8 test), " +
+      'then `npm run demo` again.\n',
+  );
+  process.exit(2);
+}
 const asJson = process.argv.includes('--json');
 const keep = process.argv.includes('--keep');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'delegate-git-demo-'));
