@@ -29,7 +29,7 @@ import { resolveVerdict, type Verdict } from './verdict.js';
 import { evaluateVerificationPolicy, resolveVerificationRepeats } from './verification-policy.js';
 import { runCommand, runPassed, runVerification } from './verification-runner.js';
 import { callWorker, WorkerError, type WorkerProgress } from './worker-client.js';
-import { applyWritePlan, type PlannedFile, planWrites } from './write-plan.js';
+import { applyWritePlan, type PlannedFile, planWrites, type WritePlan } from './write-plan.js';
 import {
   attributesMayApply,
   ContentHashers,
@@ -97,11 +97,11 @@ export interface DelegationReceipt {
 }
 
 export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise<DelegationReceipt> {
-  const writers = new ClosingWriters(opts.repo);
+  const delegation = new Delegation(unit, opts);
   try {
-    return await delegateWith(unit, opts, writers);
+    return await delegation.run();
   } finally {
-    writers.dismiss();
+    delegation.writers.dismiss();
   }
 }
 
@@ -127,174 +127,238 @@ class ClosingWriters {
   }
 }
 
-async function delegateWith(
-  unit: Unit,
-  opts: DelegationOptions,
-  writers: ClosingWriters,
-): Promise<DelegationReceipt> {
-  const { repo, settings } = opts;
-  const top = repo.layout.topLevel!;
-  const keyName = settings.worker.apiKeyEnv;
-  const apiKey = keyName ? opts.env?.[keyName]?.trim() : undefined;
-  if (keyName && !apiKey) {
-    // Sent without it, the request would come back 401 and read as a worker problem.
-    throw new DelegateGitError(
-      'CONFIG',
-      `worker.apiKeyEnv names the environment variable ${keyName}, which is not set (or empty) here. Set it to the worker's API key, or clear the setting (delegate-git config set worker.apiKeyEnv "") if the server needs none.`,
-    );
+/** The context gathered for the worker, and the failure locations this attempt took from the previous one. */
+type GatheredContext = Extract<Awaited<ReturnType<typeof gatherContext>>, { ok: true }>;
+
+/**
+ * One delegation. `run()` is DESIGN 4.3's steps in order; a step that ends the unit early sets the receipt's verdict
+ * and returns null.
+ */
+class Delegation {
+  readonly writers: ClosingWriters;
+  private readonly receipt: DelegationReceipt;
+  private readonly top: string;
+  private readonly gitDirs: string[];
+
+  constructor(
+    private readonly unit: Unit,
+    private readonly opts: DelegationOptions,
+  ) {
+    this.writers = new ClosingWriters(opts.repo);
+    this.receipt = emptyReceipt(unit);
+    this.top = opts.repo.layout.topLevel!;
+    this.gitDirs = gitDirsOf(opts.repo);
   }
-  const receipt = emptyReceipt(unit);
-  const refuse = (verdict: Verdict, message: string, errors: string[] = []) =>
-    Object.assign(receipt, { verdict, message, errors });
 
-  const gitDirs = gitDirsOf(repo);
-  const workspace = resolveWorkspace(unit.workspaceDir ? path.resolve(top, unit.workspaceDir) : undefined, {
-    sessionRoot: top,
-    emitAllowlist: settings.emitAllowlist.map((p) => path.resolve(top, p)),
-    gitDirs,
-  });
-  if (!workspace.ok) return refuse('CONTEXT_REFUSED', workspace.reason);
-  const ws = workspace.dir;
-  receipt.workspace = ws;
-  // Every write would be refused (scope.ts): the model's time would be spent for nothing.
-  if ((unit.targetFiles ?? []).length === 0 && settings.unitScope !== 'off')
-    return refuse(
-      'CONTEXT_REFUSED',
-      'The unit declares no targetFiles, so nothing the worker wrote could be kept; the worker was not called. ' +
-        'Declare the files it may write in the unit\'s targetFiles, or an operator can set unitScope: "off" to lift the check.',
-    );
+  async run(): Promise<DelegationReceipt> {
+    const apiKey = this.workerApiKey();
+    const ws = this.workspace();
+    if (ws === null) return this.receipt;
+    const contract = pinContract(ws, this.unit.contractFiles ?? []);
+    const context = await this.context(ws, contract);
+    if (context === null) return this.receipt;
+    // The commit the unit starts from, read while the worker answers: the object reader it starts is the one the
+    // record is written through at the end.
+    const startedAt = headCommit(this.opts.repo);
+    const answer = await this.askWorker(ws, apiKey, context);
+    if (answer === null) return this.receipt;
+    const plan = this.write(ws, contract, answer);
+    await this.judge(ws, contract, plan);
+    await this.rememberFailures(ws);
+    if (plan.files.length > 0) await this.record(await startedAt);
+    return this.receipt;
+  }
 
-  const contract = pinContract(ws, unit.contractFiles ?? []);
-  const context = await gatherContext(unit, ws, contract.canonical, settings, repo, receipt);
-  if (!context.ok)
-    return refuse(
-      'CONTEXT_REFUSED',
-      'The declared context was refused; the worker was not called.',
-      context.errors,
-    );
+  private refuse(verdict: Verdict, message: string, errors: string[] = []): null {
+    Object.assign(this.receipt, { verdict, message, errors });
+    return null;
+  }
 
-  // The commit the unit starts from, read while the worker answers: the object reader it starts is the one the
-  // record is written through at the end.
-  const startedAt = headCommit(repo);
-  let reply: Awaited<ReturnType<typeof callWorker>>;
-  try {
-    reply = await callWorker({
-      endpoint: settings.worker.endpoint,
-      model: settings.worker.model,
-      apiKey,
-      timeoutMs: settings.worker.timeoutMs,
-      idleTimeoutMs: settings.worker.idleTimeoutMs,
-      maxTokens: settings.worker.maxTokens,
-      messages: buildWorkerMessages(unit, context.context, context.retry),
-      onProgress: opts.onProgress,
-      onSent: () => writers.start(),
+  private workerApiKey(): string | undefined {
+    const keyName = this.opts.settings.worker.apiKeyEnv;
+    const apiKey = keyName ? this.opts.env?.[keyName]?.trim() : undefined;
+    if (keyName && !apiKey)
+      // Sent without it, the request would come back 401 and read as a worker problem.
+      throw new DelegateGitError(
+        'CONFIG',
+        `worker.apiKeyEnv names the environment variable ${keyName}, which is not set (or empty) here. Set it to the worker's API key, or clear the setting (delegate-git config set worker.apiKeyEnv "") if the server needs none.`,
+      );
+    return apiKey;
+  }
+
+  private workspace(): string | null {
+    const { unit, opts, top } = this;
+    const workspace = resolveWorkspace(unit.workspaceDir ? path.resolve(top, unit.workspaceDir) : undefined, {
+      sessionRoot: top,
+      emitAllowlist: this.emitAllowlist(),
+      gitDirs: this.gitDirs,
     });
-  } catch (error) {
-    if (!(error instanceof WorkerError)) throw error;
-    await offerAgain(repo, ws, context.taken);
-    return refuse(
-      'WORKER_ERROR',
-      `The worker failed (${error.kind}): ${error.message.replace(/\.$/, '')}. Nothing was written.`,
-    );
-  }
-  receipt.tokens = reply.usage;
-  receipt.worker = {
-    host: reply.endpointHost,
-    model: reply.model,
-    durationMs: reply.durationMs,
-    truncated: reply.truncated,
-  };
-  if (reply.truncated) {
-    await offerAgain(repo, ws, context.taken);
-    return refuse(
-      'WORKER_ERROR',
-      `The worker's reply was cut by its token limit (finish_reason "length") after ${reply.usage.completion} tokens, so it is incomplete and was not parsed. Nothing was written. Raise worker.maxTokens or split the unit.`,
-    );
+    if (!workspace.ok) return this.refuse('CONTEXT_REFUSED', workspace.reason);
+    this.receipt.workspace = workspace.dir;
+    // Every write would be refused (scope.ts): the model's time would be spent for nothing.
+    if ((unit.targetFiles ?? []).length === 0 && opts.settings.unitScope !== 'off')
+      return this.refuse(
+        'CONTEXT_REFUSED',
+        'The unit declares no targetFiles, so nothing the worker wrote could be kept; the worker was not called. ' +
+          'Declare the files it may write in the unit\'s targetFiles, or an operator can set unitScope: "off" to lift the check.',
+      );
+    return workspace.dir;
   }
 
-  const emission = parseEmission(reply.content, { targetFiles: unit.targetFiles ?? [] });
-  const plan = planWrites(emission, {
-    workspace: ws,
-    contractFiles: contract.canonical,
-    targetFiles: unit.targetFiles ?? [],
-    unitScope: settings.unitScope,
-    emitAllowlist: settings.emitAllowlist.map((p) => path.resolve(top, p)),
-    repositoryTop: top,
-    gitDirs,
-    governanceFile: (p) => isGovernanceFile(opts.governance.policy, p),
-  });
-  const errors = [...emission.errors, ...plan.errors];
-  receipt.errors = errors;
-  receipt.duplicates = plan.duplicates;
-  if (plan.files.length > 0) {
-    applyWritePlan(plan);
-    writers.hashers = new ContentHashers(
-      repo,
-      plan.files.map((f) => repositoryPathOf(top, f.absolute)),
-    );
+  private async context(ws: string, contract: PinnedContract): Promise<GatheredContext | null> {
+    const { unit, opts } = this;
+    const context = await gatherContext(unit, ws, contract.canonical, opts.settings, opts.repo, this.receipt);
+    if (!context.ok)
+      return this.refuse(
+        'CONTEXT_REFUSED',
+        'The declared context was refused; the worker was not called.',
+        context.errors,
+      );
+    return context;
   }
 
-  const wroteCleanly = plan.files.length > 0 && errors.length === 0;
-  const { ran, notApproved, unitFailed, flaky, verifiedAs } = await verificationStep(unit, opts, receipt, {
-    workspace: ws,
-    files: plan.files,
-    wroteCleanly,
-  });
+  /** The worker's answer, or null when it gave none that can be parsed (the receipt says why). */
+  private async askWorker(
+    ws: string,
+    apiKey: string | undefined,
+    context: GatheredContext,
+  ): Promise<string | null> {
+    const { settings, repo } = this.opts;
+    let reply: Awaited<ReturnType<typeof callWorker>>;
+    try {
+      reply = await callWorker({
+        endpoint: settings.worker.endpoint,
+        model: settings.worker.model,
+        apiKey,
+        timeoutMs: settings.worker.timeoutMs,
+        idleTimeoutMs: settings.worker.idleTimeoutMs,
+        maxTokens: settings.worker.maxTokens,
+        messages: buildWorkerMessages(this.unit, context.context, context.retry),
+        onProgress: this.opts.onProgress,
+        onSent: () => this.writers.start(),
+      });
+    } catch (error) {
+      if (!(error instanceof WorkerError)) throw error;
+      await offerAgain(repo, ws, context.taken);
+      return this.refuse(
+        'WORKER_ERROR',
+        `The worker failed (${error.kind}): ${error.message.replace(/\.$/, '')}. Nothing was written.`,
+      );
+    }
+    this.receipt.tokens = reply.usage;
+    this.receipt.worker = {
+      host: reply.endpointHost,
+      model: reply.model,
+      durationMs: reply.durationMs,
+      truncated: reply.truncated,
+    };
+    if (reply.truncated) {
+      await offerAgain(repo, ws, context.taken);
+      return this.refuse(
+        'WORKER_ERROR',
+        `The worker's reply was cut by its token limit (finish_reason "length") after ${reply.usage.completion} tokens, so it is incomplete and was not parsed. Nothing was written. Raise worker.maxTokens or split the unit.`,
+      );
+    }
+    return reply.content;
+  }
 
-  const coherenceFailed = wroteCleanly && (await coherenceStep(opts, receipt, top));
+  /** Parses the answer and writes what the unit may write; the receipt keeps what was refused. */
+  private write(ws: string, contract: PinnedContract, answer: string): WritePlan {
+    const { unit, opts, top } = this;
+    const emission = parseEmission(answer, { targetFiles: unit.targetFiles ?? [] });
+    const plan = planWrites(emission, {
+      workspace: ws,
+      contractFiles: contract.canonical,
+      targetFiles: unit.targetFiles ?? [],
+      unitScope: opts.settings.unitScope,
+      emitAllowlist: this.emitAllowlist(),
+      repositoryTop: top,
+      gitDirs: this.gitDirs,
+      governanceFile: (p) => isGovernanceFile(opts.governance.policy, p),
+    });
+    this.receipt.errors = [...emission.errors, ...plan.errors];
+    this.receipt.duplicates = plan.duplicates;
+    if (plan.files.length > 0) {
+      applyWritePlan(plan);
+      this.writers.hashers = new ContentHashers(
+        opts.repo,
+        plan.files.map((f) => repositoryPathOf(top, f.absolute)),
+      );
+    }
+    return plan;
+  }
 
-  receipt.contract = recheckContract(contract);
-  // Read once: what is fingerprinted is what is hashed and recorded (written-content.ts).
-  const contents = plan.files.map((f) => regularContent(f.absolute));
-  const changedByLastRun = ran && verifiedAs !== fingerprintOf(plan.files, contents);
-  const stored =
-    plan.files.length > 0
-      ? await hashWritten(repo, plan.files, contents, writers.hashers!)
-      : { files: [], problems: [] };
-  receipt.files = stored.files;
-  receipt.verdict = resolveVerdict({
-    contractViolations: receipt.contract.violations,
-    verificationNotApproved: notApproved,
-    ran,
-    flaky,
-    unitFailed,
-    coherenceFailed,
-    filesWritten: plan.files.length,
-    emissionErrors: errors.length,
-    changedWhileVerified: changedByLastRun || (ran && stored.problems.length > 0),
-  });
-  if (receipt.verdict === 'UNIT_UNVERIFIED' && ran)
-    receipt.message = changedByLastRun
-      ? 'The files written changed during the last verification run (or the coherence check after it), so what ' +
-        'would be recorded is not what was verified. A command that formats files must find them formatted when run ' +
-        'again (verificationRepeats of 2 or more).'
-      : `What would be recorded is not what was verified: ${stored.problems.join(' ')}`;
-  if (settings.retryContext === 'auto') {
+  /** Verification, coherence, the contract re-hashed and the written files hashed: the verdict. */
+  private async judge(ws: string, contract: PinnedContract, plan: WritePlan): Promise<void> {
+    const { receipt, opts, unit } = this;
+    const wroteCleanly = plan.files.length > 0 && receipt.errors.length === 0;
+    const { ran, notApproved, unitFailed, flaky, verifiedAs } = await verificationStep(unit, opts, receipt, {
+      workspace: ws,
+      files: plan.files,
+      wroteCleanly,
+    });
+    const coherenceFailed = wroteCleanly && (await coherenceStep(opts, receipt, this.top));
+    receipt.contract = recheckContract(contract);
+    // Read once: what is fingerprinted is what is hashed and recorded (written-content.ts).
+    const contents = plan.files.map((f) => regularContent(f.absolute));
+    const changedByLastRun = ran && verifiedAs !== fingerprintOf(plan.files, contents);
+    const stored =
+      plan.files.length > 0
+        ? await hashWritten(opts.repo, plan.files, contents, this.writers.hashers!)
+        : { files: [], problems: [] };
+    receipt.files = stored.files;
+    receipt.verdict = resolveVerdict({
+      contractViolations: receipt.contract.violations,
+      verificationNotApproved: notApproved,
+      ran,
+      flaky,
+      unitFailed,
+      coherenceFailed,
+      filesWritten: plan.files.length,
+      emissionErrors: receipt.errors.length,
+      changedWhileVerified: changedByLastRun || (ran && stored.problems.length > 0),
+    });
+    if (receipt.verdict === 'UNIT_UNVERIFIED' && ran)
+      receipt.message = changedByLastRun
+        ? 'The files written changed during the last verification run (or the coherence check after it), so what ' +
+          'would be recorded is not what was verified. A command that formats files must find them formatted when run ' +
+          'again (verificationRepeats of 2 or more).'
+        : `What would be recorded is not what was verified: ${stored.problems.join(' ')}`;
+  }
+
+  /** The failures' locations, offered to the next attempt at this unit (retryContext "auto"). */
+  private async rememberFailures(ws: string): Promise<void> {
+    const { receipt, opts } = this;
+    if (opts.settings.retryContext !== 'auto') return;
     const locations =
       receipt.verdict === 'UNIT_PASSED'
         ? []
         : receipt.verification.failures.flatMap((f) => (f.location ? [f.location] : []));
-    await rememberRetryLocations(retryStore(repo), ws, locations);
+    await rememberRetryLocations(retryStore(opts.repo), ws, locations);
   }
-  if (plan.files.length === 0) return receipt;
 
-  const baseCommit = await startedAt;
-  const recordable = receipt.files.filter((f) => isRepositoryPath(f.path));
-  if (recordable.length > 0) {
+  /** The signed verdict on the written files inside the repository, in the ledger. */
+  private async record(baseCommit: string | null): Promise<void> {
+    const { receipt, opts, unit } = this;
+    const recordable = receipt.files.filter((f) => isRepositoryPath(f.path));
+    if (recordable.length === 0) return;
     const statement = verdictStatement(
       recordable.map((f) => ({ path: f.path, sha256: f.sha256, gitBlob: f.gitBlob })),
-      verdictPredicate(unit, receipt, opts.governance, settings.worker.model, baseCommit),
+      verdictPredicate(unit, receipt, opts.governance, opts.settings.worker.model, baseCommit),
     );
     const { line } = await recordStatement(
-      repo.ledger,
+      opts.repo.ledger,
       statement,
       opts.signingKey,
       `delegate-git delegate: ${receipt.verdict} ${unit.taskName}`,
-      writers.recording ?? undefined,
+      this.writers.recording ?? undefined,
     );
     receipt.envelope = line;
   }
-  return receipt;
+
+  private emitAllowlist(): string[] {
+    return this.opts.settings.emitAllowlist.map((p) => path.resolve(this.top, p));
+  }
 }
 
 /** The repository's git directories, canonical: a gitfile, a symbolic link or GIT_DIR may put them anywhere. */
