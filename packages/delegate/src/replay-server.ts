@@ -112,13 +112,7 @@ export async function startReplayWorker(
       });
       return;
     }
-    let body: ChatRequestBody;
-    try {
-      const parsed: unknown = JSON.parse(rawBody);
-      body = typeof parsed === 'object' && parsed !== null ? (parsed as ChatRequestBody) : { raw: parsed };
-    } catch {
-      body = { raw: rawBody };
-    }
+    const body = requestBodyOf(rawBody);
     requests.push({ method: req.method, path, body, headers: { ...req.headers } });
 
     const reply = queue.shift();
@@ -137,69 +131,15 @@ export async function startReplayWorker(
       );
       return;
     }
-
-    const request = (typeof body === 'object' && body !== null ? body : {}) as {
-      model?: string;
-      stream?: boolean;
-      stream_options?: { include_usage?: boolean };
-    };
-    const id = `chatcmpl-replay-${++completionCounter}`;
-    const model = reply.model ?? request.model ?? modelId;
-    const content = reply.content ?? '';
-    const finishReason = reply.finishReason ?? 'stop';
-    const chunkSize = Math.max(1, reply.chunkSize ?? 4);
-    const contentChunks = splitEvery(content, chunkSize);
-    const reasoningChunks = splitEvery(reply.reasoning ?? '', chunkSize);
-    const usage =
-      reply.usage === null
-        ? null
-        : (reply.usage ?? {
-            prompt_tokens: 17,
-            completion_tokens: contentChunks.length + reasoningChunks.length,
-          });
-
-    if (!request.stream || reply.json) {
-      const message: Record<string, unknown> = { role: 'assistant', content };
-      if (reply.reasoning) message.reasoning_content = reply.reasoning;
-      const completion: Record<string, unknown> = {
-        id,
-        object: 'chat.completion',
-        created: 0,
-        model,
-        choices: [{ index: 0, message, finish_reason: finishReason }],
-      };
-      if (usage) {
-        completion.usage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
-      }
-      sendJson(res, 200, completion);
+    const answer = answerOf(reply, body, `chatcmpl-replay-${++completionCounter}`, modelId);
+    if (!body.stream || reply.json) {
+      sendJson(res, 200, completionOf(answer));
       return;
     }
-
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const send = (payload: unknown) => {
-      if (!res.destroyed) res.write(`data: ${JSON.stringify(payload)}\n\n`);
-    };
-    const chunk = (delta: Record<string, unknown>, finish: string | null) => ({
-      id,
-      object: 'chat.completion.chunk',
-      created: 0,
-      model,
-      choices: [{ index: 0, delta, finish_reason: finish }],
-    });
-    send(chunk({ role: 'assistant', content: '' }, null));
-    for (const piece of reasoningChunks) send(chunk({ reasoning_content: piece }, null));
-    for (const piece of contentChunks) send(chunk({ content: piece }, null));
-    send(chunk({}, finishReason));
-    const wantsUsage = request.stream_options?.include_usage === true || reply.usage !== undefined;
-    if (usage && wantsUsage) {
-      send({
-        id,
-        object: 'chat.completion.chunk',
-        created: 0,
-        model,
-        choices: [],
-        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
-      });
+    for (const payload of streamOf(answer, body, reply)) {
+      if (res.destroyed) return;
+      res.write(`data: ${JSON.stringify(payload)}\n\n`);
     }
     if (!res.destroyed) res.end('data: [DONE]\n\n');
   }
@@ -225,6 +165,103 @@ export async function startReplayWorker(
         server.closeAllConnections();
       }),
   };
+}
+
+/** The request's JSON body; `{raw}` when it was not a JSON object. */
+function requestBodyOf(rawBody: string): ChatRequestBody {
+  try {
+    const parsed: unknown = JSON.parse(rawBody);
+    return typeof parsed === 'object' && parsed !== null ? (parsed as ChatRequestBody) : { raw: parsed };
+  } catch {
+    return { raw: rawBody };
+  }
+}
+
+/** One scripted reply as the server answers it, before it is put on the wire as a completion or a stream. */
+interface Answer {
+  id: string;
+  model: string;
+  content: string;
+  reasoning: string | undefined;
+  finishReason: 'stop' | 'length';
+  contentChunks: string[];
+  reasoningChunks: string[];
+  usage: { prompt_tokens: number; completion_tokens: number } | null;
+}
+
+function answerOf(reply: ScriptedReply, request: ChatRequestBody, id: string, modelId: string): Answer {
+  const content = reply.content ?? '';
+  const chunkSize = Math.max(1, reply.chunkSize ?? 4);
+  const contentChunks = splitEvery(content, chunkSize);
+  const reasoningChunks = splitEvery(reply.reasoning ?? '', chunkSize);
+  return {
+    id,
+    model: reply.model ?? request.model ?? modelId,
+    content,
+    reasoning: reply.reasoning,
+    finishReason: reply.finishReason ?? 'stop',
+    contentChunks,
+    reasoningChunks,
+    usage:
+      reply.usage === null
+        ? null
+        : (reply.usage ?? {
+            prompt_tokens: 17,
+            completion_tokens: contentChunks.length + reasoningChunks.length,
+          }),
+  };
+}
+
+function usageOf(usage: NonNullable<Answer['usage']>) {
+  return { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+}
+
+/** A plain JSON `chat.completion`, as a server that does not stream answers. */
+function completionOf(a: Answer): Record<string, unknown> {
+  const message: Record<string, unknown> = { role: 'assistant', content: a.content };
+  if (a.reasoning) message.reasoning_content = a.reasoning;
+  return {
+    id: a.id,
+    object: 'chat.completion',
+    created: 0,
+    model: a.model,
+    choices: [{ index: 0, message, finish_reason: a.finishReason }],
+    ...(a.usage ? { usage: usageOf(a.usage) } : {}),
+  };
+}
+
+/**
+ * The SSE payloads of a streamed answer: a role chunk, reasoning deltas, content deltas, the finish chunk, and a
+ * usage chunk with no choices when the request asked for one (or the recording fixed the usage).
+ */
+function streamOf(a: Answer, request: ChatRequestBody, reply: ScriptedReply): unknown[] {
+  const chunk = (delta: Record<string, unknown>, finish: string | null) => ({
+    id: a.id,
+    object: 'chat.completion.chunk',
+    created: 0,
+    model: a.model,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
+  const streamOptions = request.stream_options as { include_usage?: boolean } | undefined;
+  const wantsUsage = streamOptions?.include_usage === true || reply.usage !== undefined;
+  return [
+    chunk({ role: 'assistant', content: '' }, null),
+    ...a.reasoningChunks.map((piece) => chunk({ reasoning_content: piece }, null)),
+    ...a.contentChunks.map((piece) => chunk({ content: piece }, null)),
+    chunk({}, a.finishReason),
+    ...(a.usage && wantsUsage
+      ? [
+          {
+            id: a.id,
+            object: 'chat.completion.chunk',
+            created: 0,
+            model: a.model,
+            choices: [],
+            usage: usageOf(a.usage),
+          },
+        ]
+      : []),
+  ];
 }
 
 function sendJson(res: http.ServerResponse, status: number, payload: unknown): void {
