@@ -797,6 +797,54 @@ describe('the records a pull brings', () => {
     expect(quiet.stderr).not.toContain('delegate-git');
   });
 
+  it('a pulled merge that stopped on a conflict, concluded with `git commit`, takes in the fetched ledger, so the ledger pushes beside it; control: without that commit hook it is refused as non-fast-forward', () => {
+    const { server, work } = hooklessPair('conflicted');
+    /** A clone whose own approved `src/a.ts` conflicts with the one origin holds now, pulled to a stopped merge. */
+    const stoppedMerge = (name: string) => {
+      const mate = cloneInto(story, server, name);
+      cliOk(story, mate, ['init']);
+      writeFiles(mate, { 'src/a.ts': `export const a = '${name}';\n` });
+      cliOk(story, mate, ['attest', '--approve', 'src/a.ts', '--yes']);
+      gitOk(story, mate, ['add', 'src/a.ts']);
+      expect(gitRun(story, mate, ['commit', '-q', '-m', name]).code).toBe(0);
+      writeFiles(work, { 'src/a.ts': `export const a = 'origin for ${name}';\n` });
+      cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes']);
+      gitOk(story, work, ['add', 'src/a.ts']);
+      expect(gitRun(story, work, ['commit', '-q', '-m', `origin for ${name}`]).code).toBe(0);
+      expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+      const pulled = gitRun(story, mate, ['pull', '--no-rebase', '--no-edit']);
+      expect(pulled.code).not.toBe(0);
+      expect(pulled.stdout).toContain('CONFLICT');
+      writeFiles(mate, { 'src/a.ts': "export const a = 'merged';\n" });
+      cliOk(story, mate, ['attest', '--approve', 'src/a.ts', '--yes']);
+      gitOk(story, mate, ['add', 'src/a.ts']);
+      return mate;
+    };
+    const pushBoth = (mate: string) => gitRun(story, mate, ['push', '--atomic', 'origin', 'main', LEDGER]);
+
+    // Control first: the quick answer passes this merge (its file is approved here), and nothing else takes the
+    // fetched ledger in: git runs no post-merge hook for a merge concluded by `git commit`.
+    const unhooked = stoppedMerge('conflict-unhooked');
+    fs.rmSync(path.join(unhooked, '.git', 'hooks', 'pre-commit'), { force: true });
+    expect(gitRun(story, unhooked, ['commit', '-q', '--no-edit']).code).toBe(0);
+    const refused = pushBoth(unhooked);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('non-fast-forward');
+
+    const mate = stoppedMerge('conflict-hooked');
+    const concluded = gitRun(story, mate, ['commit', '-q', '--no-edit']);
+    expect(concluded.code, concluded.stderr).toBe(0);
+    expect(concluded.stderr).toContain("took the records of origin's ledger");
+    const pushed = pushBoth(mate);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    // The next commit concludes no merge: nothing more is said.
+    writeFiles(mate, { 'notes.txt': 'after the merge\n' });
+    gitOk(story, mate, ['add', 'notes.txt']);
+    const next = gitRun(story, mate, ['commit', '-q', '-m', 'after']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stderr).not.toContain('delegate-git');
+  });
+
   it('a rebasing pull that fetched a forged line takes nothing and says so, and the rebase itself goes ahead', () => {
     const { server, work } = hooklessPair('rebased-forged');
     const mate = cloneInto(story, server, 'rebased-forged-mate');

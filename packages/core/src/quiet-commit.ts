@@ -14,7 +14,7 @@
  * path-index.ts), and the decisions per (path, blob) at the ledger tip (decision-store.ts): a commit whose every
  * governed file the full check already found promoted, under the same governance and ledger tip, passes here too.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathsName, recordedPathsBody, replaceCacheFile } from './cache-file.js';
 import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
@@ -65,10 +65,23 @@ export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promi
   const dirs = gitDirsOf(cwd, env);
   const read = dirs === null ? null : readIndex(dirs);
   try {
-    return read?.passes ? PASSES : await askGit(cwd, env, dirs, read);
+    const answer = read?.passes ? PASSES : await askGit(cwd, env, dirs, read);
+    return answer.passes && dirs !== null && concludesMergeBesideFetchedLedger(dirs) ? unsure(null) : answer;
   } finally {
     read?.trees.save(); // what this run learned, whatever the answer
   }
+}
+
+/**
+ * A merge that stopped on conflicts and is concluded by `git commit` runs no post-merge hook, so this commit's hook
+ * takes in the ledger its pull fetched into origin's tracking ref (`trackingRef` in the CLI), which the full path
+ * does when that ledger is not this one (and asks git whether it brings anything): without it, the ledger pushed
+ * beside the merge is refused as not a fast-forward. git writes MERGE_HEAD only for a merge that stopped.
+ */
+function concludesMergeBesideFetchedLedger(dirs: GitDirs): boolean {
+  if (!existsSync(path.join(dirs.gitDir, 'MERGE_HEAD'))) return false;
+  const fetched = refTarget(dirs, 'refs/notes/remotes/origin/delegations');
+  return fetched !== null && fetched !== refTarget(dirs, LEDGER_REF);
 }
 
 /** The quick answer from git: the staged diff, and what the caches say about it. */

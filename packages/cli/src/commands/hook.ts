@@ -1,7 +1,7 @@
 // Only the quick path is loaded up front: most commits stage nothing governed (or only what was already found
 // promoted), and the hook runs on every one.
 
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { type QuickAnswer, quickPreCommit, rememberIndexTree } from '@delegate-git/core/quiet-commit';
 import type { Repository } from '@delegate-git/core/repository';
@@ -67,13 +67,17 @@ async function preCommit(
   try {
     let report = await checkStaged(repo, quick.staged);
     let code = reportExitCode(report);
-    if (code !== 0) {
+    // A stopped merge concluded here gets no post-merge hook (quiet-commit.ts): this one takes the pull's records in.
+    const concludesMerge = existsSync(path.join(repo.layout.gitDir, 'MERGE_HEAD'));
+    if (code !== 0 || concludesMerge) {
       // The records of what a `git pull` merges come with it into the remote's tracking ledger, which no gate reads:
       // taken in (checked as sync checks them), they count, and the refused files are judged again.
       const { takeInFetchedLedger } = await import('../ledger-intake.js');
-      const { said, took, why } = await takeInFetchedLedger(repo);
-      if (said) io.err(`delegate-git: ${said}${why ? ` Why: ${why}` : ''}\n`);
-      if (took) {
+      const { said, took, why, refusedBefore } = await takeInFetchedLedger(repo);
+      // A refused commit says why; a passing one says a refusal once, as after a pull.
+      if (said && code !== 0) io.err(`delegate-git: ${said}${why ? ` Why: ${why}` : ''}\n`);
+      else if (said && !refusedBefore) io.err(`delegate-git: ${said}\n`);
+      if (took && code !== 0) {
         report = await checkStaged(repo, quick.staged);
         code = reportExitCode(report);
       }
