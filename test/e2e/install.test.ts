@@ -170,18 +170,28 @@ describe('init: where git runs hooks', () => {
 });
 
 /**
- * A repository set up as husky 9 sets one up, reduced to its core: `.husky/_/<hook>` (generated, ignored) runs the
- * committed `.husky/<hook>` with `sh -e`, for husky's own list of hooks, which has no pre-merge-commit.
+ * A repository set up as `husky <folder>/.husky` (husky 9) sets one up, reduced to its core: `<folder>/.husky/_/h`
+ * (generated, ignored) runs the committed `<folder>/.husky/<hook>` with `sh -e` and `node_modules/.bin` first on
+ * PATH, reached through a generated file per hook of husky's own list, which has no pre-merge-commit.
  */
-function huskyRepository(name: string, preCommit: string): string {
+function huskyRepository(name: string, preCommit: string, folder = '.'): string {
   const dir = makeWorkTree(story, name);
-  writeFiles(dir, { '.husky/pre-commit': preCommit, '.husky/_/.gitignore': '*\n' });
-  executable(
-    path.join(dir, '.husky', '_', 'pre-commit'),
-    '#!/usr/bin/env sh\ns="$(dirname "$(dirname "$0")")/$(basename "$0")"\n[ -f "$s" ] || exit 0\nsh -e "$s" "$@"\n',
-  );
-  gitOk(story, dir, ['config', 'core.hooksPath', '.husky/_']);
+  writeFiles(dir, { [`${folder}/.husky/pre-commit`]: preCommit });
+  generateHusky(dir, folder);
   return dir;
+}
+
+/** What husky writes on every `npm install`: `.husky/_` again, and a relative core.hooksPath. */
+function generateHusky(dir: string, folder = '.'): void {
+  const generated = path.join(dir, folder, '.husky', '_');
+  writeFiles(generated, { '.gitignore': '*\n' });
+  executable(
+    path.join(generated, 'h'),
+    '#!/usr/bin/env sh\nn=$(basename "$0")\ns=$(dirname "$(dirname "$0")")/$n\n[ ! -f "$s" ] && exit 0\nexport PATH="node_modules/.bin:$PATH"\nsh -e "$s" "$@"\n',
+  );
+  for (const hook of ['pre-commit', 'post-merge', 'post-rewrite'])
+    executable(path.join(generated, hook), '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n');
+  gitOk(story, dir, ['config', 'core.hooksPath', path.posix.join(folder, '.husky', '_')]);
 }
 
 describe('init: husky', () => {
@@ -196,7 +206,7 @@ describe('init: husky', () => {
     expect(huskyHook.startsWith(existing)).toBe(true);
     const added = huskyHook.slice(existing.length).split('\n').filter(Boolean);
     expect(added).toHaveLength(1);
-    expect(added[0]).toContain('delegate-git hook pre-commit');
+    expect(added[0]).toContain('/delegate-git/hooks/pre-commit"');
     expect(gitOk(story, dir, ['config', 'core.hooksPath'])).toBe(path.join(dir, '.husky', '_'));
     expect(fs.existsSync(path.join(dir, '.git', 'hooks', 'pre-commit'))).toBe(false);
 
@@ -234,16 +244,16 @@ describe('init: husky', () => {
     const init = cliOk(story, dir, ['init', '--protect', 'src/**']);
     expect(init.stdout).toContain('installed the pre-merge-commit hook: .husky/pre-merge-commit (husky;');
     const added = lines(path.join(dir, '.husky', 'pre-merge-commit'));
-    expect(added.filter((l) => l.includes('delegate-git hook pre-merge-commit'))).toHaveLength(1);
+    expect(added.filter((l) => l.includes('/delegate-git/hooks/pre-merge-commit"'))).toHaveLength(1);
     expect(fs.readFileSync(path.join(dir, '.husky', '_', 'pre-merge-commit'), 'utf8')).toContain(MARKER);
     // The hooks after a pull: husky generates them in .husky/_, so a line in the committed file is enough.
     for (const name of ['post-merge', 'post-rewrite']) {
       expect(init.stdout).toContain(`installed the ${name} hook: .husky/${name} (husky;`);
       const line = lines(path.join(dir, '.husky', name)).filter((l) =>
-        l.includes(`delegate-git hook ${name}`),
+        l.includes(`/delegate-git/hooks/${name}"`),
       );
       expect(line).toHaveLength(1);
-      expect(fs.existsSync(path.join(dir, '.husky', '_', name))).toBe(false);
+      expect(fs.readFileSync(path.join(dir, '.husky', '_', name), 'utf8')).not.toContain(MARKER);
     }
     cliOk(story, dir, ['init']);
     expect(lines(path.join(dir, '.husky', 'pre-merge-commit'))).toEqual(added);
@@ -280,7 +290,7 @@ describe('init: husky files it adds its line to', () => {
       fs.chmodSync(path.join(dir, '.husky', 'pre-commit'), 0o644);
       cliOk(story, dir, ['init', '--protect', 'src/**']);
       const hook = lines(path.join(dir, '.husky', 'pre-commit'));
-      const live = hook.findIndex((l) => !l.startsWith('#') && l.includes('delegate-git hook pre-commit'));
+      const live = hook.findIndex((l) => !l.startsWith('#') && l.includes('/delegate-git/hooks/pre-commit"'));
       expect(live, `${name}: ${hook.join('\n')}`).toBeGreaterThan(0);
       if (!closing.startsWith('#')) expect(hook[live + 1]).toBe(closing.trim());
       expect(fs.statSync(path.join(dir, '.husky', 'pre-commit')).mode & 0o777).toBe(0o644);
@@ -295,6 +305,91 @@ describe('init: husky files it adds its line to', () => {
       const passed = commit(story, dir, 'promoted'); // control
       expect(passed.code, passed.stderr).toBe(0);
     }
+  });
+
+  it('puts the line first where an exit at the start of a line ends a branch, not the script: the gate runs in both', async () => {
+    const skip = 'if [ -n "$SKIP_LINT" ]; then\nexit 0\nfi\necho lint-ok\n';
+    const dir = huskyRepository('husky-branch-exit', skip);
+    cliOk(story, dir, ['init', '--protect', 'src/**']);
+    const hook = lines(path.join(dir, '.husky', 'pre-commit'));
+    expect(hook[0]).toContain('/delegate-git/hooks/pre-commit"');
+    expect(hook.slice(1).join('\n')).toBe(skip.trim());
+    gitOk(story, dir, ['add', '.delegate-git', '.husky']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+    const skipping = { ...story.env, SKIP_LINT: '1' };
+    stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+    const refused = commitWith(dir, 'unpromoted, lint skipped', skipping);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
+    await recordVerdict(story, dir, 'src/a.ts');
+    const passed = commitWith(dir, 'promoted, lint skipped', skipping); // control
+    expect(passed.code, passed.stderr).toBe(0);
+  });
+
+  it('names the husky files to commit, which hold the gate: committed, init has nothing more to say', () => {
+    const dir = huskyRepository('husky-commit', 'echo lint-ok\n');
+    const files = ['pre-commit', 'pre-merge-commit', 'post-merge', 'post-rewrite'].map((h) => `.husky/${h}`);
+    const init = cliOk(story, dir, ['init', '--protect', 'src/**']);
+    expect(init.stdout).toContain(
+      `Next: commit them: git add .delegate-git/policy.json .delegate-git/keys ${files.join(' ')} && git commit`,
+    );
+    gitOk(story, dir, ['add', '.delegate-git', '.husky/pre-commit']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+    const again = cliOk(story, dir, ['init']);
+    expect(again.stdout).toContain(`git add ${files.slice(1).join(' ')} && git commit`);
+    expect(again.stdout).not.toContain('Nothing to commit');
+    gitOk(story, dir, ['add', '.husky']);
+    expect(commit(story, dir, 'husky hooks').code).toBe(0);
+    expect(cliOk(story, dir, ['init']).stdout).toContain('Nothing to commit');
+  });
+
+  it("finds husky in a folder of the repository (husky frontend/.husky): the team's hook still runs, and the gate survives husky's next install", async () => {
+    const marker = path.join(story.root, 'husky-folder-ran.txt');
+    const dir = huskyRepository('husky-folder', `echo team >> '${marker}'\n`, 'frontend');
+    const init = cliOk(story, dir, ['init', '--protect', 'src/**']);
+    expect(init.stdout).toContain('installed the pre-commit hook: frontend/.husky/pre-commit (husky;');
+    expect(fs.existsSync(path.join(dir, 'frontend', '.husky', '_', 'pre-commit.chained'))).toBe(false);
+    expect(fs.readFileSync(path.join(dir, 'frontend', '.husky', '_', 'pre-commit'), 'utf8')).not.toContain(
+      MARKER,
+    );
+    expect(fs.existsSync(path.join(dir, '.husky'))).toBe(false);
+    gitOk(story, dir, ['add', '.delegate-git', 'frontend/.husky']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+    expect(lines(marker)).toHaveLength(1);
+
+    generateHusky(dir, 'frontend'); // `npm install` runs husky again
+    stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+    const refused = commit(story, dir, 'unpromoted');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
+    await recordVerdict(story, dir, 'src/a.ts');
+    const passed = commit(story, dir, 'promoted'); // control
+    expect(passed.code, passed.stderr).toBe(0);
+    expect(lines(marker)).toHaveLength(3);
+  });
+
+  it('in a clone that has not run init, runs a delegate-git on PATH; with none, refuses and says to run init', () => {
+    const dir = huskyRepository('husky-origin', 'echo lint-ok\n');
+    cliOk(story, dir, ['init', '--protect', 'src/**']);
+    gitOk(story, dir, ['add', '.delegate-git', '.husky']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+    const mate = cloneInto(story, dir, 'husky-mate');
+    generateHusky(mate); // `npm install`, but no `npx delegate-git init`
+    const bare = { ...story.env, PATH: '/usr/bin:/bin' };
+    stage(mate, { 'README.md': 'not governed\n' });
+    const refused = commitWith(mate, 'no delegate-git here', bare);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('has not run `npx delegate-git init`');
+    expect(refused.stderr).toContain('the commit is refused');
+
+    // Control: a delegate-git on PATH (or in node_modules/.bin) judges the commit as the installed hook would.
+    const withCli = { ...bare, PATH: `${path.dirname(shimmedCli())}:${bare.PATH}` };
+    const passed = commitWith(mate, 'ungoverned', withCli);
+    expect(passed.code, passed.stderr).toBe(0);
+    stage(mate, { 'src/b.ts': 'export const b = 1;\n' });
+    const gated = commitWith(mate, 'unpromoted', withCli);
+    expect(gated.code).not.toBe(0);
+    expect(gated.stderr).toContain('NOT PROMOTED  src/b.ts');
   });
 
   it('refuses a .husky/pre-commit that is a symbolic link, writing nothing through it', () => {
@@ -691,25 +786,41 @@ describe('init: core.hooksPath this clone does not own', () => {
     expect(lines(teamRan)).toHaveLength(3); // the team's hook ran first each time
   });
 
-  it('expands ~ in a repository-local core.hooksPath as git does', () => {
+  it('refuses a repository-local core.hooksPath outside the repository (~/githooks, shared by each that sets it); control: ~ inside it installs', () => {
     const home = path.join(story.root, 'tilde-home');
-    fs.mkdirSync(home);
-    const env = { ...story.env, HOME: home };
+    const sharedRan = path.join(story.root, 'tilde-shared-ran.txt');
+    executable(path.join(home, 'githooks', 'pre-commit'), `#!/bin/sh\necho ran >> '${sharedRan}'\n`);
+    const shared = tree(path.join(home, 'githooks'));
+    const other = makeWorkTree(story, 'tilde-other');
+    gitOk(story, other, ['config', 'core.hooksPath', '~/githooks']);
     const dir = makeWorkTree(story, 'tilde');
-    gitOk(story, dir, ['config', 'core.hooksPath', '~/.githooks']);
+    gitOk(story, dir, ['config', 'core.hooksPath', '~/githooks']);
+    const refused = cli(story, dir, ['init', '--protect', 'src/**'], { ...story.env, HOME: home });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      `The hooks directory ${path.join(home, 'githooks')} is outside this repository`,
+    );
+    expect(refused.stderr).toContain('git config core.hooksPath .git/hooks');
+    expect(tree(path.join(home, 'githooks'))).toEqual(shared);
+    expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+    stage(other, { 'README.md': 'other\n' });
+    expect(commitWith(other, 'other repository', { ...story.env, HOME: home }).code).toBe(0);
+    expect(lines(sharedRan)).toHaveLength(1);
+
+    // `~` expanded as git does, to a directory inside this repository: installed there.
+    const env = { ...story.env, HOME: dir };
     const init = cli(story, dir, ['init', '--protect', 'src/**'], env);
     expect(init.code, init.stderr).toBe(0);
-    const installed = path.join(home, '.githooks', 'pre-commit');
+    const installed = path.join(dir, 'githooks', 'pre-commit');
     expect(init.stdout).toContain(`installed the pre-commit hook: ${installed}`);
     expect(fs.readFileSync(installed, 'utf8')).toContain(MARKER);
     expect(fs.existsSync(path.join(dir, '~'))).toBe(false);
-
     gitOk(story, dir, ['add', '.delegate-git'], env);
     expect(commitWith(dir, 'adopt', env).code).toBe(0);
     stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
-    const refused = commitWith(dir, 'unpromoted', env);
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
+    const gated = commitWith(dir, 'unpromoted', env);
+    expect(gated.code).not.toBe(0);
+    expect(gated.stderr).toContain('NOT PROMOTED  src/a.ts');
   });
 });
 

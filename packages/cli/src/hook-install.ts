@@ -223,7 +223,8 @@ export interface ClientHookPlan {
   cli: CliPlan;
   /** core.hooksPath when set: its value (`~` expanded) and the config scope it comes from. */
   configured: { value: string; scope: string } | null;
-  husky: boolean;
+  /** husky's directory (`.husky`, or where `husky <dir>` put it) when the repository uses husky, absolute. */
+  husky: string | null;
 }
 
 /**
@@ -240,14 +241,14 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
   const configured = await configuredHooksPath(repo, top);
   const cli = await planHookCli(repo);
   if (!configured) {
-    const plan = { dir: path.join(repo.layout.commonDir, 'hooks'), cli, configured, husky: false };
+    const plan = { dir: path.join(repo.layout.commonDir, 'hooks'), cli, configured, husky: null };
     await refuseShared(plan.dir, [top, repo.layout.commonDir], CLIENT_WAY_OUT);
     // `ln -s ../githooks .git/hooks`: the team's hooks, as with a core.hooksPath the repository tracks.
     if (lstatSync(plan.dir, { throwIfNoEntry: false })?.isSymbolicLink()) {
       const target = await realpath(plan.dir);
       await refuseTeamHooks(repo, top, target, `.git/hooks links to ${path.relative(top, target) || '.'}`);
     }
-    refuseOccupied(hookFiles(repo, top, plan));
+    refuseOccupied(hookFiles(repo, plan));
     return plan;
   }
   const { value, scope } = configured;
@@ -258,16 +259,33 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
     );
   }
   const dir = path.resolve(top, value);
-  const husky =
-    existsSync(path.join(top, '.husky')) &&
-    (value === '.husky/_' || value === '.husky' || value.endsWith('/.husky/_'));
-  if (!husky) await refuseTeamHooks(repo, top, dir, `core.hooksPath is ${value}`);
+  const husky = huskyDirOf(top, dir);
+  if (!husky) {
+    await refuseShared(dir, [top, repo.layout.commonDir], CONFIGURED_WAY_OUT);
+    await refuseTeamHooks(repo, top, dir, `core.hooksPath is ${value}`);
+  }
   const plan = { dir, cli, configured, husky };
-  refuseOccupied(hookFiles(repo, top, plan));
+  refuseOccupied(hookFiles(repo, plan));
   // init appends to husky's files, the team's: through a link it would write wherever that points.
-  if (husky) refuseLinks(CLIENT_HOOKS.map((name) => path.join(top, '.husky', name)));
+  if (husky) refuseLinks(CLIENT_HOOKS.map((name) => path.join(husky, name)));
   return plan;
 }
+
+/**
+ * husky's directory when `hooksDir` is one husky set: `<dir>/_` holding husky 9's `h` or husky 8's `husky.sh`
+ * (`husky` sets `.husky/_`, `husky frontend/.husky` a folder's), or `.husky` itself (husky 4 to 8 without `_`). Its
+ * hooks are the committed `<dir>/<hook>`: `_` is generated, and every `npm install` writes it again.
+ */
+function huskyDirOf(top: string, hooksDir: string): string | null {
+  const generated = path.basename(hooksDir) === '_';
+  const dir = generated ? path.dirname(hooksDir) : hooksDir;
+  if (relativeWithin(top, dir) === null) return null;
+  if (generated && ['h', 'husky.sh'].some((f) => existsSync(path.join(hooksDir, f)))) return dir;
+  return path.basename(dir) === '.husky' && existsSync(dir) ? dir : null;
+}
+
+const CONFIGURED_WAY_OUT =
+  'Set a hooks path inside this repository (`git config core.hooksPath .git/hooks`; the shared hooks then no longer run here unless you chain them yourself) and run init again, or add to the shared pre-commit and pre-merge-commit hooks a line that runs `delegate-git hook pre-commit` (`hook pre-merge-commit` in the other) only where .delegate-git/policy.json exists, and run `delegate-git init --no-hook`.';
 
 const CLIENT_WAY_OUT =
   'Give this repository hooks of its own (a directory in place of the link; the shared hooks then no longer run here unless you chain them yourself) and run init again, or add to the shared pre-commit and pre-merge-commit hooks a line that runs `delegate-git hook pre-commit` (`hook pre-merge-commit` in the other) only where .delegate-git/policy.json exists, and run `delegate-git init --no-hook`.';
@@ -276,7 +294,8 @@ const CLIENT_WAY_OUT =
  * Refuses the default hooks directory when it resolves to a place outside this repository (`owners`: its work tree
  * and git directory), a link to a directory others share: other repositories may run their hooks from there too,
  * and delegate-git's would refuse their commits (they have no policy), as a core.hooksPath from the global
- * configuration would. A core.hooksPath this repository sets is taken as its own, wherever it points.
+ * configuration would. The same for a core.hooksPath this repository sets outside itself (`~/githooks`, set in each
+ * repository that shares it).
  */
 async function refuseShared(dir: string, owners: readonly string[], wayOut: string): Promise<void> {
   let real: string;
@@ -315,14 +334,10 @@ async function refuseTeamHooks(repo: Repository, top: string, dir: string, named
 }
 
 /** The files installClientHooks writes (or appends to) for a plan. */
-function hookFiles(
-  repo: Repository,
-  top: string,
-  { dir, husky }: Pick<ClientHookPlan, 'dir' | 'husky'>,
-): string[] {
+function hookFiles(repo: Repository, { dir, husky }: Pick<ClientHookPlan, 'dir' | 'husky'>): string[] {
   if (!husky) return CLIENT_HOOKS.map((name) => path.join(dir, name));
   return [
-    ...CLIENT_HOOKS.map((name) => path.join(top, '.husky', name)),
+    ...CLIENT_HOOKS.map((name) => path.join(husky, name)),
     ...CLIENT_HOOKS.map((name) => path.join(repo.layout.commonDir, 'delegate-git', 'hooks', name)),
     path.join(dir, 'pre-merge-commit'),
   ];
@@ -416,7 +431,9 @@ export async function installClientHooks(
   const installed = {} as Record<ClientHook, string[]>;
   for (const name of CLIENT_HOOKS)
     installed[name] = [
-      plan.husky ? await appendHuskyLine(repo, top, dir, name, cli) : await installHookFile(dir, name, cli),
+      plan.husky
+        ? await appendHuskyLine(repo, top, plan.husky, dir, name, cli)
+        : await installHookFile(dir, name, cli),
     ];
   // husky 9 generates no pre-merge-commit in .husky/_, so git would never run .husky/pre-merge-commit: ours goes
   // there (git ignores that directory's content). Should husky one day write its own, it runs the line above.
@@ -424,6 +441,22 @@ export async function installClientHooks(
   if (plan.husky && path.basename(dir) === '_' && (!existsSync(generated) || (await isOurs(generated))))
     installed['pre-merge-commit'].push(await installHookFile(dir, 'pre-merge-commit', cli));
   return installed;
+}
+
+/**
+ * The husky files init wrote its line to that are not committed as they are now: the gate runs in other clones, and
+ * survives a `git stash` or `reset --hard` here, only once they are.
+ */
+export async function huskyFilesToCommit(repo: Repository, plan: ClientHookPlan): Promise<string[]> {
+  if (!plan.husky) return [];
+  const top = repo.layout.topLevel!;
+  const files = CLIENT_HOOKS.map((name) => relativeWithin(top, path.join(plan.husky!, name))!);
+  const status = await gitText(['status', '--porcelain', '-z', '--untracked-files=all', '--', ...files], {
+    cwd: top,
+    env: repo.env,
+  });
+  const changed = new Set(status.split('\0').flatMap((entry) => (entry.length > 3 ? [entry.slice(3)] : [])));
+  return files.filter((file) => changed.has(file));
 }
 
 /** Ours by its first two lines, not by a mention anywhere: a user's hook may well name delegate-git's. */
@@ -439,17 +472,18 @@ async function isOurs(file: string): Promise<boolean> {
 async function appendHuskyLine(
   repo: Repository,
   top: string,
+  husky: string,
   hooksDir: string,
   name: ClientHook,
   cli: HookCli,
 ): Promise<string> {
   await installHookFile(path.join(repo.layout.commonDir, 'delegate-git', 'hooks'), name, cli);
-  const file = path.join(top, '.husky', name);
+  const file = path.join(husky, name);
   const line = huskyLine(name);
   const exists = existsSync(file);
   // A new file gets a shebang: husky 8 has git run .husky/<hook> itself.
   const current = exists ? await readFile(file, 'utf8') : '#!/usr/bin/env sh\n';
-  const placed = withHuskyLine(current, line, [huskyLineBefore(name)]);
+  const placed = withHuskyLine(current, line, huskyLinesBefore(name));
   // The file is the team's: only the line changes, never its mode.
   if (placed !== current) await writeFileAtomic(file, placed, exists ? statSync(file).mode & 0o7777 : 0o755);
   return `${path.relative(top, file)} (husky; core.hooksPath set to ${hooksDir} so linked worktrees run it too)`;
@@ -466,30 +500,43 @@ const MAY_END_SCRIPT = /(?:^|[\s;&|()])(?:exec|exit|return|eval|source|\.)(?:[\s
 const HUSKY_SETUP = /^\.\s+"\$\(dirname -- "\$0"\)\/_\/husky\.sh"\s*$/;
 
 /**
- * The line init adds to `.husky/<name>`: it ends the script when the gate refuses, as husky 8 without `sh -e` (or a
- * script that sets `+e`) would not.
+ * The line init adds to `.husky/<name>`: it runs this clone's installed hook, which knows where its delegate-git is;
+ * in a clone that has not run init, a delegate-git on PATH or in the project's node_modules (husky 8 does not put
+ * that on PATH); in neither, it says to run init and refuses the commit, as a hook that cannot judge must. It ends
+ * the script when the gate refuses, as husky 8 without `sh -e` (or a script that sets `+e`) would not.
  */
 export function huskyLine(name: string): string {
   const runner = `"$(git rev-parse --git-common-dir)/delegate-git/hooks/${name}"`;
-  return `h=${runner}; if [ -x "$h" ]; then "$h" || exit $?; else npx --no-install delegate-git hook ${name} || exit $?; fi`;
+  const missing = name.startsWith('post-')
+    ? 'the records this pull fetched were not taken in'
+    : 'the commit is refused';
+  const advice = `delegate-git: this clone has not run \`npx delegate-git init\` and has no delegate-git installed, so husky cannot run its ${name} gate: ${missing}. Run \`npx delegate-git init\` here.`;
+  return `h=${runner}; if [ -x "$h" ]; then "$h" || exit $?; elif d=$(PATH="node_modules/.bin:$PATH"; command -v delegate-git); then "$d" hook ${name} || exit $?; else echo '${advice}' >&2; exit 1; fi`;
 }
 
-/** The line an earlier release added, which init replaces. */
-function huskyLineBefore(name: string): string {
-  return `h="$(git rev-parse --git-common-dir)/delegate-git/hooks/${name}"; if [ -x "$h" ]; then "$h"; else npx --no-install delegate-git hook ${name}; fi`;
+/** The lines earlier releases added, which init replaces. */
+function huskyLinesBefore(name: string): string[] {
+  const runner = `h="$(git rev-parse --git-common-dir)/delegate-git/hooks/${name}"`;
+  return [
+    `${runner}; if [ -x "$h" ]; then "$h"; else npx --no-install delegate-git hook ${name}; fi`,
+    // npx asks the registry for a package it does not find, and fails with npm's error, not ours.
+    `${runner}; if [ -x "$h" ]; then "$h" || exit $?; else npx --no-install delegate-git hook ${name} || exit $?; fi`,
+  ];
 }
 
 /**
  * `script` with the gate's line where it runs: at the end, so that what the script does first (a formatter restaging
- * files) is what the gate judges; before the first top-level `exec`, `exit` or `return`, after which nothing runs; or,
- * where the script may end elsewhere, right after its shebang. The lines init wrote before (`earlier`, and `line`
- * itself) are taken out and `line` placed again. Only init's own line counts: a script that merely names the gate
- * (in an `echo`, say) may not run it.
+ * files) is what the gate judges; before a closing `exec`, `exit` or `return` (the last command, at the top level),
+ * after which nothing runs; or, where the script may end elsewhere (an `exit` in a branch, or followed by more lines,
+ * which may be a branch's end), right after its shebang. The lines init wrote before (`earlier`, and `line` itself)
+ * are taken out and `line` placed again. Only init's own line counts: a script that merely names the gate (in an
+ * `echo`, say) may not run it.
  */
 export function withHuskyLine(script: string, line: string, earlier: readonly string[] = []): string {
   const lines = script.split('\n').filter((l) => l !== line && !earlier.includes(l));
-  const isCode = (l: string) => !/^\s*#/.test(l);
-  const end = lines.findIndex((l) => ENDS_SCRIPT.test(l));
+  const isCode = (l: string) => l.trim() !== '' && !/^\s*#/.test(l);
+  const last = lines.findLastIndex(isCode);
+  const end = last !== -1 && ENDS_SCRIPT.test(lines[last]!) ? last : -1;
   const before = end === -1 ? lines : lines.slice(0, end);
   const shebang = lines[0]?.startsWith('#!') ? 1 : 0;
   const at = before.some((l) => isCode(l) && MAY_END_SCRIPT.test(l) && !HUSKY_SETUP.test(l)) ? shebang : end;

@@ -12,11 +12,21 @@ describe('withHuskyLine', () => {
     expect(place('')).toBe(`${LINE}\n`);
   });
 
-  it('goes before the first top-level exec, exit or return, after which nothing runs', () => {
+  it('goes before a closing exec, exit or return (the last command), after which nothing runs', () => {
     expect(place('npm test\nexec npx lint-staged\n')).toBe(`npm test\n${LINE}\nexec npx lint-staged\n`);
-    expect(place('echo a\nexit 0\necho never\n')).toBe(`echo a\n${LINE}\nexit 0\necho never\n`);
     expect(place('echo a\nreturn 0\n')).toBe(`echo a\n${LINE}\nreturn 0\n`);
     expect(place('exit\n')).toBe(`${LINE}\nexit\n`);
+    expect(place('npm test\nexit 0\n\n# done\n')).toBe(`npm test\n${LINE}\nexit 0\n\n# done\n`);
+  });
+
+  it('reads an exit at the start of a line that is not the last command as one that may end the script early', () => {
+    // A branch's body need not be indented: the exit of `if …; then` / `exit 0` / `fi`, or of a case arm.
+    for (const body of [
+      'if [ "$SKIP_LINT" = 1 ]; then\nexit 0\nfi\necho lint-ok\n',
+      'case "$(git rev-parse --abbrev-ref HEAD)" in\nwip/*)\nexit 0\n;;\nesac\necho lint-ok\n',
+      'echo a\nexit 0\necho never\n',
+    ])
+      expect(place(`#!/usr/bin/env sh\n${body}`)).toBe(`#!/usr/bin/env sh\n${LINE}\n${body}`);
   });
 
   it('goes right after the shebang where the script may end before its end line, or a here-document may hold it', () => {
@@ -63,6 +73,6 @@ describe('withHuskyLine', () => {
 
   it("ends the script with the gate's status when it refuses", () => {
     expect(LINE).toContain('"$h" || exit $?');
-    expect(LINE).toContain('npx --no-install delegate-git hook pre-commit || exit $?');
+    expect(LINE).toContain('"$d" hook pre-commit || exit $?');
   });
 });

@@ -36,6 +36,7 @@ import { refuseSecondAdoption } from '../adoption-check.js';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import {
+  huskyFilesToCommit,
   installClientHooks,
   installHookCli,
   installHookFile,
@@ -171,16 +172,17 @@ export default {
         for (const [name, where] of Object.entries(await installClientHooks(repo, hooks)))
           done.push(`installed the ${name} hook: ${where.join(', ')}`);
       }
+      const husky = hooks ? await huskyFilesToCommit(repo, hooks) : [];
       // Adopting a repository with history: what it holds under the policy was judged by nobody, and every gate
       // judges it (the first push judges every file of the adopting tip, verify every file of a revision).
       const present = created ? await protectedFilesPresent(top, policy, io.env) : [];
       if (values.json)
         io.out(
-          `${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, keyFile, protectedPresent: present.length, done }, null, 2)}\n`,
+          `${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, keyFile, protectedPresent: present.length, huskyToCommit: husky, done }, null, 2)}\n`,
         );
       else
         io.out(
-          `${done.map((d) => `  ${d}\n`).join('')}\n${approveFirst(present, policy)}${nextStep(policy, created, keyFile, newKey)}\n`,
+          `${done.map((d) => `  ${d}\n`).join('')}\n${approveFirst(present, policy)}${nextStep(policy, created, keyFile, newKey, husky)}\n`,
         );
       return 0;
     } finally {
@@ -237,24 +239,39 @@ function approveFirst(present: string[], policy: Policy): string {
   ].join('\n');
 }
 
-/** What to do after init: commit a new adoption, or have a reviewer add the key of a newcomer to an adopted one. */
-function nextStep(policy: Policy, created: boolean, keyFile: string | null, key: NewKey): string {
+/**
+ * What to do after init: commit a new adoption, or husky's lines, or have a reviewer add the key of a newcomer to an
+ * adopted one.
+ */
+function nextStep(
+  policy: Policy,
+  created: boolean,
+  keyFile: string | null,
+  key: NewKey,
+  husky: string[],
+): string {
+  const huskyFiles = husky.map(shellQuote).join(' ');
   if (created)
-    return `Next: commit them: git add ${POLICY_PATH} ${policy.keysDir} && git commit -m "Adopt delegate-git"`;
-  if (keyFile !== null) return 'Nothing to commit: the hooks are set up and your key is in the trust root.';
+    return `Next: commit them: git add ${[POLICY_PATH, policy.keysDir, huskyFiles].filter(Boolean).join(' ')} && git commit -m "Adopt delegate-git"`;
+  const huskyStep =
+    husky.length > 0
+      ? `Next: commit husky's hook files, which now run the gate: until they are committed, a git stash or reset --hard here takes the gate away, and no other clone runs it:\n  git add ${huskyFiles} && git commit -m "Run the delegate-git gate from husky"\n`
+      : '';
+  if (keyFile !== null)
+    return huskyStep || 'Nothing to commit: the hooks are set up and your key is in the trust root.';
   const file = `${policy.keysDir}/${key.name}.json`;
   const approvers =
     policy.reviewThreshold > 1
       ? `${policy.reviewThreshold} trusted reviewers approve it`
       : 'a trusted reviewer approves it';
-  return [
+  return `${huskyStep}${[
     `Next: what you sign counts once your key is in the trust root on the default branch. Send a reviewer these`,
     `commands; they write ${file} as it would be written here, ${approvers}, and they commit and push it:`,
     `  delegate-git keys add ${key.name} --public-key ${key.publicKey} --roles ${key.roles.join(',')}${key.email ? ` --email ${shellQuote(key.email)}` : ''}`,
     `  delegate-git attest --approve ${shellQuote(file)}`,
     `  git add ${shellQuote(file)} && git commit -m "Trust the key of ${key.name}"`,
     '  git push --atomic origin HEAD refs/notes/delegations   # the approval travels with the commit',
-  ].join('\n');
+  ].join('\n')}`;
 }
 
 /**
