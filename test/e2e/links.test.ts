@@ -141,7 +141,7 @@ describe('protect src/**/*.js with protectDeletes', () => {
     expect(pushed.stderr).toMatch(/refused refs\/heads\/main [0-9a-f]{12} src\/util: .*protectDeletes/);
     // Told what allows it, not to approve content that is not there.
     expect(pushed.stderr).toContain(
-      'A protected path may be deleted once a policy change that turns protectDeletes off',
+      'A protected path may be deleted once a reviewer-approved policy change that turns protectDeletes off',
     );
     expect(pushed.stderr).not.toContain('attest --approve');
     expect(pushed.stderr).not.toContain('This push also changes the policy');

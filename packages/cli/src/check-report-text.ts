@@ -3,6 +3,7 @@ import { isGovernanceFile } from '@delegate-git/core/governed-paths';
 import type { Policy } from '@delegate-git/core/policy';
 import type { RulesChange } from '@delegate-git/core/rules-change';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
+import { RULES_ADVICE } from './refusal-advice.js';
 
 /** Which content a report judged: the paths' (work tree or revision), the index's, or a commit's temporary index's. */
 export type Judged = 'paths' | 'index' | 'temporary index';
@@ -46,17 +47,13 @@ export function renderCheckReport(report: CheckReport, judged: Judged = 'paths')
 
 /** What keeps or allows the refused deletions: a governance file is never deleted; a protected path after a rules change. */
 function deletionAdvice(blocking: CheckReport['deletions']): string[] {
-  const out = ['To keep a file: restore it (`git restore --staged --worktree <path>`).'];
-  if (blocking.some((d) => d.kind === 'protected deletion'))
-    out.push(
-      'A protected path may be deleted once a reviewer-approved policy change that turns protectDeletes off is in force',
-      '(committed and pushed on its own first: a push is judged by the rules in force on its branch).',
-    );
-  if (blocking.some((d) => d.kind === 'governance deletion'))
-    out.push(
-      'The policy file and key files are never deleted: to retire a key, revoke it (`delegate-git keys revoke`).',
-    );
-  return out;
+  const kinds = new Set(blocking.map((d) => d.kind));
+  return [
+    'To keep a file: restore it (`git restore --staged --worktree <path>`).',
+    ...(['protected deletion', 'governance deletion'] as const).flatMap((kind) =>
+      kinds.has(kind) ? [RULES_ADVICE[kind]] : [],
+    ),
+  ];
 }
 
 /** What promotes the refused files: only what can (a verdict never promotes a governance file, nor under requireReview). */

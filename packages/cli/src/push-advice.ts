@@ -1,4 +1,5 @@
 import type { PushRefusal } from '@delegate-git/core/pre-receive';
+import { RULES_ADVICE } from './refusal-advice.js';
 
 const PROMOTE =
   "Promote each file (reviewers' approvals, `delegate-git attest --approve <path>`, as many as the reason says; or, where a verdict promotes it, a delegation: not for the policy and key files, nor under requireReview) and push the ledger with it: git push --atomic <remote> <branch> refs/notes/delegations";
@@ -15,18 +16,8 @@ export function pushRefusalAdvice(
   const kinds = new Set(content.map((r) => r.kind ?? 'content'));
   const out: string[] = [];
   if (kinds.has('content')) out.push(PROMOTE);
-  if (kinds.has('protected deletion'))
-    out.push(
-      'A protected path may be deleted once a policy change that turns protectDeletes off is in force on the branch (approved by reviewers, pushed before the deletion); otherwise restore it.',
-    );
-  if (kinds.has('governance deletion'))
-    out.push(
-      'The policy file and key files are never deleted: restore them; retire a key with `delegate-git keys revoke`.',
-    );
-  if (kinds.has('submodule'))
-    out.push(
-      'No record promotes a submodule: remove it, or exclude its path in a policy change that is in force on the branch first (approved by reviewers, pushed before it).',
-    );
+  for (const kind of ['protected deletion', 'governance deletion', 'submodule'] as const)
+    if (kinds.has(kind)) out.push(RULES_ADVICE[kind]);
   if (content.length > 0 && changingRules.length > 0)
     out.push(
       `This push also changes the policy or the trust root (${changingRules.join(', ')}), but a push is judged by the rules in force on its branch before it: push the rules change on its own first.`,

@@ -40,7 +40,7 @@ describe('pushRefusalAdvice', () => {
       LEDGER,
     );
     expect(keyFile).toEqual([
-      'The policy file and key files are never deleted: restore them; retire a key with `delegate-git keys revoke`.',
+      'The policy file and key files are never deleted: restore them; to retire a key, revoke it (`delegate-git keys revoke`).',
     ]);
 
     const submodule = pushRefusalAdvice([refused(SUBMODULE_REFUSED, 'src/sub', 'submodule')], [], LEDGER);
