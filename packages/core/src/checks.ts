@@ -11,7 +11,7 @@ import { DelegateGitError, isDelegateGitError } from './errors.js';
 import { collisionRefusals, collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
 import { git, gitTry, literalPathspecs } from './git.js';
 import { type Governance, loadGovernance, loadPolicy } from './governance.js';
-import { changesGovernance, isGovernanceFile, keysMovedTo, recordedAsCheckedOut } from './governed-paths.js';
+import { changesGovernance, isGovernanceFile, recordedAsCheckedOut } from './governed-paths.js';
 import {
   type FileToJudge,
   governedFiles,
@@ -20,7 +20,7 @@ import {
   judgeFiles,
   revisionAnchor,
 } from './judge.js';
-import { keysLeftBehind, leftBehind, policyVersionAt, withJoiningKeys } from './keys-move.js';
+import { keysMove, leftBehind } from './keys-move.js';
 import { damagedLedger } from './notes-tree.js';
 import { pathHistory } from './path-history.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
@@ -258,13 +258,19 @@ export async function checkStaged(repo: Repository, staged?: StagedDiff | null):
     files.length > 0 ? loadGovernance(snapshot, policy) : null,
   ]);
   if (committed) refuseGovernanceDeletions(deletions, removed, committed.policy);
-  const moved = committed ? keysMovedTo(committed.policy, policy) : null;
-  const joining = moved === null ? [] : await stagedFiles(top, [`${moved}/`], repo.env);
-  const judged = moved === null ? files : withJoiningKeys(files, joining, await policyVersionAt(repo, base));
-  if (moved !== null && committed) {
-    for (const file of await keysLeftBehind(repo, committed.trustRoot, joining))
-      deletions.push({ path: file, blocks: true, reason: leftBehind(moved), kind: 'governance deletion' });
-  }
+  const move = committed
+    ? await keysMove(repo, {
+        from: committed.policy,
+        to: policy,
+        files,
+        datedAt: base,
+        trustRoot: committed.trustRoot,
+        joining: (dir) => stagedFiles(top, [dir], repo.env),
+      })
+    : null;
+  const judged = move?.judged ?? files;
+  for (const path of move?.left ?? [])
+    deletions.push({ path, blocks: true, reason: leftBehind(move!.movedTo), kind: 'governance deletion' });
   const results: CheckResult[] = governance
     ? (
         await takenFromMerged(

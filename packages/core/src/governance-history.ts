@@ -11,14 +11,13 @@ import { isDelegateGitError } from './errors.js';
 import { git, gitTry, PINNED_LOG } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { type FileToJudge, type Judgement, judgeFiles } from './judge.js';
-import { keysLeftBehind, leftBehind, policyVersionAt, withJoiningKeys } from './keys-move.js';
+import { keysMove, leftBehind } from './keys-move.js';
 import { PathHistories } from './path-history.js';
 import { loadPathIndex, type PathIndex } from './path-index.js';
 import {
   DEFAULT_KEYS_DIR,
   GOVERNANCE_DELETED,
   isGovernanceFile,
-  keysMovedTo,
   POLICY_PATH,
   parsePolicy,
   type RefusalKind,
@@ -143,19 +142,22 @@ export async function unapprovedGovernanceChanges(
     const edited = changes
       .filter((c) => c.status !== 'D' && governs(c.path))
       .map((c) => ({ path: c.path, blob: c.blob, replaces: c.replaces, replacedAt: parent }));
-    const moved = keysMovedTo(before.policy, own?.policy ?? null);
-    const joining = moved === null ? [] : await treeFiles(repo.cwd, id, [`${moved}/`], repo.env);
-    const changed =
-      moved === null
-        ? edited
-        : withJoiningKeys(edited, joining, parent === undefined ? null : await policyVersionAt(repo, parent));
-    for (const path of moved === null ? [] : await keysLeftBehind(repo, before.trustRoot, joining))
+    const move = await keysMove(repo, {
+      from: before.policy,
+      to: own?.policy ?? null,
+      files: edited,
+      datedAt: parent ?? null,
+      trustRoot: before.trustRoot,
+      joining: (dir) => treeFiles(repo.cwd, id, [dir], repo.env),
+    });
+    const changed = move?.judged ?? edited;
+    for (const path of move?.left ?? [])
       problems.push({
         commit: id,
         path,
         blob: '',
         sha256: '',
-        reason: `${leftBehind(moved!)} (in ${at})`,
+        reason: `${leftBehind(move!.movedTo)} (in ${at})`,
         kind: 'governance deletion',
       });
     if (changed.length === 0) continue;

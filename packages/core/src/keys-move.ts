@@ -4,10 +4,41 @@
  */
 
 import { holdsKey } from './governance.js';
+import { keysMovedTo } from './governed-paths.js';
 import type { FileToJudge } from './judge.js';
-import { GOVERNANCE_DELETED, POLICY_PATH } from './policy.js';
+import { GOVERNANCE_DELETED, POLICY_PATH, type Policy } from './policy.js';
 import type { Repository } from './repository.js';
 import { parseKeyFile, type TrustRoot } from './trust-root.js';
+
+/** A file of the directory the keys move to, as the index or a commit's tree lists it. */
+type JoiningFile = { path: string; blob: string; submodule?: boolean; symlink?: boolean };
+
+/**
+ * One change from the policy `from` to `to`, when it moves the keys directory: the files to judge (`files`, with every
+ * file of the new directory joining as a key file, dated by the policy at `datedAt`) and the key files of `trustRoot`
+ * it leaves behind (each refused, `leftBehind`). Null when it moves nothing. `joining` lists a directory's files where
+ * the change is read: the index, or a commit's tree.
+ */
+export async function keysMove(
+  repo: Repository,
+  change: {
+    from: Policy;
+    to: Policy | null;
+    files: readonly FileToJudge[];
+    datedAt: string | null;
+    trustRoot: TrustRoot;
+    joining: (dir: string) => Promise<JoiningFile[]>;
+  },
+): Promise<{ movedTo: string; judged: FileToJudge[]; left: string[] } | null> {
+  const movedTo = keysMovedTo(change.from, change.to);
+  if (movedTo === null) return null;
+  const joining = await change.joining(`${movedTo}/`);
+  const [replaced, left] = await Promise.all([
+    policyVersionAt(repo, change.datedAt),
+    keysLeftBehind(repo, change.trustRoot, joining),
+  ]);
+  return { movedTo, judged: withJoiningKeys(change.files, joining, replaced), left };
+}
 
 /**
  * When a change moves the keys directory, every file there becomes a key file (keysMovedTo): each is judged as one,
@@ -16,9 +47,9 @@ import { parseKeyFile, type TrustRoot } from './trust-root.js';
  * before (a revoked key's unrevoked copy, say, while the directory was not the keys directory) cannot join on its old
  * approvals.
  */
-export function withJoiningKeys(
+function withJoiningKeys(
   files: readonly FileToJudge[],
-  joining: ReadonlyArray<{ path: string; blob: string; submodule?: boolean; symlink?: boolean }>,
+  joining: readonly JoiningFile[],
   replaced: { blob: string; at: string } | null,
 ): FileToJudge[] {
   const changed = new Map(files.map((f) => [f.path, f]));
@@ -40,7 +71,7 @@ export function withJoiningKeys(
  * verified, and the versions of the policy they dated would fall back to older dates, so that a key file left in the
  * new directory could come back on an old approval.
  */
-export async function keysLeftBehind(
+async function keysLeftBehind(
   repo: Repository,
   before: TrustRoot,
   joining: ReadonlyArray<{ path: string; blob: string }>,
@@ -66,7 +97,7 @@ export function leftBehind(movedTo: string): string {
 }
 
 /** The policy's blob at `commit`, with the commit: what a move of the keys directory there is dated by. */
-export async function policyVersionAt(
+async function policyVersionAt(
   repo: Repository,
   commit: string | null,
 ): Promise<{ blob: string; at: string } | null> {

@@ -12,7 +12,7 @@ import { type Governance, loadGovernance } from './governance.js';
 import { recordedAsCheckedOut } from './governed-paths.js';
 import { governedFiles, isLink, judgeFiles, revisionAnchor } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
-import { keysLeftBehind, leftBehind, policyVersionAt, withJoiningKeys } from './keys-move.js';
+import { keysMove, leftBehind } from './keys-move.js';
 import { foreignAlongUpdate, type LedgerChange } from './ledger-change.js';
 import { ForeignEntries, type ForeignEntry, whyNotANote } from './notes-format.js';
 import { LEDGER_REF, NotesLedger } from './notes-ledger.js';
@@ -24,7 +24,6 @@ import {
   type GovernedMatcher,
   governedMatcher,
   isGovernanceFile,
-  keysMovedTo,
   POLICY_PATH,
   type Policy,
   parsePolicy,
@@ -706,11 +705,20 @@ async function moveRefused(
   governance: Governance,
   after: LedgerAfter,
 ): Promise<PushRefusal[]> {
-  const moved = move.from === null ? null : keysMovedTo(move.from, await policyAt(reads.repo, move.commit));
-  if (moved === null) return [];
-  const joining = await treeFiles(reads.repo.cwd, move.commit, [`${moved}/`], reads.repo.env);
-  const keyFiles = withJoiningKeys([], joining, await policyVersionAt(reads.repo, move.datedAt));
-  const left = (await keysLeftBehind(reads.repo, governance.trustRoot, joining)).map(
+  const keys =
+    move.from === null
+      ? null
+      : await keysMove(reads.repo, {
+          from: move.from,
+          to: await policyAt(reads.repo, move.commit),
+          files: [],
+          datedAt: move.datedAt,
+          trustRoot: governance.trustRoot,
+          joining: (dir) => treeFiles(reads.repo.cwd, move.commit, [dir], reads.repo.env),
+        });
+  if (keys === null) return [];
+  const { movedTo: moved, judged: keyFiles } = keys;
+  const left = keys.left.map(
     (path): PushRefusal => ({
       ref,
       commit: move.commit,
