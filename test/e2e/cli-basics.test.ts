@@ -18,6 +18,7 @@ import {
   copyWorkTree,
   gitOk,
   gitRun,
+  LEDGER,
   makeStory,
   makeWorkTree,
   noteLines,
@@ -34,7 +35,6 @@ import {
 import { repoRoot } from '../support/paths.js';
 import { subjectOf, testKey, verdictLine } from '../support/records.js';
 
-const LEDGER = 'refs/notes/delegations';
 const KEY_FILE = `.delegate-git/keys/${OPERATOR}.json`;
 
 let story: Story;

@@ -20,6 +20,7 @@ import {
   commit,
   copyWorkTree,
   gitOk,
+  LEDGER,
   ledgerCommitWith,
   makeStory,
   makeWorkTree,
@@ -33,7 +34,6 @@ import {
 } from '../support/cli-story.js';
 import { subjectOf, testKey, testVerdictStatement } from '../support/records.js';
 
-const LEDGER = 'refs/notes/delegations';
 const BOB_KEY_FILE = '.delegate-git/keys/bob.json';
 
 /** What `verify --json` prints: the core result, serialized, with the exit code. */

@@ -47,6 +47,9 @@ export const storyCli = process.env.DELEGATE_GIT_E2E_CLI ?? cliBin;
 /** The operator every story signs as, unless told otherwise (init names the key after $USER). */
 export const OPERATOR = 'alice';
 
+/** The ledger ref, spelled out rather than imported: the stories check where the built CLI writes. */
+export const LEDGER = 'refs/notes/delegations';
+
 export interface Story {
   /** Temporary directory holding everything of this story. */
   root: string;
@@ -373,7 +376,7 @@ export function mktree(story: Story, dir: string, entries: string[]): string {
  * tree): what a pusher can write by hand that is no note. The ledger ref is left where it was.
  */
 export function ledgerCommitWith(story: Story, dir: string, entries: string[]): string {
-  const tip = gitOk(story, dir, ['rev-parse', '--verify', 'refs/notes/delegations']);
+  const tip = gitOk(story, dir, ['rev-parse', '--verify', LEDGER]);
   const listed = gitOk(story, dir, ['ls-tree', '-z', tip]).split('\0').filter(Boolean);
   const tree = mktree(story, dir, [...listed, ...entries]);
   return gitOk(story, dir, ['commit-tree', tree, '-p', tip, '-m', 'entries that are no notes']);
