@@ -197,6 +197,16 @@ export function makeWorkTree(story: Story, name: string): string {
   return dir;
 }
 
+/** A first commit (README.md) in `dir`, from before delegate-git was adopted; returns the commit. */
+export function commitBeforeAdoption(story: Story, dir: string): string {
+  writeFiles(dir, { 'README.md': 'before delegate-git\n' });
+  gitOk(story, dir, ['add', 'README.md']);
+  const committed = commit(story, dir, 'before the adoption');
+  if (committed.code !== 0)
+    throw new Error(`the commit before the adoption was refused:\n${committed.stderr}`);
+  return gitOk(story, dir, ['rev-parse', 'HEAD']);
+}
+
 /**
  * `delegate-git init --protect <glob>...` and the adopting commit of its policy and key file, through the hook.
  * Returns init's output.
