@@ -19,7 +19,6 @@ import {
   gitOk,
   gitRun,
   LEDGER,
-  makeStory,
   makeWorkTree,
   noteLines,
   OPERATOR,
@@ -29,6 +28,7 @@ import {
   refTip,
   type Story,
   storyCli,
+  storyOutsideActions,
   tagOf,
   writeFiles,
 } from '../support/cli-story.js';
@@ -43,9 +43,7 @@ let base: string;
 let blobA: string;
 
 beforeAll(async () => {
-  story = makeStory('delegate-git-basics-');
-  delete story.env.GITHUB_ACTIONS;
-  delete story.env.GITHUB_STEP_SUMMARY;
+  story = storyOutsideActions('delegate-git-basics-');
   base = makeWorkTree(story, 'base');
   adopt(story, base, ['src/**']);
   writeFiles(base, { 'src/a.ts': 'export const a = 1;\n' });

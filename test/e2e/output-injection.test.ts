@@ -18,10 +18,10 @@ import {
   commit,
   copyWorkTree,
   gitOk,
-  makeStory,
   makeWorkTree,
   recordVerdict,
   type Story,
+  storyOutsideActions,
   writeFiles,
 } from '../support/cli-story.js';
 
@@ -30,9 +30,7 @@ let template: string;
 let blob: string;
 
 beforeAll(async () => {
-  story = makeStory('delegate-git-output-');
-  delete story.env.GITHUB_ACTIONS;
-  delete story.env.GITHUB_STEP_SUMMARY;
+  story = storyOutsideActions('delegate-git-output-');
   template = makeWorkTree(story, 'template');
   adopt(story, template, ['src/**']);
   writeFiles(template, { 'src/a.ts': 'export const a = 1;\n' });

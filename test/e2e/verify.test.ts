@@ -22,7 +22,6 @@ import {
   gitOk,
   LEDGER,
   ledgerCommitWith,
-  makeStory,
   makeWorkTree,
   noteLines,
   OPERATOR,
@@ -30,6 +29,7 @@ import {
   recordVerdict,
   refTip,
   type Story,
+  storyOutsideActions,
   writeFiles,
 } from '../support/cli-story.js';
 import { subjectOf, testKey, testVerdictStatement } from '../support/records.js';
@@ -46,10 +46,7 @@ let template: string;
 const blobs: Record<'a' | 'b' | 'c', string> = { a: '', b: '', c: '' };
 
 beforeAll(async () => {
-  story = makeStory('delegate-git-verify-');
-  // A test run inside GitHub Actions must not annotate the real job or append to its summary.
-  delete story.env.GITHUB_ACTIONS;
-  delete story.env.GITHUB_STEP_SUMMARY;
+  story = storyOutsideActions('delegate-git-verify-');
   template = makeWorkTree(story, 'template');
   adopt(story, template, ['src/**']);
 

@@ -95,6 +95,15 @@ export function makeStory(prefix = 'delegate-git-e2e-'): Story {
   return { root, env, cleanup: () => removeDir(root) };
 }
 
+/** makeStory for a story whose commands must not see GitHub Actions around them. */
+export function storyOutsideActions(prefix: string): Story {
+  const story = makeStory(prefix);
+  // A test run inside GitHub Actions must not annotate the real job or append to its summary.
+  delete story.env.GITHUB_ACTIONS;
+  delete story.env.GITHUB_STEP_SUMMARY;
+  return story;
+}
+
 /** The same story's environment as another operator: their own XDG_CONFIG_HOME (and so their own keys). */
 export function operatorEnv(story: Story, name: string): NodeJS.ProcessEnv {
   return { ...story.env, XDG_CONFIG_HOME: path.join(story.root, `xdg-${name}`), USER: name, LOGNAME: name };
