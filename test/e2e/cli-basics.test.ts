@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POLICY_PATH } from '../../packages/core/src/index.js';
 import {
-  adopt,
+  adoptedWithPromotedA,
   cli,
   cliOk,
   commit,
@@ -24,7 +24,6 @@ import {
   OPERATOR,
   operatorEnv,
   type Run,
-  recordVerdict,
   refTip,
   type Story,
   storyCli,
@@ -44,13 +43,7 @@ let blobA: string;
 
 beforeAll(async () => {
   story = storyOutsideActions('delegate-git-basics-');
-  base = makeWorkTree(story, 'base');
-  adopt(story, base, ['src/**']);
-  writeFiles(base, { 'src/a.ts': 'export const a = 1;\n' });
-  blobA = await recordVerdict(story, base, 'src/a.ts');
-  gitOk(story, base, ['add', '-A']);
-  const run = commit(story, base, 'add a');
-  if (run.code !== 0) throw new Error(run.stderr);
+  ({ dir: base, blob: blobA } = await adoptedWithPromotedA(story, 'base'));
 });
 
 afterAll(() => story.cleanup());

@@ -12,14 +12,12 @@ import { canonicalize } from '../../packages/core/src/canonical-json.js';
 import { IN_TOTO_PAYLOAD_TYPE } from '../../packages/core/src/dsse.js';
 import { POLICY_PATH, parsePolicy } from '../../packages/core/src/policy.js';
 import {
-  adopt,
+  adoptedWithPromotedA,
   cli,
   cliOk,
   commit,
   copyWorkTree,
   gitOk,
-  makeWorkTree,
-  recordVerdict,
   type Story,
   storyOutsideActions,
   writeFiles,
@@ -31,12 +29,7 @@ let blob: string;
 
 beforeAll(async () => {
   story = storyOutsideActions('delegate-git-output-');
-  template = makeWorkTree(story, 'template');
-  adopt(story, template, ['src/**']);
-  writeFiles(template, { 'src/a.ts': 'export const a = 1;\n' });
-  blob = await recordVerdict(story, template, 'src/a.ts');
-  gitOk(story, template, ['add', 'src']);
-  expect(commit(story, template, 'add a').code).toBe(0);
+  ({ dir: template, blob } = await adoptedWithPromotedA(story, 'template'));
 });
 
 afterAll(() => story.cleanup());

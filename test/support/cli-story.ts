@@ -414,3 +414,18 @@ export function withOnePayloadByteChanged(line: string): string {
     signatures: envelope.signatures,
   });
 }
+
+/** A work tree `name` adopted (protect src/**) with src/a.ts promoted by a verdict and committed; and that blob. */
+export async function adoptedWithPromotedA(
+  story: Story,
+  name: string,
+): Promise<{ dir: string; blob: string }> {
+  const dir = makeWorkTree(story, name);
+  adopt(story, dir, ['src/**']);
+  writeFiles(dir, { 'src/a.ts': 'export const a = 1;\n' });
+  const blob = await recordVerdict(story, dir, 'src/a.ts');
+  gitOk(story, dir, ['add', 'src']);
+  const committed = commit(story, dir, 'add a');
+  if (committed.code !== 0) throw new Error(`the commit adding src/a.ts was refused:\n${committed.stderr}`);
+  return { dir, blob };
+}
