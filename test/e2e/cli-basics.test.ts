@@ -11,30 +11,29 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POLICY_PATH } from '../../packages/core/src/index.js';
 import {
-  adopt,
+  adoptedWithPromotedA,
   cli,
   cliOk,
   commit,
   copyWorkTree,
   gitOk,
   gitRun,
-  makeStory,
+  LEDGER,
   makeWorkTree,
   noteLines,
   OPERATOR,
   operatorEnv,
   type Run,
-  recordVerdict,
   refTip,
   type Story,
   storyCli,
+  storyOutsideActions,
   tagOf,
   writeFiles,
 } from '../support/cli-story.js';
 import { repoRoot } from '../support/paths.js';
 import { subjectOf, testKey, verdictLine } from '../support/records.js';
 
-const LEDGER = 'refs/notes/delegations';
 const KEY_FILE = `.delegate-git/keys/${OPERATOR}.json`;
 
 let story: Story;
@@ -43,16 +42,8 @@ let base: string;
 let blobA: string;
 
 beforeAll(async () => {
-  story = makeStory('delegate-git-basics-');
-  delete story.env.GITHUB_ACTIONS;
-  delete story.env.GITHUB_STEP_SUMMARY;
-  base = makeWorkTree(story, 'base');
-  adopt(story, base, ['src/**']);
-  writeFiles(base, { 'src/a.ts': 'export const a = 1;\n' });
-  blobA = await recordVerdict(story, base, 'src/a.ts');
-  gitOk(story, base, ['add', '-A']);
-  const run = commit(story, base, 'add a');
-  if (run.code !== 0) throw new Error(run.stderr);
+  story = storyOutsideActions('delegate-git-basics-');
+  ({ dir: base, blob: blobA } = await adoptedWithPromotedA(story, 'base'));
 });
 
 afterAll(() => story.cleanup());

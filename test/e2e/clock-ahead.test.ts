@@ -8,10 +8,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, commit, gitOk, gitRun, makeStory, recordVerdict, type Story } from '../support/cli-story.js';
+import {
+  cli,
+  commit,
+  gitOk,
+  gitRun,
+  LEDGER,
+  makeStory,
+  recordVerdict,
+  type Story,
+} from '../support/cli-story.js';
 import { adoptedClone } from '../support/every-gate.js';
 
-const LEDGER = 'refs/notes/delegations';
 const AHEAD = 'created in the future';
 
 describe('a record dated ahead of the clock', () => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   type DelegateRepo,
   decodeLine,
+  delegateCreating,
   delegateGitBin,
   fileBlock,
   makeDelegateRepo,
@@ -25,19 +26,6 @@ afterAll(async () => {
   await worker?.close();
 });
 
-async function delegateCreating(repo: DelegateRepo, file: string, unit: Record<string, unknown>) {
-  worker.enqueue({ content: fileBlock(file, `export const value = ${JSON.stringify(file)};`) });
-  const result = await repo.delegate({
-    taskName: file,
-    instruction: `Create ${file}.`,
-    targetFiles: [file],
-    ...unit,
-  });
-  const blob = result.receipt?.files[0]?.gitBlob;
-  const verdicts = blob ? repo.ledger(blob).map((s) => s.predicate.verdict as string) : [];
-  return { ...result, blob, verdicts };
-}
-
 describe('verification approval', () => {
   let repo: DelegateRepo;
   // The command leaves a mark when it runs, so "not run" is observed, not inferred from the receipt.
@@ -52,7 +40,7 @@ describe('verification approval', () => {
   afterAll(() => repo?.cleanup());
 
   test('`ask` with no terminal refuses: VERIFICATION_NOT_APPROVED, the command never ran, the file is recorded unpromoted', async () => {
-    const { code, receipt, verdicts } = await delegateCreating(repo, 'src/asked.js', {
+    const { code, receipt, verdicts } = await delegateCreating(repo, worker, 'src/asked.js', {
       runVerification: markCommand(),
     });
 
@@ -71,7 +59,7 @@ describe('verification approval', () => {
 
   test('control: with the program on the allowlist the same command runs and the unit passes', async () => {
     await repo.configSet('verification.allowlist', '["touch"]');
-    const { code, receipt, verdicts } = await delegateCreating(repo, 'src/allowlisted.js', {
+    const { code, receipt, verdicts } = await delegateCreating(repo, worker, 'src/allowlisted.js', {
       runVerification: markCommand(),
     });
     expect(code).toBe(0);
@@ -83,7 +71,7 @@ describe('verification approval', () => {
   test('`deny` refuses even an allowlisted program', async () => {
     fs.rmSync(marker, { force: true });
     await repo.configSet('verification.approval', 'deny');
-    const { code, receipt, verdicts } = await delegateCreating(repo, 'src/denied.js', {
+    const { code, receipt, verdicts } = await delegateCreating(repo, worker, 'src/denied.js', {
       runVerification: markCommand(),
     });
     expect(code).toBe(1);
@@ -173,7 +161,7 @@ describe('coherence', () => {
 
   test('a passing unit with a failing coherence command is INCOHERENT, recorded, and not promoted', async () => {
     await repo.configSet('coherence', 'exit 1');
-    const { code, receipt, verdicts } = await delegateCreating(repo, 'src/incoherent.js', {
+    const { code, receipt, verdicts } = await delegateCreating(repo, worker, 'src/incoherent.js', {
       runVerification: 'true',
     });
 
@@ -189,7 +177,9 @@ describe('coherence', () => {
 
   test('control: a passing coherence command leaves the unit UNIT_PASSED and promoted', async () => {
     await repo.configSet('coherence', 'exit 0');
-    const { code, receipt } = await delegateCreating(repo, 'src/coherent.js', { runVerification: 'true' });
+    const { code, receipt } = await delegateCreating(repo, worker, 'src/coherent.js', {
+      runVerification: 'true',
+    });
     expect(code).toBe(0);
     expect(receipt?.verdict).toBe('UNIT_PASSED');
     expect(receipt?.coherence).toMatchObject({ command: 'exit 0', exitCode: 0 });
@@ -219,7 +209,7 @@ describe('retry context', () => {
   }
 
   test('a failure at src/x.js:5:1 widens the next delegation with src/x.js lines 1-15, once', async () => {
-    const failed = await delegateCreating(repo, 'src/y.js', {
+    const failed = await delegateCreating(repo, worker, 'src/y.js', {
       runVerification: failingTest('x handles zero', 'src/x.js:5:1'),
     });
     expect(failed.receipt?.verdict).toBe('UNIT_FAILED');
@@ -228,7 +218,7 @@ describe('retry context', () => {
     ]);
     expect(failed.receipt?.contextWidened).toEqual([]);
 
-    const retried = await delegateCreating(repo, 'src/z.js', { runVerification: 'true' });
+    const retried = await delegateCreating(repo, worker, 'src/z.js', { runVerification: 'true' });
     expect(retried.code).toBe(0);
     expect(retried.receipt?.contextWidened.map((c) => [c.path, c.lineRange])).toEqual([
       ['src/x.js', [1, 15]],
@@ -247,7 +237,7 @@ describe('retry context', () => {
     expect(retried.receipt?.context).toEqual([]);
 
     // Consumed once: the attempt after does not see it again.
-    const next = await delegateCreating(repo, 'src/w.js', { runVerification: 'true' });
+    const next = await delegateCreating(repo, worker, 'src/w.js', { runVerification: 'true' });
     expect(next.receipt?.contextWidened).toEqual([]);
     const plain = JSON.parse(
       Buffer.from(JSON.parse(next.receipt!.envelope!).payload, 'base64').toString('utf8'),
@@ -257,7 +247,7 @@ describe('retry context', () => {
   });
 
   test('an attempt the worker gave no answer to (HTTP 503, a truncated reply) leaves the offer to the next one', async () => {
-    const failed = await delegateCreating(repo, 'src/v.js', {
+    const failed = await delegateCreating(repo, worker, 'src/v.js', {
       runVerification: failingTest('x again', 'src/x.js:20:1'),
     });
     expect(failed.receipt?.verdict).toBe('UNIT_FAILED');
@@ -273,7 +263,7 @@ describe('retry context', () => {
     worker.enqueue({ content: '```js file="src/u.js"\nexport const', finishReason: 'length' });
     expect((await repo.delegate(unit)).receipt?.verdict).toBe('WORKER_ERROR');
 
-    const answered = await delegateCreating(repo, 'src/u.js', { runVerification: 'true' });
+    const answered = await delegateCreating(repo, worker, 'src/u.js', { runVerification: 'true' });
     expect(answered.receipt?.verdict).toBe('UNIT_PASSED');
     expect(answered.receipt?.contextWidened.map((c) => [c.path, c.lineRange])).toEqual([
       ['src/x.js', [10, 30]],

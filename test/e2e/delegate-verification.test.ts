@@ -4,7 +4,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type DelegateRepo, fileBlock, makeDelegateRepo, patchBlock } from '../support/delegate-repo.js';
+import {
+  type DelegateRepo,
+  delegateCreating,
+  fileBlock,
+  makeDelegateRepo,
+  patchBlock,
+} from '../support/delegate-repo.js';
 import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
 
 let worker: FakeWorker;
@@ -26,23 +32,9 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
-/** Delegates a unit whose worker reply creates `file`, and returns the result with the written blob's verdicts. */
-async function delegateCreating(file: string, unit: Record<string, unknown>) {
-  worker.enqueue({ content: fileBlock(file, `export const value = ${JSON.stringify(file)};`) });
-  const result = await repo.delegate({
-    taskName: file,
-    instruction: `Create ${file}.`,
-    targetFiles: [file],
-    ...unit,
-  });
-  const blob = result.receipt?.files[0]?.gitBlob;
-  const verdicts = blob ? repo.ledger(blob).map((s) => s.predicate.verdict as string) : [];
-  return { ...result, blob, verdicts };
-}
-
 describe('contract re-hash after verification', () => {
   test('a command that changes a contract file gives CONTRACT_MODIFIED, outranking its own passing runs', async () => {
-    const { code, receipt, verdicts } = await delegateCreating('src/tampered.js', {
+    const { code, receipt, verdicts } = await delegateCreating(repo, worker, 'src/tampered.js', {
       contractFiles: ['test/spec-tampered.txt'],
       runVerification: 'echo tampered >> test/spec-tampered.txt',
     });
@@ -59,7 +51,7 @@ describe('contract re-hash after verification', () => {
   });
 
   test('control: a command that only reads the contract passes, and the contract is reported unchanged', async () => {
-    const { code, receipt, verdicts } = await delegateCreating('src/untampered.js', {
+    const { code, receipt, verdicts } = await delegateCreating(repo, worker, 'src/untampered.js', {
       contractFiles: ['test/spec-control.txt'],
       runVerification: 'cat test/spec-control.txt',
     });
@@ -75,7 +67,7 @@ describe('contract re-hash after verification', () => {
   });
 
   test('a declared contract file that does not exist fails closed (a typo is a violation)', async () => {
-    const { code, receipt } = await delegateCreating('src/typo.js', {
+    const { code, receipt } = await delegateCreating(repo, worker, 'src/typo.js', {
       contractFiles: ['test/spec-typo.txt'],
       runVerification: 'true',
     });
@@ -93,7 +85,7 @@ describe('files changed by the verification itself', () => {
     const rewriteOnThird =
       'n=$(cat .runs 2>/dev/null || echo 0); n=$((n + 1)); echo $n > .runs; ' +
       'if [ $n -ge 3 ]; then echo "export const value = 0;" > src/rewritten.js; fi';
-    const { code, receipt, verdicts } = await delegateCreating('src/rewritten.js', {
+    const { code, receipt, verdicts } = await delegateCreating(repo, worker, 'src/rewritten.js', {
       runVerification: rewriteOnThird,
     });
     expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([0, 0, 0]);
@@ -106,7 +98,7 @@ describe('files changed by the verification itself', () => {
   });
 
   test('control: a formatter in the command settles on the first run, and the formatted content passes', async () => {
-    const { code, receipt, verdicts } = await delegateCreating('src/formatted.js', {
+    const { code, receipt, verdicts } = await delegateCreating(repo, worker, 'src/formatted.js', {
       runVerification: 'grep -q tidied src/formatted.js || echo "// tidied" >> src/formatted.js',
     });
     expect(code, receipt?.message ?? '').toBe(0);
@@ -130,7 +122,9 @@ describe('files changed by the verification itself', () => {
       ['src/grown.js', 'truncate -s 3G src/grown.js', 'is 3221225472 bytes after verification'],
     ] as const) {
       const once = `test -p ${file} || test -L ${file} || { ${swap}; }`;
-      const { code, receipt, verdicts } = await delegateCreating(file, { runVerification: once });
+      const { code, receipt, verdicts } = await delegateCreating(repo, worker, file, {
+        runVerification: once,
+      });
       expect(code, `${file}: ${receipt?.message}`).toBe(1);
       expect(receipt?.verdict).toBe('UNIT_UNVERIFIED');
       expect(receipt?.message).toContain(why);
@@ -233,7 +227,7 @@ describe('files changed by the verification itself', () => {
 describe('repeats', () => {
   test('a command that passes then fails is UNIT_FLAKY after 2 runs, recorded, not promoted', async () => {
     const counter = path.join(repo.root, 'flaky-counter');
-    const { code, receipt, verdicts } = await delegateCreating('src/flaky.js', {
+    const { code, receipt, verdicts } = await delegateCreating(repo, worker, 'src/flaky.js', {
       runVerification: `n=$(cat '${counter}' 2>/dev/null || echo 0); echo $((n+1)) > '${counter}'; test "$n" = 0`,
     });
 
@@ -249,7 +243,7 @@ describe('repeats', () => {
   });
 
   test('a command that always fails runs all 3 times: UNIT_FAILED in the ledger and `check` refuses', async () => {
-    const { code, receipt, verdicts } = await delegateCreating('src/failing.js', {
+    const { code, receipt, verdicts } = await delegateCreating(repo, worker, 'src/failing.js', {
       runVerification: 'echo "the sum is wrong" >&2; exit 3',
     });
 
@@ -266,7 +260,9 @@ describe('repeats', () => {
   });
 
   test('control: a command that always passes runs 3 times and promotes', async () => {
-    const { code, receipt } = await delegateCreating('src/stable.js', { runVerification: 'exit 0' });
+    const { code, receipt } = await delegateCreating(repo, worker, 'src/stable.js', {
+      runVerification: 'exit 0',
+    });
     expect(code).toBe(0);
     expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([0, 0, 0]);
     expect((await repo.check(['src/stable.js'])).code).toBe(0);
@@ -328,7 +324,7 @@ describe('redaction of failures', () => {
       tap,
       `TAP version 13\nok 1 - adds numbers\nnot ok 2 - logs in with ${token}\nnot ok 3 - keeps an innocent name\n1..3\n`,
     );
-    const { code, stdout, receipt, blob } = await delegateCreating('src/redacted.js', {
+    const { code, stdout, receipt, blob } = await delegateCreating(repo, worker, 'src/redacted.js', {
       runVerification: `cat '${tap}'; exit 1`,
     });
 

@@ -16,6 +16,7 @@ import {
   cliOk,
   cloneInto,
   commit,
+  commitBeforeAdoption,
   gitOk,
   gitRun,
   makeServer,
@@ -951,8 +952,7 @@ describe('init: a newcomer to a repository that adopted delegate-git already', (
 
   it('refuses to adopt again on a branch from before the adoption, writing nothing; control: on the adopted branch it sets up', () => {
     const dir = makeWorkTree(story, 'newcomer-old-branch');
-    stage(dir, { 'README.md': 'before delegate-git\n' });
-    expect(commit(story, dir, 'before the adoption').code).toBe(0);
+    commitBeforeAdoption(story, dir);
     gitOk(story, dir, ['branch', 'old']);
     adopt(story, dir, ['src/**']);
     const ledger = refTip(story, dir, 'refs/notes/delegations');
@@ -975,8 +975,7 @@ describe('init: a newcomer to a repository that adopted delegate-git already', (
   it('in a clone that has not fetched a teammate’s adoption, refuses until it has; control: a first adoption with a remote', () => {
     const server = makeServer(story, 'unfetched.git', { hook: false });
     const first = cloneInto(story, server, 'unfetched-first');
-    stage(first, { 'README.md': 'before delegate-git\n' });
-    expect(commit(story, first, 'before the adoption').code).toBe(0);
+    commitBeforeAdoption(story, first);
     gitOk(story, first, ['push', '-q', 'origin', 'main']);
     const stale = cloneInto(story, server, 'unfetched-stale');
     adopt(story, first, ['src/**']); // init asks the remote: it holds nothing adopted yet
@@ -997,8 +996,7 @@ describe('init: a newcomer to a repository that adopted delegate-git already', (
 
   it('asks a remote that wants a password nothing, and adopts with a warning; a remote tag is followed to its commit', async () => {
     const dir = makeWorkTree(story, 'asks-nobody');
-    stage(dir, { 'README.md': 'before delegate-git\n' });
-    expect(commit(story, dir, 'before the adoption').code).toBe(0);
+    commitBeforeAdoption(story, dir);
     const server = http.createServer((req, res) => {
       req.resume();
       res.writeHead(401, { 'www-authenticate': 'Basic realm="x"' });
@@ -1027,8 +1025,7 @@ describe('init: a newcomer to a repository that adopted delegate-git already', (
     // A remote's annotated tag this clone holds the object of, but no ref to: what it tags is looked at too.
     const tagged = makeServer(story, 'tagged.git', { hook: false });
     const owner = cloneInto(story, tagged, 'tagged-owner');
-    stage(owner, { 'README.md': 'before delegate-git\n' });
-    expect(commit(story, owner, 'before the adoption').code).toBe(0);
+    commitBeforeAdoption(story, owner);
     gitOk(story, owner, ['push', '-q', 'origin', 'main']);
     const clone = cloneInto(story, tagged, 'tagged-clone');
     gitOk(story, owner, ['checkout', '-q', '-b', 'adopting']);
@@ -1044,8 +1041,7 @@ describe('init: a newcomer to a repository that adopted delegate-git already', (
 
   it('fails closed when a ref points at a missing object; control: with the ref repaired it adopts', () => {
     const dir = makeWorkTree(story, 'broken-ref');
-    stage(dir, { 'README.md': 'before delegate-git\n' });
-    expect(commit(story, dir, 'before the adoption').code).toBe(0);
+    commitBeforeAdoption(story, dir);
     fs.writeFileSync(path.join(dir, '.git', 'refs', 'heads', 'gone'), `${'1'.repeat(40)}\n`);
     const refused = cli(story, dir, ['init', '--protect', 'src/**']);
     expect(refused.code).toBe(2);

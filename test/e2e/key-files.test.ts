@@ -13,6 +13,7 @@ import {
   commit,
   gitOk,
   gitRun,
+  LEDGER,
   makeStory,
   recordApproval,
   refTip,
@@ -29,8 +30,6 @@ import {
   keyFileOf,
   registerKeys,
 } from '../support/reviewers.js';
-
-const LEDGER = 'refs/notes/delegations';
 
 /** A reviewer's key added, approved by the operator, and accepted by every gate. */
 function trustedKey(story: Story, work: string, name: string): AddedKey {

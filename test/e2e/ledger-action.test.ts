@@ -11,6 +11,7 @@ import {
   cliOk,
   cloneInto,
   gitOk,
+  LEDGER,
   makeServer,
   makeStory,
   operatorEnv,
@@ -21,7 +22,6 @@ import {
 } from '../support/cli-story.js';
 import { repoRoot } from '../support/paths.js';
 
-const LEDGER = 'refs/notes/delegations';
 const action = path.join(repoRoot, 'ledger-tools');
 
 let story: Story;

@@ -22,7 +22,6 @@ import {
 import { acceptedByEveryGate, adoptedClone, refusedByEveryGate } from '../support/every-gate.js';
 import { editPolicy } from '../support/reviewers.js';
 
-const _LEDGER = 'refs/notes/delegations';
 const SUBMODULE = 'a submodule: records judge file content';
 
 function link(work: string, at: string, target: string): void {

@@ -15,6 +15,7 @@ import {
   commit,
   gitOk,
   gitRun,
+  LEDGER,
   makeStory,
   OPERATOR,
   recordApproval,
@@ -23,7 +24,6 @@ import {
 import { acceptedByEveryGate, adoptedClone, refusedByEveryGate } from '../support/every-gate.js';
 import { addKeys, approveBy, attestOk, editPolicy, keyFileOf, registerKeys } from '../support/reviewers.js';
 
-const LEDGER = 'refs/notes/delegations';
 const GOING_BACK = 'only before the version it replaces was approved';
 
 describe('a merge keeping a stale side’s policy is dated as a change from the other side’s', () => {

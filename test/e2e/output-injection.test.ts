@@ -12,16 +12,14 @@ import { canonicalize } from '../../packages/core/src/canonical-json.js';
 import { IN_TOTO_PAYLOAD_TYPE } from '../../packages/core/src/dsse.js';
 import { POLICY_PATH, parsePolicy } from '../../packages/core/src/policy.js';
 import {
-  adopt,
+  adoptedWithPromotedA,
   cli,
   cliOk,
   commit,
   copyWorkTree,
   gitOk,
-  makeStory,
-  makeWorkTree,
-  recordVerdict,
   type Story,
+  storyOutsideActions,
   writeFiles,
 } from '../support/cli-story.js';
 
@@ -30,15 +28,8 @@ let template: string;
 let blob: string;
 
 beforeAll(async () => {
-  story = makeStory('delegate-git-output-');
-  delete story.env.GITHUB_ACTIONS;
-  delete story.env.GITHUB_STEP_SUMMARY;
-  template = makeWorkTree(story, 'template');
-  adopt(story, template, ['src/**']);
-  writeFiles(template, { 'src/a.ts': 'export const a = 1;\n' });
-  blob = await recordVerdict(story, template, 'src/a.ts');
-  gitOk(story, template, ['add', 'src']);
-  expect(commit(story, template, 'add a').code).toBe(0);
+  story = storyOutsideActions('delegate-git-output-');
+  ({ dir: template, blob } = await adoptedWithPromotedA(story, 'template'));
 });
 
 afterAll(() => story.cleanup());

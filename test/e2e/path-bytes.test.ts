@@ -13,13 +13,13 @@ import {
   commit,
   gitOk,
   gitRun,
+  LEDGER,
   makeServer,
   makeStory,
   type Story,
   writeFiles,
 } from '../support/cli-story.js';
 
-const LEDGER = 'refs/notes/delegations';
 const CONTENT = 'export const x = 1;\n';
 
 let story: Story;

@@ -17,6 +17,7 @@ import {
   commitOf,
   gitOk,
   gitRun,
+  LEDGER,
   ledgerCommitWith,
   looseCommit,
   makeServer,
@@ -33,7 +34,6 @@ import {
   writeFiles,
 } from '../support/cli-story.js';
 
-const LEDGER = 'refs/notes/delegations';
 const POLICY = '.delegate-git/policy.json';
 const ATOMIC = ['push', '--atomic', 'origin', 'main', LEDGER];
 

@@ -7,10 +7,17 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, cliOk, commit, gitOk, makeStory, type Story, writeFiles } from '../support/cli-story.js';
+import {
+  cli,
+  cliOk,
+  commit,
+  gitOk,
+  LEDGER,
+  makeStory,
+  type Story,
+  writeFiles,
+} from '../support/cli-story.js';
 import { acceptedByEveryGate, adoptedClone, refusedByEveryGate } from '../support/every-gate.js';
-
-const LEDGER = 'refs/notes/delegations';
 
 describe('paths governed because the ledger recorded them', () => {
   let story: Story;

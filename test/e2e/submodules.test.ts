@@ -15,13 +15,13 @@ import {
   commit,
   gitOk,
   gitRun,
+  LEDGER,
   makeServer,
   makeStory,
   makeWorkTree,
   type Story,
 } from '../support/cli-story.js';
 
-const LEDGER = 'refs/notes/delegations';
 const POLICY = '.delegate-git/policy.json';
 const WHY = 'a submodule: records judge file content';
 

@@ -14,6 +14,7 @@ import {
   commitOf,
   gitOk,
   gitRun,
+  LEDGER,
   looseCommit,
   makeServer,
   makeStory,
@@ -30,7 +31,6 @@ import {
   writeFiles,
 } from '../support/cli-story.js';
 
-const LEDGER = 'refs/notes/delegations';
 const TRACKING = 'refs/notes/remotes/origin/delegations';
 
 let story: Story;

@@ -13,6 +13,7 @@ import {
   cli,
   cliOk,
   commit,
+  commitBeforeAdoption,
   copyWorkTree,
   gitOk,
   gitRun,
@@ -33,9 +34,7 @@ let template: string;
 beforeAll(() => {
   story = makeStory();
   template = makeWorkTree(story, 'template');
-  writeFiles(template, { 'README.md': 'before delegate-git\n' });
-  gitOk(story, template, ['add', 'README.md']);
-  expect(commit(story, template, 'before the adoption').code).toBe(0);
+  commitBeforeAdoption(story, template);
   adopt(story, template, ['src/**']);
 });
 

@@ -11,6 +11,7 @@ import {
   cli,
   cliOk,
   commit,
+  commitBeforeAdoption,
   copyWorkTree,
   gitOk,
   makeStory,
@@ -31,10 +32,7 @@ let beforeAdoption: string;
 beforeAll(() => {
   story = makeStory();
   template = makeWorkTree(story, 'template');
-  writeFiles(template, { 'README.md': 'before delegate-git\n' });
-  gitOk(story, template, ['add', 'README.md']);
-  expect(commit(story, template, 'before the adoption').code).toBe(0);
-  beforeAdoption = head(template);
+  beforeAdoption = commitBeforeAdoption(story, template);
   adopt(story, template, ['src/**']);
   const [bob] = registerKeys(story, template, [{ name: 'bob' }]);
   commitApproved(story, template, [bob!.keyFile], [OPERATOR], 'trust bob');

@@ -20,8 +20,8 @@ import {
   commit,
   copyWorkTree,
   gitOk,
+  LEDGER,
   ledgerCommitWith,
-  makeStory,
   makeWorkTree,
   noteLines,
   OPERATOR,
@@ -29,11 +29,11 @@ import {
   recordVerdict,
   refTip,
   type Story,
+  storyOutsideActions,
   writeFiles,
 } from '../support/cli-story.js';
 import { subjectOf, testKey, testVerdictStatement } from '../support/records.js';
 
-const LEDGER = 'refs/notes/delegations';
 const BOB_KEY_FILE = '.delegate-git/keys/bob.json';
 
 /** What `verify --json` prints: the core result, serialized, with the exit code. */
@@ -46,10 +46,7 @@ let template: string;
 const blobs: Record<'a' | 'b' | 'c', string> = { a: '', b: '', c: '' };
 
 beforeAll(async () => {
-  story = makeStory('delegate-git-verify-');
-  // A test run inside GitHub Actions must not annotate the real job or append to its summary.
-  delete story.env.GITHUB_ACTIONS;
-  delete story.env.GITHUB_STEP_SUMMARY;
+  story = storyOutsideActions('delegate-git-verify-');
   template = makeWorkTree(story, 'template');
   adopt(story, template, ['src/**']);
 

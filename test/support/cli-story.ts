@@ -47,6 +47,9 @@ export const storyCli = process.env.DELEGATE_GIT_E2E_CLI ?? cliBin;
 /** The operator every story signs as, unless told otherwise (init names the key after $USER). */
 export const OPERATOR = 'alice';
 
+/** The ledger ref, spelled out rather than imported: the stories check where the built CLI writes. */
+export const LEDGER = 'refs/notes/delegations';
+
 export interface Story {
   /** Temporary directory holding everything of this story. */
   root: string;
@@ -90,6 +93,15 @@ export function makeStory(prefix = 'delegate-git-e2e-'): Story {
   });
   delete env.DELEGATE_GIT_SIGNING_KEY;
   return { root, env, cleanup: () => removeDir(root) };
+}
+
+/** makeStory for a story whose commands must not see GitHub Actions around them. */
+export function storyOutsideActions(prefix: string): Story {
+  const story = makeStory(prefix);
+  // A test run inside GitHub Actions must not annotate the real job or append to its summary.
+  delete story.env.GITHUB_ACTIONS;
+  delete story.env.GITHUB_STEP_SUMMARY;
+  return story;
 }
 
 /** The same story's environment as another operator: their own XDG_CONFIG_HOME (and so their own keys). */
@@ -192,6 +204,16 @@ export function makeWorkTree(story: Story, name: string): string {
   const dir = path.join(story.root, name);
   gitOk(story, story.root, ['init', '-q', '-b', 'main', dir]);
   return dir;
+}
+
+/** A first commit (README.md) in `dir`, from before delegate-git was adopted; returns the commit. */
+export function commitBeforeAdoption(story: Story, dir: string): string {
+  writeFiles(dir, { 'README.md': 'before delegate-git\n' });
+  gitOk(story, dir, ['add', 'README.md']);
+  const committed = commit(story, dir, 'before the adoption');
+  if (committed.code !== 0)
+    throw new Error(`the commit before the adoption was refused:\n${committed.stderr}`);
+  return gitOk(story, dir, ['rev-parse', 'HEAD']);
 }
 
 /**
@@ -373,7 +395,7 @@ export function mktree(story: Story, dir: string, entries: string[]): string {
  * tree): what a pusher can write by hand that is no note. The ledger ref is left where it was.
  */
 export function ledgerCommitWith(story: Story, dir: string, entries: string[]): string {
-  const tip = gitOk(story, dir, ['rev-parse', '--verify', 'refs/notes/delegations']);
+  const tip = gitOk(story, dir, ['rev-parse', '--verify', LEDGER]);
   const listed = gitOk(story, dir, ['ls-tree', '-z', tip]).split('\0').filter(Boolean);
   const tree = mktree(story, dir, [...listed, ...entries]);
   return gitOk(story, dir, ['commit-tree', tree, '-p', tip, '-m', 'entries that are no notes']);
@@ -391,4 +413,19 @@ export function withOnePayloadByteChanged(line: string): string {
     payloadType: envelope.payloadType,
     signatures: envelope.signatures,
   });
+}
+
+/** A work tree `name` adopted (protect src/**) with src/a.ts promoted by a verdict and committed; and that blob. */
+export async function adoptedWithPromotedA(
+  story: Story,
+  name: string,
+): Promise<{ dir: string; blob: string }> {
+  const dir = makeWorkTree(story, name);
+  adopt(story, dir, ['src/**']);
+  writeFiles(dir, { 'src/a.ts': 'export const a = 1;\n' });
+  const blob = await recordVerdict(story, dir, 'src/a.ts');
+  gitOk(story, dir, ['add', 'src']);
+  const committed = commit(story, dir, 'add a');
+  if (committed.code !== 0) throw new Error(`the commit adding src/a.ts was refused:\n${committed.stderr}`);
+  return { dir, blob };
 }

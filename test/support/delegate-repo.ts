@@ -13,7 +13,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { RecordedRequest } from './fake-worker.js';
+import type { FakeWorker, RecordedRequest } from './fake-worker.js';
 import { cleanGitEnv, makeTempDir, removeDir, runGit, runGitText } from './git-repo.js';
 import { cliBin } from './paths.js';
 
@@ -305,4 +305,23 @@ export function userPrompt(request: RecordedRequest | undefined): string {
   const message = request?.body.messages?.find((m) => m.role === 'user');
   if (!message) throw new Error('the worker request has no user message');
   return message.content;
+}
+
+/** Delegates a unit whose `worker` reply creates `file`, and returns the result with the written blob's verdicts. */
+export async function delegateCreating(
+  repo: DelegateRepo,
+  worker: FakeWorker,
+  file: string,
+  unit: Record<string, unknown>,
+) {
+  worker.enqueue({ content: fileBlock(file, `export const value = ${JSON.stringify(file)};`) });
+  const result = await repo.delegate({
+    taskName: file,
+    instruction: `Create ${file}.`,
+    targetFiles: [file],
+    ...unit,
+  });
+  const blob = result.receipt?.files[0]?.gitBlob;
+  const verdicts = blob ? repo.ledger(blob).map((s) => s.predicate.verdict as string) : [];
+  return { ...result, blob, verdicts };
 }

@@ -3,9 +3,7 @@
  * (a bare remote with the hook), and `verify` at the commit.
  */
 import { expect } from 'vitest';
-import { adopt, cli, cloneInto, commit, gitOk, gitRun, makeServer, type Story } from './cli-story.js';
-
-const LEDGER = 'refs/notes/delegations';
+import { adopt, cli, cloneInto, commit, gitOk, gitRun, LEDGER, makeServer, type Story } from './cli-story.js';
 
 /** A clone of a server that runs the pre-receive hook, adopted with `protect` and pushed. */
 export function adoptedClone(story: Story, protect: string[]): string {

@@ -1,11 +1,11 @@
 // What a refused push is told to do, by the kind of what was refused: each kind's advice appears for that kind only.
 // The gates setting each kind are tested end to end (pre-receive.test.ts, key-files.test.ts).
 import { SUBMODULE_REFUSED } from '@delegate-git/core/judge';
+import { LEDGER_REF } from '@delegate-git/core/notes-ledger';
 import { GOVERNANCE_DELETED, PROTECTED_DELETION, type RefusalKind } from '@delegate-git/core/policy';
 import { describe, expect, it } from 'vitest';
 import { pushRefusalAdvice } from '../src/push-advice.js';
 
-const LEDGER = 'refs/notes/delegations';
 const MAIN = 'refs/heads/main';
 const refused = (reason: string, path = 'src/a.ts', kind?: RefusalKind) => ({
   ref: MAIN,
@@ -20,7 +20,7 @@ describe('pushRefusalAdvice', () => {
     const content = pushRefusalAdvice(
       [refused('no verdict: no delegated unit is recorded as writing it')],
       [],
-      LEDGER,
+      LEDGER_REF,
     );
     expect(content).toHaveLength(1);
     expect(content[0]).toContain('`delegate-git attest --approve <path>`');
@@ -28,7 +28,7 @@ describe('pushRefusalAdvice', () => {
     const deletion = pushRefusalAdvice(
       [refused(PROTECTED_DELETION, 'src/a.ts', 'protected deletion')],
       [],
-      LEDGER,
+      LEDGER_REF,
     );
     expect(deletion).toHaveLength(1);
     expect(deletion[0]).toContain('turns protectDeletes off is in force on the branch');
@@ -37,20 +37,20 @@ describe('pushRefusalAdvice', () => {
     const keyFile = pushRefusalAdvice(
       [refused(GOVERNANCE_DELETED, '.delegate-git/keys/bob.json', 'governance deletion')],
       [],
-      LEDGER,
+      LEDGER_REF,
     );
     expect(keyFile).toEqual([
       'The policy file and key files are never deleted: restore them; to retire a key, revoke it (`delegate-git keys revoke`).',
     ]);
 
-    const submodule = pushRefusalAdvice([refused(SUBMODULE_REFUSED, 'src/sub', 'submodule')], [], LEDGER);
+    const submodule = pushRefusalAdvice([refused(SUBMODULE_REFUSED, 'src/sub', 'submodule')], [], LEDGER_REF);
     expect(submodule).toHaveLength(1);
     expect(submodule[0]).toContain('No record promotes a submodule');
 
     const both = pushRefusalAdvice(
       [refused('no verdict'), refused(SUBMODULE_REFUSED, 'src/sub', 'submodule')],
       [],
-      LEDGER,
+      LEDGER_REF,
     );
     expect(both).toHaveLength(2);
   });
@@ -59,22 +59,22 @@ describe('pushRefusalAdvice', () => {
     const advice = pushRefusalAdvice(
       [refused(PROTECTED_DELETION, 'src/a.ts', 'protected deletion')],
       [MAIN],
-      LEDGER,
+      LEDGER_REF,
     );
     expect(advice.at(-1)).toBe(
       `This push also changes the policy or the trust root (${MAIN}), but a push is judged by the rules in force on its branch before it: push the rules change on its own first.`,
     );
     expect(
-      pushRefusalAdvice([refused(PROTECTED_DELETION, 'src/a.ts', 'protected deletion')], [], LEDGER).join(
+      pushRefusalAdvice([refused(PROTECTED_DELETION, 'src/a.ts', 'protected deletion')], [], LEDGER_REF).join(
         '\n',
       ),
     ).not.toContain('rules change');
   });
 
   it('a refused ledger update alone is told to sync; a refusal that says what to do itself gets nothing more', () => {
-    expect(pushRefusalAdvice([{ ref: LEDGER, reason: 'not a fast-forward' }], [], LEDGER)[0]).toContain(
-      'run `delegate-git sync`',
-    );
-    expect(pushRefusalAdvice([{ ref: 'refs/heads/x', reason: 'no policy' }], [], LEDGER)).toEqual([]);
+    expect(
+      pushRefusalAdvice([{ ref: LEDGER_REF, reason: 'not a fast-forward' }], [], LEDGER_REF)[0],
+    ).toContain('run `delegate-git sync`');
+    expect(pushRefusalAdvice([{ ref: 'refs/heads/x', reason: 'no policy' }], [], LEDGER_REF)).toEqual([]);
   });
 });

@@ -10,6 +10,7 @@ import {
   parseStrictJson,
 } from '../src/canonical-json.js';
 import { DelegateGitError } from '../src/errors.js';
+import { refusalWith } from './support.js';
 
 const jcsDir = path.join(vectorsDir, 'jcs');
 const vectorNames = fs
@@ -41,14 +42,7 @@ function readNumberLines(file: string): { hex: string; value: number; expected: 
 }
 
 function refusal(action: () => unknown): DelegateGitError {
-  try {
-    action();
-  } catch (error) {
-    expect(error).toBeInstanceOf(DelegateGitError);
-    expect((error as DelegateGitError).code).toBe('CANONICAL_JSON');
-    return error as DelegateGitError;
-  }
-  throw new Error('expected a CANONICAL_JSON refusal, but nothing was thrown');
+  return refusalWith('CANONICAL_JSON', action);
 }
 
 describe('canonicalize against the RFC 8785 reference vectors', () => {

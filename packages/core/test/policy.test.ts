@@ -1,6 +1,6 @@
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
-import { DelegateGitError } from '../src/errors.js';
+import type { DelegateGitError } from '../src/errors.js';
 import {
   adoptGlobExpressions,
   foldedPath,
@@ -8,6 +8,7 @@ import {
   globsCoverBeneath,
 } from '../src/governed-paths.js';
 import { governedMatcher, isGovernanceFile, type Policy, parsePolicy, policyText } from '../src/policy.js';
+import { refusalWith } from './support.js';
 
 const ID = 'f3a1c2d4-0000-4000-8000-000000000001';
 
@@ -16,14 +17,9 @@ function policyOf(fields: Record<string, unknown>): Policy {
 }
 
 function refusalOf(fields: Record<string, unknown>, source?: string): DelegateGitError {
-  try {
-    parsePolicy(JSON.stringify({ version: 1, repositoryId: ID, ...fields }), source);
-  } catch (error) {
-    expect(error).toBeInstanceOf(DelegateGitError);
-    expect((error as DelegateGitError).code).toBe('POLICY');
-    return error as DelegateGitError;
-  }
-  throw new Error('expected the policy to be refused');
+  return refusalWith('POLICY', () =>
+    parsePolicy(JSON.stringify({ version: 1, repositoryId: ID, ...fields }), source),
+  );
 }
 
 describe('parsePolicy', () => {

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { inspect } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DelegateGitError } from '../src/errors.js';
+import type { DelegateGitError } from '../src/errors.js';
 import {
   generateSigningKey,
   listSigningKeys,
@@ -16,6 +16,7 @@ import {
   signingKeyFromPem,
   signingKeyFromSeed,
 } from '../src/signing-key.js';
+import { refusalWith } from './support.js';
 
 // RFC 8032 §7.1 TEST 1.
 const RFC_SEED = '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60';
@@ -43,15 +44,9 @@ const hexOf = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
 const modeOf = (file: string): number => fs.statSync(file).mode & 0o777;
 
 function expectSigningKeyError(action: () => unknown, pattern: RegExp | string): DelegateGitError {
-  try {
-    action();
-  } catch (error) {
-    expect(error).toBeInstanceOf(DelegateGitError);
-    expect((error as DelegateGitError).code).toBe('SIGNING_KEY');
-    expect((error as DelegateGitError).message).toMatch(pattern);
-    return error as DelegateGitError;
-  }
-  throw new Error('expected a SIGNING_KEY error, but nothing was thrown');
+  const error = refusalWith('SIGNING_KEY', action);
+  expect(error.message).toMatch(pattern);
+  return error;
 }
 
 function expectSameKey(a: SigningKey, b: SigningKey): void {

@@ -16,6 +16,7 @@ import {
   parseTrustRoot,
   type TrustedKey,
 } from '../src/trust-root.js';
+import { refusalWith } from './support.js';
 
 const FILE = '.delegate-git/keys/alice.json';
 const alice = testKey({ name: 'alice', roles: ['delegator', 'reviewer'] });
@@ -27,14 +28,7 @@ function textOf(fields: Record<string, unknown>): string {
 
 /** The DelegateGitError parseKeyFile throws for `text`, or a failure when it accepts it. */
 function refusalOf(text: string, file = FILE): DelegateGitError {
-  try {
-    parseKeyFile(text, file);
-  } catch (error) {
-    expect(error).toBeInstanceOf(DelegateGitError);
-    expect((error as DelegateGitError).code).toBe('TRUST_ROOT');
-    return error as DelegateGitError;
-  }
-  throw new Error('expected the key file to be refused');
+  return refusalWith('TRUST_ROOT', () => parseKeyFile(text, file));
 }
 
 describe('parseKeyFile', () => {
