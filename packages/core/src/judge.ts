@@ -160,65 +160,11 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   // changes of a long policy history verify's walk judges, and neither hashed nor sent to the threads.
   const replacedNotes = readNotesOnce(ctx, replaced);
   replacedNotes.catch(() => {}); // awaited below
-  const blobs = [...new Set(files.map((f) => f.blob))];
-  // Threads take a while to start: start them while git reads, when the batch is large enough to use them.
-  const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
   const anchor = ctx.anchor ?? ctx.governance;
-  const sha256 = new Map<string, string>();
   const keyFiles = new Set(files.filter((f) => isKeyFile(f.path, ctx.governance, anchor)));
-  const keyTexts = new Map<string, string>();
-  const notes = new Map<string, Buffer>();
-  const onThreads = new Map<string, Promotion>();
-  try {
-    // Every content is asked for now (git answers in order); the notes arrive a window at a time, and each window
-    // goes to the threads as soon as its contents are hashed, while git still reads the rest.
-    const contents = new Map(blobs.map((blob) => [blob, ctx.batch.read(blob)]));
-    const keyBlobs = new Set([...keyFiles].map((f) => f.blob));
-    for (const read of contents.values()) read.catch(() => {}); // awaited below, window by window
-    const filesOf = groupedByBlob(files);
-    const checks: Array<Promise<void>> = [];
-    const onWindow = async (window: Map<string, Buffer>) => {
-      for (const [blob, note] of window) {
-        notes.set(blob, note);
-        const object = await contents.get(blob)!;
-        if (object) sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
-        if (object && keyBlobs.has(blob)) keyTexts.set(blob, object.content.toString('utf8'));
-      }
-      if (!pool) return;
-      const part = [...window.keys()].flatMap((blob) => filesOf.get(blob) ?? []);
-      const check = promotedOnThreads(pool, part, window, sha256, ctx.governance, anchor).then((promoted) => {
-        for (const [key, p] of promoted) onThreads.set(key, p);
-      });
-      check.catch(() => {}); // awaited after the last window
-      checks.push(check);
-    };
-    if (ctx.notesAt === null) await onWindow(new Map(blobs.map((blob) => [blob, NO_NOTE])));
-    else await ctx.ledger.notesOnManyInWindows(blobs, ctx.notesAt, NOTES_WINDOW, onWindow);
-    await Promise.all(checks);
-  } finally {
-    await pool?.close();
-  }
-  for (const [blob, note] of await replacedNotes) if (!notes.has(blob)) notes.set(blob, note);
-  // Judged here, on demand: the records of blobs no thread promoted a file of (or of every blob, when few).
-  const judged = new Map<string, { records: JudgedRecord[]; unreadable: string[] }>();
-  const recordsFor = (blob: string, governanceFile: boolean) => {
-    const governance = governanceFile ? anchor : ctx.governance;
-    const key = governance === ctx.governance ? blob : `anchor:${blob}`;
-    let j = judged.get(key);
-    if (!j) {
-      const unreadable: string[] = [];
-      j = {
-        records: judgeLines(
-          parseNote(notes.get(blob) ?? NO_NOTE),
-          { governance, backend: ctx.backend },
-          unreadable,
-        ),
-        unreadable,
-      };
-      judged.set(key, j);
-    }
-    return j;
-  };
+  const read = await readAndCheck(files, ctx, anchor, new Set([...keyFiles].map((f) => f.blob)));
+  for (const [blob, note] of await replacedNotes) if (!read.notes.has(blob)) read.notes.set(blob, note);
+  const records = new RecordsOnBlobs(read.notes, ctx, anchor);
   // A promotion never reads the path's earlier records; only a refusal's wording does, so the index (a read of the
   // whole ledger when not cached) is loaded only when something is refused.
   let index: PathIndex | undefined;
@@ -226,15 +172,15 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
   for (const f of files) {
     out.push(
       await judgementOf(f, {
-        sha256: sha256.get(f.blob),
-        threaded: onThreads.get(`${f.blob}\0${f.path}`),
+        sha256: read.sha256.get(f.blob),
+        threaded: read.onThreads.get(`${f.blob}\0${f.path}`),
         keyRefusal:
-          keyFiles.has(f) && keyTexts.has(f.blob)
-            ? keyFileRefusal(anchor.trustRoot, f.path, keyTexts.get(f.blob)!)
+          keyFiles.has(f) && read.keyTexts.has(f.blob)
+            ? keyFileRefusal(anchor.trustRoot, f.path, read.keyTexts.get(f.blob)!)
             : null,
         governance: ctx.governance,
         anchor,
-        recordsOn: (governanceFile) => recordsFor(f.blob, governanceFile),
+        recordsOn: (governanceFile) => records.on(f.blob, governanceFile),
         replacedAdmitted: (threshold) => {
           const dates = histories
             .get(f)!
@@ -243,7 +189,7 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
                 path,
                 history.tip,
                 history.commits,
-                (b) => recordsFor(b, true).records,
+                (b) => records.on(b, true).records,
                 (commit) => thresholds.get(commit) ?? threshold,
                 undefined,
                 datesFound(ctx, anchor, path, threshold),
@@ -260,6 +206,93 @@ async function judgeUncached(files: readonly FileToJudge[], ctx: JudgeContext): 
     );
   }
   return out;
+}
+
+/** What judging the files reads: each blob's note and sha256, key files' texts, and what the threads promoted. */
+interface ReadForJudging {
+  notes: Map<string, Buffer>;
+  sha256: Map<string, string>;
+  keyTexts: Map<string, string>;
+  /** Per `<blob>\0<path>`, the promotion the checking threads found (none: judged on this thread). */
+  onThreads: Map<string, Promotion>;
+}
+
+/**
+ * Reads every file's content and note. Every content is asked for at once (git answers in order); the notes arrive a
+ * window at a time, and each window goes to the checking threads as soon as its contents are hashed, while git still
+ * reads the rest.
+ */
+async function readAndCheck(
+  files: readonly FileToJudge[],
+  ctx: JudgeContext,
+  anchor: Governance,
+  keyBlobs: ReadonlySet<string>,
+): Promise<ReadForJudging> {
+  const read: ReadForJudging = {
+    notes: new Map(),
+    sha256: new Map(),
+    keyTexts: new Map(),
+    onThreads: new Map(),
+  };
+  const blobs = [...new Set(files.map((f) => f.blob))];
+  // Threads take a while to start: start them while git reads, when the batch is large enough to use them.
+  const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
+  try {
+    const contents = new Map(blobs.map((blob) => [blob, ctx.batch.read(blob)]));
+    for (const content of contents.values()) content.catch(() => {}); // awaited below, window by window
+    const filesOf = groupedByBlob(files);
+    const checks: Array<Promise<void>> = [];
+    const onWindow = async (window: Map<string, Buffer>) => {
+      for (const [blob, note] of window) {
+        read.notes.set(blob, note);
+        const object = await contents.get(blob)!;
+        if (object) read.sha256.set(blob, createHash('sha256').update(object.content).digest('hex'));
+        if (object && keyBlobs.has(blob)) read.keyTexts.set(blob, object.content.toString('utf8'));
+      }
+      if (!pool) return;
+      const part = [...window.keys()].flatMap((blob) => filesOf.get(blob) ?? []);
+      const check = promotedOnThreads(pool, part, window, read.sha256, ctx.governance, anchor).then(
+        (promoted) => {
+          for (const [key, p] of promoted) read.onThreads.set(key, p);
+        },
+      );
+      check.catch(() => {}); // awaited after the last window
+      checks.push(check);
+    };
+    if (ctx.notesAt === null) await onWindow(new Map(blobs.map((blob) => [blob, NO_NOTE])));
+    else await ctx.ledger.notesOnManyInWindows(blobs, ctx.notesAt, NOTES_WINDOW, onWindow);
+    await Promise.all(checks);
+  } finally {
+    await pool?.close();
+  }
+  return read;
+}
+
+/**
+ * The records on each blob, judged on this thread when first asked for (those of blobs no thread promoted a file of,
+ * or of every blob when few), by the rules in force or, for a governance file, by the anchor's.
+ */
+class RecordsOnBlobs {
+  private readonly judged = new Map<string, { records: JudgedRecord[]; unreadable: string[] }>();
+
+  constructor(
+    private readonly notes: ReadonlyMap<string, Buffer>,
+    private readonly ctx: JudgeContext,
+    private readonly anchor: Governance,
+  ) {}
+
+  on(blob: string, governanceFile: boolean): { records: JudgedRecord[]; unreadable: string[] } {
+    const governance = governanceFile ? this.anchor : this.ctx.governance;
+    const key = governance === this.ctx.governance ? blob : `anchor:${blob}`;
+    let j = this.judged.get(key);
+    if (!j) {
+      const unreadable: string[] = [];
+      const lines = parseNote(this.notes.get(blob) ?? NO_NOTE);
+      j = { records: judgeLines(lines, { governance, backend: this.ctx.backend }, unreadable), unreadable };
+      this.judged.set(key, j);
+    }
+    return j;
+  }
 }
 
 /**
