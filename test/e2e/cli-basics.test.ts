@@ -1066,3 +1066,57 @@ describe('every command', () => {
     });
   });
 });
+
+describe('a sparse checkout that leaves .delegate-git out of the work tree', () => {
+  it('reads the policy and keys from the index, as the checkout holds them; control: a repository never adopted is sent to init', async () => {
+    const sparse = copyWorkTree(story, base, 'sparse-cone');
+    // The copy's index holds the original's file times: refreshed, git knows the files are unchanged and removes them.
+    gitOk(story, sparse, ['update-index', '-q', '--refresh']);
+    gitOk(story, sparse, ['sparse-checkout', 'set', '--cone', 'src']);
+    expect(fs.existsSync(path.join(sparse, '.delegate-git'))).toBe(false);
+    const checked = cli(story, sparse, ['check', '--path', 'src/a.ts']);
+    expect(checked.code, checked.stderr).toBe(0);
+    expect(checked.stdout).toContain('PROMOTED      src/a.ts');
+    expect(checked.stdout).toContain('(policy and trust root from the index)');
+    for (const args of [['log', 'src/a.ts'], ['show', 'src/a.ts'], ['report']]) {
+      const run = cli(story, sparse, args);
+      expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
+    }
+    writeFiles(sparse, { 'src/b.ts': 'export const b = 1;\n' });
+    const approved = cli(story, sparse, ['attest', '--approve', 'src/b.ts', '--yes']);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(cli(story, sparse, ['check', '--path', 'src/b.ts']).code).toBe(0);
+
+    const never = makeWorkTree(story, 'never-adopted');
+    writeFiles(never, { 'src/a.ts': 'export const a = 1;\n' });
+    const refused = cli(story, never, ['check', '--path', 'src/a.ts']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('Run `delegate-git init`');
+  });
+});
+
+describe('a reader that stops early', () => {
+  /** Runs the CLI with its output read (`read`) or closed before it writes, as `| head` or `grep -q` leave it. */
+  const exitWith = (args: string[], read: boolean) =>
+    new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [storyCli, ...args], { cwd: base, env: story.env });
+      if (!read) child.stdout.destroy();
+      else child.stdout.resume();
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+      });
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stderr }));
+    });
+
+  it('still answers with its exit code, without a stack: a promoted revision is 0, not a crash read as a refusal', async () => {
+    const [closed, read] = await Promise.all([
+      exitWith(['check', '--rev', 'HEAD'], false),
+      exitWith(['check', '--rev', 'HEAD'], true),
+    ]);
+    expect(read.code, read.stderr).toBe(0); // control
+    expect(closed.code, closed.stderr).toBe(0);
+    expect(closed.stderr).not.toContain('EPIPE');
+  });
+});

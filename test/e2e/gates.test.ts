@@ -119,6 +119,11 @@ describe('pre-commit: governed content', () => {
     expect(refused.stderr).toContain('delegate-git attest --approve --staged');
     expect(refused.stderr).toContain('commit refused');
     const head = refTip(story, dir, 'HEAD');
+    // `check` (the index, as the hook) advises the same; `check --path` judges the work tree's content.
+    expect(cli(story, dir, ['check', '--staged']).stdout).toContain('delegate-git attest --approve --staged');
+    const byPath = cli(story, dir, ['check', '--path', 'src/new.ts']).stdout;
+    expect(byPath).toContain('`delegate-git attest --approve <path>`');
+    expect(byPath).not.toContain('--staged');
 
     await recordVerdict(story, dir, 'src/new.ts');
     const passed = commit(story, dir, 'promoted');

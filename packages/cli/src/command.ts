@@ -33,8 +33,8 @@ export interface CommandModule {
  */
 export function processIo(): Io {
   return {
-    out: (t) => process.stdout.write(shownOutput(t)),
-    err: (t) => process.stderr.write(shownOutput(t)),
+    out: untilClosed(process.stdout),
+    err: untilClosed(process.stderr),
     cwd: process.cwd(),
     env: process.env,
     // isatty, not process.stdin.isTTY: touching process.stdin builds a stream for it (about 3 ms), and most
@@ -49,6 +49,21 @@ export function processIo(): Io {
         rl.close();
       }
     },
+  };
+}
+
+/**
+ * Writes to `stream` until its reader goes (`| head`, `grep -q`, a pager quit early): what is left has no reader, and
+ * the command still ends with its answer, its exit code, instead of a crash that would read as a refusal (1).
+ */
+function untilClosed(stream: NodeJS.WriteStream): (text: string) => void {
+  let closed = false;
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    closed = true;
+  });
+  return (text) => {
+    if (!closed) stream.write(shownOutput(text));
   };
 }
 

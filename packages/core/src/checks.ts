@@ -38,7 +38,7 @@ import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
 import type { Repository } from './repository.js';
 import type { RulesChange } from './rules-change.js';
 import { shownPath } from './shown-path.js';
-import { gitSnapshot, type Snapshot, splitZ, stagedFiles, treeFiles, worktreeSnapshot } from './snapshot.js';
+import { checkoutSnapshot, gitSnapshot, type Snapshot, splitZ, stagedFiles, treeFiles } from './snapshot.js';
 import { addsName, parseRawDiff, removedPaths, type StagedChange, stagedDiffArgs } from './staged-changes.js';
 import { worktreeBlobs } from './worktree-blobs.js';
 
@@ -125,7 +125,7 @@ export async function checkWorktreePaths(
   paths: string[],
 ): Promise<CheckReport> {
   const top = requireWorkTree(repo);
-  const governance = await loadGovernance(worktreeSnapshot(top));
+  const governance = await loadGovernance(await checkoutSnapshot(top, repo.objects, repo.env));
   const rel = paths.map((p) => toRepositoryPath(top, cwd, p));
   // Stored (-w): the blobs are what judging reads, and what a record made next would name. Where the object store
   // is read-only, content already stored (all a record can promote) is still judged.

@@ -3,11 +3,12 @@
  * root and content are always read from the same snapshot they judge, so `init` works before its first commit.
  */
 
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type CatFileBatch, git, literalPathspecs, parseTreeObject } from './git.js';
 import { splitZ } from './git-fields.js';
 import { relativePosix } from './path-within.js';
+import { POLICY_PATH } from './policy.js';
 
 export { splitZ };
 
@@ -53,6 +54,22 @@ export function worktreeSnapshot(topLevel: string): Snapshot {
       }
     },
   };
+}
+
+/**
+ * The work tree as this checkout holds it, for reading its policy and keys: a sparse checkout may leave
+ * `.delegate-git` out of the work tree (its entries marked skip-worktree), and the index then holds the checkout's
+ * version of them. Anywhere else, the work tree.
+ */
+export async function checkoutSnapshot(
+  top: string,
+  batch: CatFileBatch,
+  env?: NodeJS.ProcessEnv,
+): Promise<Snapshot> {
+  const worktree = worktreeSnapshot(top);
+  if (existsSync(path.join(top, POLICY_PATH))) return worktree;
+  const listed = await git(['ls-files', '-t', '-z', '--', POLICY_PATH], { cwd: top, env });
+  return listed.toString('utf8').startsWith('S ') ? gitSnapshot(top, batch, null, env) : worktree;
 }
 
 /** The index (`:path`) or a tree-ish (`<rev>:path`). */

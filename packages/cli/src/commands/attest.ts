@@ -1,5 +1,6 @@
 import {
   assertKeyMaySign,
+  checkoutSnapshot,
   checkStaged,
   DelegateGitError,
   type Governance,
@@ -20,7 +21,6 @@ import {
   stagedFiles,
   toRepositoryPath,
   worktreeBlobs,
-  worktreeSnapshot,
 } from '@delegate-git/core';
 import { sha256Hex } from '@delegate-git/core/sha256';
 import { holdsUnprintable, shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
@@ -83,7 +83,9 @@ export default {
       const top = repo.layout.topLevel;
       if (top === null)
         throw new DelegateGitError('USAGE', 'Run `delegate-git attest` in a clone with a work tree.');
-      const snapshot = values.staged ? gitSnapshot(top, repo.objects, null, repo.env) : worktreeSnapshot(top);
+      const snapshot = values.staged
+        ? gitSnapshot(top, repo.objects, null, repo.env)
+        : await checkoutSnapshot(top, repo.objects, repo.env);
       const governance = await loadGovernance(snapshot);
       const { key } = loadSigningKey(values.key, io.env);
       const { targets, submodules } = values.staged

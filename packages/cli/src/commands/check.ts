@@ -50,8 +50,10 @@ export default {
     }
     // A path with no file has no content to judge: not an answer about it, whatever else is promoted.
     const exitCode = report.results.some((r) => r.absent) ? 2 : reportExitCode(report);
+    // The staged content is approved with --staged: what the work tree holds may differ (`git add -p`).
+    const judged = values.rev === undefined && paths.length === 0 ? 'index' : 'paths';
     if (values.json) io.out(json(toJson(report, exitCode)));
-    else io.out(report.notice ? `${report.notice}\n` : renderCheckReport(report));
+    else io.out(report.notice ? `${report.notice}\n` : renderCheckReport(report, judged));
     return exitCode;
   },
 } satisfies CommandModule;

@@ -49,7 +49,7 @@ export default {
       { loadGovernance },
       { assertKeyMaySign },
       { loadSigningKey },
-      { worktreeSnapshot },
+      { checkoutSnapshot },
     ] = await Promise.all([
       import('@delegate-git/delegate'),
       import('@delegate-git/core/governance'),
@@ -72,7 +72,9 @@ export default {
       if (repo.layout.topLevel === null)
         throw new DelegateGitError('USAGE', 'Run `delegate-git delegate` in a clone with a work tree.');
       const settings = loadSettings(path.join(repo.stateDir, 'config.json'), io.env);
-      const governance = await loadGovernance(worktreeSnapshot(repo.layout.topLevel));
+      const governance = await loadGovernance(
+        await checkoutSnapshot(repo.layout.topLevel, repo.objects, repo.env),
+      );
       const { key } = loadSigningKey(values.key ?? settings.signingKey ?? undefined, io.env);
       assertKeyMaySign(governance.trustRoot, key, 'delegator', governance.policy.keysDir);
       const progress = values.json ? null : createProgressLine(process.stderr);
