@@ -217,6 +217,9 @@ describe('pre-receive: content and the ledger', () => {
     const refused = gitRun(story, work, ATOMIC);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain(`refused refs/notes/delegations: note on blob ${blob.slice(0, 12)}:`);
+    // sync keeps every line, so it is not what the pusher is told: the ledger put back without the line is.
+    expect(refused.stderr).toContain("rebuild it on the server's");
+    expect(refused.stderr).not.toContain('to catch up with the server');
     gitOk(story, work, ['update-ref', LEDGER, honest]);
     const accepted = gitRun(story, work, ATOMIC);
     expect(accepted.code, accepted.stderr).toBe(0);

@@ -5,6 +5,10 @@ const PROMOTE =
   "Promote each file (reviewers' approvals, `delegate-git attest --approve <path>`, as many as the reason says; or, where a verdict promotes it, a delegation: not for the policy and key files, nor under requireReview) and push the ledger with it: git push --atomic <remote> <branch> refs/notes/delegations";
 const SYNC =
   'The ledger only grows, and only by records that verify: to catch up with the server, run `delegate-git sync` (fetch, merge, push without force) instead of rewriting refs/notes/delegations.';
+// sync never drops a line: a ledger that holds one the server refuses cannot be pushed until the line may enter, or
+// until the ledger is rebuilt without it.
+const REFUSED_LINE =
+  "A refused line never enters the ledger, and git pushes a ledger with all its history, so this one cannot be pushed while it holds the line. One signed by a key not yet in force on the default branch passes once that key file is there (approved, pushed first). One that never can (a revoked or expired key, a record that does not match its blob) must leave this clone's ledger: rebuild it on the server's, then sign again what was made here since (git fetch origin +refs/notes/delegations:refs/notes/remotes/origin/delegations && git update-ref refs/notes/delegations refs/notes/remotes/origin/delegations; the old tip stays in git reflog refs/notes/delegations). `delegate-git sync` keeps every line, so it cannot help here.";
 
 /** The lines after "push refused." (none when every refusal says what to do itself). */
 export function pushRefusalAdvice(
@@ -13,6 +17,7 @@ export function pushRefusalAdvice(
   ledgerRef: string,
 ): string[] {
   const content = refusals.filter((r) => r.path !== undefined);
+  const lines = refusals.some((r) => r.kind === 'ledger line');
   const kinds = new Set(content.map((r) => r.kind ?? 'content'));
   const out: string[] = [];
   if (kinds.has('content')) out.push(PROMOTE);
@@ -22,6 +27,7 @@ export function pushRefusalAdvice(
     out.push(
       `This push also changes the policy or the trust root (${changingRules.join(', ')}), but a push is judged by the rules in force on its branch before it: push the rules change on its own first.`,
     );
-  if (content.length === 0 && refusals.some((r) => r.ref === ledgerRef)) out.push(SYNC);
+  if (lines) out.push(REFUSED_LINE);
+  else if (content.length === 0 && refusals.some((r) => r.ref === ledgerRef)) out.push(SYNC);
   return out;
 }

@@ -77,4 +77,19 @@ describe('pushRefusalAdvice', () => {
     ).toContain('run `delegate-git sync`');
     expect(pushRefusalAdvice([{ ref: 'refs/heads/x', reason: 'no policy' }], [], LEDGER_REF)).toEqual([]);
   });
+
+  it('a refused line is told how it may enter, or how to leave it behind: sync, which keeps every line, is not offered', () => {
+    const line = {
+      ref: LEDGER_REF,
+      reason: 'note on blob 0123456789ab: revoked',
+      kind: 'ledger line' as const,
+    };
+    const advice = pushRefusalAdvice([line], [], LEDGER_REF);
+    expect(advice).toHaveLength(1);
+    expect(advice[0]).toContain('passes once that key file is there');
+    expect(advice[0]).toContain(
+      'git update-ref refs/notes/delegations refs/notes/remotes/origin/delegations',
+    );
+    expect(advice[0]).not.toContain('catch up with the server');
+  });
 });

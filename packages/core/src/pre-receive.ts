@@ -49,8 +49,11 @@ export interface PushRefusal {
   commit?: string;
   path?: string;
   reason: string;
-  /** For a refused path: what it needs (no kind: content to promote). */
-  kind?: RefusalKind;
+  /**
+   * For a refused path: what it needs (no kind: content to promote). `ledger line`: a line the ledger update adds that
+   * may not enter it.
+   */
+  kind?: RefusalKind | 'ledger line';
 }
 
 export interface PushJudgement {
@@ -506,7 +509,12 @@ async function judgeLedgerUpdate(
     lines.forEach((_, j) => {
       result.noteLines++;
       const problem = problems[i]![j];
-      if (problem) refuse(`note on blob ${annotated.slice(0, 12)}: ${problem}`);
+      if (problem)
+        result.refusals.push({
+          ref: u.ref,
+          reason: `note on blob ${annotated.slice(0, 12)}: ${problem}`,
+          kind: 'ledger line',
+        });
     });
   });
 }
