@@ -150,6 +150,14 @@ describe('init: where git runs hooks', () => {
     const refused = commit(story, dir, 'unpromoted');
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
+
+    // init run again in a linked worktree: the absolute path leads into the main work tree, this repository too.
+    gitOk(story, dir, ['reset', '-q', '--hard']);
+    const linked = path.join(story.root, 'hookspath-linked');
+    gitOk(story, dir, ['worktree', 'add', '-q', '-b', 'linked', linked]);
+    const again = cli(story, linked, ['init']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain(`installed the pre-commit hook: ${installed}`);
   });
 
   it('guards a linked worktree: an unpromoted commit there is refused, a promoted one passes', async () => {
@@ -188,7 +196,7 @@ function generateHusky(dir: string, folder = '.'): void {
   writeFiles(generated, { '.gitignore': '*\n' });
   executable(
     path.join(generated, 'h'),
-    '#!/usr/bin/env sh\nn=$(basename "$0")\ns=$(dirname "$(dirname "$0")")/$n\n[ ! -f "$s" ] && exit 0\nexport PATH="node_modules/.bin:$PATH"\nsh -e "$s" "$@"\n',
+    '#!/usr/bin/env sh\nn=$(basename "$0")\ns=$(dirname "$(dirname "$0")")/$n\n[ ! -f "$s" ] && exit 0\nexport PATH="node_modules/.bin:$PATH"\nsh -e "$s" "$@"\nc=$?\n[ $c != 0 ] && echo "husky - $n script failed (code $c)"\nexit $c\n',
   );
   for (const hook of ['pre-commit', 'post-merge', 'post-rewrite'])
     executable(path.join(generated, hook), '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n');
@@ -238,6 +246,10 @@ describe('init: husky', () => {
     const passedThere = commit(story, linked, 'promoted in a worktree');
     expect(passedThere.code, passedThere.stderr).toBe(0);
     expect(lines(marker)).toHaveLength(4);
+    // init run again there: the absolute hooks path leads into the main work tree, which is this repository too.
+    const again = cli(story, linked, ['init']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(linked, '.husky', 'pre-commit'), 'utf8')).toBe(huskyHook);
   });
 
   it('guards the commit of a merge too: a line in .husky/pre-merge-commit, run through a hook in .husky/_', async () => {
@@ -391,6 +403,33 @@ describe('init: husky files it adds its line to', () => {
     const gated = commitWith(mate, 'unpromoted', withCli);
     expect(gated.code).not.toBe(0);
     expect(gated.stderr).toContain('NOT PROMOTED  src/b.ts');
+  });
+
+  it('refuses a husky folder that links outside the repository, writing nothing there; a tracked folder named _ with an h is no husky', () => {
+    const shared = path.join(story.root, 'shared-husky');
+    writeFiles(shared, { 'pre-commit': 'echo shared\n' });
+    const before = tree(shared);
+    const dir = huskyRepository('husky-linked-out', 'echo lint\n');
+    fs.cpSync(path.join(dir, '.husky', '_'), path.join(shared, '_'), { recursive: true });
+    fs.rmSync(path.join(dir, '.husky'), { recursive: true });
+    fs.symlinkSync(shared, path.join(dir, '.husky'));
+    const sharedNow = tree(shared);
+    const refused = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('outside this repository');
+    expect(tree(shared)).toEqual(sharedNow);
+    expect(before['pre-commit']).toBe(sharedNow['pre-commit']);
+    expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+
+    // A team's tracked hooks folder that happens to be named _ and hold an h: the team's hooks, refused as such.
+    const team = makeWorkTree(story, 'team-underscore');
+    writeFiles(team, { 'tools/_/h': '# run the husky-like hooks\n', 'tools/_/pre-commit': 'exit 0\n' });
+    gitOk(story, team, ['add', 'tools']);
+    gitOk(story, team, ['commit', '-q', '-m', 'team hooks']);
+    gitOk(story, team, ['config', 'core.hooksPath', 'tools/_']);
+    const teamRefused = cli(story, team, ['init', '--protect', 'src/**']);
+    expect(teamRefused.code).toBe(2);
+    expect(teamRefused.stderr).toContain('core.hooksPath is tools/_, a directory this repository tracks');
   });
 
   it('refuses a .husky/pre-commit that is a symbolic link, writing nothing through it', () => {

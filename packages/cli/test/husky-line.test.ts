@@ -1,6 +1,6 @@
 // Where init puts the gate's line in a husky hook: it must run, so never after the line that ends the script.
 import { describe, expect, it } from 'vitest';
-import { huskyLine, withHuskyLine } from '../src/hook-install.js';
+import { huskyLine, runsLast, withHuskyLine } from '../src/hook-install.js';
 
 const LINE = huskyLine('pre-commit');
 const place = (script: string) => withHuskyLine(script, LINE);
@@ -41,6 +41,24 @@ describe('withHuskyLine', () => {
     ])
       expect(place(`#!/usr/bin/env sh\n${body}`)).toBe(`#!/usr/bin/env sh\n${LINE}\n${body}`);
     expect(place('npm test; exit 0\n')).toBe(`${LINE}\nnpm test; exit 0\n`);
+  });
+
+  it("goes first where it would change the script's answer: inside a line that carries on, or before an exit that passes on the last status", () => {
+    for (const body of ['lint &&\nexit 0\n', 'set +e\nlint\nexit $?\n', 'npm test\nexit\n', 'a |\nexit 0\n'])
+      expect(place(`#!/usr/bin/env sh\n${body}`)).toBe(`#!/usr/bin/env sh\n${LINE}\n${body}`);
+  });
+
+  it("goes after husky 8's setup line, which runs the script again from its start, where it goes first", () => {
+    const setup = '#!/usr/bin/env sh\n. "$(dirname -- "$0")/_/husky.sh"\n';
+    const guarded = '[ -n "$CI" ] && exit 0\nnpx lint-staged\n';
+    expect(place(`${setup}${guarded}`)).toBe(`${setup}${LINE}\n${guarded}`);
+  });
+
+  it('says whether the line runs after every other command: at the end or before a closing exit, not first or before exec', () => {
+    for (const script of ['npm test\n', 'npm test\nexit 0\n'])
+      expect(runsLast(place(script), LINE)).toBe(true);
+    for (const script of ['npm test\nexec npx lint-staged\n', '[ -n "$CI" ] && exit 0\nnpm test\n'])
+      expect(runsLast(place(script), LINE)).toBe(false);
   });
 
   it("reads husky 8's own setup line as no end: the line goes after the formatter, as in any plain script", () => {
