@@ -1077,7 +1077,9 @@ describe('a sparse checkout that leaves .delegate-git out of the work tree', () 
     const checked = cli(story, sparse, ['check', '--path', 'src/a.ts']);
     expect(checked.code, checked.stderr).toBe(0);
     expect(checked.stdout).toContain('PROMOTED      src/a.ts');
-    expect(checked.stdout).toContain('(policy and trust root from the index)');
+    expect(checked.stdout).toContain(
+      '(policy and trust root from the sparse checkout (the index for what it leaves out))',
+    );
     for (const args of [['log', 'src/a.ts'], ['show', 'src/a.ts'], ['report']]) {
       const run = cli(story, sparse, args);
       expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
@@ -1086,6 +1088,13 @@ describe('a sparse checkout that leaves .delegate-git out of the work tree', () 
     const approved = cli(story, sparse, ['attest', '--approve', 'src/b.ts', '--yes']);
     expect(approved.code, approved.stderr).toBe(0);
     expect(cli(story, sparse, ['check', '--path', 'src/b.ts']).code).toBe(0);
+
+    // Only the keys left out: the policy from the work tree, the keys from the index.
+    gitOk(story, sparse, ['sparse-checkout', 'set', '--no-cone', '/src/', `/${POLICY_PATH}`]);
+    expect(fs.existsSync(path.join(sparse, POLICY_PATH))).toBe(true);
+    expect(fs.existsSync(path.join(sparse, KEY_FILE))).toBe(false);
+    const keysOut = cli(story, sparse, ['check', '--path', 'src/a.ts']);
+    expect(keysOut.code, keysOut.stderr).toBe(0);
 
     const never = makeWorkTree(story, 'never-adopted');
     writeFiles(never, { 'src/a.ts': 'export const a = 1;\n' });

@@ -8,7 +8,7 @@ import { checkoutSnapshot, gitSnapshot } from '@delegate-git/core/snapshot';
  */
 export async function governanceInForce(repo: Repository): Promise<Governance> {
   const snapshot = repo.layout.topLevel
-    ? await checkoutSnapshot(repo.layout.topLevel, repo.objects, repo.env)
+    ? checkoutSnapshot(repo.layout.topLevel, repo.layout.gitDir, repo.objects, repo.env)
     : gitSnapshot(repo.cwd, repo.objects, 'HEAD', repo.env);
   return loadGovernance(snapshot);
 }

@@ -125,7 +125,7 @@ export async function checkWorktreePaths(
   paths: string[],
 ): Promise<CheckReport> {
   const top = requireWorkTree(repo);
-  const governance = await loadGovernance(await checkoutSnapshot(top, repo.objects, repo.env));
+  const governance = await loadGovernance(checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env));
   const rel = paths.map((p) => toRepositoryPath(top, cwd, p));
   // Stored (-w): the blobs are what judging reads, and what a record made next would name. Where the object store
   // is read-only, content already stored (all a record can promote) is still judged.

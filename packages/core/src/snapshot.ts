@@ -8,7 +8,6 @@ import path from 'node:path';
 import { type CatFileBatch, git, literalPathspecs, parseTreeObject } from './git.js';
 import { splitZ } from './git-fields.js';
 import { relativePosix } from './path-within.js';
-import { POLICY_PATH } from './policy.js';
 
 export { splitZ };
 
@@ -57,19 +56,37 @@ export function worktreeSnapshot(topLevel: string): Snapshot {
 }
 
 /**
- * The work tree as this checkout holds it, for reading its policy and keys: a sparse checkout may leave
- * `.delegate-git` out of the work tree (its entries marked skip-worktree), and the index then holds the checkout's
- * version of them. Anywhere else, the work tree.
+ * The work tree as this checkout holds it, for reading its policy and keys: a sparse checkout may leave some of
+ * `.delegate-git` out of the work tree (entries marked skip-worktree), and the index holds the checkout's version of
+ * what it leaves out. Without a sparse checkout, the work tree.
  */
-export async function checkoutSnapshot(
+export function checkoutSnapshot(
   top: string,
+  gitDir: string,
   batch: CatFileBatch,
   env?: NodeJS.ProcessEnv,
-): Promise<Snapshot> {
+): Snapshot {
   const worktree = worktreeSnapshot(top);
-  if (existsSync(path.join(top, POLICY_PATH))) return worktree;
-  const listed = await git(['ls-files', '-t', '-z', '--', POLICY_PATH], { cwd: top, env });
-  return listed.toString('utf8').startsWith('S ') ? gitSnapshot(top, batch, null, env) : worktree;
+  if (!existsSync(path.join(gitDir, 'info', 'sparse-checkout'))) return worktree;
+  const index = gitSnapshot(top, batch, null, env);
+  const leftOut = async (pathspec: string) => {
+    const listed = await git(['ls-files', '-t', '-z', '--', `:(literal)${pathspec}`], { cwd: top, env });
+    return splitZ(listed).flatMap((entry) =>
+      entry.startsWith('S ') ? [entry.slice(2)] : [],
+    );
+  };
+  return {
+    label: 'the sparse checkout (the index for what it leaves out)',
+    async readFile(file) {
+      const here = await worktree.readFile(file);
+      if (here !== null) return here;
+      return (await leftOut(file)).includes(file) ? index.readFile(file) : null;
+    },
+    async listFiles(dir) {
+      const [here, out] = await Promise.all([worktree.listFiles(dir), leftOut(`${dir}/`)]);
+      return [...new Set([...here, ...out])].sort();
+    },
+  };
 }
 
 /** The index (`:path`) or a tree-ish (`<rev>:path`). */

@@ -150,6 +150,7 @@ describe('judgePush', () => {
       {
         ref: LEDGER_REF,
         reason: `note on blob ${blob.slice(0, 12)}: signed by a key that is not in the trust root (keyid ${mallory.keyFile.keyid.slice(0, 12)})`,
+        kind: 'ledger line',
       },
     ]);
     expect(judged.noteLines).toBe(2);

@@ -85,7 +85,7 @@ export default {
         throw new DelegateGitError('USAGE', 'Run `delegate-git attest` in a clone with a work tree.');
       const snapshot = values.staged
         ? gitSnapshot(top, repo.objects, null, repo.env)
-        : await checkoutSnapshot(top, repo.objects, repo.env);
+        : checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env);
       const governance = await loadGovernance(snapshot);
       const { key } = loadSigningKey(values.key, io.env);
       const { targets, submodules } = values.staged

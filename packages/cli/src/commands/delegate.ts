@@ -73,7 +73,7 @@ export default {
         throw new DelegateGitError('USAGE', 'Run `delegate-git delegate` in a clone with a work tree.');
       const settings = loadSettings(path.join(repo.stateDir, 'config.json'), io.env);
       const governance = await loadGovernance(
-        await checkoutSnapshot(repo.layout.topLevel, repo.objects, repo.env),
+        checkoutSnapshot(repo.layout.topLevel, repo.layout.gitDir, repo.objects, repo.env),
       );
       const { key } = loadSigningKey(values.key ?? settings.signingKey ?? undefined, io.env);
       assertKeyMaySign(governance.trustRoot, key, 'delegator', governance.policy.keysDir);
