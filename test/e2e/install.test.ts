@@ -408,7 +408,6 @@ describe('init: husky files it adds its line to', () => {
   it('refuses a husky folder that links outside the repository, writing nothing there; a tracked folder named _ with an h is no husky', () => {
     const shared = path.join(story.root, 'shared-husky');
     writeFiles(shared, { 'pre-commit': 'echo shared\n' });
-    const before = tree(shared);
     const dir = huskyRepository('husky-linked-out', 'echo lint\n');
     fs.cpSync(path.join(dir, '.husky', '_'), path.join(shared, '_'), { recursive: true });
     fs.rmSync(path.join(dir, '.husky'), { recursive: true });
@@ -418,7 +417,6 @@ describe('init: husky files it adds its line to', () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('outside this repository');
     expect(tree(shared)).toEqual(sharedNow);
-    expect(before['pre-commit']).toBe(sharedNow['pre-commit']);
     expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
 
     // A team's tracked hooks folder that happens to be named _ and hold an h: the team's hooks, refused as such.
