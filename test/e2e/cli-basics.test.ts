@@ -1095,6 +1095,11 @@ describe('a sparse checkout that leaves .delegate-git out of the work tree', () 
     expect(fs.existsSync(path.join(sparse, KEY_FILE))).toBe(false);
     const keysOut = cli(story, sparse, ['check', '--path', 'src/a.ts']);
     expect(keysOut.code, keysOut.stderr).toBe(0);
+    // init there finds the key it signs with in the trust root, not a newcomer's to be added by a reviewer.
+    const again = cli(story, sparse, ['init']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain(`your key is already in ${KEY_FILE}`);
+    expect(again.stdout).not.toContain('keys add');
 
     const never = makeWorkTree(story, 'never-adopted');
     writeFiles(never, { 'src/a.ts': 'export const a = 1;\n' });

@@ -2,7 +2,7 @@
  * Editing the trust root's key files in the work tree (init, keys add, keys revoke).
  */
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   checkKeyName,
@@ -17,7 +17,7 @@ import {
   parsePolicy,
   type Role,
 } from '@delegate-git/core';
-import { relativePosix } from '@delegate-git/core/path-within';
+import { type Snapshot, worktreeSnapshot } from '@delegate-git/core/snapshot';
 import { writeFileAtomic } from './fs.js';
 
 export interface NewKey {
@@ -40,6 +40,7 @@ export async function registeredKeyFile(
   keysDir: string,
   name: string,
   publicKey: PublicKey,
+  snapshot: Snapshot = worktreeSnapshot(top),
 ): Promise<string | null> {
   if (!NAME.test(name)) {
     throw new DelegateGitError(
@@ -47,7 +48,7 @@ export async function registeredKeyFile(
       `"${name}" is not a valid key name: use 1-64 letters, digits, dots, dashes or underscores.`,
     );
   }
-  for (const existing of await readKeyFiles(top, keysDir)) {
+  for (const existing of await readKeyFiles(top, keysDir, snapshot)) {
     if (existing.keyid === publicKey.keyid) return existing.file;
     if (existing.name === name) {
       throw new DelegateGitError(
@@ -85,19 +86,18 @@ export async function registerKey(
   return { file, created: true };
 }
 
-export async function readKeyFiles(top: string, keysDir: string) {
-  const dir = path.join(top, keysDir);
-  if (!existsSync(dir)) return [];
+export async function readKeyFiles(top: string, keysDir: string, snapshot: Snapshot = worktreeSnapshot(top)) {
   // At any depth, as every gate loads the trust root (a key in keys/team/ is trusted as one in keys/).
-  const names = (await readdir(dir, { recursive: true, withFileTypes: true }))
-    .filter((entry) => entry.isFile())
-    .map((entry) => relativePosix(dir, path.join(entry.parentPath, entry.name)))
-    .filter(holdsKey)
-    .sort();
+  const files = (await snapshot.listFiles(keysDir)).filter(holdsKey);
   return Promise.all(
-    names.map(async (n) => {
-      const file = `${keysDir}/${n}`;
-      const text = await readFile(path.join(top, file), 'utf8');
+    files.map(async (file) => {
+      const content = await snapshot.readFile(file);
+      if (content === null)
+        throw new DelegateGitError(
+          'TRUST_ROOT',
+          `The key file ${file} could not be read (did it change meanwhile?). Run the command again.`,
+        );
+      const text = content.toString('utf8');
       return { ...parseKeyFile(text, file), raw: JSON.parse(text) as KeyFile };
     }),
   );

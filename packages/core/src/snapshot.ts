@@ -71,9 +71,7 @@ export function checkoutSnapshot(
   const index = gitSnapshot(top, batch, null, env);
   const leftOut = async (pathspec: string) => {
     const listed = await git(['ls-files', '-t', '-z', '--', `:(literal)${pathspec}`], { cwd: top, env });
-    return splitZ(listed).flatMap((entry) =>
-      entry.startsWith('S ') ? [entry.slice(2)] : [],
-    );
+    return splitZ(listed).flatMap((entry) => (entry.startsWith('S ') ? [entry.slice(2)] : []));
   };
   return {
     label: 'the sparse checkout (the index for what it leaves out)',

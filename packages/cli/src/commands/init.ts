@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  checkoutSnapshot,
   DEFAULT_KEYS_DIR,
   DelegateGitError,
   decodeBase64Strict,
@@ -156,7 +157,14 @@ export default {
         // Where delegate-git is adopted already, a key file is committed only with reviewers' approval, so one
         // written here could not be committed by its owner, and left untracked it would stop the pull that brings
         // the reviewer's copy. A reviewer adds it instead (the same bytes: keys add writes it the same way).
-        keyFile = await registeredKeyFile(top, policy.keysDir, keyName, key.publicKey);
+        keyFile = await registeredKeyFile(
+          top,
+          policy.keysDir,
+          keyName,
+          key.publicKey,
+          // A sparse checkout may leave the keys out of the work tree: the index holds this checkout's.
+          checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env),
+        );
         done.unshift(`kept the existing ${POLICY_PATH}`);
         done.push(
           keyFile === null
