@@ -1134,3 +1134,32 @@ describe('a reader that stops early', () => {
     expect(closed.stderr).not.toContain('EPIPE');
   });
 });
+
+describe('an output that cannot be written', () => {
+  it('says so in a line and exits 2, without a stack; control: the same command writing to a file exits 0', async () => {
+    const run = (out: string) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+        const fd = fs.openSync(out, 'w');
+        const child = spawn(process.execPath, [storyCli, 'check', '--rev', 'HEAD'], {
+          cwd: base,
+          env: story.env,
+          stdio: ['ignore', fd, 'pipe'],
+        });
+        fs.closeSync(fd);
+        let stderr = '';
+        child.stderr!.on('data', (d: Buffer) => {
+          stderr += d.toString();
+        });
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stderr }));
+      });
+    const [full, file] = await Promise.all([
+      run('/dev/full'),
+      run(path.join(story.root, 'check-output.txt')),
+    ]);
+    expect(file.code, file.stderr).toBe(0);
+    expect(full.code).toBe(2);
+    expect(full.stderr).toContain('could not write to standard output');
+    expect(full.stderr).not.toContain('    at ');
+  });
+});

@@ -27,7 +27,8 @@ process.once('exit', () => {
 });
 
 run().then((code) => {
-  process.exitCode = code;
+  // An output that could not be written may have set 2 already (command.ts): the higher code stands.
+  process.exitCode = Math.max(code, Number(process.exitCode ?? 0));
 });
 
 /**

@@ -54,13 +54,21 @@ export function processIo(): Io {
 
 /**
  * Writes to `stream` until its reader goes (`| head`, `grep -q`, a pager quit early): what is left has no reader, and
- * the command still ends with its answer, its exit code, instead of a crash that would read as a refusal (1).
+ * the command still ends with its answer, its exit code, instead of a crash that would read as a refusal (1). Output
+ * that cannot be written at all (a full disk behind `>`) is said in a line, and the command exits 2: what it wrote
+ * is not its whole answer.
  */
 function untilClosed(stream: NodeJS.WriteStream): (text: string) => void {
   let closed = false;
   stream.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error;
     closed = true;
+    if (error.code === 'EPIPE') return;
+    process.exitCode = 2; // the entry points keep the higher of this and the command's own code
+    const name = stream === process.stdout ? 'standard output' : 'standard error';
+    if (stream !== process.stderr)
+      process.stderr.write(
+        `delegate-git: could not write to ${name}: ${error.message}. Its output is incomplete.\n`,
+      );
   });
   return (text) => {
     if (!closed) stream.write(shownOutput(text));

@@ -7,4 +7,6 @@ import { hooksRun } from './hook-install.js';
 import { main } from './main.js';
 
 hooksRun(fileURLToPath(import.meta.url));
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// An output that could not be written may have set 2 already (command.ts): the higher code stands.
+process.exitCode = Math.max(code, Number(process.exitCode ?? 0));
