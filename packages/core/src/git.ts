@@ -65,8 +65,21 @@ export function gitFailure(
 ): DelegateGitError {
   return new DelegateGitError(
     'GIT',
-    `${describeGitCommand(args)} failed: ${stderrSummary(result.stderr)} (exit code ${result.code})`,
+    `${describeGitCommand(args)} failed: ${stderrSummary(result.stderr)} (exit code ${result.code})${lazyFetchHint(args, result.stderr)}`,
   );
+}
+
+/** Commands that talk to a remote themselves: a remote they cannot reach is their own failure, said as it is. */
+const REMOTE_COMMANDS = new Set(['fetch', 'push', 'ls-remote', 'clone', 'pull']);
+
+/**
+ * A command that only reads objects reached a remote: a partial clone (`git clone --filter`) fetches the objects it
+ * left out when they are read, and the remote could not be reached. Said, with what to do, beside git's words.
+ */
+function lazyFetchHint(args: readonly string[], stderr: string): string {
+  if (REMOTE_COMMANDS.has(args[0] ?? '')) return '';
+  if (!/Could not read from remote repository|promisor remote/i.test(stderr)) return '';
+  return '. This looks like a partial clone (git clone --filter) reading an object it left out, which git fetches from the remote when it is read, and the remote could not be reached: run the command again where it can be (or fetch the history it needs first)';
 }
 
 /**

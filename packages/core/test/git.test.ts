@@ -85,6 +85,30 @@ describe('git / gitText / gitTry', () => {
   });
 });
 
+describe('a partial clone whose remote is gone', () => {
+  it('a read of an object it left out says what happened and what to do; control: a fetch that fails is said as git says it', async () => {
+    const source = repo();
+    source.commit({ 'a.txt': 'left out of the partial clone\n' });
+    source.git(['config', 'uploadpack.allowFilter', 'true']);
+    const root = tempDir();
+    const partial = path.join(root, 'partial');
+    execFileSync(
+      'git',
+      ['clone', '-q', '--no-checkout', '--filter=blob:none', `file://${source.dir}`, partial],
+      {
+        env,
+      },
+    );
+    fs.renameSync(source.dir, `${source.dir}-gone`); // still beside it, removed with its temporary directory
+
+    const read = await git(['cat-file', 'blob', 'HEAD:a.txt'], { cwd: partial, env }).catch((e: Error) => e);
+    expect((read as Error).message).toContain('partial clone (git clone --filter)');
+    const fetched = await git(['fetch', 'origin'], { cwd: partial, env }).catch((e: Error) => e);
+    expect((fetched as Error).message).toContain('Could not read from remote repository');
+    expect((fetched as Error).message).not.toContain('partial clone');
+  });
+});
+
 describe('WaitingGit', () => {
   it('answers as gitTry does, given its input long after it started', async () => {
     const r = repo();
