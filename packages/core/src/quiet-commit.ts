@@ -47,6 +47,8 @@ import {
 
 // notes-ledger.ts's LEDGER_REF, spelled here: this module is the hook's quick bundle, which must not load the ledger.
 const LEDGER_REF = 'refs/notes/delegations';
+// The CLI's trackingRef('origin') (ledger-intake.ts), spelled here for the same reason: where a pull fetches origin's.
+const FETCHED_LEDGER_REF = 'refs/notes/remotes/origin/delegations';
 const LEDGER_SHADOWS = shadowsOf(LEDGER_REF)
   .map((name) => `${name}\n`)
   .join('');
@@ -74,13 +76,13 @@ export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promi
 
 /**
  * A merge that stopped on conflicts and is concluded by `git commit` runs no post-merge hook, so this commit's hook
- * takes in the ledger its pull fetched into origin's tracking ref (`trackingRef` in the CLI), which the full path
+ * takes in the ledger its pull fetched into origin's tracking ref, which the full path
  * does when that ledger is not this one (and asks git whether it brings anything): without it, the ledger pushed
  * beside the merge is refused as not a fast-forward. git writes MERGE_HEAD only for a merge that stopped.
  */
 function concludesMergeBesideFetchedLedger(dirs: GitDirs): boolean {
   if (!existsSync(path.join(dirs.gitDir, 'MERGE_HEAD'))) return false;
-  const fetched = refTarget(dirs, 'refs/notes/remotes/origin/delegations');
+  const fetched = refTarget(dirs, FETCHED_LEDGER_REF);
   return fetched !== null && fetched !== refTarget(dirs, LEDGER_REF);
 }
 
