@@ -71,9 +71,11 @@ export async function takeInRemoteLedger(
   await refuseForeign(remote, ours, theirs, opts);
   await refuseMalformed(remote, ours, theirs, opts);
   // (Nothing to judge, and no remote to ask, when the remote holds what this ledger holds.)
-  if (ours !== theirs)
+  if (ours !== theirs) {
+    const judgedBy = new Set<string>();
     for (const judge of judges ?? (await syncJudges(remote, opts)))
-      await refuseUnverified(repo, remote, ours, theirs, judge);
+      await refuseUnverified(repo, remote, ours, theirs, judge, judgedBy);
+  }
   return repo.ledger.takeIn(theirs, message);
 }
 
@@ -351,8 +353,9 @@ async function refuseUnverified(
   ours: string | null,
   theirs: string,
   judge: LineJudge,
+  judgedBy: Set<string>,
 ): Promise<void> {
-  const problems = await remoteLineProblems(repo, ours, theirs, judge.commit);
+  const problems = await remoteLineProblems(repo, ours, theirs, judge.commit, judgedBy);
   if (problems.length === 0) return;
   const named = problems
     .slice(0, NAMED_LINES)

@@ -5,6 +5,7 @@
  * not would stay in the append-only ledger for good, and a server with the pre-receive hook refuses every later
  * push of a ledger that adds it (DESIGN 4.2), so the clone could never push its records there again.
  */
+import { governanceDigest } from './decision-cache.js';
 import { DelegateGitError } from './errors.js';
 import { gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
@@ -37,6 +38,12 @@ export async function remoteLineProblems(
   theirs: string,
   /** The commit whose policy and keys judge the lines (default HEAD). */
   judgedAt = 'HEAD',
+  /**
+   * The rules (governanceDigest) that judged these lines already, in an earlier call: rules met again find nothing
+   * new, so the lines are not read again (a branch and its default branch mostly hold the same). Judged rules are
+   * added.
+   */
+  judgedBy = new Set<string>(),
 ): Promise<RemoteLineProblem[]> {
   if (ours === theirs) return [];
   const problems: RemoteLineProblem[] = [];
@@ -69,7 +76,12 @@ export async function remoteLineProblems(
   try {
     for await (const window of repo.ledger.addedLineWindows(ours, theirs)) {
       if (window.length === 0) continue;
-      governance ??= await governanceAt(repo, judgedAt);
+      if (governance === undefined) {
+        governance = await governanceAt(repo, judgedAt);
+        const rules = governanceDigest(governance, undefined);
+        if (judgedBy.has(rules)) return [];
+        judgedBy.add(rules);
+      }
       for (const { annotated, lines } of window) {
         builder.add(annotated, Buffer.from(`${lines.join('\n')}\n`), null, false);
         if (builder.bytes < BATCH_BYTES) continue;
