@@ -1107,6 +1107,42 @@ describe('a sparse checkout that leaves .delegate-git out of the work tree', () 
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('Run `delegate-git init`');
   });
+
+  it('keys list reads the keys from the index; keys add and revoke, which edit them, say to add them to the checkout (control: added, they work)', () => {
+    const sparse = copyWorkTree(story, base, 'sparse-keys');
+    gitOk(story, sparse, ['update-index', '-q', '--refresh']);
+    gitOk(story, sparse, ['sparse-checkout', 'set', '--cone', 'src']);
+    expect(fs.existsSync(path.join(sparse, '.delegate-git'))).toBe(false);
+    const listed = cli(story, sparse, ['keys', 'list']);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${OPERATOR} +[0-9a-f]{16} `, 'm'));
+
+    const bob = testKey({ name: 'bob', roles: ['reviewer'] });
+    const add = ['keys', 'add', 'bob', '--public-key', bob.keyFile.publicKey, '--roles', 'reviewer'];
+    const steps = [add, ['keys', 'revoke', OPERATOR]];
+    for (const args of steps) {
+      const run = cli(story, sparse, args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr).toContain(`This sparse checkout leaves ${POLICY_PATH} out of the work tree`);
+      expect(run.stderr).toContain('`git sparse-checkout add .delegate-git`');
+    }
+    expect(fs.existsSync(path.join(sparse, '.delegate-git'))).toBe(false);
+
+    // Only the keys left out: the policy is here, and so is the refusal, now naming the key files.
+    gitOk(story, sparse, ['sparse-checkout', 'set', '--no-cone', '/src/', `/${POLICY_PATH}`]);
+    const keysOut = cli(story, sparse, add);
+    expect(keysOut.code).toBe(2);
+    expect(keysOut.stderr).toContain('leaves key files in .delegate-git/keys out of the work tree');
+    expect(fs.existsSync(path.join(sparse, '.delegate-git/keys/bob.json'))).toBe(false);
+
+    gitOk(story, sparse, ['sparse-checkout', 'add', '/.delegate-git/']);
+    for (const args of steps) {
+      const run = cli(story, sparse, args);
+      expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
+    }
+    expect(fs.existsSync(path.join(sparse, '.delegate-git/keys/bob.json'))).toBe(true);
+    expect(gitRun(story, sparse, ['add', '.delegate-git']).code).toBe(0);
+  });
 });
 
 describe('a reader that stops early', () => {

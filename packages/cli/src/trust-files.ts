@@ -1,8 +1,6 @@
 /**
  * Editing the trust root's key files in the work tree (init, keys add, keys revoke).
  */
-import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   checkKeyName,
@@ -48,7 +46,7 @@ export async function registeredKeyFile(
       `"${name}" is not a valid key name: use 1-64 letters, digits, dots, dashes or underscores.`,
     );
   }
-  for (const existing of await readKeyFiles(top, keysDir, snapshot)) {
+  for (const existing of await readKeyFiles(snapshot, keysDir)) {
     if (existing.keyid === publicKey.keyid) return existing.file;
     if (existing.name === name) {
       throw new DelegateGitError(
@@ -86,7 +84,8 @@ export async function registerKey(
   return { file, created: true };
 }
 
-export async function readKeyFiles(top: string, keysDir: string, snapshot: Snapshot = worktreeSnapshot(top)) {
+/** The key files `snapshot` holds in `keysDir`, parsed. */
+export async function readKeyFiles(snapshot: Snapshot, keysDir: string) {
   // At any depth, as every gate loads the trust root (a key in keys/team/ is trusted as one in keys/).
   const files = (await snapshot.listFiles(keysDir)).filter(holdsKey);
   return Promise.all(
@@ -103,11 +102,14 @@ export async function readKeyFiles(top: string, keysDir: string, snapshot: Snaps
   );
 }
 
-/** The work tree's policy, with the init hint when there is none. */
-export async function readWorktreePolicy(top: string): Promise<Policy> {
-  const file = path.join(top, POLICY_PATH);
-  if (!existsSync(file)) {
+/** The policy as `snapshot` holds it (by default the work tree's), with the init hint when there is none. */
+export async function readCheckoutPolicy(
+  top: string,
+  snapshot: Snapshot = worktreeSnapshot(top),
+): Promise<Policy> {
+  const text = await snapshot.readFile(POLICY_PATH);
+  if (text === null) {
     throw new DelegateGitError('POLICY', `There is no ${POLICY_PATH} here. Run \`delegate-git init\` first.`);
   }
-  return parsePolicy(await readFile(file, 'utf8'));
+  return parsePolicy(text.toString('utf8'));
 }

@@ -3,15 +3,17 @@ import {
   DelegateGitError,
   holderOf,
   keyFileText,
+  POLICY_PATH,
   parseKeyFile,
   parseRfc3339Utc,
   Repository,
   type Role,
   type TrustedKey,
 } from '@delegate-git/core';
+import { checkoutSnapshot, type Snapshot, worktreeSnapshot } from '@delegate-git/core/snapshot';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
-import { readKeyFiles, readWorktreePolicy, registerKey } from '../trust-files.js';
+import { readCheckoutPolicy, readKeyFiles, registerKey } from '../trust-files.js';
 
 const help = `
 Usage: delegate-git keys list [--json]
@@ -44,20 +46,48 @@ export default {
       const top = repo.layout.topLevel;
       if (top === null)
         throw new DelegateGitError('USAGE', 'Run `delegate-git keys` in a clone with a work tree.');
-      const policy = await readWorktreePolicy(top);
-      if (sub === 'list') return await list(rest, io, top, policy.keysDir);
-      if (sub === 'add') return await add(rest, io, top, policy.keysDir);
-      if (sub === 'revoke') return await revoke(rest, io, top, policy.keysDir);
-      throw usageError('keys', `Unknown subcommand "${sub ?? ''}": use list, add or revoke.`);
+      // A sparse checkout may leave the policy and keys out of the work tree: the index holds this checkout's.
+      const checkout = checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env);
+      const policy = await readCheckoutPolicy(top, checkout);
+      if (sub === 'list') return await list(rest, io, checkout, policy.keysDir);
+      if (sub !== 'add' && sub !== 'revoke')
+        throw usageError('keys', `Unknown subcommand "${sub ?? ''}": use list, add or revoke.`);
+      await refuseLeftOut(sub, top, checkout, policy.keysDir);
+      return sub === 'add'
+        ? await add(rest, io, top, policy.keysDir)
+        : await revoke(rest, io, top, policy.keysDir);
     } finally {
       await repo.close();
     }
   },
 } satisfies CommandModule;
 
-async function list(argv: string[], io: Io, top: string, keysDir: string): Promise<number> {
+/**
+ * `keys add` and `keys revoke` edit the work tree's key files: where a sparse checkout leaves the policy or any key
+ * out, a file written there would not be staged (`git add` refuses paths outside the sparse checkout), and a key left
+ * out would be missed by the checks against the keys already trusted.
+ */
+async function refuseLeftOut(sub: string, top: string, checkout: Snapshot, keysDir: string): Promise<void> {
+  const worktree = worktreeSnapshot(top);
+  const [here, held, policyHere] = await Promise.all([
+    worktree.listFiles(keysDir),
+    checkout.listFiles(keysDir),
+    worktree.readFile(POLICY_PATH).then((text) => text !== null),
+  ]);
+  if (policyHere && here.length === held.length) return;
+  const policyDir = path.posix.dirname(POLICY_PATH);
+  const dirs = keysDir.startsWith(`${policyDir}/`) ? policyDir : `${policyDir} ${keysDir}`;
+  throw new DelegateGitError(
+    'USAGE',
+    `This sparse checkout leaves ${policyHere ? `key files in ${keysDir}` : POLICY_PATH} out of the work tree, and ` +
+      `\`keys ${sub}\` edits the trust root there, so nothing was changed. Add them to the checkout (\`git ` +
+      `sparse-checkout add ${dirs}\`), then run it again.`,
+  );
+}
+
+async function list(argv: string[], io: Io, checkout: Snapshot, keysDir: string): Promise<number> {
   const { values } = parseCommandArgs('keys', argv, { json: { type: 'boolean' } }, false);
-  const keys = await readKeyFiles(top, keysDir);
+  const keys = await readKeyFiles(checkout, keysDir);
   if (values.json) {
     io.out(json({ keys: keys.map((k) => ({ ...k.raw, file: k.file })) }));
     return 0;
@@ -118,7 +148,7 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
       `That key is already registered in ${result.file}, so no key file named ${name} was written (a key is trusted ` +
         "under one name). Use that name, or rename the file with a reviewer's approval.",
     );
-  const keyFiles = await readKeyFiles(top, keysDir);
+  const keyFiles = await readKeyFiles(worktreeSnapshot(top), keysDir);
   if (!result.created) refuseChangeOf(result.file, keyFiles, asked);
   const sharing = sameHolder(keyFiles, result.file);
   if (values.json) io.out(json({ name, ...result, ...(sharing.length > 0 && { sameHolderAs: sharing }) }));
@@ -184,7 +214,7 @@ async function revoke(argv: string[], io: Io, top: string, keysDir: string): Pro
   });
   const [name, ...extra] = positionals;
   if (!name || extra.length > 0) throw usageError('keys', 'keys revoke takes exactly one key name.');
-  const key = (await readKeyFiles(top, keysDir)).find((k) => k.name === name);
+  const key = (await readKeyFiles(worktreeSnapshot(top), keysDir)).find((k) => k.name === name);
   if (!key)
     throw new DelegateGitError(
       'USAGE',
