@@ -484,3 +484,58 @@ describe('a key past its notAfter', () => {
     expect(accepted.code, accepted.stderr).toBe(0);
   });
 });
+
+describe('a rotation of the reviewer whose approval completed the threshold (rt40 f01)', () => {
+  let story: Story;
+  afterAll(() => story.cleanup());
+
+  it('does not reopen the way back: the version replaced still needs new approvals at every gate; control: approved again, it passes', async () => {
+    story = makeStory();
+    const work = adoptedClone(story, ['src/**']);
+    trustedKey(story, work, 'bob');
+    trustedKey(story, work, 'carol');
+    editPolicy(work, (p) => {
+      p.reviewThreshold = 2;
+    });
+    attestOk(story, work, 'approve', [POLICY_PATH]); // alone: the threshold in force is 1
+    gitOk(story, work, ['add', POLICY_PATH]);
+    acceptedByEveryGate(story, work, 'two reviewers from now on');
+    const before = fs.readFileSync(path.join(work, POLICY_PATH), 'utf8');
+    const tick = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+    // The tightening: approved by the operator first, then, after the earlier version was approved again by two
+    // reviewers, by bob, whose approval admits it.
+    editPolicy(work, (p) => {
+      p.protectDeletes = true;
+    });
+    const tightened = fs.readFileSync(path.join(work, POLICY_PATH), 'utf8');
+    attestOk(story, work, 'approve', [POLICY_PATH]);
+    await tick();
+    fs.writeFileSync(path.join(work, POLICY_PATH), before);
+    attestOk(story, work, 'approve', [POLICY_PATH]);
+    attestOk(story, work, 'approve', [POLICY_PATH], { key: 'carol' });
+    await tick();
+    fs.writeFileSync(path.join(work, POLICY_PATH), tightened);
+    attestOk(story, work, 'approve', [POLICY_PATH], { key: 'bob' });
+    gitOk(story, work, ['add', POLICY_PATH]);
+    acceptedByEveryGate(story, work, 'protect deletions');
+
+    // bob's key rotated out, approved by the operator and carol.
+    cliOk(story, work, ['keys', 'revoke', 'bob']);
+    const bobFile = '.delegate-git/keys/bob.json';
+    attestOk(story, work, 'approve', [bobFile]);
+    attestOk(story, work, 'approve', [bobFile], { key: 'carol' });
+    gitOk(story, work, ['add', bobFile]);
+    acceptedByEveryGate(story, work, 'revoke bob');
+
+    fs.writeFileSync(path.join(work, POLICY_PATH), before);
+    gitOk(story, work, ['add', POLICY_PATH]);
+    refusedByEveryGate(story, work, POLICY_PATH, 'going back to earlier content needs a new approval');
+    // Control: approved again by two reviewers, going back passes.
+    fs.writeFileSync(path.join(work, POLICY_PATH), before);
+    attestOk(story, work, 'approve', [POLICY_PATH]);
+    attestOk(story, work, 'approve', [POLICY_PATH], { key: 'carol' });
+    gitOk(story, work, ['add', POLICY_PATH]);
+    acceptedByEveryGate(story, work, 'deletions allowed again');
+  });
+});

@@ -153,9 +153,10 @@ export class DecisionCache {
  * file may not change its key, nor hold a listed key with other content (trust-root.ts, keyFileRefusal); 4: a merge
  * keeping one side's policy or key file is dated as a change from the other side's (promotion.ts, admittedAt); 5: a
  * version is dated by the review threshold in force when it was admitted; 6: a record dated ahead of the clock counts
- * for nothing (promotion.ts, countingAt); 7: that threshold is the highest of the commit's parents' (judge.ts).
+ * for nothing (promotion.ts, countingAt); 7: that threshold is the highest of the commit's parents' (judge.ts); 8: the
+ * approvals of keys rotated out since move a version's date on even where trusted keys approved it too (approvedBy).
  */
-const DECISION_RULES = 7;
+const DECISION_RULES = 8;
 
 function emptyStore(): Stored {
   return { texts: [], entries: new Map() };

@@ -322,10 +322,11 @@ function latestTime(times: ReadonlyArray<number | undefined>): number | undefine
 /**
  * When `threshold` distinct holders of keys (holderOf) had approved the content (records on that blob about that path) no earlier than
  * `since`; where fewer did (a version admitted under a lower threshold of its time), the last of those approvals, so
- * a later one, back-dated or not, can only move that date on. Keys the rules trust now decide it. Only where none of
- * them approved do the approvals of keys not allowed now count (formerlyApproved), by the latest of them: a version
- * approved only by a key rotated out was still approved then, and going back from it must not need less than going
- * back from any other. Undefined when no key of the trust root approved it.
+ * a later one, back-dated or not, can only move that date on. Keys the rules trust now decide it, and the approvals
+ * of keys not allowed now (formerlyApproved) can only move it on, to the latest of them: a rotation must not move a
+ * version's date back to its trusted approvals alone (T approved by alice, then by bob, who completed the threshold,
+ * is dated by bob's approval after bob's key is revoked too), nor make going back from a version approved only by a
+ * rotated-out key need less than going back from any other. Undefined when no key of the trust root approved it.
  */
 function approvedBy(
   threshold: number,
@@ -342,14 +343,21 @@ function approvedBy(
     if (trust.ok) trusted.push({ at: record.createdAt, holder: holderOf(trust.signer) });
     else if (formerlyApproved(trust)) formerly = Math.max(formerly ?? record.createdAt, record.createdAt);
   }
-  if (trusted.length === 0) return formerly;
+  return latestTime([trustedApproval(threshold, trusted), formerly]);
+}
+
+/** When the `threshold`-th distinct holder approved, or the last approval where fewer did; undefined for none. */
+function trustedApproval(
+  threshold: number,
+  trusted: Array<{ at: number; holder: string }>,
+): number | undefined {
   trusted.sort((a, b) => a.at - b.at);
   const holders = new Set<string>();
   for (const { at, holder } of trusted) {
     holders.add(holder);
     if (holders.size >= threshold) return at;
   }
-  return trusted.at(-1)!.at;
+  return trusted.at(-1)?.at;
 }
 
 /**
@@ -371,8 +379,8 @@ export function countingAt(now: number, records: readonly JudgedRecord[]): reado
 
 /**
  * An approval whose signature verifies under a key of the trust root that may not sign it now (revoked since, dated
- * after a revocation, expired, no longer a reviewer): it dates the version only where no approval that counts does.
- * Such a date can only make going back from that version harder (approvals must be newer than it), never easier;
+ * after a revocation, expired, no longer a reviewer): it can only move a version's date on (approvedBy). Such a date
+ * can only make going back from that version harder (approvals must be newer than it), never easier;
  * without it, a version whose approvals all stopped counting (its reviewer revoked with a time before them, or no
  * longer a reviewer) lost its date, and the version it replaced could come back on its own old approvals.
  */

@@ -433,12 +433,17 @@ describe('dating a version by approvals dated ahead of the clock', () => {
     expect(along(approved(far), Date.parse(far))).toBe(Date.parse(far));
   });
 
-  it('an approval by a key that may not approve (a delegator’s) dates a version no one else approved, never from ahead of the clock', () => {
+  it('an approval by a key that may not approve (a delegator’s) dates a version, or moves its date on, never from ahead of the clock', () => {
     const byDelegator = (at: string) => onBlob(reviewLine(alice, [otherVersion], { createdAt: at }));
     expect(along(byDelegator('2031-01-01T00:00:00Z'), Date.parse(T1))).toBeUndefined();
     expect(along(byDelegator(T1), Date.parse(T2))).toBe(Date.parse(T1));
-    // A reviewer's approval decides the date where there is one, however late the other.
-    expect(along([...approved(T1), ...byDelegator(T2)], Date.parse(T2))).toBe(Date.parse(T1));
+    // The key may have been a reviewer's when it approved (a role taken away since): a later approval by it moves the
+    // date on, and never back (control: an earlier one leaves the reviewer's date).
+    expect(along([...approved(T1), ...byDelegator(T2)], Date.parse(T2))).toBe(Date.parse(T2));
+    expect(along([...approved(T2), ...byDelegator(T1)], Date.parse(T2))).toBe(Date.parse(T2));
+    expect(along([...approved(T1), ...byDelegator('2031-01-01T00:00:00Z')], Date.parse(T2))).toBe(
+      Date.parse(T1),
+    );
   });
 });
 
@@ -489,6 +494,30 @@ describe('a change that goes back to earlier content (the policy and key files)'
       governance: rotated,
     });
     expect(admittedAlong([otherVersion.gitBlob], () => unknown)).toBeUndefined();
+  });
+
+  it('a version two reviewers admitted keeps its date when the one who completed the threshold is rotated out (rt40 f01)', () => {
+    const ruth = testKey({ name: 'ruth', roles: ['reviewer'] });
+    const lines = [
+      reviewLine(rita, [otherVersion], { createdAt: T1 }),
+      reviewLine(ruth, [otherVersion], { createdAt: T2 }),
+    ];
+    const before = judgeLines(lines, { governance: { ...governance, trustRoot: trustRootOf([rita, ruth]) } });
+    expect(admittedAlong([otherVersion.gitBlob], () => before, 2)).toBe(Date.parse(T2));
+    // ruth's key revoked, or her reviewer role taken away: the version was admitted when she approved, still.
+    const revoked = { ...ruth.keyFile, revoked: '2026-06-01T00:00:00Z' };
+    const delegatorOnly = { ...ruth.keyFile, roles: ['delegator' as const] };
+    for (const keyFile of [revoked, delegatorOnly]) {
+      const rotated = { ...governance, trustRoot: trustRootOf([rita, { ...ruth, keyFile }]) };
+      const after = judgeLines(lines, { governance: rotated });
+      expect(after[1]!.trust.ok).toBe(false);
+      expect(admittedAlong([otherVersion.gitBlob], () => after, 2)).toBe(Date.parse(T2));
+    }
+    // Control: an approval that counts dates it as before, and one that does not verify dates nothing.
+    const unknown = judgeLines([lines[1]!], {
+      governance: { ...governance, trustRoot: trustRootOf([rita]) },
+    });
+    expect(admittedAlong([otherVersion.gitBlob], () => [before[0]!, ...unknown], 2)).toBe(Date.parse(T1));
   });
 
   // S approved at T1, T approved at T2, S approved again at T3 to go back: S came back on T3's approval.
