@@ -329,6 +329,12 @@ describe('delegate-git config', () => {
     ['verification.approval', 'sometimes', 'verification.approval'],
     ['verification.repeats', '0', 'verification.repeats'],
     ['worker.timeoutMs', '"soon"', 'worker.timeoutMs'],
+    // Node fires a timer longer than 2^31-1 ms after 1 ms: an instant timeout, or a false UNIT_FAILED signed (rt39 f03).
+    ['worker.timeoutMs', '3000000000', 'worker.timeoutMs: must be at most 2147483647 ms'],
+    ['worker.idleTimeoutMs', '2147483648', 'worker.idleTimeoutMs: must be at most 2147483647 ms'],
+    ['verification.timeoutMs', '2147483648', 'verification.timeoutMs: must be at most 2147483647 ms'],
+    ['worker.timeoutMs', '0', 'worker.timeoutMs: must be a whole number of milliseconds, more than 0'],
+    ['worker.maxTokens', '0', 'worker.maxTokens: must be more than 0'],
     ['worker.colour', 'blue', 'has unknown field(s) "colour"'],
     ['worker.endpoint', 'notaurl', 'worker.endpoint: must be an http:// or https:// URL'],
     ['worker.endpoint', 'ftp://127.0.0.1/v1', 'worker.endpoint: must be an http:// or https:// URL'],
@@ -341,9 +347,26 @@ describe('delegate-git config', () => {
       expect(code).toBe(2);
       expect(stdout).toBe('');
       expect(stderr).toContain(named);
+      expect(stderr).toContain('Nothing was changed');
+      expect(stderr).not.toContain('Fix it with `delegate-git config set');
       expect(fs.readFileSync(file, 'utf8')).toBe(before);
     },
   );
+
+  test('a value that parses as JSON of another type is taken as the string a setting wants (a model named 2024); the longest timer Node keeps is taken', async () => {
+    for (const [key, value, taken] of [
+      ['worker.model', '2024', '2024'],
+      ['worker.model', 'true', 'true'],
+      ['worker.model', '"quoted"', 'quoted'],
+      ['worker.timeoutMs', '2147483647', 2_147_483_647],
+    ] as const) {
+      const set = await repo.cli(['config', 'set', key, value]);
+      expect(set.code, set.stderr).toBe(0);
+      expect(JSON.parse((await repo.cli(['config', 'get', key])).stdout)).toBe(taken);
+    }
+    expect((await repo.cli(['config', 'set', 'worker.model', 'qwen2.5-coder:14b'])).code).toBe(0);
+    expect((await repo.cli(['config', 'set', 'worker.timeoutMs', '300000'])).code).toBe(0);
+  });
 
   test('a settings file that is not JSON stops get, set and delegate with exit 2 and advice that works; the file is kept', async () => {
     const file = path.join(repo.stateDir, 'config.json');

@@ -34,11 +34,11 @@ export function describeIssue(issue: Issue): string {
     case 'too_small':
       return issue.origin === 'array' || issue.origin === 'string'
         ? `must have at least ${issue.minimum} ${issue.origin === 'array' ? 'item(s)' : 'character(s)'}`
-        : `must be at least ${issue.minimum}`;
+        : `must be ${issue.inclusive === false ? 'more than' : 'at least'} ${issue.minimum}`;
     case 'too_big':
       return issue.origin === 'array' || issue.origin === 'string'
         ? `must have at most ${issue.maximum} ${issue.origin === 'array' ? 'item(s)' : 'character(s)'}`
-        : `must be at most ${issue.maximum}`;
+        : `must be ${issue.inclusive === false ? 'less than' : 'at most'} ${issue.maximum}`;
     case 'invalid_format':
       return `is not a valid ${issue.format}`;
     default:

@@ -7,6 +7,21 @@ import { DelegateGitError } from '@delegate-git/core/errors';
 import { describeIssue } from '@delegate-git/core/schema';
 import * as z from 'zod/mini';
 
+/**
+ * A time in milliseconds: Node keeps a timer of at most 2^31-1 ms and fires a longer one after 1 ms, which would make
+ * a worker "time out" at once, or kill every verification run and sign a false UNIT_FAILED.
+ */
+const milliseconds = () =>
+  z
+    .int()
+    .check(
+      z.positive('must be a whole number of milliseconds, more than 0'),
+      z.maximum(
+        2_147_483_647,
+        'must be at most 2147483647 ms (about 24.8 days), the longest timer Node keeps',
+      ),
+    );
+
 const settingsSchema = z.strictObject({
   worker: z.prefault(
     z.strictObject({
@@ -18,9 +33,9 @@ const settingsSchema = z.strictObject({
       ),
       model: z._default(z.string(), 'local-model'),
       apiKeyEnv: z._default(z.nullable(z.string()), null),
-      timeoutMs: z._default(z.int().check(z.positive()), 300_000),
+      timeoutMs: z._default(milliseconds(), 300_000),
       // The longest silence once the reply has begun (worker-client.ts, SilenceWatch).
-      idleTimeoutMs: z._default(z.int().check(z.positive()), 120_000),
+      idleTimeoutMs: z._default(milliseconds(), 120_000),
       maxTokens: z._default(z.int().check(z.positive()), 4096),
     }),
     {},
@@ -30,7 +45,7 @@ const settingsSchema = z.strictObject({
       approval: z._default(z.enum(['ask', 'allow', 'deny']), 'ask'),
       allowlist: z._default(z.array(z.string()), []),
       repeats: z._default(z.int().check(z.minimum(1), z.maximum(20)), 3),
-      timeoutMs: z._default(z.int().check(z.positive()), 30_000),
+      timeoutMs: z._default(milliseconds(), 30_000),
     }),
     {},
   ),
@@ -57,13 +72,13 @@ const CONFIG_HINT = 'Fix it with `delegate-git config set <key> <value>` (see `d
 const UNREADABLE_HINT =
   'Fix it by hand, or delete it to start from the defaults (`delegate-git config set <key> <value>` then writes a new one).';
 
-function parseSettings(value: unknown, source: string): OperatorSettings {
+function parseSettings(value: unknown, source: string, hint = CONFIG_HINT): OperatorSettings {
   const result = settingsSchema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const where = issue.path.length ? issue.path.join('.') : 'the settings';
   const detail = describeIssue(issue);
-  throw new DelegateGitError('CONFIG', `${source}: ${where}: ${detail}. ${CONFIG_HINT}`);
+  throw new DelegateGitError('CONFIG', `${source}: ${where}: ${detail}. ${hint}`);
 }
 
 /** Reads the raw settings file (an object), or {} when there is none. */
@@ -108,7 +123,11 @@ export function withSetting(raw: Record<string, unknown>, key: string, value: un
     node = node[part] as Record<string, unknown>;
   }
   node[parts.at(-1)!] = value;
-  parseSettings(next, source);
+  parseSettings(
+    next,
+    source,
+    "Nothing was changed; `delegate-git config --help` lists each setting's values.",
+  );
   return next;
 }
 

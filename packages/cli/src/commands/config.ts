@@ -9,7 +9,8 @@ Usage: delegate-git config get [<key>]
        delegate-git config set <key> <value>
 
 Operator settings for delegation, local to this clone (.git/delegate-git/config.json, never committed; a
-unit can never change them). Values are JSON when they parse as JSON, else strings.
+unit can never change them). Values are JSON where they parse as JSON of the type the setting takes, else
+strings. Times are in milliseconds, from 1 to 2147483647 (Node's longest timer).
 Keys: worker.endpoint (default http://127.0.0.1:1234/v1), worker.model, worker.apiKeyEnv, worker.timeoutMs
 (default 300000), worker.idleTimeoutMs (the longest silence once the reply has begun, default 120000),
 worker.maxTokens, verification.approval (ask | allow | deny), verification.allowlist (programs),
@@ -38,15 +39,9 @@ export default {
       return 0;
     }
     if (sub === 'set' && key && value !== undefined && extra.length === 0) {
-      let parsed: unknown = value;
-      try {
-        parsed = JSON.parse(value);
-      } catch {
-        // Not JSON: a plain string such as a URL or a model name.
-      }
-      const next = withSetting(readRawSettings(file), key, parsed, `setting ${key}`);
+      const { next, taken } = settingFromText(readRawSettings(file), key, value);
       await writeFileAtomic(file, `${JSON.stringify(next, null, 2)}\n`);
-      io.out(`${key} = ${JSON.stringify(parsed)}\n`);
+      io.out(`${key} = ${JSON.stringify(taken)}\n`);
       return 0;
     }
     if (sub !== 'get' && sub !== 'set')
@@ -57,3 +52,26 @@ export default {
     );
   },
 } satisfies CommandModule;
+
+/**
+ * The settings with `key` set to `text`: as JSON where it parses as JSON and the setting takes that, else as the
+ * string itself (a model named 2024 or true is a name, not a number). Refused with what the JSON value lacks.
+ */
+function settingFromText(raw: Record<string, unknown>, key: string, text: string) {
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Not JSON: a plain string such as a URL or a model name.
+  }
+  try {
+    return { next: withSetting(raw, key, parsed, `setting ${key}`), taken: parsed };
+  } catch (error) {
+    if (parsed === text) throw error;
+    try {
+      return { next: withSetting(raw, key, text, `setting ${key}`), taken: text };
+    } catch {
+      throw error;
+    }
+  }
+}
