@@ -91,6 +91,9 @@ const MAX_REPLY_CHARS = 32 * 1024 * 1024;
  * any other (`content_filter`, vLLM's `abort`, `tool_calls`, an empty string) or none at all means the text may stop
  * anywhere, so it is never parsed as a complete answer.
  */
+/** The silence allowed after the model said it was finished, before the reply is taken as whole. */
+const AFTER_FINISH_MS = 2000;
+
 const FINISHED = new Set(['stop', 'eos', 'eos_token', 'stop_sequence', 'end_turn']);
 
 /** `http://host:port/v1` → `http://host:port/v1/chat/completions`; a full completions URL is kept. */
@@ -182,8 +185,14 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
 
   const collector = new ReplyCollector(started, req.onProgress);
   const contentType = (response.headers['content-type'] ?? '').toLowerCase();
-  const onEvent = (event: StreamEvent) => collector.acceptEvent(event, endpointHost);
   const silence = new SilenceWatch(req.idleTimeoutMs);
+  const onEvent = (event: StreamEvent) => {
+    const more = collector.acceptEvent(event, endpointHost);
+    // Once the model said it was finished, only the usage and [DONE] are still to come, at once: a server that
+    // then keeps the stream open has still answered (rt39 f02).
+    if (collector.finishSaid) silence.windDown(AFTER_FINISH_MS);
+    return more;
+  };
   try {
     const chunks = silence.watch(responseBody(response, AbortSignal.any([combined, silence.signal])));
     if (contentType.includes('text/event-stream')) await readEventStream(chunks, onEvent, endpointHost);
@@ -196,22 +205,25 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
       else collector.acceptCompletion(parseJson(text, endpointHost));
     }
   } catch (error) {
-    if (silence.signal.aborted && !combined.aborted) {
+    const silent = silence.signal.aborted && !combined.aborted;
+    // Finished, and the stream left open after it: the reply is whole.
+    if (!(silent && collector.finishSaid)) {
+      if (silent)
+        throw new WorkerError(
+          'timeout',
+          `The worker at ${endpointHost} stopped sending for ${req.idleTimeoutMs} ms in the middle of its reply (${collector.tokens} token(s) in): it stalled. Check the model server (its log, memory, GPU), or raise worker.idleTimeoutMs in the operator settings if it pauses that long on purpose.`,
+          undefined,
+          { cause: error },
+        );
+      const translated = translate(error, 'while the reply was streaming');
+      if (translated !== error || error instanceof WorkerError) throw translated;
       throw new WorkerError(
-        'timeout',
-        `The worker at ${endpointHost} stopped sending for ${req.idleTimeoutMs} ms in the middle of its reply (${collector.tokens} token(s) in): it stalled. Check the model server (its log, memory, GPU), or raise worker.idleTimeoutMs in the operator settings if it pauses that long on purpose.`,
+        'protocol',
+        `The reply from the worker at ${endpointHost} broke off: ${describeNetworkError(error)}.`,
         undefined,
         { cause: error },
       );
     }
-    const translated = translate(error, 'while the reply was streaming');
-    if (translated !== error || error instanceof WorkerError) throw translated;
-    throw new WorkerError(
-      'protocol',
-      `The reply from the worker at ${endpointHost} broke off: ${describeNetworkError(error)}.`,
-      undefined,
-      { cause: error },
-    );
   } finally {
     silence.stop();
   }
@@ -240,17 +252,23 @@ class ReplyCollector {
     return this.tokenChunks;
   }
 
+  /** The model said it was finished (a finish_reason came). */
+  get finishSaid(): boolean {
+    return this.finishReason !== null;
+  }
+
   /**
    * One server-sent event. An error can come as an `error` event, as llama.cpp's `error:` field, or as an `error`
    * member of a chunk; whatever follows it (llama.cpp still sends `[DONE]`) does not make the reply complete.
    */
-  acceptEvent(event: StreamEvent, endpointHost: string): void {
+  /** One server-sent event; false once the stream said it is done (`[DONE]`), so nothing after it is read. */
+  acceptEvent(event: StreamEvent, endpointHost: string): boolean {
     if (event.error !== null || event.type === 'error') {
       const text = event.error ?? event.data ?? '';
       const message = extractServerMessage(text) ?? 'no message';
       throw new WorkerError('protocol', `The worker reported an error mid-reply: ${message}`);
     }
-    if (event.data === null) return;
+    if (event.data === null) return true;
     let chunk: unknown;
     try {
       chunk = parseJson(event.data, endpointHost);
@@ -261,13 +279,13 @@ class ReplyCollector {
         `The reply from the worker at ${endpointHost} broke off in mid-event.`,
       );
     }
-    this.acceptChunk(chunk, endpointHost);
+    return this.acceptChunk(chunk, endpointHost);
   }
 
-  acceptChunk(chunk: unknown, endpointHost: string): void {
+  acceptChunk(chunk: unknown, endpointHost: string): boolean {
     if (chunk === DONE) {
       this.sawDone = true;
-      return;
+      return false;
     }
     const record = asRecord(chunk);
     this.rejectInlineError(record);
@@ -287,6 +305,7 @@ class ReplyCollector {
       this.reportProgress();
     }
     if (typeof choice.finish_reason === 'string') this.finishReason = choice.finish_reason;
+    return true;
   }
 
   acceptCompletion(completion: unknown): void {
@@ -497,7 +516,7 @@ class SilenceWatch {
   private timer: NodeJS.Timeout | undefined;
   readonly signal = this.controller.signal;
 
-  constructor(private readonly ms: number | undefined) {}
+  constructor(private ms: number | undefined) {}
 
   async *watch(chunks: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
     for await (const chunk of chunks) {
@@ -508,6 +527,13 @@ class SilenceWatch {
 
   stop(): void {
     clearTimeout(this.timer);
+  }
+
+  /** From now on, at most `ms` of silence (counted from now). */
+  windDown(ms: number): void {
+    if (this.ms !== undefined && this.ms <= ms) return;
+    this.ms = ms;
+    this.restart();
   }
 
   private restart(): void {
@@ -546,15 +572,17 @@ interface StreamEvent {
  */
 async function readEventStream(
   chunks: AsyncIterable<Buffer> | Iterable<Buffer>,
-  onEvent: (event: StreamEvent) => void,
+  /** False: the stream is done, and nothing after this event is read. */
+  onEvent: (event: StreamEvent) => boolean,
   endpointHost: string,
 ): Promise<void> {
   const decoder = new TextDecoder();
   let buffer = '';
   let scanned = 0; // the buffer before this holds no line end: a long line is not searched again per chunk
   let event: StreamEvent = { type: null, data: null, error: null };
+  let done = false;
   const dispatch = () => {
-    if (event.data !== null || event.error !== null || event.type === 'error') onEvent(event);
+    if (event.data !== null || event.error !== null || event.type === 'error') done = !onEvent(event);
     event = { type: null, data: null, error: null };
   };
   const field = (line: string) => {
@@ -589,6 +617,7 @@ async function readEventStream(
       scanned = 0;
       if (line === '') dispatch();
       else field(line);
+      if (done) return;
     }
     if (buffer.length > MAX_REPLY_CHARS) throw tooLarge(endpointHost);
     if (final) {
@@ -603,6 +632,7 @@ async function readEventStream(
   for await (const bytes of chunks) {
     buffer += decoder.decode(bytes, { stream: true });
     consumeLines(false);
+    if (done) return;
   }
   buffer += decoder.decode();
   consumeLines(true);

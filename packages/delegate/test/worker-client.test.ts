@@ -293,6 +293,42 @@ describe('callWorker: the wire (node:http transport)', () => {
     }
   });
 
+  it('a stream left open after [DONE], or after the model said it was finished, is a whole reply at once (rt39 f02); control: left open mid-reply, it stalls', async () => {
+    const server = await rawServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // Nothing ends the response: the server keeps the connection open.
+      if (req.url?.includes('done')) res.write(`${delta('all ')}${delta('said', 'stop')}data: [DONE]\n\n`);
+      else if (req.url?.includes('finished')) res.write(`${delta('all ')}${delta('said', 'stop')}`);
+      else res.write(delta('half '));
+    });
+    const ask = (name: string) =>
+      callWorker(
+        request({
+          endpoint: `${server.url}/${name}/chat/completions`,
+          timeoutMs: 20_000,
+          idleTimeoutMs: 15_000,
+        }),
+      );
+    try {
+      let started = Date.now();
+      expect((await ask('done')).content).toBe('all said');
+      expect(Date.now() - started).toBeLessThan(1_500);
+      // No [DONE]: the usage and [DONE] would follow at once, so a short wait, not the idle limit.
+      started = Date.now();
+      expect((await ask('finished')).content).toBe('all said');
+      expect(Date.now() - started).toBeLessThan(6_000);
+      const stalled = await expectWorkerError(
+        callWorker(
+          request({ endpoint: `${server.url}/half/chat/completions`, timeoutMs: 20_000, idleTimeoutMs: 300 }),
+        ),
+      );
+      expect(stalled.message).toContain('in the middle of its reply (1 token(s) in): it stalled');
+    } finally {
+      await server.close();
+    }
+  });
+
   it("a connection dropped mid-stream is a protocol error (the reply broke off), not the caller's abort", async () => {
     const server = await rawServer((req, res) => {
       req.resume();
