@@ -43,6 +43,9 @@ interface FenceOpen {
 
 interface Block {
   fence: FenceOpen;
+  /** The lines (of the reply split at \n) it spans, its fences included; to the last line when never closed. */
+  from: number;
+  to: number;
   /** Body lines, without the line holding a `// FILE:` marker. */
   lines: string[];
   name: { path: string; source: 'header' | 'marker' } | null;
@@ -93,7 +96,14 @@ function scanBlocks(reply: string): Block[] {
     index++;
     if (fence === null) continue;
 
-    const block: Block = { fence, lines: [], name: null, closed: false };
+    const block: Block = {
+      fence,
+      from: index - 1,
+      to: lines.length - 1,
+      lines: [],
+      name: null,
+      closed: false,
+    };
     const fromHeader = headerPath(fence.info);
     if (fromHeader !== null) {
       block.name = { path: fromHeader, source: 'header' };
@@ -117,6 +127,7 @@ function scanBlocks(reply: string): Block[] {
           nested--;
         } else if (inner.length >= fence.length) {
           block.closed = true;
+          block.to = index - 1;
           break;
         }
       }
@@ -125,6 +136,13 @@ function scanBlocks(reply: string): Block[] {
     blocks.push(block);
   }
   return blocks;
+}
+
+/** Whether each line of the reply (split at \n) lies in a fenced block, its fences included. */
+export function linesInBlocks(reply: string): boolean[] {
+  const inside = reply.split('\n').map(() => false);
+  for (const block of scanBlocks(reply)) inside.fill(true, block.from, block.to + 1);
+  return inside;
 }
 
 function bodyOf(block: Block): string {

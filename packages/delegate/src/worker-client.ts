@@ -11,6 +11,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream';
 import { monotonicMs } from './clock.js';
+import { linesInBlocks } from './emission.js';
 
 export interface WorkerMessage {
   role: 'system' | 'user';
@@ -409,10 +410,19 @@ class ReplyCollector {
 
 /**
  * Removes the reasoning a reply starts with: `<think>…</think>` blocks at its start (an unclosed one is all
- * reasoning), or, when the opening tag lived in the chat template, everything up to the first `</think>` that comes
- * before any code fence. Never anything after the answer has begun: a file may hold the text `<think>` itself.
+ * reasoning); when the opening tag lived in the chat template, everything up to the first `</think>`, where no code
+ * fence comes before it, or else up to the first line outside every fenced block that ends with `</think>` (a
+ * reasoning model drafts in fenced blocks); and gpt-oss's harmony channels, of which only the final one answers.
+ * Never anything after the answer has begun: a file may hold the text `<think>` itself, and the answer's prose may
+ * name the tag.
  */
 export function stripThinking(text: string): string {
+  if (/^\s*<\|(?:channel|start)\|>/.test(text)) {
+    const final = text.indexOf(HARMONY_FINAL);
+    return final === -1
+      ? ''
+      : text.slice(final + HARMONY_FINAL.length).replace(/<\|(?:end|return)\|>\s*$/, '');
+  }
   let rest = text;
   for (;;) {
     const start = rest.search(/\S/);
@@ -422,9 +432,25 @@ export function stripThinking(text: string): string {
   }
   if (rest === text) {
     const close = text.indexOf('</think>');
-    if (close !== -1 && !text.slice(0, close).includes('```')) rest = text.slice(close + '</think>'.length);
+    const end =
+      close !== -1 && !text.slice(0, close).includes('```') ? close : reasoningCloseAfterDrafts(text);
+    if (end !== -1) rest = text.slice(end + '</think>'.length);
   }
   return rest.replace(/^\s*\n/, '');
+}
+
+/** gpt-oss's marker of the channel that holds the answer (the others hold its analysis). */
+const HARMONY_FINAL = '<|channel|>final<|message|>';
+
+/** Where the first line outside every fenced block that ends with `</think>` holds it, or -1. */
+function reasoningCloseAfterDrafts(text: string): number {
+  const inBlock = linesInBlocks(text);
+  let offset = 0;
+  for (const [i, line] of text.split('\n').entries()) {
+    if (!inBlock[i] && /<\/think>[ \t]*\r?$/.test(line)) return offset + line.lastIndexOf('</think>');
+    offset += line.length + 1;
+  }
+  return -1;
 }
 
 const DONE = Symbol('done');

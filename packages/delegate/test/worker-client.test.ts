@@ -672,6 +672,32 @@ describe('stripThinking', () => {
     );
     expect(stripThinking('answer <think>never closed')).toBe('answer <think>never closed');
   });
+
+  // rt39 f01: a reasoning model drafts in fenced blocks; the draft must not be taken for the answer.
+  const draft = 'Let me draft it:\n```js file="src/b.js"\nexport const b = "DRAFT";\n```\nBetter:';
+  const answer = '```js file="src/b.js"\nexport const b = "FINAL";\n```\n';
+
+  it('a template-opened reasoning holding drafts ends at the first line outside every block that ends with </think>', () => {
+    expect(stripThinking(`${draft}\n</think>\n\n${answer}`)).toBe(answer);
+    expect(stripThinking(`${draft} done.</think>\n${answer}`)).toBe(answer);
+    // Controls: the tag inside a block, or in the answer's prose mid-line, is the answer's own text.
+    const tagInFile = '```js file="src/t.js"\nconst close = "x\n</think>\n";\n```\n';
+    expect(stripThinking(tagInFile)).toBe(tagInFile);
+    expect(stripThinking(`${answer}Note: a </think> closes it.\n`)).toBe(
+      `${answer}Note: a </think> closes it.\n`,
+    );
+  });
+
+  it("keeps only gpt-oss's final channel; analysis alone is no answer", () => {
+    const analysis = `<|channel|>analysis<|message|>${draft}<|end|>`;
+    expect(stripThinking(`${analysis}<|start|>assistant<|channel|>final<|message|>${answer}<|return|>`)).toBe(
+      answer,
+    );
+    expect(stripThinking(analysis)).toBe('');
+    // Control: a reply that does not start in a channel is not read as one.
+    const mention = `${answer}The marker <|channel|>final<|message|> is gpt-oss's.\n`;
+    expect(stripThinking(mention)).toBe(mention);
+  });
 });
 
 describe('buildWorkerMessages', () => {
