@@ -1,8 +1,9 @@
 /**
  * The worker client: one OpenAI-compatible chat completion against the operator's local endpoint. It streams (so
  * progress is visible and a stalled generation can be timed out), falls back to a JSON body when the server does
- * not speak SSE, strips reasoning, and never retries: a long generation silently repeated would double the cost
- * and hide the failure.
+ * not speak SSE, strips reasoning, and never retries a generation: a long generation silently repeated would double
+ * the cost and hide the failure (a request refused for its stream_options, before anything was generated, is sent
+ * once more without them).
  *
  * The request goes through node:http (node:https only for an https endpoint), not the global fetch: loading
  * undici costs a delegation about 50 ms, and its pooled connection kept the process alive for up to 150 ms after
@@ -12,6 +13,14 @@ import http, { type IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream';
 import { monotonicMs } from './clock.js';
 import { linesInBlocks } from './emission.js';
+import {
+  asRecord,
+  describeNetworkError,
+  extractServerMessage,
+  httpAdvice,
+  oneLine,
+  unreachableAdvice,
+} from './worker-advice.js';
 
 export interface WorkerMessage {
   role: 'system' | 'user';
@@ -95,6 +104,14 @@ const MAX_REPLY_CHARS = 32 * 1024 * 1024;
 /** The silence allowed after the model said it was finished, before the reply is taken as whole. */
 const AFTER_FINISH_MS = 2000;
 
+/** What the worker was waiting for when nothing at all came back. */
+const WAITING = 'waiting for the response';
+
+function succeeded(response: IncomingMessage): boolean {
+  const status = response.statusCode ?? 0;
+  return status >= 200 && status <= 299;
+}
+
 const FINISHED = new Set(['stop', 'eos', 'eos_token', 'stop_sequence', 'end_turn']);
 
 /** `http://host:port/v1` → `http://host:port/v1/chat/completions`; a full completions URL is kept. */
@@ -131,9 +148,12 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
   const translate = (error: unknown, during: string): unknown => {
     if (signal?.aborted) return signal.reason;
     if (deadline.aborted) {
+      const nothing = during === WAITING;
       return new WorkerError(
         'timeout',
-        `The worker at ${endpointHost} did not finish within ${req.timeoutMs} ms (${during}). Raise the worker timeout in the operator settings, or give the unit a smaller task.`,
+        nothing
+          ? `The worker at ${endpointHost} sent nothing within ${req.timeoutMs} ms: it took the request and never answered (a model still loading, or a server that is stuck). Check the model server, or raise worker.timeoutMs in the operator settings if it takes that long to start answering.`
+          : `The worker at ${endpointHost} did not finish within ${req.timeoutMs} ms (${during}). Raise worker.timeoutMs in the operator settings, or give the unit a smaller task.`,
         undefined,
         { cause: error },
       );
@@ -156,32 +176,51 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
     stream: true,
     stream_options: { include_usage: true },
   };
-
-  let response: IncomingMessage;
-  try {
-    response = await post(url, headers, Buffer.from(JSON.stringify(body), 'utf8'), combined, req.onSent);
-  } catch (error) {
-    const translated = translate(error, 'waiting for the response');
-    if (translated !== error) throw translated;
-    throw new WorkerError(
-      'unreachable',
-      `Could not reach the worker at ${endpointHost}: ${describeNetworkError(error)}. Check that the local model server is running and the endpoint in the operator settings is right.`,
-      undefined,
-      { cause: error },
-    );
-  }
-
-  const status = response.statusCode ?? 0;
-  if (status < 200 || status > 299) {
+  const ask = async (payload: object): Promise<IncomingMessage> => {
+    try {
+      return await post(url, headers, Buffer.from(JSON.stringify(payload), 'utf8'), combined, () => {
+        req.onSent?.();
+        req.onProgress?.({ completionTokens: 0, elapsedMs: monotonicMs() - started, tokensPerSecond: 0 });
+      });
+    } catch (error) {
+      const translated = translate(error, WAITING);
+      if (translated !== error) throw translated;
+      throw new WorkerError(
+        'unreachable',
+        `Could not reach the worker at ${endpointHost}: ${describeNetworkError(error)}. ${unreachableAdvice(error)}`,
+        undefined,
+        { cause: error },
+      );
+    }
+  };
+  const refusal = async (response: IncomingMessage) => {
     const text = await readText(responseBody(response, combined), MAX_ERROR_BODY_BYTES).catch(() => '');
-    const serverMessage =
-      extractServerMessage(text) ??
-      (response.headers.location ? `redirected to ${oneLine(response.headers.location)}` : null);
-    throw new WorkerError(
+    const status = response.statusCode ?? 0;
+    const message = extractServerMessage(text);
+    const advice = httpAdvice({
+      status,
+      url,
+      message,
+      location: response.headers.location,
+      retryAfter: response.headers['retry-after'],
+      now: Date.now(),
+    });
+    return new WorkerError(
       'http',
-      `The worker at ${endpointHost} answered HTTP ${status}${serverMessage ? `: ${serverMessage}` : ''}. ${httpAdvice(status, url, response.headers['retry-after'])}`,
+      `The worker at ${endpointHost} answered HTTP ${status}${message ? `: ${message}` : ''}. ${advice}`,
       status,
     );
+  };
+
+  let response = await ask(body);
+  if (!succeeded(response)) {
+    const refused = await refusal(response);
+    // A server that does not know stream_options (it only asks for the usage at the end) is asked again
+    // without it: refused before it generated anything, so nothing is repeated.
+    if (response.statusCode !== 400 || !refused.message.includes('stream_options')) throw refused;
+    const { stream_options: _usage, ...plain } = body;
+    response = await ask(plain);
+    if (!succeeded(response)) throw await refusal(response);
   }
 
   const collector = new ReplyCollector(started, req.onProgress);
@@ -242,6 +281,9 @@ class ReplyCollector {
   private model: string | null = null;
   private sawDone = false;
   private sawAnything = false;
+  /** What the reply held that is not read as its answer (noticeUnread). */
+  private readonly unread = new Set<string>();
+  private read = 'delta.content';
 
   constructor(
     private readonly started: number,
@@ -295,7 +337,8 @@ class ReplyCollector {
     this.acceptUsage(record.usage);
     const choice = firstChoice(record.choices);
     const delta = asRecord(choice.delta);
-    const piece = typeof delta.content === 'string' ? delta.content : '';
+    this.noticeUnread(choice, delta, 'delta.content');
+    const piece = textOf(delta.content);
     const reasoning = reasoningText(delta);
     if (piece) this.content += piece;
     if (this.content.length > MAX_REPLY_CHARS) throw tooLarge(endpointHost);
@@ -325,7 +368,8 @@ class ReplyCollector {
     this.acceptUsage(record.usage);
     const choice = firstChoice(choices);
     const message = asRecord(choice.message);
-    this.content = typeof message.content === 'string' ? message.content : '';
+    this.noticeUnread(choice, message, 'message.content');
+    this.content = textOf(message.content);
     this.reasoningChars = reasoningText(message).length;
     if (typeof choice.finish_reason === 'string') this.finishReason = choice.finish_reason;
   }
@@ -335,7 +379,9 @@ class ReplyCollector {
     if (!this.sawAnything || reason === null) {
       throw new WorkerError(
         'protocol',
-        `The reply from the worker at ${endpointHost} ended before the model said it was finished (no finish_reason${this.sawDone ? ', though [DONE] came' : ''}), so it may stop anywhere and was not parsed.`,
+        this.sawAnything
+          ? `The reply from the worker at ${endpointHost} ended before the model said it was finished (no finish_reason${this.sawDone ? ', though [DONE] came' : ''}), so it may stop anywhere and was not parsed.${this.unreadText()}`
+          : `The reply from the worker at ${endpointHost} held no chunk of an answer at all (an event stream without \`data:\` events${this.sawDone ? ' but [DONE]' : ''}; a JSON body labelled text/event-stream?).`,
       );
     }
     if (reason !== 'length' && !FINISHED.has(reason)) {
@@ -349,7 +395,7 @@ class ReplyCollector {
       const reasoning = this.reasoningChars + (this.content.length - content.length);
       throw new WorkerError(
         'protocol',
-        `The reply from the worker at ${endpointHost} holds no answer${reasoning > 0 ? ` (only ${reasoning} characters of reasoning)` : ''}.`,
+        `The reply from the worker at ${endpointHost} holds no answer${reasoning > 0 ? ` (only ${reasoning} characters of reasoning)` : ''}.${this.unreadText()}`,
       );
     }
     const durationMs = Math.round(monotonicMs() - this.started);
@@ -388,6 +434,28 @@ class ReplyCollector {
       return;
     }
     this.serverUsage = { prompt: prompt ?? 0, completion: completion ?? 0 };
+  }
+
+  /** What a choice held that is not read as the answer (tool calls, a completions-API `text`), to be named. */
+  private noticeUnread(choice: Record<string, unknown>, part: Record<string, unknown>, read: string): void {
+    if (Array.isArray(part.tool_calls) && part.tool_calls.length > 0) this.unread.add('tool calls');
+    if (typeof choice.text === 'string' && choice.text !== '')
+      this.unread.add('a `text` field (the completions API)');
+    if (read === 'delta.content' && typeof choice.message === 'object' && choice.message !== null)
+      this.unread.add('`message` in place of `delta` in its stream');
+    if (
+      part.content !== undefined &&
+      part.content !== null &&
+      typeof part.content !== 'string' &&
+      !Array.isArray(part.content)
+    )
+      this.unread.add(`a ${read} that is no text`);
+    this.read = read;
+  }
+
+  private unreadText(): string {
+    if (this.unread.size === 0) return '';
+    return ` It held ${[...this.unread].join(', ')}; delegate-git reads the answer as text from ${this.read}.`;
   }
 
   private rejectInlineError(record: Record<string, unknown>): void {
@@ -671,17 +739,6 @@ function tooLarge(endpointHost: string): WorkerError {
   );
 }
 
-/** What to look at for an HTTP error status. */
-function httpAdvice(status: number, url: URL, retryAfter: string | undefined): string {
-  if (status === 401 || status === 403)
-    return 'Check the API key (worker.apiKeyEnv names the environment variable that holds it).';
-  if (status === 404) return `Check the endpoint (the request went to ${url.href}) and the model name.`;
-  if (status === 429)
-    return `The server is busy${retryAfter ? ` (it asks to wait ${oneLine(retryAfter)} s)` : ''}; try again later.`;
-  if (status >= 500) return "Check the server's log.";
-  return "Check the model name and the server's log.";
-}
-
 /** The choice with index 0 (a server may interleave several chunks of choices), or the only one if none is numbered. */
 function firstChoice(choices: unknown): Record<string, unknown> {
   const list = Array.isArray(choices) ? choices.map(asRecord) : [];
@@ -689,41 +746,15 @@ function firstChoice(choices: unknown): Record<string, unknown> {
   return (numbered ? list.find((c) => c.index === 0) : list[0]) ?? {};
 }
 
-/** The human message an OpenAI-style error body carries (`{error:{message}}`, `{error:"…"}`, `{message}`). */
-function extractServerMessage(text: string): string | null {
-  if (!text.trim()) return null;
-  try {
-    const parsed = asRecord(JSON.parse(text));
-    const error = parsed.error;
-    if (typeof error === 'string') return oneLine(error);
-    const nested = asRecord(error);
-    if (typeof nested.message === 'string') return oneLine(nested.message);
-    if (typeof parsed.message === 'string') return oneLine(parsed.message);
-    if (typeof parsed.detail === 'string') return oneLine(parsed.detail);
-    return null;
-  } catch {
-    return oneLine(text);
-  }
-}
-
-/**
- * A server's text on one line, bounded, with control characters (terminal escapes among them) made spaces. The
- * model's name goes through here too: it is recorded in the signed, append-only ledger.
- */
-function oneLine(text: string): string {
-  const collapsed = text.replace(/[\u0000-\u001f\u007f-\u009f\s]+/g, ' ').trim();
-  return collapsed.length > 300 ? `${collapsed.slice(0, 300)}…` : collapsed;
-}
-
-/** `ECONNREFUSED (connect ECONNREFUSED 127.0.0.1:1234)`: the system's code first, from the error or its cause. */
-function describeNetworkError(error: unknown): string {
-  const withCode = [error, error instanceof Error ? error.cause : undefined].find(
-    (candidate): candidate is { code: string; message?: string } =>
-      typeof (candidate as { code?: unknown } | undefined)?.code === 'string',
-  );
-  if (withCode) return `${withCode.code}${withCode.message ? ` (${withCode.message})` : ''}`;
-  if (error instanceof Error) return error.message;
-  return String(error);
+/** A message's text: a string, or the text parts of an array of content parts (as multimodal messages carry it). */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map(asRecord)
+    .filter((part) => part.type === 'text' && typeof part.text === 'string')
+    .map((part) => part.text as string)
+    .join('');
 }
 
 function reasoningText(record: Record<string, unknown>): string {
@@ -742,8 +773,4 @@ function isTokenCountOrAbsent(value: unknown): value is number | null {
 
 function estimateTokens(chars: number): number {
   return Math.ceil(chars / 4);
-}
-
-function asRecord(value: unknown): Record<string, unknown> {
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }

@@ -101,7 +101,8 @@ describe('callWorker: streaming', () => {
     worker.enqueue({ content: 'x'.repeat(40), chunkSize: 4 });
     const seen: WorkerProgress[] = [];
     await callWorker(request({ onProgress: (p) => seen.push(p) }));
-    expect(seen.map((p) => p.completionTokens)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // 0: the request is sent, and the first token awaited (a terminal shows the wait, rt39 f04).
+    expect(seen.map((p) => p.completionTokens)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(seen.every((p) => p.tokensPerSecond >= 0 && p.elapsedMs >= 0)).toBe(true);
   });
 
@@ -170,6 +171,8 @@ describe('callWorker: failures (no retries)', () => {
     const started = Date.now();
     const error = await expectWorkerError(callWorker(request({ timeoutMs: 150 })));
     expect(error.kind).toBe('timeout');
+    expect(error.message).toContain('sent nothing within 150 ms: it took the request and never answered');
+    expect(error.message).toContain('raise worker.timeoutMs');
     expect(Date.now() - started).toBeLessThan(900);
 
     worker.enqueue({ content: 'on time', delayMs: 50 });
@@ -231,7 +234,7 @@ describe('callWorker: the wire (node:http transport)', () => {
       const started = Date.now();
       const error = await expectWorkerError(callWorker(request({ endpoint: server.url, timeoutMs: 300 })));
       expect(error.kind).toBe('timeout');
-      expect(error.message).toContain('while the reply was streaming');
+      expect(error.message).toContain('while the reply was streaming). Raise worker.timeoutMs');
       expect(Date.now() - started).toBeLessThan(2_000);
 
       const reply = await callWorker(
@@ -382,7 +385,88 @@ describe('callWorker: the wire (node:http transport)', () => {
 
       const moved = await expectWorkerError(callWorker(request({ endpoint: `${server.url}/moved` })));
       expect(moved).toMatchObject({ kind: 'http', status: 308 });
-      expect(moved.message).toContain('redirected to http://127.0.0.1:9/v2/chat/completions');
+      expect(moved.message).toContain('set worker.endpoint to http://127.0.0.1:9/v2/chat/completions');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('callWorker: servers that differ from OpenAI (rt39 f07, f08)', () => {
+  it('a server that does not know stream_options is asked once more without it; control: another 400 is not asked again', async () => {
+    const bodies: Array<Record<string, unknown>> = [];
+    const server = await rawServer((req, res) => {
+      let text = '';
+      req
+        .on('data', (d) => (text += d))
+        .on('end', () => {
+          const body = JSON.parse(text) as Record<string, unknown>;
+          bodies.push(body);
+          if ('stream_options' in body || body.model === 'unknown-model') {
+            res.writeHead(400, { 'content-type': 'application/json' });
+            res.end(
+              JSON.stringify({
+                error: {
+                  message:
+                    body.model === 'unknown-model'
+                      ? 'model not found'
+                      : 'Unrecognized request argument supplied: stream_options',
+                },
+              }),
+            );
+            return;
+          }
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.end(`${delta('fine', 'stop')}data: [DONE]\n\n`);
+        });
+    });
+    try {
+      const reply = await callWorker(request({ endpoint: server.url }));
+      expect(reply.content).toBe('fine');
+      expect(bodies.map((b) => 'stream_options' in b)).toEqual([true, false]);
+      expect(bodies[1]).toMatchObject({ stream: true, model: 'qwen-coder' });
+
+      bodies.length = 0;
+      const refused = await expectWorkerError(
+        callWorker(request({ endpoint: server.url, model: 'unknown-model' })),
+      );
+      expect(refused.message).toContain(
+        'answered HTTP 400: model not found. The server refused the request as sent',
+      );
+      expect(bodies).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('reads content given as text parts; names tool calls and a completions-API text it does not read', async () => {
+    const completion = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      JSON.stringify({ choices: [{ index: 0, message, finish_reason: 'stop', ...extra }] });
+    const replies: Record<string, string> = {
+      parts: completion({
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'from ' },
+          { type: 'text', text: 'parts' },
+        ],
+      }),
+      tools: completion({ role: 'assistant', content: null, tool_calls: [{ id: 't', type: 'function' }] }),
+      legacy: completion({}, { text: 'old api' }),
+    };
+    const server = await rawServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(replies[req.url!.split('/')[2]!]);
+    });
+    const ask = (name: string) => callWorker(request({ endpoint: `${server.url}/${name}/chat/completions` }));
+    try {
+      expect((await ask('parts')).content).toBe('from parts');
+      const tools = await expectWorkerError(ask('tools'));
+      expect(tools.message).toContain(
+        'holds no answer. It held tool calls; delegate-git reads the answer as text from message.content.',
+      );
+      const legacy = await expectWorkerError(ask('legacy'));
+      expect(legacy.message).toContain('It held a `text` field (the completions API)');
     } finally {
       await server.close();
     }
@@ -805,6 +889,21 @@ describe('createProgressLine', () => {
     expect(chunks.at(-2)).toBe('\r\u001b[2Kworker: 13 tokens, 8.6 tok/s, 1.5s');
     expect(chunks.at(-1)).toBe('\n');
     expect(chunks).toHaveLength(3);
+  });
+
+  it('on a TTY shows the wait for the first token, second by second, until the first token comes (rt39 f04)', async () => {
+    const { stream, chunks } = capture(true);
+    const line = createProgressLine(stream);
+    line.update({ completionTokens: 0, elapsedMs: 0, tokensPerSecond: 0 });
+    expect(chunks[0]).toBe('\r\u001b[2Kworker: waiting for the first token, 0.0s');
+    await new Promise((resolve) => setTimeout(resolve, 1_150));
+    expect(chunks.at(-1)).toMatch(/^\r\u001b\[2Kworker: waiting for the first token, 1\.\ds$/);
+    line.update({ completionTokens: 1, elapsedMs: 1_200, tokensPerSecond: 1 });
+    const painted = chunks.length;
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect(chunks).toHaveLength(painted); // the wait is no longer repainted
+    line.done();
+    expect(chunks.at(-1)).toBe('\n');
   });
 
   it('is silent when the stream is not a TTY', () => {
