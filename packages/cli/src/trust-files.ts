@@ -102,11 +102,8 @@ export async function readKeyFiles(snapshot: Snapshot, keysDir: string) {
   );
 }
 
-/** The policy as `snapshot` holds it (by default the work tree's), with the init hint when there is none. */
-export async function readCheckoutPolicy(
-  top: string,
-  snapshot: Snapshot = worktreeSnapshot(top),
-): Promise<Policy> {
+/** The policy as `snapshot` holds it, with the init hint when there is none. */
+export async function readPolicyIn(snapshot: Snapshot): Promise<Policy> {
   const text = await snapshot.readFile(POLICY_PATH);
   if (text === null) {
     throw new DelegateGitError('POLICY', `There is no ${POLICY_PATH} here. Run \`delegate-git init\` first.`);

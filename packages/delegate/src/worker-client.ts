@@ -101,6 +101,8 @@ const MAX_REPLY_CHARS = 32 * 1024 * 1024;
  * any other (`content_filter`, vLLM's `abort`, `tool_calls`, an empty string) or none at all means the text may stop
  * anywhere, so it is never parsed as a complete answer.
  */
+const FINISHED = new Set(['stop', 'eos', 'eos_token', 'stop_sequence', 'end_turn']);
+
 /** The silence allowed after the model said it was finished, before the reply is taken as whole. */
 const AFTER_FINISH_MS = 2000;
 
@@ -111,8 +113,6 @@ function succeeded(response: IncomingMessage): boolean {
   const status = response.statusCode ?? 0;
   return status >= 200 && status <= 299;
 }
-
-const FINISHED = new Set(['stop', 'eos', 'eos_token', 'stop_sequence', 'end_turn']);
 
 /** `http://host:port/v1` → `http://host:port/v1/chat/completions`; a full completions URL is kept. */
 export function resolveCompletionsUrl(endpoint: string): URL {
@@ -301,10 +301,10 @@ class ReplyCollector {
   }
 
   /**
-   * One server-sent event. An error can come as an `error` event, as llama.cpp's `error:` field, or as an `error`
-   * member of a chunk; whatever follows it (llama.cpp still sends `[DONE]`) does not make the reply complete.
+   * One server-sent event; false once the stream said it is done (`[DONE]`), so nothing after it is read. An error
+   * can come as an `error` event, as llama.cpp's `error:` field, or as an `error` member of a chunk; whatever follows
+   * it (llama.cpp still sends `[DONE]`) does not make the reply complete.
    */
-  /** One server-sent event; false once the stream said it is done (`[DONE]`), so nothing after it is read. */
   acceptEvent(event: StreamEvent, endpointHost: string): boolean {
     if (event.error !== null || event.type === 'error') {
       const text = event.error ?? event.data ?? '';

@@ -13,7 +13,7 @@ import {
 import { checkoutSnapshot, type Snapshot, worktreeSnapshot } from '@delegate-git/core/snapshot';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
-import { readCheckoutPolicy, readKeyFiles, registerKey } from '../trust-files.js';
+import { readKeyFiles, readPolicyIn, registerKey } from '../trust-files.js';
 
 const help = `
 Usage: delegate-git keys list [--json]
@@ -48,7 +48,7 @@ export default {
         throw new DelegateGitError('USAGE', 'Run `delegate-git keys` in a clone with a work tree.');
       // A sparse checkout may leave the policy and keys out of the work tree: the index holds this checkout's.
       const checkout = checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env);
-      const policy = await readCheckoutPolicy(top, checkout);
+      const policy = await readPolicyIn(checkout);
       if (sub === 'list') return await list(rest, io, checkout, policy.keysDir);
       if (sub !== 'add' && sub !== 'revoke')
         throw usageError('keys', `Unknown subcommand "${sub ?? ''}": use list, add or revoke.`);
