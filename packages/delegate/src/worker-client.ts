@@ -137,69 +137,100 @@ export function resolveCompletionsUrl(endpoint: string): URL {
   return url;
 }
 
+/** One chat completion; every failure, a malformed endpoint included, is a rejection with a WorkerError. */
 export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Promise<WorkerReply> {
-  const url = resolveCompletionsUrl(req.endpoint);
-  const endpointHost = url.host;
-  const started = monotonicMs();
-  const deadline = AbortSignal.timeout(req.timeoutMs);
-  const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
+  return new WorkerCall(req, signal).run();
+}
 
-  // The caller's own abort is passed through as its reason; only our deadline becomes a 'timeout'.
-  const translate = (error: unknown, during: string): unknown => {
-    if (signal?.aborted) return signal.reason;
-    if (deadline.aborted) {
-      const nothing = during === WAITING;
-      return new WorkerError(
-        'timeout',
-        nothing
-          ? `The worker at ${endpointHost} sent nothing within ${req.timeoutMs} ms: it took the request and never answered (a model still loading, or a server that is stuck). Check the model server, or raise worker.timeoutMs in the operator settings if it takes that long to start answering.`
-          : `The worker at ${endpointHost} did not finish within ${req.timeoutMs} ms (${during}). Raise worker.timeoutMs in the operator settings, or give the unit a smaller task.`,
-        undefined,
-        { cause: error },
-      );
-    }
-    return error;
-  };
+/** One exchange with the worker: the request, the server's refusal if it refuses, and the reply read whole. */
+class WorkerCall {
+  private readonly url: URL;
+  private readonly host: string;
+  private readonly started = monotonicMs();
+  private readonly deadline: AbortSignal;
+  /** The caller's abort or the deadline. */
+  private readonly stop: AbortSignal;
 
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'text/event-stream, application/json',
-    // Compression would hold streamed chunks back; a server that compresses anyway is still decoded below.
-    'accept-encoding': 'identity',
-  };
-  if (req.apiKey) headers.authorization = `Bearer ${req.apiKey}`;
-  const body = {
-    model: req.model,
-    messages: req.messages,
-    temperature: req.temperature ?? DEFAULT_WORKER_TEMPERATURE,
-    max_tokens: req.maxTokens ?? DEFAULT_WORKER_MAX_TOKENS,
-    stream: true,
-    stream_options: { include_usage: true },
-  };
-  const ask = async (payload: object): Promise<IncomingMessage> => {
-    try {
-      return await post(url, headers, Buffer.from(JSON.stringify(payload), 'utf8'), combined, () => {
-        req.onSent?.();
-        req.onProgress?.({ completionTokens: 0, elapsedMs: monotonicMs() - started, tokensPerSecond: 0 });
+  constructor(
+    private readonly req: WorkerRequest,
+    private readonly signal?: AbortSignal,
+  ) {
+    this.url = resolveCompletionsUrl(req.endpoint);
+    this.host = this.url.host;
+    this.deadline = AbortSignal.timeout(req.timeoutMs);
+    this.stop = signal ? AbortSignal.any([signal, this.deadline]) : this.deadline;
+  }
+
+  async run(): Promise<WorkerReply> {
+    const response = await this.answered();
+    const collector = new ReplyCollector(this.started, this.req.onProgress);
+    await this.read(response, collector);
+    return collector.finish({ req: this.req, endpointHost: this.host });
+  }
+
+  /**
+   * The response to the request, once its status says it answers. A server that does not know stream_options (it
+   * only asks for the usage at the end) is asked again without it: refused before it generated anything, so nothing
+   * is repeated.
+   */
+  private async answered(): Promise<IncomingMessage> {
+    const { req } = this;
+    const body = {
+      model: req.model,
+      messages: req.messages,
+      temperature: req.temperature ?? DEFAULT_WORKER_TEMPERATURE,
+      max_tokens: req.maxTokens ?? DEFAULT_WORKER_MAX_TOKENS,
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    const response = await this.send(body);
+    if (succeeded(response)) return response;
+    const refused = await this.refusal(response);
+    if (response.statusCode !== 400 || !refused.message.includes('stream_options')) throw refused;
+    const { stream_options: _usage, ...plain } = body;
+    const again = await this.send(plain);
+    if (succeeded(again)) return again;
+    throw await this.refusal(again);
+  }
+
+  private async send(payload: object): Promise<IncomingMessage> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'text/event-stream, application/json',
+      // Compression would hold streamed chunks back; a server that compresses anyway is still decoded below.
+      'accept-encoding': 'identity',
+    };
+    if (this.req.apiKey) headers.authorization = `Bearer ${this.req.apiKey}`;
+    const sent = () => {
+      this.req.onSent?.();
+      this.req.onProgress?.({
+        completionTokens: 0,
+        elapsedMs: monotonicMs() - this.started,
+        tokensPerSecond: 0,
       });
+    };
+    try {
+      return await post(this.url, headers, Buffer.from(JSON.stringify(payload), 'utf8'), this.stop, sent);
     } catch (error) {
-      const translated = translate(error, WAITING);
+      const translated = this.timeoutOr(error, WAITING);
       if (translated !== error) throw translated;
       throw new WorkerError(
         'unreachable',
-        `Could not reach the worker at ${endpointHost}: ${describeNetworkError(error)}. ${unreachableAdvice(error)}`,
+        `Could not reach the worker at ${this.host}: ${describeNetworkError(error)}. ${unreachableAdvice(error)}`,
         undefined,
         { cause: error },
       );
     }
-  };
-  const refusal = async (response: IncomingMessage) => {
-    const text = await readText(responseBody(response, combined), MAX_ERROR_BODY_BYTES).catch(() => '');
+  }
+
+  /** An HTTP error status, said with the server's message and what to look at. */
+  private async refusal(response: IncomingMessage): Promise<WorkerError> {
+    const text = await readText(responseBody(response, this.stop), MAX_ERROR_BODY_BYTES).catch(() => '');
     const status = response.statusCode ?? 0;
     const message = extractServerMessage(text);
     const advice = httpAdvice({
       status,
-      url,
+      url: this.url,
       message,
       location: response.headers.location,
       retryAfter: response.headers['retry-after'],
@@ -207,68 +238,74 @@ export async function callWorker(req: WorkerRequest, signal?: AbortSignal): Prom
     });
     return new WorkerError(
       'http',
-      `The worker at ${endpointHost} answered HTTP ${status}${message ? `: ${message}` : ''}. ${advice}`,
+      `The worker at ${this.host} answered HTTP ${status}${message ? `: ${message}` : ''}. ${advice}`,
       status,
     );
-  };
-
-  let response = await ask(body);
-  if (!succeeded(response)) {
-    const refused = await refusal(response);
-    // A server that does not know stream_options (it only asks for the usage at the end) is asked again
-    // without it: refused before it generated anything, so nothing is repeated.
-    if (response.statusCode !== 400 || !refused.message.includes('stream_options')) throw refused;
-    const { stream_options: _usage, ...plain } = body;
-    response = await ask(plain);
-    if (!succeeded(response)) throw await refusal(response);
   }
 
-  const collector = new ReplyCollector(started, req.onProgress);
-  const contentType = (response.headers['content-type'] ?? '').toLowerCase();
-  const silence = new SilenceWatch(req.idleTimeoutMs);
-  const onEvent = (event: StreamEvent) => {
-    const more = collector.acceptEvent(event, endpointHost);
-    // Once the model said it was finished, only the usage and [DONE] are still to come, at once: a server that
-    // then keeps the stream open has still answered (rt39 f02).
-    if (collector.finishSaid) silence.windDown(AFTER_FINISH_MS);
-    return more;
-  };
-  try {
-    const chunks = silence.watch(responseBody(response, AbortSignal.any([combined, silence.signal])));
-    if (contentType.includes('text/event-stream')) await readEventStream(chunks, onEvent, endpointHost);
-    else {
-      const text = await readText(chunks, MAX_REPLY_CHARS + 1);
-      if (text.length > MAX_REPLY_CHARS) throw tooLarge(endpointHost);
-      // Some servers label a stream text/plain or application/json: its first field gives it away.
-      if (/^\s*(?:data|event|error|:)/.test(text))
-        await readEventStream([Buffer.from(text, 'utf8')], onEvent, endpointHost);
-      else collector.acceptCompletion(parseJson(text, endpointHost));
+  /** Reads the reply into `collector`: a stream of events, or one JSON completion. */
+  private async read(response: IncomingMessage, collector: ReplyCollector): Promise<void> {
+    const contentType = (response.headers['content-type'] ?? '').toLowerCase();
+    const silence = new SilenceWatch(this.req.idleTimeoutMs);
+    const onEvent = (event: StreamEvent) => {
+      const more = collector.acceptEvent(event, this.host);
+      // Once the model said it was finished, only the usage and [DONE] are still to come, at once: a server that
+      // then keeps the stream open has still answered (rt39 f02).
+      if (collector.finishSaid) silence.windDown(AFTER_FINISH_MS);
+      return more;
+    };
+    try {
+      const chunks = silence.watch(responseBody(response, AbortSignal.any([this.stop, silence.signal])));
+      if (contentType.includes('text/event-stream')) await readEventStream(chunks, onEvent, this.host);
+      else {
+        const text = await readText(chunks, MAX_REPLY_CHARS + 1);
+        if (text.length > MAX_REPLY_CHARS) throw tooLarge(this.host);
+        // Some servers label a stream text/plain or application/json: its first field gives it away.
+        if (/^\s*(?:data|event|error|:)/.test(text))
+          await readEventStream([Buffer.from(text, 'utf8')], onEvent, this.host);
+        else collector.acceptCompletion(parseJson(text, this.host));
+      }
+    } catch (error) {
+      const silent = silence.signal.aborted && !this.stop.aborted;
+      // Finished, and the stream left open after it: the reply is whole.
+      if (!(silent && collector.finishSaid)) throw this.readFailure(error, silent, collector);
+    } finally {
+      silence.stop();
     }
-  } catch (error) {
-    const silent = silence.signal.aborted && !combined.aborted;
-    // Finished, and the stream left open after it: the reply is whole.
-    if (!(silent && collector.finishSaid)) {
-      if (silent)
-        throw new WorkerError(
-          'timeout',
-          `The worker at ${endpointHost} stopped sending for ${req.idleTimeoutMs} ms in the middle of its reply (${collector.tokens} token(s) in): it stalled. Check the model server (its log, memory, GPU), or raise worker.idleTimeoutMs in the operator settings if it pauses that long on purpose.`,
-          undefined,
-          { cause: error },
-        );
-      const translated = translate(error, 'while the reply was streaming');
-      if (translated !== error || error instanceof WorkerError) throw translated;
-      throw new WorkerError(
-        'protocol',
-        `The reply from the worker at ${endpointHost} broke off: ${describeNetworkError(error)}.`,
+  }
+
+  private readFailure(error: unknown, silent: boolean, collector: ReplyCollector): unknown {
+    if (silent)
+      return new WorkerError(
+        'timeout',
+        `The worker at ${this.host} stopped sending for ${this.req.idleTimeoutMs} ms in the middle of its reply (${collector.tokens} token(s) in): it stalled. Check the model server (its log, memory, GPU), or raise worker.idleTimeoutMs in the operator settings if it pauses that long on purpose.`,
         undefined,
         { cause: error },
       );
-    }
-  } finally {
-    silence.stop();
+    const translated = this.timeoutOr(error, 'while the reply was streaming');
+    if (translated !== error || error instanceof WorkerError) return translated;
+    return new WorkerError(
+      'protocol',
+      `The reply from the worker at ${this.host} broke off: ${describeNetworkError(error)}.`,
+      undefined,
+      { cause: error },
+    );
   }
 
-  return collector.finish({ req, endpointHost });
+  /** The caller's own abort is passed through as its reason; only our deadline becomes a 'timeout'. */
+  private timeoutOr(error: unknown, during: string): unknown {
+    if (this.signal?.aborted) return this.signal.reason;
+    if (!this.deadline.aborted) return error;
+    const { timeoutMs } = this.req;
+    return new WorkerError(
+      'timeout',
+      during === WAITING
+        ? `The worker at ${this.host} sent nothing within ${timeoutMs} ms: it took the request and never answered (a model still loading, or a server that is stuck). Check the model server, or raise worker.timeoutMs in the operator settings if it takes that long to start answering.`
+        : `The worker at ${this.host} did not finish within ${timeoutMs} ms (${during}). Raise worker.timeoutMs in the operator settings, or give the unit a smaller task.`,
+      undefined,
+      { cause: error },
+    );
+  }
 }
 
 /** Accumulates either stream chunks or one JSON completion into a WorkerReply. */
