@@ -154,7 +154,7 @@ export class DecisionCache {
  * keeping one side's policy or key file is dated as a change from the other side's (promotion.ts, admittedAt); 5: a
  * version is dated by the review threshold in force when it was admitted; 6: a record dated ahead of the clock counts
  * for nothing (promotion.ts, countingAt); 7: that threshold is the highest of the commit's parents' (judge.ts); 8: the
- * approvals of keys rotated out since move a version's date on even where trusted keys approved it too (approvedBy).
+ * approvals of keys rotated out since count toward the date of a version trusted keys approved too (approvedBy).
  */
 const DECISION_RULES = 8;
 

@@ -322,11 +322,13 @@ function latestTime(times: ReadonlyArray<number | undefined>): number | undefine
 /**
  * When `threshold` distinct holders of keys (holderOf) had approved the content (records on that blob about that path) no earlier than
  * `since`; where fewer did (a version admitted under a lower threshold of its time), the last of those approvals, so
- * a later one, back-dated or not, can only move that date on. Keys the rules trust now decide it, and the approvals
- * of keys not allowed now (formerlyApproved) can only move it on, to the latest of them: a rotation must not move a
- * version's date back to its trusted approvals alone (T approved by alice, then by bob, who completed the threshold,
- * is dated by bob's approval after bob's key is revoked too), nor make going back from a version approved only by a
- * rotated-out key need less than going back from any other. Undefined when no key of the trust root approved it.
+ * a later one, back-dated or not, can only move that date on. Keys the rules trust now decide it, and a rotation
+ * does not move it back: the approvals of keys not allowed now (formerlyApproved) count toward the threshold as they
+ * did when they were made, and the later of the two dates stands. So T, approved by alice and then by bob, who
+ * completed the threshold, keeps bob's date after bob's key is revoked (rt40 f01), while a late, redundant approval
+ * by bob moves nothing (rt42 f01). Where no key trusted now approved it, the latest of the others' approvals dates
+ * it. Never earlier than the trusted keys' date alone: an approval back-dated by a key revoked since can at most
+ * undo what its key's approvals added. Undefined when no key of the trust root approved it.
  */
 function approvedBy(
   threshold: number,
@@ -335,29 +337,37 @@ function approvedBy(
   onBlob: readonly JudgedRecord[],
   since = Number.NEGATIVE_INFINITY,
 ): number | undefined {
-  const trusted: Array<{ at: number; holder: string }> = [];
+  const trusted: Approval[] = [];
+  const ever: Approval[] = [];
   let formerly: number | undefined;
   for (const { record, trust } of onBlob) {
     if (record.kind !== 'review' || record.decision !== 'approve' || record.createdAt < since) continue;
     if (!record.subjects.some((s) => s.path === path && s.gitBlob === blob)) continue;
     if (trust.ok) trusted.push({ at: record.createdAt, holder: holderOf(trust.signer) });
     else if (formerlyApproved(trust)) formerly = Math.max(formerly ?? record.createdAt, record.createdAt);
+    else continue;
+    ever.push({ at: record.createdAt, holder: holderOf(trust.signer!) });
   }
-  return latestTime([trustedApproval(threshold, trusted), formerly]);
+  // Approved by no key trusted now: by the latest of the others' approvals, which an approval back-dated by a key
+  // revoked since cannot lower.
+  if (trusted.length === 0) return formerly;
+  return latestTime([thresholdReached(threshold, trusted), thresholdReached(threshold, ever)]);
+}
+
+interface Approval {
+  at: number;
+  holder: string;
 }
 
 /** When the `threshold`-th distinct holder approved, or the last approval where fewer did; undefined for none. */
-function trustedApproval(
-  threshold: number,
-  trusted: Array<{ at: number; holder: string }>,
-): number | undefined {
-  trusted.sort((a, b) => a.at - b.at);
+function thresholdReached(threshold: number, approvals: Approval[]): number | undefined {
+  approvals.sort((a, b) => a.at - b.at);
   const holders = new Set<string>();
-  for (const { at, holder } of trusted) {
+  for (const { at, holder } of approvals) {
     holders.add(holder);
     if (holders.size >= threshold) return at;
   }
-  return trusted.at(-1)?.at;
+  return approvals.at(-1)?.at;
 }
 
 /**
@@ -379,8 +389,9 @@ export function countingAt(now: number, records: readonly JudgedRecord[]): reado
 
 /**
  * An approval whose signature verifies under a key of the trust root that may not sign it now (revoked since, dated
- * after a revocation, expired, no longer a reviewer): it can only move a version's date on (approvedBy). Such a date
- * can only make going back from that version harder (approvals must be newer than it), never easier;
+ * after a revocation, expired, no longer a reviewer): it counts toward the date a version was admitted on as it did
+ * when it was made (approvedBy), and can only move that date on. Such a date can only make going back from that
+ * version harder (approvals must be newer than it), never easier;
  * without it, a version whose approvals all stopped counting (its reviewer revoked with a time before them, or no
  * longer a reviewer) lost its date, and the version it replaced could come back on its own old approvals.
  */

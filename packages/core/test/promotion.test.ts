@@ -433,17 +433,14 @@ describe('dating a version by approvals dated ahead of the clock', () => {
     expect(along(approved(far), Date.parse(far))).toBe(Date.parse(far));
   });
 
-  it('an approval by a key that may not approve (a delegator’s) dates a version, or moves its date on, never from ahead of the clock', () => {
+  it('an approval by a key that may not approve (a delegator’s) dates a version no one else approved, never from ahead of the clock', () => {
     const byDelegator = (at: string) => onBlob(reviewLine(alice, [otherVersion], { createdAt: at }));
     expect(along(byDelegator('2031-01-01T00:00:00Z'), Date.parse(T1))).toBeUndefined();
     expect(along(byDelegator(T1), Date.parse(T2))).toBe(Date.parse(T1));
-    // The key may have been a reviewer's when it approved (a role taken away since): a later approval by it moves the
-    // date on, and never back (control: an earlier one leaves the reviewer's date).
-    expect(along([...approved(T1), ...byDelegator(T2)], Date.parse(T2))).toBe(Date.parse(T2));
+    // A reviewer's approval that met the threshold decides the date, however late the other, and an earlier one by
+    // the key that may not approve does not move it back.
+    expect(along([...approved(T1), ...byDelegator(T2)], Date.parse(T2))).toBe(Date.parse(T1));
     expect(along([...approved(T2), ...byDelegator(T1)], Date.parse(T2))).toBe(Date.parse(T2));
-    expect(along([...approved(T1), ...byDelegator('2031-01-01T00:00:00Z')], Date.parse(T2))).toBe(
-      Date.parse(T1),
-    );
   });
 });
 
@@ -518,6 +515,24 @@ describe('a change that goes back to earlier content (the policy and key files)'
       governance: { ...governance, trustRoot: trustRootOf([rita]) },
     });
     expect(admittedAlong([otherVersion.gitBlob], () => [before[0]!, ...unknown], 2)).toBe(Date.parse(T1));
+  });
+
+  it('a late, redundant approval by a reviewer rotated out since does not move the date of a version two others admitted (rt42 f01)', () => {
+    const ruth = testKey({ name: 'ruth', roles: ['reviewer'] });
+    const late = '2026-05-01T00:00:00Z';
+    const lines = [
+      reviewLine(rita, [otherVersion], { createdAt: T1 }),
+      reviewLine(rob, [otherVersion], { createdAt: T2 }),
+      reviewLine(ruth, [otherVersion], { createdAt: late }),
+    ];
+    const revoked = { ...ruth, keyFile: { ...ruth.keyFile, revoked: '2026-06-01T00:00:00Z' } };
+    for (const keys of [
+      [rita, rob, ruth],
+      [rita, rob, revoked],
+    ]) {
+      const judged = judgeLines(lines, { governance: { ...governance, trustRoot: trustRootOf(keys) } });
+      expect(admittedAlong([otherVersion.gitBlob], () => judged, 2)).toBe(Date.parse(T2));
+    }
   });
 
   // S approved at T1, T approved at T2, S approved again at T3 to go back: S came back on T3's approval.
