@@ -318,6 +318,8 @@ class ReplyCollector {
   private model: string | null = null;
   private sawDone = false;
   private sawAnything = false;
+  /** finishSaid. */
+  private endSaid = false;
   /** What the reply held that is not read as its answer (noticeUnread). */
   private readonly unread = new Set<string>();
   private read = 'delta.content';
@@ -332,9 +334,13 @@ class ReplyCollector {
     return this.tokenChunks;
   }
 
-  /** The model said it was finished (a finish_reason came). */
+  /**
+   * The model said it was finished, in a chunk of its own (a finish_reason with no text, as servers end a stream) or
+   * followed by the usage, and no text came after: what is left to come is the usage and [DONE], at once. A server
+   * that sends a finish_reason with every piece has not said so (rt42 f02).
+   */
   get finishSaid(): boolean {
-    return this.finishReason !== null;
+    return this.endSaid;
   }
 
   /**
@@ -385,7 +391,10 @@ class ReplyCollector {
       this.tokenChunks += 1;
       this.reportProgress();
     }
-    if (typeof choice.finish_reason === 'string') this.finishReason = choice.finish_reason;
+    const finishing = typeof choice.finish_reason === 'string';
+    if (finishing) this.finishReason = choice.finish_reason as string;
+    const usageOnly = Array.isArray(record.choices) && record.choices.length === 0;
+    this.endSaid = piece === '' && !reasoning && (finishing || (usageOnly && this.finishReason !== null));
     return true;
   }
 
@@ -516,7 +525,7 @@ class ReplyCollector {
 /**
  * Removes the reasoning a reply starts with: `<think>…</think>` blocks at its start (an unclosed one is all
  * reasoning); when the opening tag lived in the chat template, everything up to the first `</think>`, where no code
- * fence comes before it, or else up to the first line outside every fenced block that ends with `</think>` (a
+ * fence comes before it, or else up to the first line outside every fenced block that is `</think>` alone (a
  * reasoning model drafts in fenced blocks); and gpt-oss's harmony channels, of which only the final one answers.
  * Never anything after the answer has begun: a file may hold the text `<think>` itself, and the answer's prose may
  * name the tag.
@@ -547,12 +556,15 @@ export function stripThinking(text: string): string {
 /** gpt-oss's marker of the channel that holds the answer (the others hold its analysis). */
 const HARMONY_FINAL = '<|channel|>final<|message|>';
 
-/** Where the first line outside every fenced block that ends with `</think>` holds it, or -1. */
+/**
+ * Where the first line outside every fenced block that is `</think>` alone holds it, or -1. Alone: an answer's prose
+ * may end a line with the tag it talks about (rt42 f03).
+ */
 function reasoningCloseAfterDrafts(text: string): number {
   const inBlock = linesInBlocks(text);
   let offset = 0;
   for (const [i, line] of text.split('\n').entries()) {
-    if (!inBlock[i] && /<\/think>[ \t]*\r?$/.test(line)) return offset + line.lastIndexOf('</think>');
+    if (!inBlock[i] && /^[ \t]*<\/think>[ \t]*\r?$/.test(line)) return offset + line.indexOf('</think>');
     offset += line.length + 1;
   }
   return -1;

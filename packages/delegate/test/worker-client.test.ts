@@ -296,14 +296,21 @@ describe('callWorker: the wire (node:http transport)', () => {
     }
   });
 
-  it('a stream left open after [DONE], or after the model said it was finished, is a whole reply at once (rt39 f02); control: left open mid-reply, it stalls', async () => {
+  it('a stream left open after [DONE], or after the model said it was finished, is a whole reply at once (rt39 f02); controls: a finish_reason with every piece is no end (rt42 f02), and left open mid-reply, it stalls', async () => {
     const server = await rawServer((req, res) => {
       req.resume();
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       // Nothing ends the response: the server keeps the connection open.
+      const finish = sse({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+      const usage = sse({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 2 } });
       if (req.url?.includes('done')) res.write(`${delta('all ')}${delta('said', 'stop')}data: [DONE]\n\n`);
-      else if (req.url?.includes('finished')) res.write(`${delta('all ')}${delta('said', 'stop')}`);
-      else res.write(delta('half '));
+      else if (req.url?.includes('finished')) res.write(`${delta('all ')}${delta('said')}${finish}`);
+      else if (req.url?.includes('usage')) res.write(`${delta('all ')}${delta('said', 'stop')}${usage}`);
+      else if (req.url?.includes('every')) {
+        // A finish_reason with every piece, and a pause longer than the wait after a finish: not the end (rt42 f02).
+        res.write(delta('all ', 'stop'));
+        setTimeout(() => res.end(`${delta('said', 'stop')}data: [DONE]\n\n`), 2_500);
+      } else res.write(delta('half '));
     });
     const ask = (name: string) =>
       callWorker(
@@ -317,10 +324,13 @@ describe('callWorker: the wire (node:http transport)', () => {
       let started = Date.now();
       expect((await ask('done')).content).toBe('all said');
       expect(Date.now() - started).toBeLessThan(1_500);
-      // No [DONE]: the usage and [DONE] would follow at once, so a short wait, not the idle limit.
-      started = Date.now();
-      expect((await ask('finished')).content).toBe('all said');
-      expect(Date.now() - started).toBeLessThan(6_000);
+      // No [DONE] after a finish of its own, or after the usage that follows one: a short wait, not the idle limit.
+      for (const name of ['finished', 'usage']) {
+        started = Date.now();
+        expect((await ask(name)).content).toBe('all said');
+        expect(Date.now() - started).toBeLessThan(6_000);
+      }
+      expect((await ask('every')).content).toBe('all said');
       const stalled = await expectWorkerError(
         callWorker(
           request({ endpoint: `${server.url}/half/chat/completions`, timeoutMs: 20_000, idleTimeoutMs: 300 }),
@@ -761,9 +771,11 @@ describe('stripThinking', () => {
   const draft = 'Let me draft it:\n```js file="src/b.js"\nexport const b = "DRAFT";\n```\nBetter:';
   const answer = '```js file="src/b.js"\nexport const b = "FINAL";\n```\n';
 
-  it('a template-opened reasoning holding drafts ends at the first line outside every block that ends with </think>', () => {
+  it('a template-opened reasoning holding drafts ends at the first line outside every block that is </think> alone', () => {
     expect(stripThinking(`${draft}\n</think>\n\n${answer}`)).toBe(answer);
-    expect(stripThinking(`${draft} done.</think>\n${answer}`)).toBe(answer);
+    // Control: an ordinary answer whose prose ends a line with the tag keeps both its blocks (rt42 f03).
+    const prose = `${answer}Then close the tag: </think>\n${answer.replace('b.js', 'c.js')}`;
+    expect(stripThinking(prose)).toBe(prose);
     // Controls: the tag inside a block, or in the answer's prose mid-line, is the answer's own text.
     const tagInFile = '```js file="src/t.js"\nconst close = "x\n</think>\n";\n```\n';
     expect(stripThinking(tagInFile)).toBe(tagInFile);
