@@ -189,6 +189,22 @@ describe('pre-receive: content and the ledger', () => {
     expect(refusedThenHonestAccepted(blob, honest)).toContain('main -> main (pre-receive hook declined)');
   });
 
+  it('refuses a note of 150,000 lines in a few lines of output, without a stack (rt41 f02); the same push without it is accepted', () => {
+    const blob = stageFile(work, 'src/many.ts', 'export const many = 1;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/many.ts', '--yes']);
+    const honest = refTip(story, work, LEDGER)!;
+    const junk = Array.from({ length: 150_000 }, (_, i) => `not a record ${i}`).join('\n');
+    const note = path.join(story.root, 'many-lines.txt');
+    fs.writeFileSync(note, `${junk}\n`);
+    gitOk(story, work, ['notes', '--ref=delegations', 'append', '-F', note, blob]);
+    expect(commit(story, work, 'a note of many lines').code).toBe(0);
+
+    const stderr = refusedThenHonestAccepted(blob, honest);
+    expect(stderr).not.toMatch(/RangeError|unexpected error| {4}at /);
+    expect(stderr).toMatch(/and 14980\d more refusal\(s\) like these, not shown/);
+    expect(stderr.split('\n').length).toBeLessThan(260);
+  });
+
   it('refuses a copy of a signed record made without a key (its signature entry repeated), as verify does; the original alone is accepted', () => {
     const blob = stageFile(work, 'src/copied.ts', 'export const copied = 1;\n');
     cliOk(story, work, ['attest', '--approve', 'src/copied.ts', '--yes']);

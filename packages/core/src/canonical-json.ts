@@ -353,6 +353,7 @@ function checkStrict(text: string): void {
  * Error messages give offsets as indexes into `text` (UTF-16 code units, as `text[offset]`).
  */
 export function parseStrictJson(text: string): unknown {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) refuseText(TOO_DEEP);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -361,6 +362,32 @@ export function parseStrictJson(text: string): unknown {
   }
   checkStrict(text);
   return value;
+}
+
+/**
+ * The deepest nesting of arrays and objects a record, a policy or a key file is read with: theirs is under ten. Text
+ * nested millions deep (a few KB once compressed in a push) took the parser gigabytes and tens of seconds, and the
+ * recursive checks after it their stack (rt41 f01), so it is refused before it is parsed.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+const TOO_DEEP = `arrays and objects nested more than ${MAX_JSON_DEPTH} deep`;
+
+/** Whether JSON `text` nests arrays and objects deeper than `limit`, found without parsing it (one pass, no memory). */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (inString) {
+      if (code === 0x5c /* \ */) i++;
+      else if (code === 0x22 /* " */) inString = false;
+    } else if (code === 0x22) inString = true;
+    else if (code === 0x5b /* [ */ || code === 0x7b /* { */) {
+      if (++depth > limit) return true;
+    } else if (code === 0x5d /* ] */ || code === 0x7d /* } */) depth--;
+  }
+  return false;
 }
 
 /** True iff `text` is exactly canonicalize(parseStrictJson(text)). */
@@ -387,6 +414,7 @@ export type CanonicalParse = { ok: true; value: unknown } | { ok: false; reason:
  * it differ. Anything the fast path cannot prove goes through the strict parser, which decides and names why.
  */
 export function parseCanonicalJson(text: string): CanonicalParse {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return { ok: false, reason: `not strict JSON (${TOO_DEEP})` };
   try {
     const value: unknown = JSON.parse(text);
     if (!ESCAPED_SURROGATE.test(text) && sortedAndSafe(value) && JSON.stringify(value) === text)

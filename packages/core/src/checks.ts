@@ -98,7 +98,7 @@ export async function judgeIn(
   const governed = governedFiles(files, governance, recorded);
   const judged = await judgeWithCache(repo, governed, governance, anchor, notesAt);
   const results: CheckResult[] = judged.map(governedResult);
-  results.push(...collisionRefusals(governance.policy, files, governed));
+  for (const refusal of collisionRefusals(governance.policy, files, governed)) results.push(refusal);
   if (all) {
     const listed = new Set(results.map((r) => r.path));
     for (const f of files) {

@@ -3,7 +3,7 @@
  * DSSE pre-authentication encoding of the JCS statement, so any standard DSSE verifier can check a line as is.
  */
 import { isUtf8 } from 'node:buffer';
-import { parseCanonicalJson, quotedValue } from './canonical-json.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan, parseCanonicalJson, quotedValue } from './canonical-json.js';
 
 export const IN_TOTO_PAYLOAD_TYPE = 'application/vnd.in-toto+json';
 
@@ -72,6 +72,11 @@ const USUAL_LINE =
 
 /** Any line: parsed as JSON, held to the envelope's fields, and to being written exactly as JCS writes it. */
 export function readEnvelope(line: string): ReadEnvelope {
+  if (nestsDeeperThan(line, MAX_JSON_DEPTH))
+    return {
+      ok: false,
+      reason: `not a DSSE envelope (arrays and objects nested more than ${MAX_JSON_DEPTH} deep)`,
+    };
   let value: unknown;
   try {
     // Plain JSON.parse is enough here: the line must equal the canonical form rebuilt below, which a duplicate key,

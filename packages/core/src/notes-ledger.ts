@@ -526,7 +526,7 @@ export class NotesLedger {
     newer: string,
   ): Promise<Array<{ annotated: string; lines: string[] }>> {
     const all: Array<{ annotated: string; lines: string[] }> = [];
-    for await (const window of this.addedLineWindows(older, newer)) all.push(...window);
+    for await (const window of this.addedLineWindows(older, newer)) for (const note of window) all.push(note);
     return all;
   }
 

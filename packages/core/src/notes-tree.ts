@@ -171,7 +171,7 @@ export async function readNoteLines(batch: CatFileBatch, oids: readonly string[]
   const lines: string[] = [];
   for (const [i, object] of objects.entries()) {
     if (!object) throw missingNote(oids[i]!);
-    lines.push(...parseNote(object.content));
+    for (const line of parseNote(object.content)) lines.push(line); // a note may hold more lines than a call takes arguments
   }
   return oids.length === 1 ? lines : sortedUnique(lines);
 }

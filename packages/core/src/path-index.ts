@@ -8,6 +8,7 @@ import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from './atomic-file.js';
 import { pathsName, recordedPathsBody, recordedPathsText } from './cache-file.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './canonical-json.js';
 import type { IndexFact } from './line-check.js';
 import type { IndexedBatch } from './note-batch.js';
 import { type NotesLedger, notesIn } from './notes-ledger.js';
@@ -168,8 +169,11 @@ interface PeekedRecord {
  */
 function peekRecord(line: string): PeekedRecord | null {
   try {
+    if (nestsDeeperThan(line, MAX_JSON_DEPTH)) return null;
     const envelope = JSON.parse(line);
-    const statement = JSON.parse(Buffer.from(String(envelope.payload), 'base64').toString('utf8'));
+    const payload = Buffer.from(String(envelope.payload), 'base64').toString('utf8');
+    if (nestsDeeperThan(payload, MAX_JSON_DEPTH)) return null;
+    const statement = JSON.parse(payload);
     const p = statement.predicate ?? {};
     const kind =
       statement.predicateType === VERDICT_PREDICATE

@@ -118,7 +118,7 @@ export async function judgeRevision(
     });
     results.push({ ...judgement, governed: true });
   }
-  results.push(...collisionRefusals(governance.policy, files, governed));
+  for (const refusal of collisionRefusals(governance.policy, files, governed)) results.push(refusal);
   return results;
 }
 

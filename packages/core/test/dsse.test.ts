@@ -139,6 +139,27 @@ describe('decodeEnvelopeLine', () => {
     expect(reasonOf(lineWithBody(canonicalBody))).toBe('decoded');
   });
 
+  it('refuses a payload or an envelope nested millions deep at once, before parsing it (rt41 f01); control: a statement nested 30 deep is read on', () => {
+    const deep = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    const withDeep = (depth: number) =>
+      canonicalBody.replace('"predicate":{', `"predicate":{"deep":${deep(depth)},`);
+    const started = Date.now();
+    expect(reasonOf(lineWithBody(withDeep(3_000_000)))).toBe(
+      'payload is not strict JSON (arrays and objects nested more than 64 deep)',
+    );
+    const envelope = lineWithBody(canonicalBody).replace(
+      '"signatures":',
+      `"x":${deep(3_000_000)},"signatures":`,
+    );
+    expect(reasonOf(envelope)).toBe('not a DSSE envelope (arrays and objects nested more than 64 deep)');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // Control: nested less deep, the line is read on to the next check (here, its predicate's unknown field).
+    expect(reasonOf(lineWithBody(withDeep(30)))).not.toContain('nested');
+    // Brackets inside strings are text, not nesting.
+    const textual = canonicalBody.replace('"predicate":{', `"predicate":{"deep":"${'['.repeat(1000)}",`);
+    expect(reasonOf(lineWithBody(textual))).not.toContain('nested');
+  });
+
   it('refuses an unknown payloadType', () => {
     expect(reasonOf(lineWithBody(canonicalBody, { payloadType: 'application/json' }))).toBe(
       'unknown payloadType "application/json"',

@@ -138,6 +138,9 @@ async function afterPull(io: Io): Promise<number> {
   }
 }
 
+/** The refusals the pusher is shown one by one: a crafted push may hold a hundred thousand (rt41 f02). */
+const SHOWN_REFUSALS = 200;
+
 async function preReceive(io: Io): Promise<number> {
   await sizeThreadPool();
   const chunks: Buffer[] = [];
@@ -154,12 +157,14 @@ async function preReceive(io: Io): Promise<number> {
       io.err(
         'delegate-git: no policy was in force yet; this push was judged by its own policy (first push).\n',
       );
-    for (const r of result.refusals) {
+    for (const r of result.refusals.slice(0, SHOWN_REFUSALS)) {
       const where = [r.ref, r.commit?.slice(0, 12), r.path === undefined ? undefined : shownPath(r.path)]
         .filter(Boolean)
         .join(' ');
       io.err(`delegate-git: refused ${where}: ${shownText(r.reason)}\n`);
     }
+    const unshown = result.refusals.length - SHOWN_REFUSALS;
+    if (unshown > 0) io.err(`delegate-git: and ${unshown} more refusal(s) like these, not shown.\n`);
     if (result.refusals.length > 0) {
       const advice = pushRefusalAdvice(result.refusals, result.changingRules, LEDGER_REF);
       io.err(
