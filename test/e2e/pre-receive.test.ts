@@ -189,6 +189,29 @@ describe('pre-receive: content and the ledger', () => {
     expect(refusedThenHonestAccepted(blob, honest)).toContain('main -> main (pre-receive hook declined)');
   });
 
+  it('walks 300 new tags on a commit held already in one git process, not one each (rt41 f05); a new tag bringing an unpromoted commit is still refused', () => {
+    const held = gitOk(story, work, ['rev-parse', 'origin/main']);
+    const tags = Array.from({ length: 300 }, (_, i) => `${held}:refs/tags/release-${i}`);
+    stageFile(work, 'src/tagged.ts', 'export const tagged = 1;\n');
+    expect(commit(story, work, 'unpromoted, hook skipped', ['--no-verify']).code).toBe(0);
+    const mixed = gitRun(story, work, ['push', 'origin', ...tags, 'HEAD:refs/tags/unpromoted']);
+    expect(mixed.code).not.toBe(0);
+    expect(mixed.stderr).toMatch(refusedLine('refs/tags/unpromoted', 'src/tagged.ts', 'no verdict'));
+    expect(mixed.stderr).not.toContain('refused refs/tags/release-');
+
+    const trace = path.join(story.root, 'tags.trace');
+    const accepted = gitRun(story, work, ['push', 'origin', ...tags], { ...story.env, GIT_TRACE: trace });
+    expect(accepted.code, accepted.stderr).toBe(0);
+    const walks = fs
+      .readFileSync(trace, 'utf8')
+      .split('\n')
+      .filter(
+        (line) => /trace: (?:built-in|exec): git (?:log|rev-list)\b/.test(line) && line.includes('--all'),
+      );
+    expect(walks.length).toBeGreaterThan(0); // control: the trace sees the hook's git
+    expect(walks.length).toBeLessThanOrEqual(3);
+  });
+
   it('refuses a note of 150,000 lines in a few lines of output, without a stack (rt41 f02); the same push without it is accepted', () => {
     const blob = stageFile(work, 'src/many.ts', 'export const many = 1;\n');
     cliOk(story, work, ['attest', '--approve', 'src/many.ts', '--yes']);
