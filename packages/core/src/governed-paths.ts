@@ -134,6 +134,7 @@ export function governedMatcher(policy: Policy): GovernedMatcher {
   // and it is the way to keep a submodule (which no record can promote) beside protected paths.
   const classify = (path: string, link = false): Governedness => {
     if (isGovernance(path) || (link && holdsGovernance(path))) return 'governed';
+    if (beyondMatching(path)) return 'governed';
     if (exclude(path)) return 'ungoverned';
     return protect(foldedPath(path)) || (link && coversBeneath(path)) ? 'governed' : 'if-recorded';
   };
@@ -143,6 +144,19 @@ export function governedMatcher(policy: Policy): GovernedMatcher {
     return c === 'governed' || (c === 'if-recorded' && everRecorded);
   };
   return Object.assign(governed, { isProtected, classify, coversBeneath });
+}
+
+/**
+ * The longest name of one path segment a glob is matched against. A glob's expression backtracks through a segment
+ * once per `*` in it (policy.ts allows three), so a segment a crafted commit makes thousands of characters long held
+ * `verify` for minutes (rt41 f04). No common file system keeps a longer name (255 bytes), so a path with one cannot
+ * be checked out: it is governed without matching, which errs on the safe side.
+ */
+export const MATCHED_SEGMENT_LENGTH = 255;
+
+function beyondMatching(path: string): boolean {
+  if (path.length <= MATCHED_SEGMENT_LENGTH) return false;
+  return path.split('/').some((segment) => segment.length > MATCHED_SEGMENT_LENGTH);
 }
 
 /**

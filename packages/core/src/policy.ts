@@ -48,12 +48,26 @@ function canonicalDir(dir: string): string {
     .join('/');
 }
 
+/** The most `*` one segment of a glob may hold: its expression backtracks once per `*` (governed-paths.ts). */
+const STARS_PER_SEGMENT = 3;
+
+const glob = z.string().check(
+  z.minLength(1),
+  z.refine(
+    (text) =>
+      text
+        .split('/')
+        .every((segment) => segment.replace(/\*\*/g, '').split('*').length - 1 <= STARS_PER_SEGMENT),
+    `has more than ${STARS_PER_SEGMENT} \`*\` in one path segment, and matching it could take hours: use fewer, or several globs`,
+  ),
+);
+
 const policySchema = z.strictObject({
   version: z.literal(1),
   repositoryId: z.string().check(z.regex(/^[A-Za-z0-9-]{8,64}$/, 'must be 8-64 letters, digits or dashes')),
   keysDir: z._default(relativeDir, DEFAULT_KEYS_DIR),
-  protect: z._default(z.array(z.string().check(z.minLength(1))), []),
-  exclude: z._default(z.array(z.string().check(z.minLength(1))), []),
+  protect: z._default(z.array(glob), []),
+  exclude: z._default(z.array(glob), []),
   requireReview: z._default(z.boolean(), false),
   reviewThreshold: z._default(z.int().check(z.minimum(1), z.maximum(100)), 1),
   mode: z._default(z.enum(['enforce', 'warn']), 'enforce'),

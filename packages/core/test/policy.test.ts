@@ -107,6 +107,16 @@ describe('parsePolicy', () => {
     expect(error.message).toContain('Fix the policy file');
   });
 
+  it('refuses a glob with more than three `*` in one segment, whose matching backtracks for hours (rt41 f04); three, and `**`, are taken', () => {
+    const refused = refusalOf({ exclude: ['src/*a*a*a*a*a*a*a*b'] });
+    expect(refused.message).toContain('field exclude.0 has more than 3 `*` in one path segment');
+    expect(refusalOf({ protect: ['ok/**', 'x/*-*-*-*.ts'] }).message).toContain(
+      'field protect.1 has more than 3',
+    );
+    const taken = policyOf({ protect: ['**/*.test.*', '**/a/**/*-*-*.ts', 'src/**'] });
+    expect(taken.protect).toHaveLength(3);
+  });
+
   it('says what a field expected', () => {
     expect(refusalOf({ requireReview: 'yes' }).message).toContain(
       'field requireReview must be boolean (got string)',
@@ -260,6 +270,20 @@ describe('governedMatcher', () => {
     expect(governed.classify('src/gen/a.ts')).toBe('ungoverned');
     expect(governed.classify('README.md')).toBe('if-recorded');
     expect(governed.classify('.delegate-git/policy.json')).toBe('governed');
+  });
+
+  it('a path with a segment longer than any file system keeps is governed without matching, in no time (rt41 f04); a shorter one is matched', () => {
+    const started = Date.now();
+    const worst = governedMatcher(policyOf({ protect: ['docs/**'], exclude: ['src/*a*a*b'] }));
+    const long = `src/${'a'.repeat(4000)}`;
+    expect(worst(long, false)).toBe(true);
+    expect(worst.classify(long)).toBe('governed');
+    // Three stars against the longest name matched, refused only once every split is tried: still quick.
+    expect(worst(`src/${'a'.repeat(255)}`, false)).toBe(false);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // Control: a name the glob matches is excluded, and one under docs/ protected.
+    expect(worst.classify('src/xaayaab')).toBe('ungoverned');
+    expect(worst.classify(`docs/${'a'.repeat(255)}`)).toBe('governed');
   });
 
   it('matches globs exactly as picomatch does', () => {
