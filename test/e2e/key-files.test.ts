@@ -40,6 +40,22 @@ function trustedKey(story: Story, work: string, name: string): AddedKey {
   return key!;
 }
 
+/**
+ * An adopted clone whose operator trusted `reviewers` and then raised the threshold to two (approved alone, under
+ * the threshold of one in force), accepted by every gate; with the text of that policy.
+ */
+function twoReviewersFromNowOn(story: Story, reviewers: string[]): { work: string; policy: string } {
+  const work = adoptedClone(story, ['src/**']);
+  for (const name of reviewers) trustedKey(story, work, name);
+  editPolicy(work, (p) => {
+    p.reviewThreshold = 2;
+  });
+  attestOk(story, work, 'approve', [POLICY_PATH]);
+  gitOk(story, work, ['add', POLICY_PATH]);
+  acceptedByEveryGate(story, work, 'two reviewers from now on');
+  return { work, policy: fs.readFileSync(path.join(work, POLICY_PATH), 'utf8') };
+}
+
 describe('a key file keeps its key', () => {
   let story: Story;
   let work: string;
@@ -160,15 +176,7 @@ describe('a late approval of a policy admitted under a lower threshold', () => {
 
   it('does not move its date: the change that replaced it stays approved in CI; control: going back still needs new approvals', async () => {
     story = makeStory();
-    const work = adoptedClone(story, ['src/**']);
-    trustedKey(story, work, 'bob');
-    editPolicy(work, (p) => {
-      p.reviewThreshold = 2;
-    });
-    attestOk(story, work, 'approve', [POLICY_PATH]); // alone: the threshold in force is 1
-    gitOk(story, work, ['add', POLICY_PATH]);
-    acceptedByEveryGate(story, work, 'two reviewers from now on');
-    const twoReviewers = fs.readFileSync(path.join(work, POLICY_PATH), 'utf8');
+    const { work, policy: twoReviewers } = twoReviewersFromNowOn(story, ['bob']);
     await new Promise((resolve) => setTimeout(resolve, 20));
     editPolicy(work, (p) => {
       p.protect = ['src/**', 'lib/**'];
@@ -491,16 +499,7 @@ describe('a rotation of the reviewer whose approval completed the threshold (rt4
 
   it('does not reopen the way back: the version replaced still needs new approvals at every gate; control: approved again, it passes', async () => {
     story = makeStory();
-    const work = adoptedClone(story, ['src/**']);
-    trustedKey(story, work, 'bob');
-    trustedKey(story, work, 'carol');
-    editPolicy(work, (p) => {
-      p.reviewThreshold = 2;
-    });
-    attestOk(story, work, 'approve', [POLICY_PATH]); // alone: the threshold in force is 1
-    gitOk(story, work, ['add', POLICY_PATH]);
-    acceptedByEveryGate(story, work, 'two reviewers from now on');
-    const before = fs.readFileSync(path.join(work, POLICY_PATH), 'utf8');
+    const { work, policy: before } = twoReviewersFromNowOn(story, ['bob', 'carol']);
     const tick = () => new Promise((resolve) => setTimeout(resolve, 20));
 
     // The tightening: approved by the operator first, then, after the earlier version was approved again by two
