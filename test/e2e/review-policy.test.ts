@@ -610,7 +610,7 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     expect(atCommit.code).not.toBe(0);
     expect(atCommit.stderr).toContain(`NOT PROMOTED  ${POLICY}`);
     expect(atCommit.stderr).toContain(
-      `approved by ${OPERATOR} only before the version it replaces was approved: going back to earlier content needs a new approval`,
+      `approved by ${OPERATOR} only before the version it replaces was approved: going back to earlier content needs a new approval (as does any change approved only before it)`,
     );
     expect(commit(story, work, 'back to the earlier policy', ['--no-verify']).code).toBe(0);
     const rolledBack = gitOk(story, work, ['rev-parse', 'HEAD']);
@@ -641,7 +641,7 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     const atCommit = stageAndCommit(work, POLICY, 'the tightened policy again');
     expect(atCommit.code).not.toBe(0);
     expect(atCommit.stderr).toContain(
-      `approved by ${OPERATOR} only before the version it replaces was approved: going back to earlier content needs a new approval`,
+      `approved by ${OPERATOR} only before the version it replaces was approved: going back to earlier content needs a new approval (as does any change approved only before it)`,
     );
     expect(commit(story, work, 'the tightened policy again', ['--no-verify']).code).toBe(0);
     const again = gitOk(story, work, ['rev-parse', 'HEAD']);

@@ -51,13 +51,15 @@ function canonicalDir(dir: string): string {
 /** The most `*` one segment of a glob may hold: its expression backtracks once per `*` (governed-paths.ts). */
 const STARS_PER_SEGMENT = 3;
 
+/** The wildcards of one segment: `**` alone is every directory; anywhere else a run of `*` is one `*` (rt43 f01). */
+function starsIn(segment: string): number {
+  return segment === '**' ? 0 : (segment.match(/\*+/g)?.length ?? 0);
+}
+
 const glob = z.string().check(
   z.minLength(1),
   z.refine(
-    (text) =>
-      text
-        .split('/')
-        .every((segment) => segment.replace(/\*\*/g, '').split('*').length - 1 <= STARS_PER_SEGMENT),
+    (text) => text.split('/').every((segment) => starsIn(segment) <= STARS_PER_SEGMENT),
     `has more than ${STARS_PER_SEGMENT} \`*\` in one path segment, and matching it could take hours: use fewer, or several globs`,
   ),
 );

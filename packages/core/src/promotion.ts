@@ -94,7 +94,7 @@ export function promotionOf(
   if (approvers.length === 0 && stale.length > 0) {
     return refuse(
       path,
-      `approved by ${names(stale)} only before ${rules.approvedSinceOf ?? 'the version it replaces was approved: going back to earlier content needs a new approval'}`,
+      `approved by ${names(stale)} only before ${rules.approvedSinceOf ?? 'the version it replaces was approved: going back to earlier content needs a new approval (as does any change approved only before it)'}`,
       stale,
     );
   }

@@ -455,7 +455,7 @@ describe('a change that goes back to earlier content (the policy and key files)'
       path: 'src/a.ts',
       promoted: false,
       reason:
-        'approved by rita only before the version it replaces was approved: going back to earlier content needs a new approval',
+        'approved by rita only before the version it replaces was approved: going back to earlier content needs a new approval (as does any change approved only before it)',
       by: ['rita'],
     });
     expect(promote([approvedAt(T1), approvedAt(T2)], since(T2)).promoted).toBe(true);

@@ -12,7 +12,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream';
 import { monotonicMs } from './clock.js';
-import { linesInBlocks } from './emission.js';
+import { linesInBlocks, parseEmission } from './emission.js';
 import {
   asRecord,
   describeNetworkError,
@@ -335,9 +335,9 @@ class ReplyCollector {
   }
 
   /**
-   * The model said it was finished, in a chunk of its own (a finish_reason with no text, as servers end a stream) or
-   * followed by the usage, and no text came after: what is left to come is the usage and [DONE], at once. A server
-   * that sends a finish_reason with every piece has not said so (rt42 f02).
+   * The model said it was finished and the server sent the usage after it (a chunk of no choices), with no text
+   * since: only [DONE] is left to come. A finish_reason alone is not enough: a server may send one with every piece,
+   * an empty one included (rt42 f02, rt43 f03).
    */
   get finishSaid(): boolean {
     return this.endSaid;
@@ -391,10 +391,9 @@ class ReplyCollector {
       this.tokenChunks += 1;
       this.reportProgress();
     }
-    const finishing = typeof choice.finish_reason === 'string';
-    if (finishing) this.finishReason = choice.finish_reason as string;
+    if (typeof choice.finish_reason === 'string') this.finishReason = choice.finish_reason;
     const usageOnly = Array.isArray(record.choices) && record.choices.length === 0;
-    this.endSaid = piece === '' && !reasoning && (finishing || (usageOnly && this.finishReason !== null));
+    this.endSaid = usageOnly && this.finishReason !== null;
     return true;
   }
 
@@ -525,7 +524,7 @@ class ReplyCollector {
 /**
  * Removes the reasoning a reply starts with: `<think>…</think>` blocks at its start (an unclosed one is all
  * reasoning); when the opening tag lived in the chat template, everything up to the first `</think>`, where no code
- * fence comes before it, or else up to the first line outside every fenced block that is `</think>` alone (a
+ * fence comes before it, or else up to the reasoning's closing tag after its drafts (reasoningCloseAfterDrafts: a
  * reasoning model drafts in fenced blocks); and gpt-oss's harmony channels, of which only the final one answers.
  * Never anything after the answer has begun: a file may hold the text `<think>` itself, and the answer's prose may
  * name the tag.
@@ -557,17 +556,27 @@ export function stripThinking(text: string): string {
 const HARMONY_FINAL = '<|channel|>final<|message|>';
 
 /**
- * Where the first line outside every fenced block that is `</think>` alone holds it, or -1. Alone: an answer's prose
- * may end a line with the tag it talks about (rt42 f03).
+ * Where the reasoning's closing tag is, after drafts, or -1: the first line outside every fenced block that is
+ * `</think>` alone, or that ends with it where a file named in a block before it is named again after it (the draft
+ * and the answer). An answer's prose may end a line with the tag it talks about (rt42 f03); reasoning may close its
+ * last sentence with it (rt43 f04).
  */
 function reasoningCloseAfterDrafts(text: string): number {
   const inBlock = linesInBlocks(text);
   let offset = 0;
   for (const [i, line] of text.split('\n').entries()) {
-    if (!inBlock[i] && /^[ \t]*<\/think>[ \t]*\r?$/.test(line)) return offset + line.indexOf('</think>');
+    const at = offset + line.lastIndexOf('</think>');
     offset += line.length + 1;
+    if (inBlock[i] || !/<\/think>[ \t]*\r?$/.test(line)) continue;
+    if (/^[ \t]*<\/think>/.test(line) || namedAgain(text.slice(0, at), text.slice(at))) return at;
   }
   return -1;
+}
+
+/** Whether a file named in a block of `before` is named in a block of `after` too. */
+function namedAgain(before: string, after: string): boolean {
+  const named = new Set(parseEmission(before, { targetFiles: [] }).files.map((f) => f.path));
+  return parseEmission(after, { targetFiles: [] }).files.some((f) => named.has(f.path));
 }
 
 const DONE = Symbol('done');

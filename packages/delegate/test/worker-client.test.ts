@@ -304,11 +304,11 @@ describe('callWorker: the wire (node:http transport)', () => {
       const finish = sse({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
       const usage = sse({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 2 } });
       if (req.url?.includes('done')) res.write(`${delta('all ')}${delta('said', 'stop')}data: [DONE]\n\n`);
-      else if (req.url?.includes('finished')) res.write(`${delta('all ')}${delta('said')}${finish}`);
+      else if (req.url?.includes('finished')) res.write(`${delta('all ')}${delta('said')}${finish}${usage}`);
       else if (req.url?.includes('usage')) res.write(`${delta('all ')}${delta('said', 'stop')}${usage}`);
       else if (req.url?.includes('every')) {
         // A finish_reason with every piece, and a pause longer than the wait after a finish: not the end (rt42 f02).
-        res.write(delta('all ', 'stop'));
+        res.write(`${delta('all ', 'stop')}${finish}`); // an empty piece too (rt43 f03)
         setTimeout(() => res.end(`${delta('said', 'stop')}data: [DONE]\n\n`), 2_500);
       } else res.write(delta('half '));
     });
@@ -324,7 +324,7 @@ describe('callWorker: the wire (node:http transport)', () => {
       let started = Date.now();
       expect((await ask('done')).content).toBe('all said');
       expect(Date.now() - started).toBeLessThan(1_500);
-      // No [DONE] after a finish of its own, or after the usage that follows one: a short wait, not the idle limit.
+      // No [DONE] after the usage that follows a finish: a short wait, not the idle limit.
       for (const name of ['finished', 'usage']) {
         started = Date.now();
         expect((await ask(name)).content).toBe('all said');
@@ -773,6 +773,8 @@ describe('stripThinking', () => {
 
   it('a template-opened reasoning holding drafts ends at the first line outside every block that is </think> alone', () => {
     expect(stripThinking(`${draft}\n</think>\n\n${answer}`)).toBe(answer);
+    // Closing its last sentence, after a draft of the file the answer holds (rt43 f04).
+    expect(stripThinking(`${draft} the final version.</think>\n\n${answer}`)).toBe(answer);
     // Control: an ordinary answer whose prose ends a line with the tag keeps both its blocks (rt42 f03).
     const prose = `${answer}Then close the tag: </think>\n${answer.replace('b.js', 'c.js')}`;
     expect(stripThinking(prose)).toBe(prose);
