@@ -152,7 +152,7 @@ export function governedMatcher(policy: Policy): GovernedMatcher {
  * `verify` for minutes (rt41 f04). No common file system keeps a longer name (255 bytes), so a path with one cannot
  * be checked out: it is governed without matching, which errs on the safe side.
  */
-export const MATCHED_SEGMENT_LENGTH = 255;
+const MATCHED_SEGMENT_LENGTH = 255;
 
 function beyondMatching(path: string): boolean {
   if (path.length <= MATCHED_SEGMENT_LENGTH) return false;

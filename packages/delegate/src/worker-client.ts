@@ -103,7 +103,7 @@ const MAX_REPLY_CHARS = 32 * 1024 * 1024;
  */
 const FINISHED = new Set(['stop', 'eos', 'eos_token', 'stop_sequence', 'end_turn']);
 
-/** The silence allowed after the model said it was finished, before the reply is taken as whole. */
+/** The silence allowed once the usage followed the model's finish, before the reply is taken as whole. */
 const AFTER_FINISH_MS = 2000;
 
 /** What the worker was waiting for when nothing at all came back. */
@@ -249,9 +249,9 @@ class WorkerCall {
     const silence = new SilenceWatch(this.req.idleTimeoutMs);
     const onEvent = (event: StreamEvent) => {
       const more = collector.acceptEvent(event, this.host);
-      // Once the model said it was finished, only the usage and [DONE] are still to come, at once: a server that
-      // then keeps the stream open has still answered (rt39 f02).
-      if (collector.finishSaid) silence.windDown(AFTER_FINISH_MS);
+      // Once the usage followed the model's finish, only [DONE] is still to come, at once: a server that then keeps
+      // the stream open has still answered (rt39 f02).
+      if (collector.endSaid) silence.windDown(AFTER_FINISH_MS);
       return more;
     };
     try {
@@ -268,7 +268,7 @@ class WorkerCall {
     } catch (error) {
       const silent = silence.signal.aborted && !this.stop.aborted;
       // Finished, and the stream left open after it: the reply is whole.
-      if (!(silent && collector.finishSaid)) throw this.readFailure(error, silent, collector);
+      if (!(silent && collector.endSaid)) throw this.readFailure(error, silent, collector);
     } finally {
       silence.stop();
     }
@@ -318,8 +318,8 @@ class ReplyCollector {
   private model: string | null = null;
   private sawDone = false;
   private sawAnything = false;
-  /** finishSaid. */
-  private endSaid = false;
+  /** The usage came after a finish_reason, and no text since (endSaid). */
+  private usageAfterFinish = false;
   /** What the reply held that is not read as its answer (noticeUnread). */
   private readonly unread = new Set<string>();
   private read = 'delta.content';
@@ -339,8 +339,8 @@ class ReplyCollector {
    * since: only [DONE] is left to come. A finish_reason alone is not enough: a server may send one with every piece,
    * an empty one included (rt42 f02, rt43 f03).
    */
-  get finishSaid(): boolean {
-    return this.endSaid;
+  get endSaid(): boolean {
+    return this.usageAfterFinish;
   }
 
   /**
@@ -393,7 +393,7 @@ class ReplyCollector {
     }
     if (typeof choice.finish_reason === 'string') this.finishReason = choice.finish_reason;
     const usageOnly = Array.isArray(record.choices) && record.choices.length === 0;
-    this.endSaid = usageOnly && this.finishReason !== null;
+    this.usageAfterFinish = usageOnly && this.finishReason !== null;
     return true;
   }
 
