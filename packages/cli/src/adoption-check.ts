@@ -4,9 +4,9 @@
  * and the server refuse, and its anchor records would name another repository id in the shared ledger, so that the
  * ledger could not be pushed.
  */
-import { spawn } from 'node:child_process';
 import { DelegateGitError, gitTry, holdsKey, POLICY_PATH, parsePolicy, shownPath } from '@delegate-git/core';
 import type { Io } from './command.js';
+import { firstLine, listRemote } from './remote-listing.js';
 
 type GitOptions = { cwd: string; env: NodeJS.ProcessEnv };
 
@@ -49,7 +49,7 @@ async function tipsOfRemotes(opts: GitOptions, io: Io): Promise<string[]> {
   const remotes = (await gitTry(['remote'], opts)).stdout.toString().split('\n').filter(Boolean);
   const tips: string[] = [];
   for (const remote of remotes) {
-    const listed = await lsRemote(remote, opts);
+    const listed = await listRemote(remote, ['--heads', '--tags'], [], opts);
     if (listed.code !== 0) {
       io.err(
         `delegate-git: could not reach ${remote} to see whether it adopted delegate-git already ` +
@@ -81,63 +81,6 @@ async function tipsOfRemotes(opts: GitOptions, io: Io): Promise<string[]> {
     tips.push(...refs.filter((_, i) => types[i] === 'commit' || types[i] === 'tag').map(({ id }) => id));
   }
   return tips;
-}
-
-/** How long a remote may take to list its refs before init goes on without it. */
-const LS_REMOTE_TIMEOUT_MS = 20_000;
-
-/**
- * `git ls-remote --heads --tags <remote>`, asking nobody anything: stored credentials are used (a credential helper
- * that keeps them), but no prompt is shown (askpass answers nothing, Git Credential Manager is told not to ask, and
- * ssh has no terminal to prompt on: its own session); a remote that answers nothing is given up after
- * LS_REMOTE_TIMEOUT_MS. init must not hang on a remote that needs a password or drops packets.
- */
-function lsRemote(
-  remote: string,
-  opts: GitOptions,
-): Promise<{ code: number; stdout: Buffer; stderr: string }> {
-  const env: NodeJS.ProcessEnv = {
-    ...opts.env,
-    GIT_TERMINAL_PROMPT: '0',
-    GIT_ASKPASS: 'true',
-    SSH_ASKPASS: 'true',
-    SSH_ASKPASS_REQUIRE: 'never',
-    GCM_INTERACTIVE: 'never',
-  };
-  return new Promise((resolve) => {
-    const child = spawn('git', ['ls-remote', '--heads', '--tags', remote], {
-      cwd: opts.cwd,
-      env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      try {
-        process.kill(-child.pid!, 'SIGKILL'); // the group: ssh, or a credential helper, with it
-      } catch {
-        child.kill('SIGKILL');
-      }
-    }, LS_REMOTE_TIMEOUT_MS);
-    const done = (code: number, stderr: string) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: Buffer.concat(out), stderr });
-    };
-    child.on('error', (error) => done(-1, error.message));
-    child.on('close', (code) =>
-      done(
-        timedOut ? -1 : (code ?? -1),
-        timedOut
-          ? `no answer within ${LS_REMOTE_TIMEOUT_MS / 1000} s`
-          : firstLine(Buffer.concat(err).toString('utf8')),
-      ),
-    );
-  });
 }
 
 /** A branch (or tag) holding `commit`, as the user names it; else the commit itself. */
@@ -174,8 +117,4 @@ async function keysAt(commit: string, opts: GitOptions): Promise<string[]> {
     .split('\0')
     .filter((p) => p && holdsKey(p))
     .map(shownPath);
-}
-
-function firstLine(stderr: string): string {
-  return stderr.trim().split('\n')[0] || 'no message';
 }

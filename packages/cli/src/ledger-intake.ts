@@ -24,6 +24,7 @@ import {
   whyNotANote,
 } from '@delegate-git/core';
 import type { Io } from './command.js';
+import { listRemote } from './remote-listing.js';
 
 /** Where sync and the fetch refspec init sets keep a remote's ledger. */
 export function trackingRef(remote: string): string {
@@ -129,7 +130,7 @@ async function advertisedDefaultBranch(
   remote: string,
   opts: GitOptions,
 ): Promise<{ ref: string; commit: string } | null> {
-  const listed = await gitTry(['ls-remote', '--symref', remote, 'HEAD'], opts);
+  const listed = await listRemote(remote, ['--symref'], ['HEAD'], opts);
   const branch = /^ref: refs\/heads\/(\S+)\tHEAD$/m.exec(listed.stdout.toString('utf8'))?.[1];
   if (listed.code !== 0 || branch === undefined) return null;
   return commitOf(`refs/remotes/${remote}/${branch}`, opts);
