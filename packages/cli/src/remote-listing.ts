@@ -65,9 +65,7 @@ export function listRemote(
     child.on('close', (code) =>
       done(
         timedOut ? -1 : (code ?? -1),
-        timedOut
-          ? `no answer within ${timeoutMs / 1000} s`
-          : firstLine(Buffer.concat(err).toString('utf8')),
+        timedOut ? `no answer within ${timeoutMs / 1000} s` : firstLine(Buffer.concat(err).toString('utf8')),
       ),
     );
   });
