@@ -14,6 +14,7 @@ import {
   cliOk,
   cloneInto,
   commit,
+  commitBeforeAdoption,
   commitOf,
   gitOk,
   gitRun,
@@ -279,6 +280,54 @@ describe('pre-receive: content and the ledger', () => {
     expect(refused.stderr).toContain(`drops 1 record line(s) on blob(s) ${blob.slice(0, 12)}`);
     expect(refTip(story, server, LEDGER)).toBe(serverTip);
     expect(noteLines(story, server, blob)).toHaveLength(1);
+  });
+
+  it('refuses a ledger merge dropping a line its other parent added, which verify would find in the history for good (rt44 f01); a line dropped and put back, and the plain append, are accepted', () => {
+    const tip = refTip(story, work, LEDGER)!;
+    const treeOf = (rev: string) => gitOk(story, work, ['ls-tree', rev]).split('\n').filter(Boolean);
+    // A side commit adds a junk line to a new note; the merge keeps the tip's tree, so the tips differ in nothing.
+    fs.writeFileSync(path.join(work, '.git', 'junk'), 'not a record\n');
+    const junk = gitOk(story, work, ['hash-object', '-w', '.git/junk']);
+    const side = gitOk(story, work, [
+      'commit-tree',
+      mktree(story, work, [...treeOf(tip), `100644 blob ${junk}\t${'ab'.repeat(20)}`]),
+      '-p',
+      tip,
+      '-m',
+      'side',
+    ]);
+    const merge = gitOk(story, work, ['commit-tree', `${tip}^{tree}`, '-p', tip, '-p', side, '-m', 'merge']);
+    const merged = gitRun(story, work, ['push', 'origin', `${merge}:${LEDGER}`]);
+    expect(merged.code).not.toBe(0);
+    expect(merged.stderr).toContain(
+      `notes commit(s) ${merge.slice(0, 12)} drop 1 line(s) their parents hold`,
+    );
+    expect(refTip(story, server, LEDGER)).toBe(tip);
+
+    // A note removed by one commit and put back by the next lost nothing.
+    const note = treeOf(tip)[0]!;
+    const removed = gitOk(story, work, [
+      'commit-tree',
+      mktree(
+        story,
+        work,
+        treeOf(tip).filter((e) => e !== note),
+      ),
+      '-p',
+      tip,
+      '-m',
+      'drop',
+    ]);
+    const restored = gitOk(story, work, ['commit-tree', `${tip}^{tree}`, '-p', removed, '-m', 'restore']);
+    const chain = gitRun(story, work, ['push', 'origin', `${restored}:${LEDGER}`]);
+    expect(chain.code, chain.stderr).toBe(0);
+    gitOk(story, work, ['update-ref', LEDGER, restored]);
+
+    stageFile(work, 'src/appended.ts', 'export const appended = 1;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/appended.ts', '--yes']);
+    expect(commit(story, work, 'promoted').code).toBe(0);
+    const accepted = gitRun(story, work, ATOMIC);
+    expect(accepted.code, accepted.stderr).toBe(0);
   });
 
   it('refuses a ledger update whose history brings a commit of content (a second parent, or in the chain); control: the plain append', () => {
@@ -733,6 +782,52 @@ describe('pre-receive: a first push that brings the history from before the adop
 });
 
 describe('pre-receive: an adopted repository moved to a new server', () => {
+  it('moved by one push of every branch and tag: the refs from before the adoption and a feature branch are judged as if the default branch came first', () => {
+    const first = makeServer(story, 'mirrored-from.git', { hook: false });
+    const work = cloneInto(story, first, 'mirrored');
+    commitBeforeAdoption(story, work);
+    gitOk(story, work, ['branch', 'old']);
+    gitOk(story, work, ['tag', 'v0']);
+    gitOk(story, work, ['checkout', '-q', '-b', 'stale']);
+    stageFile(work, 'src/stale.ts', 'export const stale = 1;\n');
+    expect(commit(story, work, 'work left on a branch before the adoption').code).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    adopt(story, work, ['src/**']);
+    gitOk(story, work, ['checkout', '-q', '-b', 'feature']);
+    stageFile(work, 'src/a.ts', 'export const a = 1;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/a.ts', '--yes']);
+    expect(commit(story, work, 'a promoted feature').code).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    const everything = (remote: string, ...more: string[]) =>
+      gitRun(story, work, ['push', '--atomic', remote, 'main', 'old', 'feature', 'v0', ...more, LEDGER]);
+
+    // Control: the default branch, a branch and a tag from before the adoption, and a promoted feature branch.
+    const target = makeServer(story, 'mirrored-to.git');
+    gitOk(story, work, ['remote', 'add', 'target', target]);
+    const moved = everything('target');
+    expect(moved.code, moved.stderr).toBe(0);
+    expect(moved.stderr).toContain('this push was judged by its own policy (first push)');
+
+    // A branch whose commits the default branch does not hold is judged commit by commit, by the adopted policy.
+    const other = makeServer(story, 'mirrored-to-2.git');
+    gitOk(story, work, ['remote', 'add', 'other', other]);
+    const refused = everything('other', 'stale');
+    expect(refused.code).not.toBe(0);
+    const refusals = refused.stderr.split('\n').filter((l) => l.includes('delegate-git: refused'));
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]).toMatch(refusedLine('refs/heads/stale', 'src/stale.ts', 'no verdict'));
+
+    // Without the default branch, a ref holding no policy is refused, saying what to push first.
+    const third = makeServer(story, 'mirrored-to-3.git');
+    gitOk(story, work, ['remote', 'add', 'third', third]);
+    const alone = gitRun(story, work, ['push', 'third', 'old']);
+    expect(alone.code).not.toBe(0);
+    expect(alone.stderr).toContain(
+      'refused refs/heads/old: no policy is in force here yet, and this ref holds none: push refs/heads/main with the commit that adopts delegate-git',
+    );
+    expect(alone.stderr).not.toContain('delegate-git hook:');
+  });
+
   it('is asked what verify asks of its tip: a history that raised the threshold is accepted; a key added without approval in it is refused', () => {
     const first = makeServer(story, 'moved-from.git', { hook: false });
     const work = cloneInto(story, first, 'moved');
@@ -838,6 +933,17 @@ describe('pre-receive: content that arrives by other refs', () => {
     const blob = gitOk(story, work, ['rev-parse', `${tree}:src/tree.ts`]);
     const aBlob = gitRun(story, work, ['push', 'origin', `${blob}:refs/tags/a-blob`]);
     expect(aBlob.code, aBlob.stderr).toBe(0);
+
+    // A tag that named a tree held no commit: moved to one, what it brings is judged as for a new ref.
+    const moved = gitRun(story, work, [
+      'push',
+      'origin',
+      `+${unpromotedCommit('src/moved.ts')}:refs/tags/promoted-tree`,
+    ]);
+    expect(moved.code).not.toBe(0);
+    expect(moved.stderr).toMatch(refusedLine('refs/tags/promoted-tree', 'src/moved.ts', 'no verdict'));
+    const harmless = gitRun(story, work, ['push', 'origin', `+${harmlessCommit()}:refs/tags/promoted-tree`]);
+    expect(harmless.code, harmless.stderr).toBe(0);
   });
 
   /** A commit that changes nothing governed, on no branch. */

@@ -30,7 +30,17 @@ import {
   type RefusalKind,
 } from './policy.js';
 import { type CheckedPromotions, type LedgerCheck, startLedgerCheck } from './push-ledger-check.js';
-import { changesBetween, filesAt, type Introduced, type NewChanges, newChanges } from './pushed-changes.js';
+import {
+  changesBetween,
+  changesFrom,
+  filesAt,
+  type Introduced,
+  type NewChanges,
+  type NewCommits,
+  newChanges,
+  treeRefChanges,
+  walkNewCommits,
+} from './pushed-changes.js';
 import { shadowsOf } from './ref-shadows.js';
 import type { Repository } from './repository.js';
 import { shownPath } from './shown-path.js';
@@ -101,7 +111,7 @@ export async function judgePush(
     files: 0,
     noteLines: 0,
   };
-  const reads = new PushReads(repo, opts.defaultBranchAt);
+  const reads = new PushReads(repo, updates, opts.defaultBranchAt);
   try {
     return await judgeWith(reads, updates, result);
   } finally {
@@ -128,8 +138,9 @@ async function judgeWith(
   // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
   // awaited where it is needed.
   const unheld = once(() => unheldCommits(reads, contentUpdates));
-  const changes = contentUpdates.map((u) => early(changesOf(reads, u, unheld)));
-  const forNotesRead = early(governanceInForce(reads, null, contentUpdates[0], result));
+  const newRefCommits = once(() => walkNewRefs(reads, contentUpdates, unheld));
+  const changes = contentUpdates.map((u) => early(changesOf(reads, u, unheld, newRefCommits)));
+  const forNotesRead = early(governanceInForce(reads, null, result, contentUpdates));
   const ledger = notesUpdate
     ? startLedgerCheck(
         {
@@ -153,6 +164,16 @@ async function judgeWith(
           ),
         )
       : null;
+  // Lines dropped along the commits the update brings and missing at its tip: the tips' comparison cannot see them,
+  // yet `verify` finds them in the history for good (rt44 f01).
+  const droppedAlongRead =
+    notesUpdate && !ZERO.test(notesUpdate.newId)
+      ? early(
+          repo.ledger
+            .droppedLinesAlong(notesUpdate.newId, ZERO.test(notesUpdate.oldId) ? null : notesUpdate.oldId)
+            .then((dropped) => repo.ledger.notHeldAt(dropped, [notesUpdate.newId])),
+        )
+      : null;
   const notesAfterRead = early(
     notesUpdate && !ZERO.test(notesUpdate.newId) ? Promise.resolve(notesUpdate.newId) : repo.ledger.tip(),
   );
@@ -161,7 +182,7 @@ async function judgeWith(
   const forNotes = await forNotesRead;
   const notesAfter = await notesAfterRead;
   if (notesUpdate && ledger)
-    await judgeLedgerUpdate(reads, notesUpdate, forNotes, ledger, broughtRead, result);
+    await judgeLedgerUpdate(reads, notesUpdate, forNotes, ledger, broughtRead, droppedAlongRead, result);
   result.refusals.push(...detours);
   if (contentUpdates.length === 0) return result;
 
@@ -284,6 +305,8 @@ class PushReads {
   private readonly commits = new Map<string, Promise<string | null>>();
   private readonly policies = new Map<string, Promise<boolean>>();
   private readonly governance = new Map<string, Promise<Governance>>();
+  private adopter: Promise<RefUpdate | null> | null = null;
+  private content: Promise<boolean> | null = null;
   private readonly matchers = new WeakMap<Policy, GovernedMatcher>();
   /** The pushed blobs the ledger check hashes, kept for judging the pushed files. */
   readonly blobs: KeptObjects;
@@ -295,6 +318,7 @@ class PushReads {
 
   constructor(
     readonly repo: Repository,
+    private readonly updates: readonly RefUpdate[],
     defaultBranchAt?: string,
   ) {
     if (defaultBranchAt !== undefined) this.head = Promise.resolve(defaultBranchAt);
@@ -359,16 +383,39 @@ class PushReads {
     return held;
   }
 
+  /**
+   * The update that adopts delegate-git in this push: the default branch's, where no policy is in force on it yet
+   * and its new tip holds one (the first push to an empty repository, or the adopting commit of one with history).
+   * The push's other refs are then judged as if it had come first, by its policy, with what it holds held (a mirror
+   * push of a repository moved from another server brings its old branches and tags along). Null when there is none,
+   * and where HEAD names a branch that does not exist in a repository holding content: one adopted on another branch
+   * must not be adopted again by a push that creates the branch HEAD names.
+   */
+  adoptingUpdate(): Promise<RefUpdate | null> {
+    this.adopter ??= (async () => {
+      const branch = await this.defaultBranch();
+      const u = this.updates.find((x) => x.ref === branch && !ZERO.test(x.newId));
+      if (u === undefined) return null;
+      const head = await this.headCommit();
+      if (head === null ? await this.holdsContent() : await this.hasPolicy(head)) return null;
+      const tip = await this.commit(u.newId);
+      return tip !== null && (await this.hasPolicy(tip)) ? u : null;
+    })();
+    return this.adopter;
+  }
+
   /** Whether any ref but a notes ref exists here: content the policy in force was meant to govern. */
-  async holdsContent(): Promise<boolean> {
-    const refs = await git(['for-each-ref', '--format=%(refname)'], {
+  holdsContent(): Promise<boolean> {
+    this.content ??= git(['for-each-ref', '--format=%(refname)'], {
       cwd: this.repo.cwd,
       env: this.repo.env,
-    });
-    return refs
-      .toString('utf8')
-      .split('\n')
-      .some((ref) => ref !== '' && !ref.startsWith('refs/notes/'));
+    }).then((refs) =>
+      refs
+        .toString('utf8')
+        .split('\n')
+        .some((ref) => ref !== '' && !ref.startsWith('refs/notes/')),
+    );
+    return this.content;
   }
 
   /**
@@ -391,10 +438,13 @@ class PushReads {
  * its own. A release pushing a thousand tags cost a git process each (rt41 f05).
  */
 async function unheldCommits(reads: PushReads, updates: readonly RefUpdate[]): Promise<ReadonlySet<string>> {
-  const tips = await Promise.all(updates.filter((u) => ZERO.test(u.oldId)).map((u) => reads.commit(u.newId)));
+  const tips = await Promise.all(
+    updates.map(async (u) => ((await previousTip(reads, u)) === null ? reads.commit(u.newId) : null)),
+  );
   const commits = tips.filter((tip): tip is string => tip !== null);
   if (commits.length === 0) return new Set();
-  const out = await git(['rev-list', '--stdin', '--not', '--exclude=refs/notes/*', '--all'], {
+  const adopted = await adoptedTip(reads);
+  const out = await git(['rev-list', '--stdin', '--not', '--exclude=refs/notes/*', '--all', ...adopted], {
     cwd: reads.repo.cwd,
     env: reads.repo.env,
     input: `${commits.join('\n')}\n`,
@@ -410,23 +460,46 @@ function previousTip(reads: PushReads, update: RefUpdate | null): Promise<string
 /**
  * The governance a ref is judged by: the policy on the ref before the push; where it has none (a new ref, or a branch
  * from before delegate-git was adopted), the default branch's. Where neither has one, the repository has not adopted
- * delegate-git yet, and the pushed commit's policy is taken on trust (the first push, or the adopting commit of a
- * repository with history). Null when none may be chosen: a repository that holds content but whose HEAD names a
- * branch that does not exist (a server made with one default branch name and pushed another) may well have
- * adopted it on a branch this hook cannot tell.
+ * delegate-git yet, and a pushed policy is taken on trust (the first push, or the adopting commit of a repository
+ * with history): the default branch's when this push brings it one (PushReads.adoptingUpdate), else the ref's own;
+ * the ledger's lines (`update` null) are weighed by the first pushed ref holding one. Null when none may be chosen:
+ * the ref holds none, or the repository holds content but its HEAD names a branch that does not exist (a server made
+ * with one default branch name and pushed another), which may well have adopted it on a branch this hook cannot tell.
  */
 async function governanceInForce(
   reads: PushReads,
   update: RefUpdate | null,
-  bootstrapFrom: RefUpdate | undefined,
   result: PushJudgement,
+  candidates: readonly RefUpdate[] = [],
 ): Promise<Governance | null> {
   const inForce = await policyCommitInForce(reads, update);
   if (inForce !== null) return reads.governanceAt(inForce);
-  const first = update ?? bootstrapFrom;
+  const first = (await reads.adoptingUpdate()) ?? update ?? (await firstHoldingPolicy(reads, candidates));
   if (!first || ((await reads.headCommit()) === null && (await reads.holdsContent()))) return null;
+  const tip = await reads.commit(first.newId);
+  if (tip === null || !(await reads.hasPolicy(tip))) return null;
   result.bootstrap = true;
-  return reads.governanceAt(first.newId);
+  return reads.governanceAt(tip);
+}
+
+async function firstHoldingPolicy(
+  reads: PushReads,
+  updates: readonly RefUpdate[],
+): Promise<RefUpdate | null> {
+  for (const u of updates) {
+    const tip = await reads.commit(u.newId);
+    if (tip !== null && (await reads.hasPolicy(tip))) return u;
+  }
+  return null;
+}
+
+/**
+ * Whether a ref is judged as the adoption of delegate-git (judgeAdoption: at its tip, not commit by commit): no policy
+ * is in force on it, and no other ref of the push adopts for it.
+ */
+async function adopts(reads: PushReads, u: RefUpdate): Promise<boolean> {
+  if ((await policyCommitInForce(reads, u)) !== null) return false;
+  return ((await reads.adoptingUpdate()) ?? u) === u;
 }
 
 /** The commit whose policy is in force on a ref: its tip before the push, else the default branch's; null if neither holds one. */
@@ -475,9 +548,12 @@ async function judgeAdoption(
     result.refusals.push({ ref: u.ref, commit: u.newId, path: c.path, reason: c.reason });
 }
 
-/** Why a ref has no governance in force (governanceInForce gave none), and what the server's admin can do. */
-async function noGovernanceReason(reads: PushReads): Promise<string> {
+/** Why a ref has no governance in force (governanceInForce gave none), and what the pusher or the server's admin can do. */
+async function noGovernanceReason(reads: PushReads, u?: RefUpdate): Promise<string> {
   const branch = await reads.defaultBranch();
+  const headMissing = (await reads.headCommit()) === null && (await reads.holdsContent());
+  if (u !== undefined && branch !== null && !headMissing)
+    return `no policy is in force here yet, and this ref holds none: push ${branch} with the commit that adopts delegate-git, and the ledger, first or in the same push (git push --atomic <remote> ${branch.replace(/^refs\/heads\//, '')} ${LEDGER_REF} ...)`;
   const head = branch === null ? 'HEAD is detached' : `HEAD names ${branch}, which does not exist here`;
   return `no policy in force to judge by: ${head}. Point HEAD at the branch that holds the policy (on the server: git symbolic-ref HEAD refs/heads/<branch>) and push again`;
 }
@@ -488,6 +564,7 @@ async function judgeLedgerUpdate(
   governance: Governance | null,
   ledger: LedgerCheck,
   brought: Promise<ForeignEntry[]> | null,
+  droppedAlong: Promise<Array<{ commit: string }>> | null,
   result: PushJudgement,
 ) {
   const refuse = (reason: string) => result.refusals.push({ ref: u.ref, reason });
@@ -510,6 +587,11 @@ async function judgeLedgerUpdate(
       );
     }
   }
+  const along = (await droppedAlong) ?? [];
+  if (along.length > 0)
+    return refuse(
+      `${droppedAlongText(along)}; push the ledger as delegate-git and \`delegate-git sync\` write it`,
+    );
   const { added, foreign } = ledger.change ? await ledger.change : await wholeLedger(reads.repo, u.newId);
   // At the tip, and in every commit the update brings (a commit of content may hide in the ledger's history).
   const everywhere = new Map([...foreign, ...((await brought) ?? [])].map((entry) => [entry.path, entry]));
@@ -535,6 +617,16 @@ async function judgeLedgerUpdate(
         });
     });
   });
+}
+
+/**
+ * What is wrong with a ledger whose history drops lines between its tips that its tip lacks: the tips' comparison
+ * cannot see them, `verify` checks the whole history, and a server could never take the history back.
+ */
+export function droppedAlongText(dropped: ReadonlyArray<{ commit: string }>): string {
+  const commits = [...new Set(dropped.map((d) => d.commit.slice(0, 12)))];
+  const named = `${commits.slice(0, 3).join(', ')}${commits.length > 3 ? ` and ${commits.length - 3} more` : ''}`;
+  return `notes commit(s) ${named} drop ${dropped.length} line(s) their parents hold that the tip does not hold either (a line that was ever in the ledger stays in it: verify checks its whole history)`;
 }
 
 /** A first push of the ledger adds all of it: every note, and every entry that is no note. */
@@ -612,9 +704,9 @@ async function judgeRefUpdate(
   after: LedgerAfter,
   result: PushJudgement,
 ) {
-  const governance = await governanceInForce(reads, u, u, result);
+  const governance = await governanceInForce(reads, u, result);
   if (!governance) {
-    result.refusals.push({ ref: u.ref, reason: await noGovernanceReason(reads) });
+    result.refusals.push({ ref: u.ref, reason: await noGovernanceReason(reads, u) });
     return;
   }
   const own = await previousTip(reads, u);
@@ -623,8 +715,7 @@ async function judgeRefUpdate(
   const brought = await changes;
   const between = await betweenTips;
   result.commits += brought.commits;
-  if ((await policyCommitInForce(reads, u)) === null)
-    return judgeAdoption(reads, u, governance, after, result);
+  if (await adopts(reads, u)) return judgeAdoption(reads, u, governance, after, result);
   const brings = [...brought.introduced, ...(between?.introduced ?? [])];
   const deleted = [...brought.deleted, ...(between?.deleted ?? [])];
   if ([...brings, ...deleted].some((f) => isGovernanceFile(governance.policy, f.path)))
@@ -826,7 +917,7 @@ async function pushedFilesJudgedBy(
   const byBlob = new Map<string, string[]>();
   const g = await governance;
   for (const [i, u] of updates.entries()) {
-    const own = await governanceInForce(reads, u, u, result).catch(() => null);
+    const own = await governanceInForce(reads, u, result).catch(() => null);
     if (own === null || own !== g) continue;
     for (const f of (await changes[i]!).introduced)
       if (!f.submodule) byBlob.set(f.blob, [...(byBlob.get(f.blob) ?? []), f.path]);
@@ -871,19 +962,59 @@ const NOTHING_RECORDED: ReadonlySet<string> = new Set();
  * already here. (Commits the default branch holds were judged there, so a branch brought up to date with it is not
  * judged again by its older trust root.) For a new ref: the commits no ref holds (notes refs aside: the ledger's
  * commits are never judged as content, so a commit it holds counts as new), so a tag on a maintenance branch that
- * predates the policy does not judge that history again.
+ * predates the policy does not judge that history again. In a push that adopts delegate-git on the default branch,
+ * what that branch will hold counts as held, as if it had been pushed first; the adopting ref itself, and every
+ * ref of a push that adopts without it, is judged at its tip (judgeAdoption), so its commits are not walked.
  */
 async function changesOf(
   reads: PushReads,
   u: RefUpdate,
   unheld: () => Promise<ReadonlySet<string>>,
+  newRefCommits: () => Promise<NewCommits>,
 ): Promise<NewChanges> {
+  if (await adopts(reads, u)) return NOTHING_NEW; // judged at its tip
+  const tip = await reads.commit(u.newId);
+  if (tip === null) return treeRefChanges(reads.repo, u.newId);
   const own = await previousTip(reads, u);
-  if (own === null) {
+  if (own === null)
+    return (await unheld()).has(tip) ? changesFrom(reads.repo, tip, await newRefCommits()) : NOTHING_NEW;
+  const [adopted] = await adoptedTip(reads);
+  const head = adopted ?? (await reads.headCommit());
+  return newChanges(reads.repo, tip, [own, ...(head !== null && head !== own ? [head] : [])]);
+}
+
+/**
+ * The commits every ref that held no commit before the push brings, walked once for all of them (a mirror push of
+ * hundreds of branches spawned a walk each, seconds of the hook's budget in spawning alone).
+ */
+async function walkNewRefs(
+  reads: PushReads,
+  updates: readonly RefUpdate[],
+  unheld: () => Promise<ReadonlySet<string>>,
+): Promise<NewCommits> {
+  const tips = new Set<string>();
+  for (const u of updates) {
     const tip = await reads.commit(u.newId);
-    if (tip !== null && !(await unheld()).has(tip)) return { introduced: [], deleted: [], commits: 0 };
+    if (
+      tip !== null &&
+      (await previousTip(reads, u)) === null &&
+      !(await adopts(reads, u)) &&
+      (await unheld()).has(tip)
+    )
+      tips.add(tip);
   }
-  const head = own === null ? null : await reads.headCommit();
-  const held = own === null ? null : [own, ...(head !== null && head !== own ? [head] : [])];
-  return newChanges(reads.repo, u.newId, held);
+  return walkNewCommits(
+    reads.repo,
+    [...tips],
+    ['--exclude=refs/notes/*', '--all', ...(await adoptedTip(reads))],
+  );
+}
+
+const NOTHING_NEW: NewChanges = { introduced: [], deleted: [], commits: 0 };
+
+/** The commit the adopting update of this push brings (what the default branch will hold), as a list of none or one. */
+async function adoptedTip(reads: PushReads): Promise<string[]> {
+  const adopting = await reads.adoptingUpdate();
+  const tip = adopting && (await reads.commit(adopting.newId));
+  return tip ? [tip] : [];
 }

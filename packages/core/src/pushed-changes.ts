@@ -66,7 +66,29 @@ export async function changesBetween(
   return { introduced, deleted };
 }
 
-export async function newChanges(repo: Repository, tip: string, held: string[] | null): Promise<NewChanges> {
+/** What one new commit brings, by its first-parent diff. */
+interface WalkedCommit {
+  parents: string[];
+  introduced: Introduced[];
+  deleted: Introduced[];
+  /** Changes a merge takes from its other parents: kept only where they do not come from one held already. */
+  merged: Array<{ change: Introduced; deletion: boolean; others: string[] }>;
+}
+
+/** The new commits behind some tips, in the order git lists them, each with what it brings. */
+export type NewCommits = ReadonlyMap<string, WalkedCommit>;
+
+/**
+ * The commits behind `tips` that `held` does not reach (null: that no ref reaches, notes refs aside), walked once
+ * for all of them: a push of many new refs sharing new commits lists and diffs each commit once, in one process.
+ */
+export async function walkNewCommits(
+  repo: Repository,
+  tips: readonly string[],
+  held: readonly string[] | null,
+): Promise<NewCommits> {
+  const walked = new Map<string, WalkedCommit>();
+  if (tips.length === 0) return walked;
   const out = await git(
     [
       'log',
@@ -78,24 +100,21 @@ export async function newChanges(repo: Repository, tip: string, held: string[] |
       '-C',
       '--diff-merges=first-parent',
       '--format=%x01%H %P',
-      tip,
+      '--stdin',
       '--not',
       ...(held ?? ['--exclude=refs/notes/*', '--all']),
     ],
-    { cwd: repo.cwd, env: repo.env },
+    { cwd: repo.cwd, env: repo.env, input: `${tips.join('\n')}\n` },
   );
-  const introduced: Introduced[] = [];
-  const deleted: Introduced[] = [];
-  const listed = new Set<string>();
-  const merged: Array<{ change: Introduced; deletion: boolean; others: string[] }> = [];
+  let at: WalkedCommit | null = null;
   let commit = '';
-  let parent: string | undefined;
-  let others: string[] = [];
   let pending: string[] = [];
   const flush = () => {
+    if (at === null) return;
+    const [parent, ...others] = at.parents;
     const keep = (change: Introduced, deletion: boolean) => {
-      if (others.length > 0) merged.push({ change, deletion, others });
-      else (deletion ? deleted : introduced).push(change);
+      if (others.length > 0) at!.merged.push({ change, deletion, others });
+      else (deletion ? at!.deleted : at!.introduced).push(change);
     };
     for (const c of parseRawDiff(pending)) {
       if (c.status !== 'D')
@@ -119,15 +138,52 @@ export async function newChanges(repo: Repository, tip: string, held: string[] |
   for (const token of out.toString('utf8').split('\0')) {
     if (token.startsWith('\x01')) {
       flush();
-      [commit = '', parent, ...others] = token.slice(1).trim().split(' ');
-      listed.add(commit);
+      const [id = '', ...parents] = token.slice(1).trim().split(' ');
+      commit = id;
+      at = { parents, introduced: [], deleted: [], merged: [] };
+      walked.set(commit, at);
     } else if (token.length > 0) pending.push(token.replace(/^\n/, ''));
   }
   flush();
-  if (listed.size === 0) return treeRefChanges(repo, tip);
+  return walked;
+}
+
+/**
+ * What the new commits behind the commit `tip` bring: those of `walked` it reaches (every commit between a tip and a
+ * new commit is new too, so following parents within `walked` finds exactly the commits a walk from `tip` alone
+ * would list).
+ */
+export async function changesFrom(repo: Repository, tip: string, walked: NewCommits): Promise<NewChanges> {
+  const listed = new Set<string>();
+  const stack = walked.has(tip) ? [tip] : [];
+  while (stack.length > 0) {
+    const commit = stack.pop()!;
+    if (listed.has(commit)) continue;
+    listed.add(commit);
+    for (const parent of walked.get(commit)!.parents) if (walked.has(parent)) stack.push(parent);
+  }
+  if (listed.size === 0) return { introduced: [], deleted: [], commits: 0 };
+  const introduced: Introduced[] = [];
+  const deleted: Introduced[] = [];
+  const merged: WalkedCommit['merged'] = [];
+  for (const [commit, brings] of walked) {
+    if (!listed.has(commit)) continue;
+    for (const c of brings.introduced) introduced.push(c);
+    for (const c of brings.deleted) deleted.push(c);
+    for (const c of brings.merged) merged.push(c);
+  }
   for (const { change, deletion } of await notTakenFromHeld(repo, merged, listed))
     (deletion ? deleted : introduced).push(change);
   return { introduced, deleted, commits: listed.size };
+}
+
+/** What the commits behind the commit `tip` that `held` does not reach bring (null: that no ref reaches, notes refs aside). */
+export async function newChanges(
+  repo: Repository,
+  tip: string,
+  held: readonly string[] | null,
+): Promise<NewChanges> {
+  return changesFrom(repo, tip, await walkNewCommits(repo, [tip], held));
 }
 
 /**
@@ -157,9 +213,9 @@ async function notTakenFromHeld<T extends { change: Introduced; deletion: boolea
 /**
  * A ref may name a tree (or a tag of one) rather than a commit: no commit is new, yet the tree can hold governed
  * content nobody judged, for anyone to check out from that ref. Every file of such a tree is judged as if a root
- * commit added it. A ref naming a commit already here, or a blob (content without a path), brings nothing to judge.
+ * commit added it. A ref naming a blob (content without a path) brings nothing to judge.
  */
-async function treeRefChanges(repo: Repository, tip: string): Promise<NewChanges> {
+export async function treeRefChanges(repo: Repository, tip: string): Promise<NewChanges> {
   const peeled = await repo.objects.read(`${tip}^{}`);
   if (peeled?.type !== 'tree') return { introduced: [], deleted: [], commits: 0 };
   return { introduced: await filesOfTree(repo, peeled.oid, peeled.oid), deleted: [], commits: 0 };
