@@ -265,6 +265,31 @@ describe('sync takes the union, whatever either side dropped', () => {
     expect(refTip(story, work, LEDGER)).toBe(appended);
   });
 
+  it('refuses a remote ledger whose merge drops a line its other parent added, which verify would find in the history for good (rt44 f01); the plain append is taken', () => {
+    const { work, other } = plainPair('side-line');
+    const before = refTip(story, work, LEDGER)!;
+    writeFiles(other, { 'src/b.ts': 'export const b = 1;\n' });
+    cliOk(story, other, ['attest', '--approve', 'src/b.ts', '--yes', '-m', 'b']);
+    const appended = refTip(story, other, LEDGER)!;
+    // A side commit adds the line on src/b.ts; the merge keeps the tree from before it.
+    const merged = commitOf(story, other, gitOk(story, other, ['rev-parse', `${before}^{tree}`]), [
+      before,
+      appended,
+    ]);
+    expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${merged}:${LEDGER}`]).code).toBe(0);
+    const refused = cli(story, work, ['sync']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      `has a history in which notes commit(s) ${merged.slice(0, 12)} drop 1 line(s)`,
+    );
+    expect(refTip(story, work, LEDGER)).toBe(before);
+
+    expect(gitRun(story, other, ['push', '-q', '-f', 'origin', `${appended}:${LEDGER}`]).code).toBe(0);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, work, LEDGER)).toBe(appended);
+  });
+
   it('refuses a remote ledger whose tree names a note twice (a server that checks objects refuses it); control: once', () => {
     const { work, other } = plainPair('twice');
     const before = refTip(story, work, LEDGER)!;
@@ -618,10 +643,11 @@ describe('sync checks every line a remote would add before taking any', () => {
     expect(refused.stderr).toContain(`note on blob ${m.slice(0, 12)}: `);
     expect(refTip(story, work, LEDGER)).toBe(before);
 
-    // Control: the same approval signed by the operator, whose key the trust root lists.
-    gitOk(story, other, ['notes', '--ref=delegations', 'remove', m]);
+    // Control: the same approval signed by the operator, whose key the trust root lists, on the ledger from before
+    // mallory's line (a commit removing it would keep it in the history, which verify reads whole).
+    gitOk(story, other, ['update-ref', LEDGER, before!]);
     const approved = await recordApproval(story, other, 'src/m.ts', { key: OPERATOR });
-    expect(gitRun(story, other, ['push', '-q', 'origin', LEDGER]).code).toBe(0);
+    expect(gitRun(story, other, ['push', '-q', '-f', 'origin', LEDGER]).code).toBe(0);
     const synced = cli(story, work, ['sync']);
     expect(synced.code, synced.stderr).toBe(0);
     expect(noteLines(story, work, approved)).toHaveLength(1);

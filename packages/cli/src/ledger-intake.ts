@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
   DelegateGitError,
+  droppedAlongText,
   foreignAlongUpdate,
   gitTry,
   LEDGER_REF,
@@ -71,6 +72,7 @@ export async function takeInRemoteLedger(
   const opts = { cwd: repo.cwd, env: repo.env };
   await refuseForeign(remote, ours, theirs, opts);
   await refuseMalformed(remote, ours, theirs, opts);
+  await refuseDroppedAlong(repo, remote, ours, theirs);
   // (Nothing to judge, and no remote to ask, when the remote holds what this ledger holds.)
   if (ours !== theirs) {
     const judgedBy = new Set<string>();
@@ -370,6 +372,27 @@ async function refuseUnverified(
       'pushed; the local ledger is unchanged. Taken in, these lines could never leave the append-only ledger, and a ' +
       `server with the pre-receive hook would refuse every push of it. Whoever administers ${remote} must remove them ` +
       `from its ${LEDGER_REF}; ${judge.newKeyAdvice}. Then run \`delegate-git sync\` again.`,
+  );
+}
+
+/** Refuses a remote ledger whose history drops lines that neither ledger holds, as the server refuses such an update. */
+async function refuseDroppedAlong(
+  repo: Repository,
+  remote: string,
+  ours: string | null,
+  theirs: string,
+): Promise<void> {
+  // Lines taken in give back what either side dropped; only what neither tip holds is lost.
+  const dropped = await repo.ledger.notHeldAt(
+    await repo.ledger.droppedLinesAlong(theirs, ours),
+    ours ? [theirs, ours] : [theirs],
+  );
+  if (dropped.length === 0) return;
+  throw new DelegateGitError(
+    'LEDGER',
+    `the ledger on ${remote} (${theirs.slice(0, 12)}) has a history in which ${droppedAlongText(dropped)}. Nothing of it was ` +
+      `taken, and nothing pushed; taken in, its history would fail every \`delegate-git verify\` of this clone for good. ` +
+      `Whoever administers ${remote} must restore its ${LEDGER_REF} to a history without such commits, then run \`delegate-git sync\` again.`,
   );
 }
 

@@ -287,7 +287,8 @@ async function verifyLines(
 
 /**
  * With a baseline: it must be an ancestor of the tip and every line it held must still be there. Without one, every
- * notes commit in the history must hold every line of each of its parents.
+ * line any notes commit of the history held must be at the tip (a line dropped by one commit and put back by a later
+ * one, as sync gives back what a clone removed, lost nothing): the same rule the server applies to what a push brings.
  */
 async function checkAppendOnly(
   repo: Repository,
