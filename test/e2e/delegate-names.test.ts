@@ -115,3 +115,23 @@ describe('a name no record can hold', () => {
     expect(verdicts).toEqual(['UNIT_FAILED']);
   });
 });
+
+describe('a name shown in the receipt', () => {
+  test('the text receipt C-quotes the paths the worker chose, as log and show do; control: a plain path as it is', async () => {
+    worker.enqueue({
+      content: [
+        fileBlock('src/\u200ba.js', 'export const a = 2;'),
+        fileBlock('./src/\u200ba.js', 'export const a = 3;'),
+        okBlock('shown'),
+      ].join('\n'),
+    });
+    const { code, stdout } = await repo.cli(['delegate', repo.writeUnit(unit('shown'))]);
+    expect(code).toBe(0);
+    expect(stdout).toContain('  "src/\\342\\200\\213a.js": 1 line(s), 20 bytes, created\n');
+    expect(stdout).toContain(
+      '  ignored: a second block for "./src/\\342\\200\\213a.js" (the first one was used)\n',
+    );
+    expect(stdout).toContain('  src/ok.js: 1 line(s), 27 bytes, created\n');
+    expect(stdout).not.toContain('\u200b');
+  });
+});
