@@ -25,9 +25,47 @@ describe('renderReceipt', () => {
     expect(text).not.toMatch(/\u001b/);
   });
 
+  it('C-quotes every path the worker chose, as log and show do: an invisible character cannot pass for a name', () => {
+    const file = (p: string) => ({
+      path: p,
+      mode: 'created' as const,
+      hunks: 0,
+      lines: 1,
+      bytes: 2,
+      sha256: '',
+      gitBlob: '',
+    });
+    const text = renderReceipt(
+      receipt({
+        files: [file('src/\u200ba.js'), file('src/q"b.js')],
+        duplicates: ['src/\\b.js'],
+        contextWidened: [
+          { path: 'src/\u200bc.js', lineRange: [1, 2], lines: 2, bytes: 3, sha256: '' },
+          { path: 'src/\u2028d.js', lineRange: null, lines: 2, bytes: 3, sha256: '' },
+        ],
+      }),
+    );
+    expect(text).toContain('  "src/\\342\\200\\213a.js": 1 line(s), 2 bytes, created');
+    expect(text).toContain('  "src/q\\"b.js": 1 line(s), 2 bytes, created');
+    expect(text).toContain('  ignored: a second block for "src/\\\\b.js" (the first one was used)');
+    expect(text).toContain(
+      'previous failure at "src/\\342\\200\\213c.js" (lines 1-2), "src/\\342\\200\\250d.js".',
+    );
+  });
+
   it('control: ordinary text is shown as it is', () => {
     expect(renderReceipt(receipt({}))).toContain(
       'Worker: qwen at 127.0.0.1:1234, 1 prompt + 2 completion token(s), 5 ms.',
     );
+    const plain = {
+      path: 'src/é.js',
+      mode: 'created' as const,
+      hunks: 0,
+      lines: 1,
+      bytes: 2,
+      sha256: '',
+      gitBlob: '',
+    };
+    expect(renderReceipt(receipt({ files: [plain] }))).toContain('  src/é.js: 1 line(s), 2 bytes, created');
   });
 });

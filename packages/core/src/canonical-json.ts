@@ -13,10 +13,7 @@
 import canonicalizeJcs from 'canonicalize';
 import { DelegateGitError } from './errors.js';
 import { shownText } from './shown-path.js';
-
-// ES2024 `String.prototype.isWellFormed` (Node >= 20) is missing from the ES2023 lib typings used here.
-const isWellFormed = (text: string): boolean =>
-  (text as unknown as { isWellFormed(): boolean }).isWellFormed();
+import { isWellFormed } from './well-formed.js';
 
 /** Thrown inside the value walk; each level prepends its key so the final message names the full path. */
 class UnrepresentableValue extends Error {

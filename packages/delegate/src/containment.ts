@@ -9,6 +9,7 @@ import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { relativeWithin } from '@delegate-git/core/path-within';
 import { UNPRINTABLE } from '@delegate-git/core/shown-path';
+import { isWellFormed } from '@delegate-git/core/well-formed';
 
 /** Symlink hops followed before a path is declared unresolvable (Linux's own limit is 40). */
 const MAX_LINK_HOPS = 40;
@@ -173,6 +174,13 @@ export function checkEmissionPath(
   // A name with a control character (an escape sequence, a line break) is no file a person meant to create.
   if (UNPRINTABLE.test(spelled))
     return { ok: false, reason: `${JSON.stringify(spelled)} contains a control character; not written` };
+  // The file system would get U+FFFD in its place, and the record of it could not be signed, found only after
+  // the file was written and its code run.
+  if (!isWellFormed(spelled))
+    return {
+      ok: false,
+      reason: `${JSON.stringify(spelled)} is not a valid file name (it holds half of a UTF-16 surrogate pair); not written`,
+    };
   const workspace = canonicalisePath(opts.workspace);
   let absolute: string;
   let roots: string[];

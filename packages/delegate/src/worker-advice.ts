@@ -3,14 +3,16 @@
  * hands in what it read. Each advice points at the thing most likely wrong for that failure, and never prints a
  * credential the endpoint URL may carry.
  */
+import { toWellFormed } from '@delegate-git/core/well-formed';
 
 /**
  * A server's text on one line, bounded, with control characters (terminal escapes among them) made spaces. The
- * model's name goes through here too: it is recorded in the signed, append-only ledger.
+ * model's name goes through here too: it is recorded in the signed, append-only ledger, so a lone surrogate (sent,
+ * or made by the cut at 300) becomes U+FFFD; left as it is, it would make the record impossible to sign.
  */
 export function oneLine(text: string): string {
   const collapsed = text.replace(/[\u0000-\u001f\u007f-\u009f\s]+/g, ' ').trim();
-  return collapsed.length > 300 ? `${collapsed.slice(0, 300)}…` : collapsed;
+  return toWellFormed(collapsed.length > 300 ? `${collapsed.slice(0, 300)}…` : collapsed);
 }
 
 /**

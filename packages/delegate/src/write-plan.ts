@@ -2,14 +2,15 @@
  * From an Emission to writes. Planning reads the files it must (patch targets, existence) and writes nothing,
  * so every refusal is known before the first byte lands; applying writes each file atomically and, if one write
  * fails, puts back the ones already written. The per-file order is the plugin's (2.2), so the operator reads
- * the rule that really applied: containment, then contract files, then unit scope, then duplicates, then
- * patch-or-create.
+ * the rule that really applied: containment (and a name a record can hold), then contract files, then unit scope,
+ * then duplicates, then a file and a directory under one name, then patch-or-create.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { relativePosix } from '@delegate-git/core/path-within';
+import { isRepositoryPath } from '@delegate-git/core/record';
 import { canonicalisePath, checkEmissionPath, isPathWithin } from './containment.js';
 import type { Emission } from './emission.js';
 import {
@@ -20,6 +21,7 @@ import {
   SEARCH_MARKER,
 } from './patch.js';
 import { evaluateUnitScope, type UnitScopeMode } from './scope.js';
+import { type Existing, errorCode, existingEntry, PlannedNames } from './write-target.js';
 
 export interface PlannedFile {
   /** Workspace-relative, POSIX separators (`../` for a file in an emitAllowlist root outside the workspace). */
@@ -83,24 +85,15 @@ function planned(
   };
 }
 
-function errorCode(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException | undefined)?.code;
-}
-
 type FileOutcome = { file: PlannedFile } | { error: string };
 
-function existingEntry(absolute: string): 'file' | 'other' | null {
-  try {
-    const stats = fs.lstatSync(absolute);
-    return stats.isFile() ? 'file' : 'other';
-  } catch (error) {
-    const code = errorCode(error);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
-    throw error;
-  }
-}
-
-function planPatch(shown: string, absolute: string, body: string, workspace: string): FileOutcome {
+function planPatch(
+  shown: string,
+  absolute: string,
+  entry: Existing,
+  body: string,
+  workspace: string,
+): FileOutcome {
   const blocks = parseSearchReplace(body)!;
   if (blocks.length === 0) {
     return {
@@ -109,7 +102,6 @@ function planPatch(shown: string, absolute: string, body: string, workspace: str
         `\`${REPLACE_MARKER}\`; the patch was refused and nothing written (the reply may have been cut off)`,
     };
   }
-  const entry = existingEntry(absolute);
   if (entry === null) {
     return {
       error:
@@ -134,8 +126,14 @@ function planPatch(shown: string, absolute: string, body: string, workspace: str
   return { file: planned(workspace, absolute, 'patched', result.content, result.hunks) };
 }
 
-function planWholeFile(shown: string, absolute: string, body: string, workspace: string): FileOutcome {
-  if (existingEntry(absolute) !== null) {
+function planWholeFile(
+  shown: string,
+  absolute: string,
+  entry: Existing,
+  body: string,
+  workspace: string,
+): FileOutcome {
+  if (entry !== null) {
     return {
       error:
         `${shown} already exists; a whole-file block may only create a new file. To change an existing file, ` +
@@ -151,6 +149,7 @@ export function planWrites(emission: Emission, opts: WritePlanOptions): WritePla
   const errors: string[] = [];
   const duplicates = [...emission.duplicates];
   const seen = new Set<string>();
+  const names = new PlannedNames();
   const workspace = canonicalisePath(opts.workspace);
   const top = opts.repositoryTop === undefined ? null : canonicalisePath(opts.repositoryTop);
 
@@ -166,6 +165,14 @@ export function planWrites(emission: Emission, opts: WritePlanOptions): WritePla
       continue;
     }
     const absolute = contained.absolute;
+    // record() leaves out what isRepositoryPath refuses: written, such a file would read as recorded and never be.
+    if (top !== null && isPathWithin(top, absolute) && !isRepositoryPath(relativePosix(top, absolute))) {
+      errors.push(
+        `${shown}: no record can name it (a repository path holds no backslash, and no empty, \`.\` or \`..\` ` +
+          'segment), so it could never be recorded nor promoted. Not written.',
+      );
+      continue;
+    }
     if (top !== null && opts.governanceFile && isPathWithin(top, absolute)) {
       if (opts.governanceFile(relativePosix(top, absolute))) {
         errors.push(
@@ -197,13 +204,27 @@ export function planWrites(emission: Emission, opts: WritePlanOptions): WritePla
       continue;
     }
     seen.add(absolute);
+    const collision = names.collision(shown, absolute);
+    if (collision !== null) {
+      errors.push(collision);
+      continue;
+    }
+    const existing = existingEntry(shown, absolute, workspace);
+    if ('error' in existing) {
+      errors.push(existing.error);
+      continue;
+    }
 
     const outcome =
       parseSearchReplace(emitted.body) === null
-        ? planWholeFile(shown, absolute, emitted.body, workspace)
-        : planPatch(shown, absolute, emitted.body, workspace);
-    if ('error' in outcome) errors.push(outcome.error);
-    else files.push(outcome.file);
+        ? planWholeFile(shown, absolute, existing.entry, emitted.body, workspace)
+        : planPatch(shown, absolute, existing.entry, emitted.body, workspace);
+    if ('error' in outcome) {
+      errors.push(outcome.error);
+      continue;
+    }
+    files.push(outcome.file);
+    names.add(emitted.path, absolute);
   }
   return { files, errors, duplicates };
 }

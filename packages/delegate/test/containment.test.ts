@@ -280,4 +280,17 @@ describe('checkEmissionPath', () => {
       reason: '`a\0.ts` contains a NUL byte; not written',
     });
   });
+
+  it('refuses a name holding a lone surrogate, which no file system or record can spell; control: a whole pair', () => {
+    const cases: Array<[string, string]> = [
+      ['src/x\ud800y.js', 'src/x\\ud800y.js'],
+      ['src/\udfffy.js', 'src/\\udfffy.js'],
+    ];
+    for (const [spelled, shown] of cases)
+      expect(checkEmissionPath(spelled, opts())).toEqual({
+        ok: false,
+        reason: `"${shown}" is not a valid file name (it holds half of a UTF-16 surrogate pair); not written`,
+      });
+    expect(checkEmissionPath('src/\ud83d\ude00.js', opts()).ok).toBe(true);
+  });
 });

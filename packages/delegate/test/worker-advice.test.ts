@@ -3,12 +3,30 @@
  * prints a credential the endpoint carries (rt39 f05, f06, f07).
  */
 import { describe, expect, it } from 'vitest';
-import { extractServerMessage, httpAdvice, shownUrl, unreachableAdvice } from '../src/worker-advice.js';
+import {
+  extractServerMessage,
+  httpAdvice,
+  oneLine,
+  shownUrl,
+  unreachableAdvice,
+} from '../src/worker-advice.js';
 
 const url = new URL('http://127.0.0.1:1234/v1/chat/completions');
 const NOW = Date.parse('2026-12-02T08:00:00Z');
 const advice = (status: number, more: Partial<Parameters<typeof httpAdvice>[0]> = {}) =>
   httpAdvice({ status, url, message: null, now: NOW, ...more });
+
+describe('oneLine', () => {
+  it('makes a lone surrogate U+FFFD, sent or made by the cut: the model name is signed into the ledger', () => {
+    expect(oneLine('m\ud800')).toBe('m\ufffd');
+    expect(oneLine('\udc00m')).toBe('\ufffdm');
+    expect(oneLine(`${'a'.repeat(299)}\ud83d\ude00`)).toBe(`${'a'.repeat(299)}\ufffd…`);
+  });
+
+  it('control: a whole pair is kept', () => {
+    expect(oneLine('qwen \ud83d\ude00')).toBe('qwen \ud83d\ude00');
+  });
+});
 
 describe('worker advice', () => {
   it('never shows a user name, password or query of the endpoint; control: a plain endpoint is shown whole', () => {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type Emission, type EmittedFile, parseEmission } from '../src/emission.js';
 import { applyWritePlan, planWrites, type WritePlanOptions } from '../src/write-plan.js';
 
@@ -282,9 +282,96 @@ describe('planWrites: the per-file gates, in order', () => {
   });
 });
 
+describe('planWrites: names the file system or a record cannot take are refusals of that file', () => {
+  it('a name over 255 bytes, or a path over the limit, is refused as too long; the other file still plans', async () => {
+    const chain = `src/${Array.from({ length: 25 }, () => 'd'.repeat(200)).join('/')}/x.js`;
+    const plan = planWrites(
+      emission([`src/${'a'.repeat(300)}.js`, 'x\n'], [chain, 'x\n'], ['src/ok.js', 'x\n']),
+      options(),
+    );
+    expect(plan.files.map((f) => f.path)).toEqual(['src/ok.js']);
+    expect(plan.errors).toHaveLength(2);
+    for (const error of plan.errors) expect(error).toMatch(/: name too long \(.*\); not written$/);
+  });
+
+  it('any other error looking the path up refuses that file, naming the error', async () => {
+    const real = fs.lstatSync;
+    const spy = vi.spyOn(fs, 'lstatSync').mockImplementation(((p: fs.PathLike, o?: fs.StatSyncOptions) => {
+      if (String(p).endsWith('eio.js'))
+        throw Object.assign(new Error('EIO: i/o error, lstat'), { code: 'EIO' });
+      return real(p, o);
+    }) as typeof fs.lstatSync);
+    try {
+      const plan = planWrites(emission(['src/eio.js', 'x\n'], ['src/ok.js', 'x\n']), options());
+      expect(plan.files.map((f) => f.path)).toEqual(['src/ok.js']);
+      expect(plan.errors).toEqual([
+        '`src/eio.js` could not be looked up (EIO: i/o error, lstat); not written',
+      ]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('a name no record can hold (a backslash) is refused, by the predicate record() uses', async () => {
+    const plan = planWrites(
+      emission(['src/q"b\\c.js', 'x\n'], ['src/q"b.js', 'x\n'], ['src/ok.js', 'x\n']),
+      options({ repositoryTop: ws }),
+    );
+    // Control: a quote alone is a repository path, so it is written and recorded.
+    expect(plan.files.map((f) => f.path)).toEqual(['src/q"b.js', 'src/ok.js']);
+    expect(plan.errors).toEqual([
+      '`src/q"b\\c.js`: no record can name it (a repository path holds no backslash, and no empty, `.` or `..` ' +
+        'segment), so it could never be recorded nor promoted. Not written.',
+    ]);
+  });
+
+  it('a file and a directory under one name: the later of the two is refused, in either order', async () => {
+    const plan = planWrites(
+      emission(['src/m/x.js', 'x\n'], ['src/m', 'm\n'], ['src/n', 'n\n'], ['src/n/x.js', 'x\n']),
+      options(),
+    );
+    expect(plan.files.map((f) => f.path)).toEqual(['src/m/x.js', 'src/n']);
+    expect(plan.errors).toEqual([
+      '`src/m` is also the directory of `src/m/x.js`, planned earlier in this reply; one name cannot be a file and ' +
+        'a directory. Not written.',
+      '`src/n/x.js` would go under `src/n`, which this reply writes as a file; one name cannot be a file and a ' +
+        'directory. Not written.',
+    ]);
+    applyWritePlan(plan);
+    expect(read('src/m/x.js')).toBe('x\n');
+    expect(read('src/n')).toBe('n\n');
+  });
+
+  it('a file under an existing file is refused, by whole file or patch', async () => {
+    const plan = planWrites(
+      emission(['src/a.ts/x.js', 'x\n'], ['src/a.ts/y.js', patchBody('a', 'b')]),
+      options(),
+    );
+    expect(plan.files).toEqual([]);
+    for (const spelled of ['src/a.ts/x.js', 'src/a.ts/y.js'])
+      expect(plan.errors).toContain(
+        `\`${spelled}\` would go under \`src/a.ts\`, which is a file, not a directory; not written`,
+      );
+  });
+
+  it('control: files sharing a directory, new or existing, all plan and are written', async () => {
+    const plan = planWrites(
+      emission(['src/m/x.js', 'x\n'], ['src/m/y.js', 'y\n'], ['src/m/deep/z.js', 'z\n'], ['src/b.ts', 'b\n']),
+      options({ repositoryTop: ws }),
+    );
+    expect(plan.errors).toEqual([]);
+    applyWritePlan(plan);
+    expect(['src/m/x.js', 'src/m/y.js', 'src/m/deep/z.js', 'src/b.ts'].map(read)).toEqual([
+      'x\n',
+      'y\n',
+      'z\n',
+      'b\n',
+    ]);
+  });
+});
+
 describe('applyWritePlan: all or nothing', () => {
   it('a failure mid-way restores the files already written and removes created ones', async () => {
-    fs.writeFileSync(path.join(ws, 'blocker.txt'), 'I am a file, not a directory\n');
     const plan = planWrites(
       emission(
         ['src/a.ts', patchBody('  return a + b;', '  return b + a;')],
@@ -301,6 +388,8 @@ describe('applyWritePlan: all or nothing', () => {
       'blocker.txt/c.ts',
       'src/later.ts',
     ]);
+    // After planning, which refuses a file under a file: something else put it there in between.
+    fs.writeFileSync(path.join(ws, 'blocker.txt'), 'I am a file, not a directory\n');
 
     let failure: unknown = null;
     try {

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { Repository } from '@delegate-git/core/repository';
-import { shownText } from '@delegate-git/core/shown-path';
+import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import type { DelegationReceipt } from '@delegate-git/delegate';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
@@ -134,12 +134,13 @@ export function renderReceipt(r: DelegationReceipt): string {
   const out: string[] = [`Unit: ${r.taskName}`];
   if (r.message) out.push(r.message);
   for (const e of r.errors) out.push(`  refused: ${e}`);
-  for (const d of r.duplicates) out.push(`  ignored: a second block for ${d} (the first one was used)`);
+  for (const d of r.duplicates)
+    out.push(`  ignored: a second block for ${shownPath(d)} (the first one was used)`);
   if (r.files.length > 0) {
     out.push(`Files written (${r.files.length}):`);
     for (const f of r.files) {
       const how = f.mode === 'patched' ? `patched in place with ${f.hunks} hunk(s)` : 'created';
-      out.push(`  ${f.path}: ${f.lines} line(s), ${f.bytes} bytes, ${how}`);
+      out.push(`  ${shownPath(f.path)}: ${f.lines} line(s), ${f.bytes} bytes, ${how}`);
     }
   }
   if (r.workspace) out.push(`Workspace: ${r.workspace}`);
@@ -180,10 +181,12 @@ export function renderReceipt(r: DelegationReceipt): string {
 }
 
 // Each receipt line goes through shownText: the worker and its server chose much of this text (paths, the model's
-// name, failure names), and a line break or an escape sequence in it could draw a verdict line of its own.
+// name, failure names), and a line break or an escape sequence in it could draw a verdict line of its own. Paths are
+// also C-quoted (shownPath), as log, show and check quote them: `src/\u200ba.js` must not read as `src/a.js`.
 
 function where(c: { path: string; lineRange: [number, number] | null }): string {
-  return c.lineRange ? `${c.path} (lines ${c.lineRange[0]}-${c.lineRange[1]})` : c.path;
+  const shown = shownPath(c.path);
+  return c.lineRange ? `${shown} (lines ${c.lineRange[0]}-${c.lineRange[1]})` : shown;
 }
 
 /** What a run's output said of its tests; a command that prints no test summary says nothing of them (not "0 passed"). */
