@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { Repository } from '@delegate-git/core/repository';
@@ -45,7 +44,7 @@ export default {
     const opening = Repository.open(io.cwd, io.env);
     opening.catch(() => {});
     const [
-      { createProgressLine, delegateUnit, loadSettings, parseUnit, verdictExitCode },
+      { createProgressLine, delegateUnit, loadSettings, parseUnit, readUnitFile, verdictExitCode },
       { loadGovernance },
       { assertKeyMaySign },
       { loadSigningKey },
@@ -57,16 +56,7 @@ export default {
       import('@delegate-git/core/signing-key'),
       import('@delegate-git/core/snapshot'),
     ]);
-    let text: string;
-    try {
-      text = await readFile(path.resolve(io.cwd, unitFile), 'utf8');
-    } catch (error) {
-      throw new DelegateGitError(
-        'UNIT',
-        `Cannot read the unit file ${unitFile} (${(error as NodeJS.ErrnoException).code}).`,
-      );
-    }
-    const unit = parseUnit(text, unitFile);
+    const unit = parseUnit(await readUnitFile(path.resolve(io.cwd, unitFile), unitFile), unitFile);
     const repo = await opening;
     try {
       if (repo.layout.topLevel === null)
