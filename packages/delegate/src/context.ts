@@ -10,7 +10,7 @@ import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { relativePosix } from '@delegate-git/core/path-within';
-import { canonicaliseAgainst, canonicalisePath, entersGitDir, isPathWithin } from './containment.js';
+import { canonicalisePath, locateReadable } from './containment.js';
 import { scanForCredentials } from './credential-scan.js';
 
 export interface ContextRequest {
@@ -134,15 +134,9 @@ async function locateFile(
   requested: string,
   gitDirs: readonly string[],
 ): Promise<{ absolute: string; relative: string; size: number } | string> {
-  let absolute: string;
-  try {
-    absolute = canonicaliseAgainst(workspace, requested);
-  } catch {
-    return 'cannot be resolved (symbolic link loop)';
-  }
-  if (absolute === workspace || !isPathWithin(workspace, absolute)) return 'outside the workspace';
-  // Emission's rule: nothing in a git directory (config, hooks, the operator's settings) is read for the worker.
-  if (entersGitDir(absolute, gitDirs)) return 'inside a git directory';
+  const located = locateReadable(workspace, requested, gitDirs);
+  if (typeof located === 'string') return located;
+  const { absolute } = located;
   let stat: Stats;
   try {
     stat = await fs.stat(absolute);
