@@ -98,6 +98,32 @@ describe('credential scan of the declared context', () => {
   });
 });
 
+describe('a context list repeated or long', () => {
+  test('one entry named 20,000 times is sent once; 30 refused entries print 20 lines and a count (all in --json)', async () => {
+    worker.enqueue({ content: fileBlock('src/repeated.js', 'export {};') });
+    const { code, receipt } = await repo.delegate({
+      ...creating('src/repeated.js'),
+      contextFiles: Array.from({ length: 20_000 }, () => ({ path: 'config/clean.js' })),
+    });
+    expect(code).toBe(0);
+    expect(receipt?.context.map((c) => c.path)).toEqual(['config/clean.js']);
+
+    const before = worker.requestCount();
+    const many = repo.writeUnit({
+      ...creating('src/never.js'),
+      contextFiles: Array.from({ length: 30 }, (_, i) => ({ path: `../missing-${i}.js` })),
+    });
+    const text = await repo.cli(['delegate', many]);
+    expect(text.code).toBe(1);
+    const refusedLines = text.stdout.split('\n').filter((l) => l.startsWith('  refused: '));
+    expect(refusedLines).toHaveLength(20);
+    expect(text.stdout).toContain('  … and 10 more refused (--json lists them all)\n');
+    const json = await repo.cli(['delegate', many, '--json']);
+    expect(JSON.parse(json.stdout).errors).toHaveLength(30);
+    expect(worker.requestCount()).toBe(before);
+  });
+});
+
 describe('what a unit may never write', () => {
   test('a workspace inside .git is CONTEXT_REFUSED before the worker is called; git config stays as it was', async () => {
     const config = fs.readFileSync(path.join(repo.dir, '.git', 'config'), 'utf8');

@@ -56,6 +56,9 @@ export async function readContext(
 
   const errors: string[] = [];
   const context: InjectedContext[] = [];
+  // One slice named again (20,000 times in a unit) is read and shown once: repeated, it spent the budget and
+  // printed a refusal per copy.
+  const seen = new Set<string>();
   let usedBytes = 0;
   for (const request of requests) {
     const label = typeof request?.path === 'string' ? request.path : String(request?.path);
@@ -69,6 +72,9 @@ export async function readContext(
       errors.push(`${label}: ${located}`);
       continue;
     }
+    const slot = `${located.absolute}\0${range?.start ?? ''}\0${range?.end ?? ''}`;
+    if (seen.has(slot)) continue;
+    seen.add(slot);
     const slice = await readSlice(located.absolute, range, maxBytes - usedBytes, located.size).catch(
       (error: NodeJS.ErrnoException) => `cannot be read (${error.code ?? error.message})`,
     );
@@ -97,7 +103,7 @@ export async function readContext(
       text,
     });
   }
-  if (errors.length > 0) return { ok: false, errors };
+  if (errors.length > 0) return { ok: false, errors: [...new Set(errors)] };
 
   const credentialErrors: string[] = [];
   for (const item of context) {

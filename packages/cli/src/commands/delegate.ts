@@ -119,11 +119,16 @@ function receiptJson(r: DelegationReceipt) {
   };
 }
 
+/** Refusals listed at most: a unit or a reply can name thousands of files, and the rest are counted. */
+const REFUSALS_SHOWN = 20;
+
 /** The seed's receipt shape: files, workspace, verification, coherence, contract, then the verdict. */
 export function renderReceipt(r: DelegationReceipt): string {
   const out: string[] = [`Unit: ${r.taskName}`];
   if (r.message) out.push(r.message);
-  for (const e of r.errors) out.push(`  refused: ${e}`);
+  for (const e of r.errors.slice(0, REFUSALS_SHOWN)) out.push(`  refused: ${e}`);
+  if (r.errors.length > REFUSALS_SHOWN)
+    out.push(`  … and ${r.errors.length - REFUSALS_SHOWN} more refused (--json lists them all)`);
   for (const d of r.duplicates) out.push(`  ignored: a second block for ${d} (the first one was used)`);
   if (r.files.length > 0) {
     out.push(`Files written (${r.files.length}):`);
