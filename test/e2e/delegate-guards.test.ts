@@ -98,6 +98,32 @@ describe('credential scan of the declared context', () => {
   });
 });
 
+describe('a context list repeated or long', () => {
+  test('one entry named 20,000 times is sent once; 30 refused entries print 20 lines and a count (all in --json)', async () => {
+    worker.enqueue({ content: fileBlock('src/repeated.js', 'export {};') });
+    const { code, receipt } = await repo.delegate({
+      ...creating('src/repeated.js'),
+      contextFiles: Array.from({ length: 20_000 }, () => ({ path: 'config/clean.js' })),
+    });
+    expect(code).toBe(0);
+    expect(receipt?.context.map((c) => c.path)).toEqual(['config/clean.js']);
+
+    const before = worker.requestCount();
+    const many = repo.writeUnit({
+      ...creating('src/never.js'),
+      contextFiles: Array.from({ length: 30 }, (_, i) => ({ path: `../missing-${i}.js` })),
+    });
+    const text = await repo.cli(['delegate', many]);
+    expect(text.code).toBe(1);
+    const refusedLines = text.stdout.split('\n').filter((l) => l.startsWith('  refused: '));
+    expect(refusedLines).toHaveLength(20);
+    expect(text.stdout).toContain('  … and 10 more refused (--json lists them all)\n');
+    const json = await repo.cli(['delegate', many, '--json']);
+    expect(JSON.parse(json.stdout).errors).toHaveLength(30);
+    expect(worker.requestCount()).toBe(before);
+  });
+});
+
 describe('what a unit may never write', () => {
   test('a workspace inside .git is CONTEXT_REFUSED before the worker is called; git config stays as it was', async () => {
     const config = fs.readFileSync(path.join(repo.dir, '.git', 'config'), 'utf8');
@@ -211,6 +237,53 @@ describe('the unit file', () => {
     const { code, stderr } = await repo.delegate({ taskName: 'no instruction' });
     expect(code).toBe(2);
     expect(stderr).toContain('instruction: is required');
+  });
+
+  test('`__proto__` is named as no unit field, not as an operator setting', async () => {
+    const { code, stderr } = await repo.delegate('{"__proto__":{},"taskName":"t","instruction":"i"}');
+    expect(code).toBe(2);
+    expect(stderr).toContain('__proto__: `__proto__` is not a unit field (a unit has: taskName,');
+    expect(stderr).not.toContain('[object Object]');
+  });
+
+  test('a unit with a byte order mark or in UTF-16 is refused naming the encoding, no invisible character printed', async () => {
+    const text = JSON.stringify(creating('src/bom.js'));
+    const bom = await repo.delegate(`\ufeff${text}`);
+    expect(bom.code).toBe(2);
+    expect(bom.stderr).toContain('starts with a byte order mark; save it as UTF-8 without one');
+    expect(bom.stderr).not.toContain('\ufeff');
+    const file = repo.writeUnit('', 'utf16.json');
+    fs.writeFileSync(file, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]));
+    const utf16 = await repo.cli(['delegate', file]);
+    expect(utf16.code).toBe(2);
+    expect(utf16.stderr).toContain('is not UTF-8 (it looks like UTF-16); save it as UTF-8');
+    expect(utf16.stderr).not.toMatch(/[\u0000\ufffd]/);
+  });
+
+  test('a unit file over 4 MiB is refused with exit 2 before the worker is called', async () => {
+    const before = worker.requestCount();
+    const { code, stderr } = await repo.delegate({
+      ...creating('src/huge.js'),
+      instruction: 'x'.repeat(4 * 1024 * 1024),
+    });
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/bytes, over the 4194304-byte limit for a unit; name the files/);
+    expect(worker.requestCount()).toBe(before);
+  });
+
+  test("a unit's name with a NUL, escapes and a bidi override is recorded, its notes commit escaped on one line that git fsck accepts", async () => {
+    worker.enqueue({ content: fileBlock('src/named.js', 'export const named = 1;') });
+    const { code, receipt } = await repo.delegate({
+      ...creating('src/named.js'),
+      taskName: 'a\u0000b\u001b]0;owned\u0007\u001b[2J\u202e\nnext',
+    });
+    expect(code).toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    repo.git(['fsck', '--strict', '--no-progress']);
+    const commit = repo.git(['cat-file', 'commit', 'refs/notes/delegations']);
+    expect(commit.slice(commit.indexOf('\n\n') + 2)).toBe(
+      'delegate-git delegate: UNIT_PASSED a\\u0000b\\u001b]0;owned\\u0007\\u001b[2J\\u202e\\u000anext',
+    );
   });
 });
 

@@ -1,6 +1,7 @@
 // `delegate-git delegate` end to end, the verification side: the command decides the verdict (repeats, flakiness,
 // timeouts), the contract is re-hashed after it ran, and what a failure says is redacted before it leaves the
 // machine while the raw log stays local. Built CLI, temp repositories, a real HTTP worker on 127.0.0.1.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -75,6 +76,54 @@ describe('contract re-hash after verification', () => {
     expect(receipt?.verdict).toBe('CONTRACT_MODIFIED');
     expect(receipt?.contract.violations).toEqual([
       'test/spec-typo.txt was declared as a contract file but does not exist',
+    ]);
+  });
+});
+
+describe('contract files are pinned only where context may be read', () => {
+  test('outside the workspace, in .git, a device, a pipe: CONTEXT_REFUSED before the worker is called, nothing hashed or recorded', async () => {
+    const outside = path.join(repo.root, 'outside-secret.txt');
+    fs.writeFileSync(outside, 'not the unit’s business\n');
+    fs.mkdirSync(path.join(repo.dir, 'test'), { recursive: true });
+    execFileSync('mkfifo', [path.join(repo.dir, 'test/spec-fifo')]);
+    const declared = [outside, '../outside-secret.txt', '.git/config', '/dev/zero', 'test/spec-fifo'];
+    const before = worker.requestCount();
+    const ledgerBefore = repo.ledgerCommits();
+    const { code, receipt } = await repo.delegate({
+      taskName: 'contained',
+      instruction: 'Create src/contained.js.',
+      targetFiles: ['src/contained.js'],
+      contractFiles: declared,
+      runVerification: 'true',
+    });
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('CONTEXT_REFUSED');
+    expect(receipt?.message).toBe('The declared contract files were refused; the worker was not called.');
+    expect(receipt?.errors).toEqual([
+      `${outside}: outside the workspace`,
+      '../outside-secret.txt: outside the workspace',
+      '.git/config: inside a git directory',
+      '/dev/zero: outside the workspace',
+      'test/spec-fifo: not a regular file',
+    ]);
+    expect(receipt?.contract.files).toEqual([]);
+    expect(receipt?.envelope).toBeNull();
+    expect(worker.requestCount()).toBe(before);
+    expect(repo.ledgerCommits()).toBe(ledgerBefore);
+    fs.rmSync(path.join(repo.dir, 'test/spec-fifo'));
+  });
+
+  test('control: a contract file inside the workspace, named twice and through a symbolic link, is pinned once', async () => {
+    fs.symlinkSync('spec-control.txt', path.join(repo.dir, 'test/spec-link.txt'));
+    const { code, receipt } = await delegateCreating(repo, worker, 'src/pinned.js', {
+      contractFiles: ['test/spec-control.txt', './test/spec-control.txt', 'test/spec-link.txt'],
+      runVerification: 'true',
+    });
+    fs.rmSync(path.join(repo.dir, 'test/spec-link.txt'));
+    expect(code).toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(receipt?.contract.files).toEqual([
+      { path: 'test/spec-control.txt', sha256: expect.stringMatching(/^[0-9a-f]{64}$/), unchanged: true },
     ]);
   });
 });

@@ -5,6 +5,7 @@
 import type { TreeEntry } from './git.js';
 import { FANOUT_THRESHOLD, isFannedOut, noteEntriesAt, serializeNote } from './notes-format.js';
 import { type NoteLocation, type NotesTree, readNoteLines } from './notes-tree.js';
+import { shownLine } from './shown-path.js';
 
 /**
  * Notes commits are made by a fixed identity: they must work where user.name/user.email are unset (CI runners,
@@ -109,8 +110,15 @@ export async function planAppend(
 export const FAST_IMPORT = ['-c', 'fastimport.unpackLimit=0', 'fast-import', '--quiet'];
 
 /**
+ * The longest notes commit message, in characters: it names a unit or a few paths, which their authors chose (a unit
+ * of megabytes has a name that long), and `git log` of the ledger prints each whole.
+ */
+export const MAX_MESSAGE_LENGTH = 300;
+
+/**
  * The fast-import stream that makes one notes commit on `ref` with `plan` on top of `parent` and prints its id.
- * Without a parent the commit is a root, and fast-import creates the ref only if it still does not exist.
+ * Without a parent the commit is a root, and fast-import creates the ref only if it still does not exist. `message`
+ * goes in as shownLine shows it: one line, nothing hidden, bounded.
  */
 export function fastImportStream(
   ref: string,
@@ -130,7 +138,7 @@ export function fastImportStream(
   // stream rather than on the command line, so a writer started early and dismissed unused ends without an error.
   push('feature done\n');
   push(`commit ${ref}\nmark :1\ncommitter ${NOTES_COMMITTER} ${Math.floor(Date.now() / 1000)} +0000\n`);
-  data(message);
+  data(shownLine(message, MAX_MESSAGE_LENGTH));
   if (parent) push(`from ${parent}\n`);
   if (merged) push(`merge ${merged}\n`);
   for (const path of plan.deletes) push(`D ${path}\n`);

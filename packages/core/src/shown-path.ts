@@ -61,6 +61,24 @@ export function shownText(text: string): string {
   return neutralCommands(UNPRINTABLE.test(text) ? text.replace(UNPRINTABLE_ALL, unicodeEscape) : text);
 }
 
+const HIDDEN = new RegExp(`${UNPRINTABLE.source}|${INVISIBLE.source}`);
+
+/**
+ * Text that stays where it is put and is read out of context (a notes commit's message, which every clone keeps for
+ * good and `git log` prints raw; a parse error quoting a file): on one line, every unprintable or invisible character
+ * as `\uXXXX` (a NUL in a commit is refused by git fsck, so a ledger holding one could never be pushed to a checking
+ * server), and at most `maxLength` characters, cut with `…` between characters rather than inside an escape.
+ */
+export function shownLine(text: string, maxLength = Number.POSITIVE_INFINITY): string {
+  let out = '';
+  for (const c of text) {
+    const shown = HIDDEN.test(c) ? c.split('').map(unicodeEscape).join('') : c;
+    if (out.length + shown.length > maxLength) return `${neutralCommands(out)}…`;
+    out += shown;
+  }
+  return neutralCommands(out);
+}
+
 /**
  * Output as written to a terminal or a log: each unprintable character but the line breaks and tabs the output is
  * made of as `\uXXXX`. Inside JSON, where such characters can only stand in strings, that escape means the same.

@@ -11,6 +11,7 @@ import {
   type TempRepo,
 } from '../../../test/support/git-repo.js';
 import { LEDGER_REF, NotesLedger } from '../src/notes-ledger.js';
+import { MAX_MESSAGE_LENGTH } from '../src/notes-write-plan.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -163,5 +164,28 @@ describe('NotesLedger.append through a writer started early (startWriter)', () =
     const complete = ledger.startWriter();
     expect((await complete.run(whole)).code).toBe(0);
     expect(await ledger.linesOn(blob)).toEqual(['{"a":1}']);
+  });
+
+  it('writes a message its writer chose as one line git fsck accepts: a NUL, escapes, a bidi override, an invisible character, bounded (control: a plain one as it is)', async () => {
+    const r = repo();
+    const blobs = ['one\n', 'two\n'].map((t) => r.git(['hash-object', '-w', '--stdin'], t).trim());
+    const ledger = new NotesLedger({ cwd: r.dir, env: cleanGitEnv() });
+    await ledger.append([{ blob: blobs[0]!, lines: ['{"a":1}'] }], {
+      message: 'delegate-git delegate: UNIT_PASSED plain',
+    });
+    expect(r.git(['log', '-1', '--format=%B', LEDGER_REF]).trim()).toBe(
+      'delegate-git delegate: UNIT_PASSED plain',
+    );
+    const chosen = `a\u0000b\u001b]0;owned\u0007\u001b[2J\u202e\u200b\nsecond line ${'x'.repeat(5000)}`;
+    await ledger.append([{ blob: blobs[1]!, lines: ['{"a":2}'] }], {
+      message: `delegate-git delegate: UNIT_PASSED ${chosen}`,
+    });
+    r.git(['fsck', '--strict', '--no-progress']);
+    const body = r.git(['cat-file', 'commit', LEDGER_REF]);
+    const message = body.slice(body.indexOf('\n\n') + 2);
+    expect(message).toMatch(
+      /^delegate-git delegate: UNIT_PASSED a\\u0000b\\u001b\]0;owned\\u0007\\u001b\[2J\\u202e\\u200b\\u000asecond line x+…$/,
+    );
+    expect(message.length).toBeLessThanOrEqual(MAX_MESSAGE_LENGTH + 1);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeTempRepo } from '../../../test/support/git-repo.js';
-import { holdsUnprintable, shownOutput, shownPath, shownText } from '../src/shown-path.js';
+import { holdsUnprintable, shownLine, shownOutput, shownPath, shownText } from '../src/shown-path.js';
 
 describe('shownPath', () => {
   it('shows an ordinary path as it is, non-ASCII and spaces included (control)', () => {
@@ -77,5 +77,25 @@ describe('shownText and shownOutput', () => {
     expect(holdsUnprintable('a\tb\n')).toBe(false);
     expect(holdsUnprintable('a\rb')).toBe(true);
     expect(holdsUnprintable('a\u202eb')).toBe(true);
+  });
+});
+
+describe('shownLine', () => {
+  it('shows ordinary text as it is, non-ASCII, quotes and backslashes included (control)', () => {
+    for (const t of ['fix the parser', 'ü ñ 日本 "q" \\ ok', '']) expect(shownLine(t)).toBe(t);
+  });
+
+  it('escapes controls, DEL, C1, bidi, line separators and invisible characters, a tag character by both halves', () => {
+    expect(shownLine('a\u0000b\u001b[2J\u007f\u009b\u202e\u2028\u200b\ufeff\n')).toBe(
+      'a\\u0000b\\u001b[2J\\u007f\\u009b\\u202e\\u2028\\u200b\\ufeff\\u000a',
+    );
+    expect(shownLine('x\u{e0041}y')).toBe('x\\udb40\\udc41y');
+  });
+
+  it('cuts at maxLength between characters, never inside an escape or a surrogate pair', () => {
+    expect(shownLine('abcdef', 6)).toBe('abcdef');
+    expect(shownLine('abcdefg', 6)).toBe('abcdef…');
+    expect(shownLine('abcd\u0000', 6)).toBe('abcd…');
+    expect(shownLine('abcde😀', 6)).toBe('abcde…');
   });
 });

@@ -159,6 +159,28 @@ export function entersGitDir(absolute: string, gitDirs: readonly string[] = []):
 }
 
 /**
+ * Where a file the unit names for reading (context, contract) is: canonical, inside `workspace` (canonical) and in no
+ * git directory, or why not. The worker may be shown it, and the record signs its path and digest into a shared
+ * ledger: a file elsewhere (a key, /etc, a device) must never be either.
+ */
+export function locateReadable(
+  workspace: string,
+  requested: string,
+  gitDirs: readonly string[],
+): { absolute: string } | string {
+  let absolute: string;
+  try {
+    absolute = canonicaliseAgainst(workspace, requested);
+  } catch {
+    return 'cannot be resolved (symbolic link loop)';
+  }
+  if (absolute === workspace || !isPathWithin(workspace, absolute)) return 'outside the workspace';
+  // Emission's rule: nothing in a git directory (config, hooks, the operator's settings) is read for the worker.
+  if (entersGitDir(absolute, gitDirs)) return 'inside a git directory';
+  return { absolute };
+}
+
+/**
  * Checks a path the worker wants to write. Relative paths resolve against the workspace. The canonical result must
  * lie within the workspace or an emitAllowlist root, which refuses `..` escapes, absolute paths elsewhere and symlinks
  * inside that lead out. Paths in a git directory (entersGitDir, with the repository's own as `gitDirs`) are refused

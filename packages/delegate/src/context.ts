@@ -10,7 +10,7 @@ import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { relativePosix } from '@delegate-git/core/path-within';
-import { canonicaliseAgainst, canonicalisePath, entersGitDir, isPathWithin } from './containment.js';
+import { canonicalisePath, locateReadable } from './containment.js';
 import { scanForCredentials } from './credential-scan.js';
 
 export interface ContextRequest {
@@ -56,6 +56,9 @@ export async function readContext(
 
   const errors: string[] = [];
   const context: InjectedContext[] = [];
+  // One slice named again (20,000 times in a unit) is read and shown once: repeated, it spent the budget and
+  // printed a refusal per copy.
+  const seen = new Set<string>();
   let usedBytes = 0;
   for (const request of requests) {
     const label = typeof request?.path === 'string' ? request.path : String(request?.path);
@@ -69,6 +72,9 @@ export async function readContext(
       errors.push(`${label}: ${located}`);
       continue;
     }
+    const slot = `${located.absolute}\0${range?.start ?? ''}\0${range?.end ?? ''}`;
+    if (seen.has(slot)) continue;
+    seen.add(slot);
     const slice = await readSlice(located.absolute, range, maxBytes - usedBytes, located.size).catch(
       (error: NodeJS.ErrnoException) => `cannot be read (${error.code ?? error.message})`,
     );
@@ -97,7 +103,7 @@ export async function readContext(
       text,
     });
   }
-  if (errors.length > 0) return { ok: false, errors };
+  if (errors.length > 0) return { ok: false, errors: [...new Set(errors)] };
 
   const credentialErrors: string[] = [];
   for (const item of context) {
@@ -134,15 +140,9 @@ async function locateFile(
   requested: string,
   gitDirs: readonly string[],
 ): Promise<{ absolute: string; relative: string; size: number } | string> {
-  let absolute: string;
-  try {
-    absolute = canonicaliseAgainst(workspace, requested);
-  } catch {
-    return 'cannot be resolved (symbolic link loop)';
-  }
-  if (absolute === workspace || !isPathWithin(workspace, absolute)) return 'outside the workspace';
-  // Emission's rule: nothing in a git directory (config, hooks, the operator's settings) is read for the worker.
-  if (entersGitDir(absolute, gitDirs)) return 'inside a git directory';
+  const located = locateReadable(workspace, requested, gitDirs);
+  if (typeof located === 'string') return located;
+  const { absolute } = located;
   let stat: Stats;
   try {
     stat = await fs.stat(absolute);

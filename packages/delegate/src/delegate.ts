@@ -4,7 +4,7 @@
  * verification runs → coherence → contract re-hash → redaction → verdict → signed record in the ledger → receipt.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import type { WaitingGit } from '@delegate-git/core/git';
@@ -16,7 +16,7 @@ import { recordStatement } from '@delegate-git/core/recording';
 import type { Repository } from '@delegate-git/core/repository';
 import { SIGNING_KEY_ENV, type SigningKey } from '@delegate-git/core/signing-key';
 import { rfc3339, TOOL, verdictStatement } from '@delegate-git/core/statement';
-import { canonicalisePath, entersGitDir, resolveWorkspace } from './containment.js';
+import { canonicalisePath, entersGitDir, locateReadable, resolveWorkspace } from './containment.js';
 import { type InjectedContext, readContext } from './context.js';
 import { parseEmission } from './emission.js';
 import type { OperatorSettings } from './operator-config.js';
@@ -154,7 +154,8 @@ class Delegation {
     const apiKey = this.workerApiKey();
     const ws = this.workspace();
     if (ws === null) return this.receipt;
-    const contract = pinContract(ws, this.unit.contractFiles ?? []);
+    const contract = this.contract(ws);
+    if (contract === null) return this.receipt;
     const context = await this.context(ws, contract);
     if (context === null) return this.receipt;
     // The commit the unit starts from, read while the worker answers: the object reader it starts is the one the
@@ -203,6 +204,17 @@ class Delegation {
           'Declare the files it may write in the unit\'s targetFiles, or an operator can set unitScope: "off" to lift the check.',
       );
     return workspace.dir;
+  }
+
+  private contract(ws: string): PinnedContract | null {
+    const pinned = pinContract(ws, this.unit.contractFiles ?? [], this.gitDirs);
+    if ('errors' in pinned)
+      return this.refuse(
+        'CONTEXT_REFUSED',
+        'The declared contract files were refused; the worker was not called.',
+        pinned.errors,
+      );
+    return pinned;
   }
 
   private async context(ws: string, contract: PinnedContract): Promise<GatheredContext | null> {
@@ -415,18 +427,50 @@ interface PinnedContract {
   before: Map<string, string | null>;
 }
 
-function pinContract(ws: string, files: string[]): PinnedContract {
-  const canonical = [...new Set(files.map((f) => canonicalisePath(path.resolve(ws, f))))];
+/**
+ * The contract files' digests before the worker is called, or why they cannot be pinned: each must be where a context
+ * file may be (locateReadable) and a regular file delegate-git reads whole. A device or a pipe hung the run, and a
+ * file outside the repository had its path and digest signed into the ledger. A file that does not exist is pinned
+ * as missing: that is a contract violation once the run ends, as it always was.
+ */
+function pinContract(
+  ws: string,
+  files: string[],
+  gitDirs: readonly string[],
+): PinnedContract | { errors: string[] } {
+  const errors: string[] = [];
   const before = new Map<string, string | null>();
-  for (const file of canonical) before.set(file, sha256OfFile(file));
-  return { workspace: ws, canonical, before };
+  for (const file of files) {
+    const located = locateReadable(ws, file, gitDirs);
+    if (typeof located === 'string') {
+      errors.push(`${file}: ${located}`);
+      continue;
+    }
+    if (before.has(located.absolute)) continue;
+    const content = regularContent(located.absolute);
+    if (Buffer.isBuffer(content)) before.set(located.absolute, sha256Of(content));
+    else if (content.unread === 'too large')
+      errors.push(
+        `${file}: ${content.size} bytes, more than delegate-git reads to pin a contract file (${MAX_WRITTEN_BYTES})`,
+      );
+    else if (existsWithoutFollowing(located.absolute)) errors.push(`${file}: not a regular file`);
+    else before.set(located.absolute, null);
+  }
+  if (errors.length > 0) return { errors };
+  return { workspace: ws, canonical: [...before.keys()], before };
+}
+
+function existsWithoutFollowing(file: string): boolean {
+  return lstatSync(file, { throwIfNoEntry: false }) !== undefined;
 }
 
 function recheckContract(c: PinnedContract): DelegationReceipt['contract'] {
   const files: DelegationReceipt['contract']['files'] = [];
   const violations: string[] = [];
   for (const [file, before] of c.before) {
-    const after = sha256OfFile(file);
+    // As pinned: a contract replaced by a pipe while the unit ran must not hang the check.
+    const content = regularContent(file);
+    const after = Buffer.isBuffer(content) ? sha256Of(content) : null;
     const rel = relativePosix(c.workspace, file);
     if (before === null) violations.push(`${rel} was declared as a contract file but does not exist`);
     else if (after === null) violations.push(`${rel} was deleted while the unit ran`);
@@ -675,12 +719,8 @@ function repositoryPathOf(top: string, absolute: string): string {
   return relativePosix(top, absolute);
 }
 
-function sha256OfFile(file: string): string | null {
-  try {
-    return createHash('sha256').update(readFileSync(file)).digest('hex');
-  } catch {
-    return null;
-  }
+function sha256Of(content: Buffer): string {
+  return createHash('sha256').update(content).digest('hex');
 }
 
 async function headCommit(repo: Repository): Promise<string | null> {

@@ -5,8 +5,10 @@
  * message that says where they are set instead. An ignored field would let a unit believe it changed something
  * it did not; an honoured one would let a model redirect the worker or widen its own permissions.
  */
-import { parseStrictJson } from '@delegate-git/core/canonical-json';
+import fs from 'node:fs/promises';
+import { MAX_JSON_DEPTH, nestsDeeperThan, parseStrictJson } from '@delegate-git/core/canonical-json';
 import { DelegateGitError } from '@delegate-git/core/errors';
+import { shownLine } from '@delegate-git/core/shown-path';
 import * as z from 'zod/mini';
 
 /** Operator settings a unit might try to carry, and the setting that really controls each. */
@@ -104,7 +106,8 @@ export type Unit = z.infer<typeof unitSchema>;
 const UNIT_FIELDS = Object.keys(unitSchema.shape).join(', ');
 
 function unknownFieldProblem(field: string): string {
-  const setting = OPERATOR_FIELDS[field];
+  // Own keys only: `__proto__`, `constructor` or `toString` would find Object.prototype's.
+  const setting = Object.hasOwn(OPERATOR_FIELDS, field) ? OPERATOR_FIELDS[field] : undefined;
   if (setting !== undefined) {
     return `\`${field}\` is an operator setting; a unit cannot set it. Use \`delegate-git config set ${setting} …\``;
   }
@@ -132,31 +135,90 @@ function describeIssue(issue: z.core.$ZodIssue): string[] {
 }
 
 /**
+ * The largest unit file read, in bytes. A unit is a contract, not a payload (the files the worker needs go in
+ * contextFiles, under the context budget): a 50 MB instruction was read, parsed and sent whole to the worker.
+ */
+export const MAX_UNIT_BYTES = 4 * 1024 * 1024;
+
+function unitError(message: string, cause?: unknown): DelegateGitError {
+  // A parse error quotes the text, and a unit's name is the architect's: nothing invisible reaches the terminal.
+  return new DelegateGitError('UNIT', shownLine(message), cause === undefined ? undefined : { cause });
+}
+
+function tooLarge(source: string, size: string): DelegateGitError {
+  return unitError(
+    `unit ${source} is ${size} bytes, over the ${MAX_UNIT_BYTES}-byte limit for a unit; name the files the worker needs in contextFiles rather than pasting them into the unit`,
+  );
+}
+
+/**
+ * The text of the unit file at `file` (absolute), read no further than MAX_UNIT_BYTES, so neither a huge file nor an
+ * endless pipe is read whole. `source` names it in messages.
+ */
+export async function readUnitFile(file: string, source: string): Promise<string> {
+  let handle: fs.FileHandle | undefined;
+  try {
+    handle = await fs.open(file, 'r');
+    const { size } = await handle.stat();
+    if (size > MAX_UNIT_BYTES) throw tooLarge(source, String(size));
+    const buffer = Buffer.allocUnsafe(MAX_UNIT_BYTES + 1);
+    let length = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      if (length > MAX_UNIT_BYTES) throw tooLarge(source, `more than ${MAX_UNIT_BYTES}`);
+    }
+    return buffer.toString('utf8', 0, length);
+  } catch (error) {
+    if (error instanceof DelegateGitError) throw error;
+    throw unitError(`Cannot read the unit file ${source} (${(error as NodeJS.ErrnoException).code}).`, error);
+  } finally {
+    await handle?.close();
+  }
+}
+
+/**
+ * Why `text` is in an encoding other than UTF-8 without a byte order mark, or null. Policy and key files are refused
+ * with a BOM (JSON.parse takes none), and so is a unit, with the cause named rather than an invisible character quoted.
+ */
+function encodingProblem(text: string): string | null {
+  if (text.startsWith('\ufeff')) return 'starts with a byte order mark; save it as UTF-8 without one';
+  // UTF-16 read as UTF-8: its BOM (FF FE or FE FF) is two invalid bytes, and ASCII has a NUL before or after each
+  // character. No JSON text holds a raw NUL.
+  if (text.startsWith('\ufffd\ufffd') || text.slice(0, 4).includes('\u0000'))
+    return 'is not UTF-8 (it looks like UTF-16); save it as UTF-8';
+  return null;
+}
+
+/**
  * Parses and validates a unit file. `source` names it in messages (usually the file path). Duplicate JSON keys
  * are refused too: which of two `targetFiles` a reader honours must never be a question.
  */
 export function parseUnit(text: string, source: string): Unit {
-  try {
-    JSON.parse(text);
-  } catch (error) {
-    throw new DelegateGitError(
-      'UNIT',
-      `unit ${source}: not valid JSON (${(error as Error).message}); fix the syntax`,
-      {
-        cause: error,
-      },
-    );
+  // Characters are at most as many as the bytes: a text this long is over the limit without counting them.
+  if (text.length > MAX_UNIT_BYTES || Buffer.byteLength(text) > MAX_UNIT_BYTES)
+    throw tooLarge(source, String(Buffer.byteLength(text)));
+  const encoding = encodingProblem(text);
+  if (encoding !== null) throw unitError(`unit ${source} ${encoding}`);
+  // The depth first (parseStrictJson refuses it before parsing): JSON.parse builds whatever it is given.
+  if (!nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    try {
+      JSON.parse(text);
+    } catch (error) {
+      throw unitError(`unit ${source}: not valid JSON (${(error as Error).message}); fix the syntax`, error);
+    }
   }
   let raw: unknown;
   try {
     raw = parseStrictJson(text);
   } catch (error) {
-    // Valid JSON that is ambiguous (duplicate keys, lone surrogates, unsafe integers).
+    // Valid JSON that is ambiguous (duplicate keys, lone surrogates, unsafe integers), or nested too deep.
     const detail = (error as Error).message.replace(/\. Records must be .*$/s, '');
-    throw new DelegateGitError('UNIT', `unit ${source}: ${detail}`, { cause: error });
+    throw unitError(`unit ${source}: ${detail}`, error);
   }
   const result = unitSchema.safeParse(raw);
   if (result.success) return result.data;
   const problems = result.error.issues.flatMap(describeIssue);
-  throw new DelegateGitError('UNIT', `unit ${source}: ${problems.join('; ')}`);
+  throw unitError(`unit ${source}: ${problems.join('; ')}`);
 }

@@ -98,6 +98,37 @@ describe('readContext: byte budget (refuses, never truncates)', () => {
     expect(errors[0]).toMatch(/^src\/a\.ts: over the context budget/);
   });
 
+  it('one slice named again, however spelled, is read and counted once', async () => {
+    const size = tenLines.length;
+    const requests = [
+      ...Array.from({ length: 20_000 }, () => ({ path: 'src/a.ts' })),
+      { path: './src/a.ts' },
+      { path: 'src//a.ts' },
+    ];
+    const context = injected(await readContext(requests, { workspace, maxBytes: size }));
+    expect(context.map((c) => [c.path, c.lineRange])).toEqual([['src/a.ts', null]]);
+  });
+
+  it('control: two ranges of one file are two slices, both counted against the budget', async () => {
+    const requests = [
+      { path: 'src/a.ts', startLine: 1, endLine: 2 },
+      { path: 'src/a.ts', startLine: 3, endLine: 3 },
+    ];
+    expect(injected(await readContext(requests, { workspace })).map((c) => c.lineRange)).toEqual([
+      [1, 2],
+      [3, 3],
+    ]);
+    const errors = refused(await readContext(requests, { workspace, maxBytes: 'line 1\nline 2\n'.length }));
+    expect(errors).toEqual([expect.stringMatching(/^src\/a\.ts: over the context budget/)]);
+  });
+
+  it('the same refusal, for a path named again, is listed once', async () => {
+    const requests = Array.from({ length: 1000 }, () => ({ path: '../outside.txt' }));
+    expect(refused(await readContext(requests, { workspace }))).toEqual([
+      '../outside.txt: outside the workspace',
+    ]);
+  });
+
   it('defaults to 32768 bytes', async () => {
     fs.writeFileSync(path.join(workspace, 'big.txt'), 'x'.repeat(32768));
     expect(injected(await readContext([{ path: 'big.txt' }], { workspace }))).toHaveLength(1);
@@ -121,7 +152,7 @@ describe('readContext: containment', () => {
     }
   });
 
-  it('paths that stay inside are fine, spelled any way (control)', async () => {
+  it('paths that stay inside are fine, spelled any way; a link to a slice already named is that slice', async () => {
     fs.symlinkSync(path.join(workspace, 'b.txt'), path.join(workspace, 'inner-link.txt'));
     const context = injected(
       await readContext(
@@ -135,7 +166,8 @@ describe('readContext: containment', () => {
         },
       ),
     );
-    expect(context.map((item) => item.path)).toEqual(['b.txt', 'src/a.ts', 'b.txt']);
+    // The link names the slice `src/../b.txt` named: read once.
+    expect(context.map((item) => item.path)).toEqual(['b.txt', 'src/a.ts']);
   });
 
   it('refuses a file under a .git directory, below the workspace or below the repository', async () => {

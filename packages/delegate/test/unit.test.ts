@@ -1,6 +1,9 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core';
 import { describe, expect, it } from 'vitest';
-import { parseUnit } from '../src/unit.js';
+import { MAX_UNIT_BYTES, parseUnit, readUnitFile } from '../src/unit.js';
 
 const minimal = { taskName: 'Add sum', instruction: 'Write sum(a, b) in src/sum.ts' };
 
@@ -180,6 +183,94 @@ describe('parseUnit: operator settings are refused with where to set them', () =
   it("the plugin's attestation fields point to `attest`", () => {
     expect(refusal({ ...minimal, attestTargets: ['a.ts'] }).message).toContain(
       "attestTargets: `attestTargets` is not a unit field; attestation is a reviewer's act: use `delegate-git attest`",
+    );
+  });
+});
+
+describe('parseUnit: names that are no unit field, whatever Object.prototype holds', () => {
+  it.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])('%s', (field) => {
+    const error = refusal(`{"${field}":{},"taskName":"t","instruction":"i"}`);
+    expect(error.message).toContain(
+      `${field}: \`${field}\` is not a unit field (a unit has: taskName, instruction`,
+    );
+    expect(error.message).not.toMatch(/operator setting|object Object|function/);
+  });
+
+  it('control: an operator setting is still named as one', () => {
+    expect(refusal({ ...minimal, model: 'big' }).message).toContain('`model` is an operator setting');
+  });
+});
+
+describe('parseUnit: the encoding', () => {
+  const json = JSON.stringify(minimal);
+
+  it('a UTF-8 byte order mark is refused by name, as policy and key files refuse one, and shown nowhere', () => {
+    const error = refusal(`\ufeff${json}`);
+    expect(error.message).toBe(
+      'unit units/sum.json starts with a byte order mark; save it as UTF-8 without one',
+    );
+  });
+
+  it.each([
+    ['UTF-16LE with its BOM', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(json, 'utf16le')])],
+    [
+      'UTF-16BE with its BOM',
+      Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(json, 'utf16le').swap16()]),
+    ],
+    ['UTF-16LE without one', Buffer.from(json, 'utf16le')],
+    ['UTF-16BE without one', Buffer.from(json, 'utf16le').swap16()],
+  ])('%s is named as UTF-16', (_name, bytes) => {
+    const error = refusal(bytes.toString('utf8'));
+    expect(error.message).toBe('unit units/sum.json is not UTF-8 (it looks like UTF-16); save it as UTF-8');
+  });
+
+  it('a syntax error quoting an invisible or control character shows it escaped', () => {
+    const error = refusal('\u200b\u202e{"taskName":"t","instruction":"i"}');
+    expect(error.message).toMatch(/^unit units\/sum\.json: not valid JSON \(.*\\u200b.*\); fix the syntax$/);
+    expect(error.message).not.toMatch(/[\u200b\u202e\ufeff]/);
+  });
+
+  it('control: the same unit as UTF-8 is accepted', () => {
+    expect(parseUnit(json, 'u.json')).toEqual(minimal);
+  });
+});
+
+describe('the size of a unit', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'unit-size-'));
+  const write = (name: string, text: string) => {
+    const file = path.join(dir, name);
+    fs.writeFileSync(file, text);
+    return file;
+  };
+  const big = JSON.stringify({ ...minimal, instruction: 'x'.repeat(MAX_UNIT_BYTES) });
+
+  it('a unit file over MAX_UNIT_BYTES is refused in one sentence before it is read whole', async () => {
+    const file = write('big.json', big);
+    await expect(readUnitFile(file, 'big.json')).rejects.toThrow(
+      new RegExp(
+        `^unit big\\.json is ${big.length} bytes, over the ${MAX_UNIT_BYTES}-byte limit for a unit; `,
+      ),
+    );
+  });
+
+  it('text over the limit is refused by parseUnit too, and text nested too deep without being parsed', () => {
+    expect(refusal(big).message).toContain(`over the ${MAX_UNIT_BYTES}-byte limit for a unit`);
+    expect(refusal('['.repeat(100_000)).message).toBe(
+      'unit units/sum.json: Not strict JSON: arrays and objects nested more than 64 deep',
+    );
+  });
+
+  it('control: a unit at the limit is read and parsed', async () => {
+    const unit = { ...minimal, instruction: 'y' };
+    const text = JSON.stringify(unit);
+    const padded = text + ' '.repeat(MAX_UNIT_BYTES - text.length);
+    const file = write('at-limit.json', padded);
+    expect(parseUnit(await readUnitFile(file, 'at-limit.json'), 'at-limit.json')).toEqual(unit);
+  });
+
+  it('a file that cannot be read says which and why', async () => {
+    await expect(readUnitFile(path.join(dir, 'missing.json'), 'missing.json')).rejects.toThrow(
+      'Cannot read the unit file missing.json (ENOENT).',
     );
   });
 });

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { Repository } from '@delegate-git/core/repository';
@@ -45,7 +44,7 @@ export default {
     const opening = Repository.open(io.cwd, io.env);
     opening.catch(() => {});
     const [
-      { createProgressLine, delegateUnit, loadSettings, parseUnit, verdictExitCode },
+      { createProgressLine, delegateUnit, loadSettings, parseUnit, readUnitFile, verdictExitCode },
       { loadGovernance },
       { assertKeyMaySign },
       { loadSigningKey },
@@ -57,16 +56,7 @@ export default {
       import('@delegate-git/core/signing-key'),
       import('@delegate-git/core/snapshot'),
     ]);
-    let text: string;
-    try {
-      text = await readFile(path.resolve(io.cwd, unitFile), 'utf8');
-    } catch (error) {
-      throw new DelegateGitError(
-        'UNIT',
-        `Cannot read the unit file ${unitFile} (${(error as NodeJS.ErrnoException).code}).`,
-      );
-    }
-    const unit = parseUnit(text, unitFile);
+    const unit = parseUnit(await readUnitFile(path.resolve(io.cwd, unitFile), unitFile), unitFile);
     const repo = await opening;
     try {
       if (repo.layout.topLevel === null)
@@ -129,11 +119,16 @@ function receiptJson(r: DelegationReceipt) {
   };
 }
 
+/** Refusals listed at most: a unit or a reply can name thousands of files, and the rest are counted. */
+const REFUSALS_SHOWN = 20;
+
 /** The seed's receipt shape: files, workspace, verification, coherence, contract, then the verdict. */
 export function renderReceipt(r: DelegationReceipt): string {
   const out: string[] = [`Unit: ${r.taskName}`];
   if (r.message) out.push(r.message);
-  for (const e of r.errors) out.push(`  refused: ${e}`);
+  for (const e of r.errors.slice(0, REFUSALS_SHOWN)) out.push(`  refused: ${e}`);
+  if (r.errors.length > REFUSALS_SHOWN)
+    out.push(`  … and ${r.errors.length - REFUSALS_SHOWN} more refused (--json lists them all)`);
   for (const d of r.duplicates)
     out.push(`  ignored: a second block for ${shownPath(d)} (the first one was used)`);
   if (r.files.length > 0) {
