@@ -6,7 +6,7 @@
 import * as z from 'zod/mini';
 import { parseStrictJson, strictJsonProblem } from './canonical-json.js';
 import { DelegateGitError, type ErrorCode } from './errors.js';
-import { shownText, UNPRINTABLE } from './shown-path.js';
+import { shownLine, shownText, UNPRINTABLE } from './shown-path.js';
 import { parseRfc3339Utc } from './statement.js';
 
 type Issue = z.core.$ZodIssue;
@@ -76,10 +76,12 @@ export function parseWithSchema<T>(
     // last one taken.
     value = parseStrictJson(text);
   } catch (error) {
-    throw new DelegateGitError(
-      code,
-      `${shownText(source)} is not valid JSON (${strictJsonProblem(error)}). ${hint}`,
-    );
+    // The parser's message quotes the text, and an invisible character there (a byte order mark an editor wrote)
+    // must be seen, and named where it is the cause.
+    const problem = text.startsWith('\ufeff')
+      ? 'it starts with a byte order mark (U+FEFF); save it as UTF-8 without one'
+      : shownLine(strictJsonProblem(error));
+    throw new DelegateGitError(code, `${shownText(source)} is not valid JSON (${problem}). ${hint}`);
   }
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;

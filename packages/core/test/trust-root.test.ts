@@ -96,6 +96,19 @@ describe('parseKeyFile', () => {
     expect(error.message).toMatch(/^\.delegate-git\/keys\/alice\.json is not valid JSON/);
   });
 
+  it('names a byte order mark as the cause, and shows no invisible character of the text it quotes (rt44 f04); control: the same file without it', () => {
+    const bom = refusalOf(`\ufeff${textOf(aliceFile)}`);
+    expect(bom.code).toBe('TRUST_ROOT');
+    expect(bom.message).toContain(
+      'is not valid JSON (it starts with a byte order mark (U+FEFF); save it as UTF-8 without one)',
+    );
+    expect(bom.message).not.toContain('\ufeff');
+    const hidden = refusalOf(`\u200b${textOf(aliceFile)}`);
+    expect(hidden.message).toContain('\\u200b');
+    expect(hidden.message).not.toContain('\u200b');
+    expect(parseKeyFile(textOf(aliceFile), FILE).name).toBe('alice');
+  });
+
   it('refuses a keyid that is not 64 lowercase hex digits', () => {
     const error = refusalOf(textOf({ ...aliceFile, keyid: alice.signer.publicKey.keyid.toUpperCase() }));
     expect(error.message).toContain(`${FILE}: field keyid must be 64 lowercase hex digits`);
