@@ -188,7 +188,10 @@ function reasonFromHistory(
   const last = earlier.find((e) => e.kind === 'verdict');
   if (last)
     return `its content changed after the last verdict (${last.verdict}), and no record covers this version`;
-  const elsewhere = onBlob.flatMap((j) => j.record.subjects).find((s) => s.path !== c.path);
+  // A line on this blob may name other files beside it (one unit wrote several): only a subject of this content counts.
+  const elsewhere = onBlob
+    .flatMap((j) => j.record.subjects)
+    .find((s) => s.path !== c.path && s.gitBlob === c.gitBlob && s.sha256 === c.sha256);
   if (elsewhere)
     return `no verdict for this path (the same content is recorded as ${otherName(elsewhere.path, c.path)})`;
   return REASONS.noVerdict;

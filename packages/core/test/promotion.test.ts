@@ -300,6 +300,16 @@ describe('what the ledger says about other content or other paths', () => {
     });
   });
 
+  it('a line naming several files names as "the same content" only a subject of this content (rt45 f11)', () => {
+    const other = subjectOf('src/one.ts', 'export const one = 1;\n');
+    const same = subjectOf('src/two.ts', 'export const a = 1;\n');
+    expect(same.gitBlob).toBe(file.gitBlob);
+    expect(promote([verdictLine(alice, [other, same])]).reason).toBe(
+      'no verdict for this path (the same content is recorded as src/two.ts)',
+    );
+    expect(promote([verdictLine(alice, [other])]).reason).not.toContain('the same content');
+  });
+
   it('a record naming this path with other digests is not about this content', () => {
     const wrongSha = { ...file, sha256: otherVersion.sha256 };
     const wrongBlob = { ...file, gitBlob: otherVersion.gitBlob };
