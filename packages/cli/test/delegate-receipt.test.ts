@@ -8,7 +8,7 @@ function receipt(overrides: Partial<DelegationReceipt>): DelegationReceipt {
   return {
     ...emptyReceipt({ taskName: 'add' }),
     verdict: 'UNIT_FAILED',
-    tokens: { prompt: 1, completion: 2, estimated: false },
+    tokens: { prompt: 1, completion: 2, estimated: false, sent: 1, cut: false },
     worker: { host: '127.0.0.1:1234', model: 'qwen', durationMs: 5, truncated: false },
     ...overrides,
   };
@@ -51,6 +51,16 @@ describe('renderReceipt', () => {
     expect(text).toContain(
       'previous failure at "src/\\342\\200\\213c.js" (lines 1-2), "src/\\342\\200\\250d.js".',
     );
+  });
+
+  it('warns when the server counted far fewer prompt tokens than were sent (rt45 f05); not otherwise', () => {
+    const cut = renderReceipt(
+      receipt({ tokens: { prompt: 3, completion: 2, estimated: false, sent: 8000, cut: true } }),
+    );
+    expect(cut).toContain(
+      "Warning: the server counted 3 prompt token(s) for about 8000 sent: its context window (Ollama's num_ctx) may have cut the prompt",
+    );
+    expect(renderReceipt(receipt({}))).not.toContain('Warning:');
   });
 
   it('control: ordinary text is shown as it is', () => {

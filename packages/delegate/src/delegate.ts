@@ -28,6 +28,7 @@ import type { Unit } from './unit.js';
 import { resolveVerdict, type Verdict } from './verdict.js';
 import { evaluateVerificationPolicy, resolveVerificationRepeats } from './verification-policy.js';
 import { runCommand, runPassed, runVerification } from './verification-runner.js';
+import { promptSeemsCut } from './worker-advice.js';
 import { callWorker, WorkerError, type WorkerProgress } from './worker-client.js';
 import { applyWritePlan, type PlannedFile, planWrites, type WritePlan } from './write-plan.js';
 import {
@@ -91,7 +92,11 @@ export interface DelegationReceipt {
     files: Array<{ path: string; sha256: string | null; unchanged: boolean }>;
     violations: string[];
   };
-  tokens: { prompt: number; completion: number; estimated: boolean };
+  /**
+   * `sent`: our estimate of the prompt's tokens as sent; `cut`: the server counted far fewer (promptSeemsCut), so its
+   * context window may have cut the prompt.
+   */
+  tokens: { prompt: number; completion: number; estimated: boolean; sent: number; cut: boolean };
   worker: { host: string; model: string; durationMs: number; truncated: boolean } | null;
   envelope: string | null;
 }
@@ -257,7 +262,8 @@ class Delegation {
         `The worker failed (${error.kind}): ${error.message.replace(/\.$/, '')}. Nothing was written.`,
       );
     }
-    this.receipt.tokens = reply.usage;
+    const tokens = { ...reply.usage, sent: reply.promptSent };
+    this.receipt.tokens = { ...tokens, cut: promptSeemsCut(tokens) };
     this.receipt.worker = {
       host: reply.endpointHost,
       model: reply.model,
@@ -415,7 +421,7 @@ export function emptyReceipt(unit: Pick<Unit, 'taskName'>): DelegationReceipt {
     },
     coherence: null,
     contract: { files: [], violations: [] },
-    tokens: { prompt: 0, completion: 0, estimated: false },
+    tokens: { prompt: 0, completion: 0, estimated: false, sent: 0, cut: false },
     worker: null,
     envelope: null,
   };

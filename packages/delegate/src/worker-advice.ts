@@ -128,3 +128,12 @@ function withCode(error: unknown): { code: string; message?: string } | undefine
 export function asRecord(value: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
+
+/**
+ * Whether the server counted far fewer prompt tokens than were sent: Ollama cuts a prompt longer than its context
+ * window (`num_ctx`) without a word, so the model answered without the start of the unit. A count below half of our
+ * estimate (four characters a token, generous for code) says so; small prompts are left alone.
+ */
+export function promptSeemsCut(tokens: { prompt: number; estimated: boolean; sent: number }): boolean {
+  return !tokens.estimated && tokens.sent >= 1000 && tokens.prompt < tokens.sent / 2;
+}

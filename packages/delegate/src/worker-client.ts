@@ -65,6 +65,8 @@ export interface WorkerReply {
    * these numbers are our estimate.
    */
   usage: { prompt: number; completion: number; estimated: boolean };
+  /** Our estimate of the prompt's tokens as sent, whatever the server counted. */
+  promptSent: number;
   durationMs: number;
   model: string;
   endpointHost: string;
@@ -444,10 +446,11 @@ class ReplyCollector {
       );
     }
     const durationMs = Math.round(monotonicMs() - this.started);
+    const sent = estimateTokens(req.messages.reduce((sum, m) => sum + m.content.length, 0));
     const usage = this.serverUsage
       ? { ...this.serverUsage, estimated: false }
       : {
-          prompt: estimateTokens(req.messages.reduce((sum, m) => sum + m.content.length, 0)),
+          prompt: sent,
           // One chunk a token is the usual stream, but a server may send the whole reply in one: the larger.
           completion: Math.max(this.tokenChunks, estimateTokens(this.content.length + this.reasoningChars)),
           estimated: true,
@@ -457,6 +460,7 @@ class ReplyCollector {
       finishReason: reason,
       truncated: reason === 'length',
       usage,
+      promptSent: sent,
       durationMs,
       model: this.model ?? req.model,
       endpointHost,

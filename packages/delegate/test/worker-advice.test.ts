@@ -7,6 +7,7 @@ import {
   extractServerMessage,
   httpAdvice,
   oneLine,
+  promptSeemsCut,
   shownUrl,
   unreachableAdvice,
 } from '../src/worker-advice.js';
@@ -75,5 +76,15 @@ describe('worker advice', () => {
     expect(unreachableAdvice(tls)).toContain('NODE_EXTRA_CA_CERTS');
     const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     expect(unreachableAdvice(refused)).toContain('Check that the local model server is running');
+  });
+});
+
+describe('promptSeemsCut', () => {
+  it('a server count under half of what was sent says the prompt was cut (rt45 f05); a close count, a small prompt or no count do not', () => {
+    expect(promptSeemsCut({ prompt: 3, estimated: false, sent: 8000 })).toBe(true);
+    expect(promptSeemsCut({ prompt: 2048, estimated: false, sent: 8000 })).toBe(true);
+    expect(promptSeemsCut({ prompt: 7000, estimated: false, sent: 8000 })).toBe(false);
+    expect(promptSeemsCut({ prompt: 3, estimated: false, sent: 500 })).toBe(false);
+    expect(promptSeemsCut({ prompt: 3, estimated: true, sent: 8000 })).toBe(false);
   });
 });

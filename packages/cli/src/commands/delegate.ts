@@ -113,7 +113,12 @@ function receiptJson(r: DelegationReceipt) {
     verification: r.verification,
     coherence: r.coherence,
     contract: r.contract,
-    tokens: { prompt: r.tokens.prompt, completion: r.tokens.completion },
+    tokens: {
+      prompt: r.tokens.prompt,
+      completion: r.tokens.completion,
+      // Said only when so (promptSeemsCut): the server's context window may have cut the prompt.
+      ...(r.tokens.cut ? { promptCut: true, promptSent: r.tokens.sent } : {}),
+    },
     worker: r.worker,
     envelope: r.envelope,
   };
@@ -170,6 +175,10 @@ export function renderReceipt(r: DelegationReceipt): string {
   if (r.worker)
     out.push(
       `Worker: ${r.worker.model} at ${r.worker.host}, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion token(s)${r.tokens.estimated ? ' (estimated locally)' : ''}, ${r.worker.durationMs} ms.`,
+    );
+  if (r.tokens.cut)
+    out.push(
+      `Warning: the server counted ${r.tokens.prompt} prompt token(s) for about ${r.tokens.sent} sent: its context window (Ollama's num_ctx) may have cut the prompt, so the model may not have read the whole unit. Raise the server's context length.`,
     );
   out.push(`Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : ''}`);
   return `${out.map(shownText).join('\n')}\n`;
