@@ -449,3 +449,16 @@ function sortedAndSafe(value: unknown): boolean {
   }
   return true;
 }
+
+/**
+ * Why JSON text is in an encoding other than UTF-8 without a byte order mark, or null: the cause named (units,
+ * policy and key files), where the parser's message would quote an invisible character.
+ */
+export function encodingProblem(text: string): string | null {
+  if (text.startsWith('\ufeff')) return 'starts with a byte order mark; save it as UTF-8 without one';
+  // UTF-16 read as UTF-8: its BOM (FF FE or FE FF) is two invalid bytes, and ASCII has a NUL before or after each
+  // character. No JSON text holds a raw NUL.
+  if (text.startsWith('\ufffd\ufffd') || text.slice(0, 4).includes('\u0000'))
+    return 'is not UTF-8 (it looks like UTF-16); save it as UTF-8';
+  return null;
+}

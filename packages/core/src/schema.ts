@@ -4,7 +4,7 @@
  * its English locale module pulls every locale into a bundle (366 KB), so the few messages users see are here.
  */
 import * as z from 'zod/mini';
-import { parseStrictJson, strictJsonProblem } from './canonical-json.js';
+import { encodingProblem, parseStrictJson, strictJsonProblem } from './canonical-json.js';
 import { DelegateGitError, type ErrorCode } from './errors.js';
 import { shownLine, shownText, UNPRINTABLE } from './shown-path.js';
 import { parseRfc3339Utc } from './statement.js';
@@ -78,9 +78,8 @@ export function parseWithSchema<T>(
   } catch (error) {
     // The parser's message quotes the text, and an invisible character there (a byte order mark an editor wrote)
     // must be seen, and named where it is the cause.
-    const problem = text.startsWith('\ufeff')
-      ? 'it starts with a byte order mark (U+FEFF); save it as UTF-8 without one'
-      : shownLine(strictJsonProblem(error));
+    const encoding = encodingProblem(text);
+    const problem = encoding === null ? shownLine(strictJsonProblem(error)) : `it ${encoding}`;
     throw new DelegateGitError(code, `${shownText(source)} is not valid JSON (${problem}). ${hint}`);
   }
   const result = schema.safeParse(value, { reportInput: true });

@@ -100,7 +100,7 @@ describe('parseKeyFile', () => {
     const bom = refusalOf(`\ufeff${textOf(aliceFile)}`);
     expect(bom.code).toBe('TRUST_ROOT');
     expect(bom.message).toContain(
-      'is not valid JSON (it starts with a byte order mark (U+FEFF); save it as UTF-8 without one)',
+      'is not valid JSON (it starts with a byte order mark; save it as UTF-8 without one)',
     );
     expect(bom.message).not.toContain('\ufeff');
     const hidden = refusalOf(`\u200b${textOf(aliceFile)}`);

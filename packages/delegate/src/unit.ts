@@ -6,7 +6,12 @@
  * it did not; an honoured one would let a model redirect the worker or widen its own permissions.
  */
 import fs from 'node:fs/promises';
-import { MAX_JSON_DEPTH, nestsDeeperThan, parseStrictJson } from '@delegate-git/core/canonical-json';
+import {
+  encodingProblem,
+  MAX_JSON_DEPTH,
+  nestsDeeperThan,
+  parseStrictJson,
+} from '@delegate-git/core/canonical-json';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { shownLine } from '@delegate-git/core/shown-path';
 import * as z from 'zod/mini';
@@ -176,19 +181,6 @@ export async function readUnitFile(file: string, source: string): Promise<string
   } finally {
     await handle?.close();
   }
-}
-
-/**
- * Why `text` is in an encoding other than UTF-8 without a byte order mark, or null. Policy and key files are refused
- * with a BOM (JSON.parse takes none), and so is a unit, with the cause named rather than an invisible character quoted.
- */
-function encodingProblem(text: string): string | null {
-  if (text.startsWith('\ufeff')) return 'starts with a byte order mark; save it as UTF-8 without one';
-  // UTF-16 read as UTF-8: its BOM (FF FE or FE FF) is two invalid bytes, and ASCII has a NUL before or after each
-  // character. No JSON text holds a raw NUL.
-  if (text.startsWith('\ufffd\ufffd') || text.slice(0, 4).includes('\u0000'))
-    return 'is not UTF-8 (it looks like UTF-16); save it as UTF-8';
-  return null;
 }
 
 /**
