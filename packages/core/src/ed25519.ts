@@ -19,6 +19,7 @@ import { createHash, createPublicKey, type KeyObject, verify as nodeVerify } fro
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { DelegateGitError } from './errors.js';
+import { isTorsionFree } from './prime-order.js';
 
 // @noble/ed25519 needs a synchronous SHA-512 for its sync API (its README: set `hashes.sha512`).
 ed.hashes.sha512 = sha512;
@@ -78,8 +79,8 @@ function isCanonicalPointEncoding(bytes: Uint8Array): boolean {
 /** DESIGN 3.4: the key must be 32 bytes, a canonical encoding (y < p, no x=0 with sign bit set), not small-order, torsion-free. */
 export function publicKeyProblem(raw: Uint8Array): KeyProblem | null {
   if (!(raw instanceof Uint8Array) || raw.length !== KEY_LENGTH) return 'wrong length';
-  // The torsion check is a full scalar multiplication in BigInt arithmetic (5-10 ms here); a run meets the same key
-  // several times (the trust root read twice, the operator's own signing key), and the answer depends on its bytes.
+  // The torsion check is a scalar multiplication (prime-order.ts); a run meets the same key several times (the trust
+  // root read twice, the operator's own signing key), and the answer depends on its bytes.
   const hex = Buffer.from(raw).toString('hex');
   let problem = checkedKeys.get(hex);
   if (problem === undefined) {
@@ -113,7 +114,7 @@ function pointProblem(raw: Uint8Array): KeyProblem | null {
     return 'not canonical';
   }
   if (point.isSmallOrder()) return 'small order';
-  if (!point.isTorsionFree()) return 'mixed order (torsion component)';
+  if (!isTorsionFree(point)) return 'mixed order (torsion component)';
   return null;
 }
 

@@ -395,13 +395,14 @@ export class NotePool {
   static start(governance: Governance): NotePool | null {
     return NotePool.spawn({
       keyFiles: [...governance.trustRoot.sources],
+      soundKeys: governance.trustRoot.keys.map((key) => Buffer.from(key.publicKey.raw).toString('hex')),
       repositoryId: governance.policy.repositoryId,
     });
   }
 
   /** Threads for `index` only: they read lines as the path index does, and trust no key. */
   static forIndex(): NotePool | null {
-    return NotePool.spawn({ keyFiles: [], repositoryId: '' });
+    return NotePool.spawn({ keyFiles: [], soundKeys: [], repositoryId: '' });
   }
 
   private static spawn(workerData: VerifyWorkerData): NotePool | null {

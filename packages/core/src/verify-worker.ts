@@ -4,16 +4,20 @@
  * `indexOnly` is only read as the path index reads it (its first build over a large ledger).
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { trustKeyChecks } from './ed25519.js';
 import { checkNoteBatch, indexNoteBatch, type NoteBatch } from './note-batch.js';
 import { parseTrustRoot } from './trust-root.js';
 
 export interface VerifyWorkerData {
   keyFiles: Array<{ path: string; text: string }>;
+  /** The keys of keyFiles (lowercase hex), which the spawning thread found sound when it built the same trust root. */
+  soundKeys: string[];
   repositoryId: string;
 }
 
 const data = workerData as VerifyWorkerData;
 // One trust root per thread, so each key's KeyObject is built once and reused for every line.
+trustKeyChecks(data.soundKeys);
 const trustRoot = parseTrustRoot(data.keyFiles);
 parentPort!.on('message', (batch: NoteBatch) => {
   parentPort!.postMessage(
