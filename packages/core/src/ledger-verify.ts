@@ -24,6 +24,7 @@ import { lineOutcome } from './line-check.js';
 import { ForeignEntries, type ForeignEntry, isObjectId } from './notes-format.js';
 import { type addLines, PathIndex, recordFacts, writeCache } from './path-index.js';
 import type { Promotion } from './promotion.js';
+import { judgeLine } from './record.js';
 import type { Repository } from './repository.js';
 import { judgeRevision, type NoteAtRevision, planRevision, type RevisionPlan } from './revision-judge.js';
 import {
@@ -84,7 +85,13 @@ export interface LedgerVerification {
   since?: SinceVerified;
   appendOnly: {
     checked: string;
+    /** Records removed: lines a key of the trust root signed (whether or not they count now). */
     removed: Array<{ commit: string; blob: string; line: string }>;
+    /**
+     * How many lines were removed that no key of the trust root signed (junk, or a key never trusted here): no
+     * record was lost, and removing such a line is the way out of it on a host without the server's hook.
+     */
+    unsignedRemoved?: number;
     problem?: string;
   };
 }
@@ -148,7 +155,7 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
       problem: `there is no ledger (${repo.ledger.ref}) though the baseline ${opts.baseline} was verified: it was deleted, or not fetched`,
     };
   // The ledger's history is checked by git processes of its own, beside the pass.
-  const appendOnly = ledgerTip ? checkAppendOnly(repo, ledgerTip, opts.baseline) : null;
+  const appendOnly = ledgerTip ? checkAppendOnly(repo, governance, ledgerTip, opts.baseline) : null;
   appendOnly?.catch(() => {}); // awaited below
   // The revision's files are listed, read and hashed while the notes are listed: the threads weigh their records.
   const files = treeFiles(repo.cwd, commit, [], repo.env, { submodules: true });
@@ -292,10 +299,11 @@ async function verifyLines(
  */
 async function checkAppendOnly(
   repo: Repository,
+  governance: Governance,
   tip: string,
   baseline: string | undefined,
 ): Promise<LedgerVerification['appendOnly']> {
-  const removed: LedgerVerification['appendOnly']['removed'] = [];
+  let older: string | null = null;
   if (baseline) {
     const exists = await gitTry(['rev-parse', '--verify', '-q', `${baseline}^{commit}`], {
       cwd: repo.cwd,
@@ -311,24 +319,36 @@ async function checkAppendOnly(
     if (exists.code !== 0) {
       return {
         checked: `baseline ${baseline}`,
-        removed,
+        removed: [],
         problem: `the baseline ${baseline} is not in this repository: the ledger history was replaced or not fetched`,
       };
     }
-    const base = exists.stdout.toString().trim();
-    const ff = await gitTry(['merge-base', '--is-ancestor', base, tip], { cwd: repo.cwd, env: repo.env });
+    older = exists.stdout.toString().trim();
+    const ff = await gitTry(['merge-base', '--is-ancestor', older, tip], { cwd: repo.cwd, env: repo.env });
     if (ff.code !== 0) {
       return {
-        checked: `baseline ${base}`,
-        removed,
-        problem: `the baseline ${base.slice(0, 12)} is not an ancestor of the ledger tip: its history was rewritten`,
+        checked: `baseline ${older}`,
+        removed: [],
+        problem: `the baseline ${older.slice(0, 12)} is not an ancestor of the ledger tip: its history was rewritten`,
       };
     }
-    for (const d of await repo.ledger.droppedLines(base, tip))
-      removed.push({ commit: tip, blob: d.annotated, line: d.line });
-    return { checked: `since baseline ${base}`, removed };
   }
-  for (const d of await repo.ledger.droppedLinesAlongHistory())
-    removed.push({ commit: d.commit, blob: d.annotated, line: d.line });
-  return { checked: 'whole history', removed };
+  // Since the baseline, every notes commit is checked, not only the tip: a signed rejection added after the last run
+  // and removed before this one was otherwise never seen (rt47 F03).
+  const dropped = await repo.ledger.notHeldAt(await repo.ledger.droppedLinesAlong(tip, older), [tip]);
+  const removed = dropped
+    .filter((d) => signedHere(d.line, governance))
+    .map((d) => ({ commit: d.commit, blob: d.annotated, line: d.line }));
+  const unsigned = dropped.length - removed.length;
+  return {
+    checked: older ? `since baseline ${older}` : 'whole history',
+    removed,
+    ...(unsigned > 0 ? { unsignedRemoved: unsigned } : {}),
+  };
+}
+
+/** Whether a key of the trust root signed the line, whether or not it may sign it now (revoked, say). */
+function signedHere(line: string, governance: Governance): boolean {
+  const judged = judgeLine(line, governance.trustRoot, governance.policy.repositoryId);
+  return judged.ok && (judged.trust.ok || judged.trust.verified === true);
 }

@@ -97,6 +97,12 @@ function counts(v: LedgerVerification) {
   return { refused, promoted: v.files.length - refused.length };
 }
 
+/** Lines removed that were no record signed here: said, since someone removed them, but no violation. */
+function unsignedRemoved(v: LedgerVerification): string {
+  const n = v.appendOnly.unsignedRemoved ?? 0;
+  return n === 0 ? '' : `; ${n} line(s) removed that no key of the trust root signed (no record lost)`;
+}
+
 function renderText(v: LedgerVerification, exitCode: number): string {
   const { refused, promoted } = counts(v);
   const out: string[] = [];
@@ -118,7 +124,7 @@ function renderText(v: LedgerVerification, exitCode: number): string {
     `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} valid record(s) in ${v.lines} line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${notCounting(v, ', ')}${foreignCount(v, ', ')}`,
     `${v.rev} (${v.commit.slice(0, 12)}): ${v.files.length} governed file(s), ${promoted} promoted, ${refused.length} refused`,
     ...(v.since ? [`since ${v.since.commit.slice(0, 12)}: ${sinceSummary(v.since)}`] : []),
-    `append-only (${v.appendOnly.checked}): ${v.appendOnly.problem || v.appendOnly.removed.length ? 'VIOLATED' : 'ok'}`,
+    `append-only (${v.appendOnly.checked}): ${v.appendOnly.problem || v.appendOnly.removed.length ? 'VIOLATED' : 'ok'}${unsignedRemoved(v)}`,
     exitCode === 0 ? 'verify: ok' : 'verify: FAILED',
   );
   // A clone has no ledger until it is fetched: every file would read as unrecorded, and the cause go unsaid.
@@ -189,7 +195,7 @@ function renderMarkdown(v: LedgerVerification, exitCode: number): string {
     `| records | ${v.records} valid in ${v.lines} line(s) on ${v.notes} blob(s); ${v.invalid.length} invalid; ${notCounting(v, '; ')}${foreignCount(v, '; ')} |`,
     `| governed files | ${v.files.length}: ${promoted} promoted, ${refused.length} refused |`,
     ...(v.since ? [`| since \`${v.since.commit.slice(0, 12)}\` | ${sinceSummary(v.since)} |`] : []),
-    `| append-only | ${v.appendOnly.problem || v.appendOnly.removed.length ? 'violated' : 'ok'} (${v.appendOnly.checked}) |`,
+    `| append-only | ${v.appendOnly.problem || v.appendOnly.removed.length ? 'violated' : 'ok'} (${v.appendOnly.checked})${unsignedRemoved(v)} |`,
     '',
     '### Records by verdict',
     '',
