@@ -10,6 +10,10 @@
 #                          outside the checkout, where no commit can put one.
 #   DELEGATE_GIT_VERIFIED  a file holding the last commit verified on the protected branch, a full id (else: each
 #                          change of the policy or keys is judged by its parent's rules, across the whole history)
+#   DELEGATE_GIT_BASE_COMMIT  a pull request's base commit as the event names it (pull_request.base.sha): where no
+#                          verified commit was remembered (runs for pull requests restore none), the commit the
+#                          revision is judged from. GitHub names it, not the pull request, and it is on the line the
+#                          pull request merges into, whose own runs judge it.
 #   DELEGATE_GIT_PROTECTED "false" when the revision is another branch than the protected one (a push to a feature
 #                          branch): it is judged from the commit it shares with the verified one. Otherwise (the
 #                          protected branch, a pull request's merge into it) the revision must contain that commit.
@@ -68,6 +72,15 @@ remembered "${DELEGATE_GIT_BASELINE:-}"
 if [ -n "$value" ]; then set -- --baseline "$value"; fi
 remembered "${DELEGATE_GIT_VERIFIED:-}"
 since=$value
+if [ -z "$since" ] && [ -n "${DELEGATE_GIT_BASE_COMMIT:-}" ]; then
+  # Judged from the base, a pull request that adds a reviewer and content only that reviewer approved fails, as it
+  # fails once merged; judged over the whole history it passed (rt47 F01).
+  case $DELEGATE_GIT_BASE_COMMIT in
+    *[!0-9a-f]*) ;;
+    *) if [ ${#DELEGATE_GIT_BASE_COMMIT} -eq 40 ] || [ ${#DELEGATE_GIT_BASE_COMMIT} -eq 64 ]; then since=$DELEGATE_GIT_BASE_COMMIT; fi ;;
+  esac
+  if [ -z "$since" ]; then echo "::warning::ignoring DELEGATE_GIT_BASE_COMMIT: it is no full object id, so the whole history is judged"; fi
+fi
 if [ -n "$since" ]; then
   if [ "${DELEGATE_GIT_PROTECTED:-true}" = false ]; then
     # Another branch was judged at its own pushes by its own rules (as pre-receive does); here, from where it left

@@ -185,6 +185,65 @@ describe('the ledger action', () => {
     );
   });
 
+  /** A pull request from `base` whose merge is pushed as refs/pull/<n>/merge (what actions/checkout checks out). */
+  function pullRequest(remote: string, work: string, n: number, change: () => void): string {
+    const base = gitOk(story, work, ['rev-parse', 'HEAD']);
+    gitOk(story, work, ['checkout', '-q', '-b', `pr-${n}`]);
+    change();
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    gitOk(story, work, ['merge', '-q', '--no-ff', `pr-${n}`, '-m', `Merge pull request ${n}`]);
+    gitOk(story, work, ['push', '-q', 'origin', `HEAD:refs/pull/${n}/merge`, LEDGER]);
+    gitOk(story, work, ['reset', '-q', '--hard', base]);
+    const ci = cloneInto(story, remote, `${path.basename(remote)}-pull-${n}`);
+    gitOk(story, ci, ['fetch', '-q', 'origin', `refs/pull/${n}/merge`]);
+    gitOk(story, ci, ['checkout', '-q', 'FETCH_HEAD']);
+    return ci;
+  }
+
+  it("judges a pull request's merge from its base, which the event names: a reviewer added and used in the same pull request fails there, as on the default branch once merged (rt47 F01)", () => {
+    const { remote, work } = hostedPair('pull-request');
+    const base = gitOk(story, work, ['rev-parse', 'HEAD']);
+    const ci = pullRequest(remote, work, 1, () => {
+      // bob's private key in an XDG home of his own, so the story's other attests keep one key to choose.
+      const bob = operatorEnv(story, 'bob');
+      const pub = JSON.parse(cliOk(story, work, ['keygen', 'bob', '--json'], bob).stdout).publicKey;
+      cliOk(story, work, ['keys', 'add', 'bob', '--public-key', pub, '--roles', 'reviewer']);
+      cliOk(story, work, ['attest', '--approve', '.delegate-git/keys/bob.json', '--yes']);
+      gitOk(story, work, ['add', '.delegate-git/keys/bob.json']);
+      gitOk(story, work, ['commit', '-q', '-m', 'trust bob']);
+      writeFiles(work, { 'src/b.ts': 'export const b = 2;\n' });
+      cliOk(story, work, ['attest', '--approve', 'src/b.ts', '--yes'], bob);
+      gitOk(story, work, ['add', 'src/b.ts']);
+      gitOk(story, work, ['commit', '-q', '-m', 'b, approved by bob only']);
+    });
+    const fromBase = verifyStep(ci, { DELEGATE_GIT_BASE_COMMIT: base });
+    expect(fromBase.code, fromBase.stdout + fromBase.stderr).toBe(1);
+    expect(fromBase.stdout).toMatch(/REFUSED SINCE .*src\/b\.ts/);
+    expect(fromBase.stdout).toContain('verify: FAILED');
+    // What the run did before: the whole history, where the key file's approval by alice lets bob count.
+    expect(verifyStep(ci).code).toBe(0);
+    // Only a full object id is taken from the event: anything else is said, and the whole history judged.
+    const named = verifyStep(ci, { DELEGATE_GIT_BASE_COMMIT: 'main' });
+    expect(named.stdout).toContain('::warning::ignoring DELEGATE_GIT_BASE_COMMIT');
+    expect(named.code).toBe(0);
+  });
+
+  it('control: a pull request whose content a key trusted at its base approved passes, judged from that base', () => {
+    const { remote, work } = hostedPair('pull-request-control');
+    const base = gitOk(story, work, ['rev-parse', 'HEAD']);
+    const ci = pullRequest(remote, work, 2, () => {
+      writeFiles(work, { 'src/c.ts': 'export const c = 3;\n' });
+      cliOk(story, work, ['attest', '--approve', 'src/c.ts', '--yes']);
+      gitOk(story, work, ['add', 'src/c.ts']);
+      gitOk(story, work, ['commit', '-q', '-m', 'c, approved by alice']);
+    });
+    const passes = verifyStep(ci, { DELEGATE_GIT_BASE_COMMIT: base });
+    expect(passes.code, passes.stdout + passes.stderr).toBe(0);
+    expect(passes.stdout).toContain(
+      `since ${base.slice(0, 12)}: 2 commit(s) judged as a push onto it, none refused`,
+    );
+  });
+
   it('reads the remembered tip and commit only as full object ids: a revision such as HEAD is ignored and the whole history judged', () => {
     const { remote, work } = hostedPair('remembered-id');
     const clean = gitOk(story, work, ['rev-parse', 'HEAD']);
@@ -363,6 +422,8 @@ describe('the ledger action', () => {
     const kept = [...text.matchAll(/DELEGATE_GIT_(?:BASELINE|VERIFIED|KEEP): (.*)/g)].map((m) => m[1]);
     expect(kept.length).toBe(4);
     for (const place of kept) expect(place).toMatch(/^\$\{\{ runner\.temp \}\}\/delegate-git-baseline/);
+    // A pull request's run is judged from its base as the event names it, never from anything the checkout holds.
+    expect(text).toMatch(/DELEGATE_GIT_BASE_COMMIT: \$\{\{ github\.event\.pull_request\.base\.sha \}\}\n/);
   });
 
   it('action.yml restores the baseline and the cache of checked lines only in runs on the default branch, and clears both first', () => {
