@@ -330,6 +330,45 @@ describe('pre-receive: content and the ledger', () => {
     expect(accepted.code, accepted.stderr).toBe(0);
   });
 
+  it('stops checking a refused push after 100 refused lines and says how many it left (rt44 f02); under that, each line is refused by name', () => {
+    const tip = refTip(story, work, LEDGER)!;
+    const tree = gitOk(story, work, ['ls-tree', tip]).split('\n').filter(Boolean);
+    fs.writeFileSync(path.join(work, '.git', 'junk'), 'not a record\n');
+    const junk = gitOk(story, work, ['hash-object', '-w', '.git/junk']);
+    const junkNotes = (count: number, from: number) => {
+      const entries = Array.from(
+        { length: count },
+        (_, i) => `100644 blob ${junk}\t${(from + i).toString(16).padStart(40, 'f')}`,
+      );
+      return gitOk(story, work, [
+        'commit-tree',
+        mktree(story, work, [...tree, ...entries]),
+        '-p',
+        tip,
+        '-m',
+        'junk',
+      ]);
+    };
+    const refusedLines = (stderr: string) =>
+      stderr.split('\n').filter((l) => l.includes('refused refs/notes/delegations: note on blob')).length;
+
+    const few = gitRun(story, work, ['push', 'origin', `${junkNotes(30, 0)}:${LEDGER}`]);
+    expect(few.code).not.toBe(0);
+    expect(refusedLines(few.stderr)).toBe(30);
+    expect(few.stderr).not.toContain('not checked');
+
+    const many = gitRun(story, work, ['push', 'origin', `${junkNotes(400, 1000)}:${LEDGER}`]);
+    expect(many.code).not.toBe(0);
+    const refused = refusedLines(many.stderr);
+    // Notes are checked 64 at a time: those started before the count reached 100 finish.
+    expect(refused).toBeGreaterThanOrEqual(100);
+    expect(refused).toBeLessThan(100 + 64);
+    expect(many.stderr).toContain(
+      `${400 - refused} more new line(s) not checked: the push is refused for the lines above already`,
+    );
+    expect(refTip(story, server, LEDGER)).toBe(tip);
+  });
+
   it('refuses a ledger update whose history brings a commit of content (a second parent, or in the chain); control: the plain append', () => {
     const content = looseCommit(story, work, 'src/hidden.ts', 'export const hidden = 1;\n');
     const ledger = refTip(story, work, LEDGER)!;

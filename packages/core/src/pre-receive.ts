@@ -29,7 +29,12 @@ import {
   parsePolicy,
   type RefusalKind,
 } from './policy.js';
-import { type CheckedPromotions, type LedgerCheck, startLedgerCheck } from './push-ledger-check.js';
+import {
+  type CheckedPromotions,
+  type LedgerCheck,
+  NOT_CHECKED,
+  startLedgerCheck,
+} from './push-ledger-check.js';
 import {
   changesBetween,
   changesFrom,
@@ -597,11 +602,13 @@ async function judgeLedgerUpdate(
   const problems = await Promise.all(
     added.map(({ annotated, lines }) => ledger.problems(governance, annotated, lines)),
   );
+  let unchecked = 0;
   added.forEach(({ annotated, lines }, i) => {
     lines.forEach((_, j) => {
       result.noteLines++;
       const problem = problems[i]![j];
-      if (problem)
+      if (problem === NOT_CHECKED) unchecked++;
+      else if (problem)
         result.refusals.push({
           ref: u.ref,
           reason: `note on blob ${annotated.slice(0, 12)}: ${problem}`,
@@ -609,6 +616,8 @@ async function judgeLedgerUpdate(
         });
     });
   });
+  if (unchecked > 0)
+    refuse(`${unchecked} more new line(s) not checked: the push is refused for the lines above already`);
 }
 
 /**

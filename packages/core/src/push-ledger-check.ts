@@ -66,6 +66,35 @@ interface JudgedNote {
 
 const ZERO = /^0+$/;
 
+/**
+ * Lines refused before the rest of a push's new lines go unchecked: the push is refused whatever they hold, and a
+ * pusher with no key could otherwise make the server check every line of thousands of notes (rt44 f02: 12,000 took
+ * 4-11 s). Notes are checked at most NOTES_AT_ONCE at a time, so that the count is known before most are started.
+ */
+const REFUSED_ENOUGH = 100;
+const NOTES_AT_ONCE = 64;
+
+/** The problem of a line left unchecked once REFUSED_ENOUGH others were refused (never a reason to accept it). */
+export const NOT_CHECKED = 'not checked: the push is refused for other lines already';
+
+/** At most `size` holders at once; the others wait in order. */
+class Slots {
+  private free: number;
+  private readonly waiting: Array<() => void> = [];
+  constructor(size: number) {
+    this.free = size;
+  }
+  async take(): Promise<void> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
 /** A promise started before it is awaited: its rejection is handled where it is awaited, not reported as unhandled. */
 function early<T>(promise: Promise<T>): Promise<T> {
   promise.catch(() => {});
@@ -86,9 +115,16 @@ export function startLedgerCheck(sources: LedgerCheckSources, u: RefUpdate): Led
     }
     return digest;
   };
+  let refused = 0;
+  const tally = (problems: Array<string | null>) => {
+    refused += problems.filter((p) => p !== null).length;
+    return problems;
+  };
+  const unchecked = (lines: readonly string[]) => lines.map(() => NOT_CHECKED);
   const judgeHere = async (g: Governance, annotated: string, lines: readonly string[]) => {
+    if (refused >= REFUSED_ENOUGH) return unchecked(lines);
     const digest = await sha256(annotated);
-    return lines.map((line) => lineProblem(g, annotated, digest, line));
+    return tally(lines.map((line) => lineProblem(g, annotated, digest, line)));
   };
   // Only the answers for exactly the lines finally added, under the governance finally used, are taken.
   const judged = new Map<string, { lines: string[]; judged: Promise<JudgedNote | null> }>();
@@ -121,22 +157,30 @@ export function startLedgerCheck(sources: LedgerCheckSources, u: RefUpdate): Led
       return g;
     }),
   );
+  const slots = new Slots(NOTES_AT_ONCE);
   const onAdded = (annotated: string, lines: string[], note: string[]) => {
     const checked = (async (): Promise<JudgedNote | null> => {
       const g = await governed;
       if (!g) return null;
-      const digest = await sha256(annotated);
-      const candidates = await candidatesFor(g, annotated, digest, sources.pushedFiles);
-      // The whole note is weighed only for files this push brings with its content: a line added to a note of
-      // 100,000 others otherwise checked all of them again, for 20-40 s (rt41 f03).
-      const { examined, promoted } = await checkPushedNote(
-        g,
-        annotated,
-        candidates ? note : lines,
-        candidates,
-      );
-      const problems = lines.map((line) => problemOf(examined.get(line), annotated, digest));
-      return { governance: g, problems, promoted, sha256: digest };
+      await slots.take();
+      try {
+        if (refused >= REFUSED_ENOUGH)
+          return { governance: g, problems: unchecked(lines), promoted: null, sha256: null };
+        const digest = await sha256(annotated);
+        const candidates = await candidatesFor(g, annotated, digest, sources.pushedFiles);
+        // The whole note is weighed only for files this push brings with its content: a line added to a note of
+        // 100,000 others otherwise checked all of them again, for 20-40 s (rt41 f03).
+        const { examined, promoted } = await checkPushedNote(
+          g,
+          annotated,
+          candidates ? note : lines,
+          candidates,
+        );
+        const problems = tally(lines.map((line) => problemOf(examined.get(line), annotated, digest)));
+        return { governance: g, problems, promoted, sha256: digest };
+      } finally {
+        slots.give();
+      }
     })();
     judged.set(annotated, { lines, judged: early(checked) });
   };
