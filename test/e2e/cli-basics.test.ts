@@ -675,6 +675,44 @@ describe('a ledger ref that names no notes commit', () => {
     expect(none.stdout).toContain('0 record(s)');
   });
 
+  it('a ledger ref file a crash cut short (empty, or no object id) is damage to the hook and every reader, not "no ledger": a path governed only by its records is not let through (rt46 f01); control: repaired as the message says', () => {
+    const dir = copyWorkTree(story, base, 'cut-short');
+    writeFiles(dir, { 'lib/l.ts': 'export const l = 1;\n' });
+    cliOk(story, dir, ['attest', '--approve', 'lib/l.ts', '--yes']); // outside protect: governed by its record
+    gitOk(story, dir, ['add', 'lib/l.ts']);
+    expect(commit(story, dir, 'l, approved').code).toBe(0);
+    const tip = refTip(story, dir, LEDGER)!;
+    const refFile = path.join(dir, '.git', ...LEDGER.split('/'));
+    writeFiles(dir, { 'lib/l.ts': 'export const l = 2;\n' });
+    gitOk(story, dir, ['add', 'lib/l.ts']);
+    // Control: with the ledger readable, the edit is refused as unpromoted (exit 1).
+    expect(cli(story, dir, ['check', '--staged']).code).toBe(1);
+
+    for (const cutShort of ['', 'not an object id\n']) {
+      fs.writeFileSync(refFile, cutShort);
+      const committed = commit(story, dir, 'while the ledger ref is cut short');
+      expect(committed.code).not.toBe(0);
+      expect(committed.stderr).toContain(`${LEDGER} is damaged: git cannot read what it names`);
+      for (const args of [
+        ['check', '--staged'],
+        ['verify'],
+        ['log'],
+        ['show', 'lib/l.ts'],
+        ['attest', '--approve', 'lib/l.ts', '--yes'],
+      ]) {
+        const run = cli(story, dir, args);
+        expect(run.code, `${args.join(' ')}: ${run.stdout}`).toBe(2);
+        expect(run.stderr, args.join(' ')).toContain(`its file ${refFile} holds no object id`);
+        expect(run.stderr).toContain(`git reflog show ${LEDGER}`);
+      }
+    }
+    // Repaired as the message says: the file removed, the ref pointed back at its last commit.
+    fs.rmSync(refFile);
+    gitOk(story, dir, ['update-ref', LEDGER, tip]);
+    expect(cli(story, dir, ['check', '--staged']).code).toBe(1);
+    expect(cli(story, dir, ['verify']).code).toBe(0);
+  });
+
   it('with no ledger, a tag git would read in its place (refs/tags/refs/notes/delegations) is no ledger to any reader or writer', () => {
     const dir = copyWorkTree(story, base, 'shadowed');
     const tip = refTip(story, dir, LEDGER)!;

@@ -228,19 +228,40 @@ export async function refObject(
   ref: string,
   opts: GitOptions,
 ): Promise<{ oid: string; type: string } | null> {
-  const listed = await gitTry(['for-each-ref', '--format=%(objecttype) %(objectname) %(refname)', ref], opts);
+  // In git's own words (LC_ALL=C), so that a ref it cannot read is told from one that is not there.
+  const listed = await gitTry(['for-each-ref', '--format=%(objecttype) %(objectname) %(refname)', ref], {
+    ...opts,
+    env: { ...(opts.env ?? process.env), LC_ALL: 'C', LANGUAGE: 'C' },
+  });
   if (listed.code === 0) {
     // The pattern also matches refs below it (`<ref>/x`); only the ref itself counts.
     for (const line of listed.stdout.toString('utf8').split('\n')) {
       const [type, oid, name] = line.split(' ');
       if (name === ref && type && oid) return { oid, type };
     }
+    if (listed.stderr.split('\n').includes(`warning: ignoring broken ref ${ref}`))
+      throw await brokenRef(ref, opts);
     return null;
   }
   // for-each-ref stops at a ref whose object is gone; rev-parse still names it.
   const named = await gitTry(['rev-parse', '--verify', '--quiet', ref], opts);
   if (named.code !== 0) throw gitFailure(['for-each-ref', ref], listed);
   return { oid: named.stdout.toString('utf8').trim(), type: 'missing object' };
+}
+
+/**
+ * A ref git cannot read (a loose ref file that is empty or holds no object id, as a write cut short by a crash leaves
+ * it) reads as no ref at all to git: for the ledger that is "no records", which ungoverns every path governed only by
+ * its records (rt46 f01). So it is damage, said with the way back.
+ */
+async function brokenRef(ref: string, opts: GitOptions): Promise<DelegateGitError> {
+  const common = await gitTry(['rev-parse', '--path-format=absolute', '--git-common-dir'], opts);
+  const file = common.code === 0 ? path.join(common.stdout.toString('utf8').trim(), ref) : null;
+  return new DelegateGitError(
+    'GIT',
+    `${ref} is damaged: git cannot read what it names (${file ? `its file ${file} holds no object id` : 'it holds no object id'}, as a write cut short by a crash leaves it), so git takes it for no ref at all. ` +
+      `Remove ${file ? 'that file' : 'it'}, then point the ref back at its last commit (\`git reflog show ${ref}\` names it; \`git update-ref ${ref} <commit>\`), or fetch it again from a remote that has it.`,
+  );
 }
 
 /**
@@ -361,7 +382,12 @@ export class CatFileBatch {
    */
   async readRef(ref: string): Promise<GitObject | null> {
     const [named = null, ...shadows] = await this.readMany([ref, ...shadowsOf(ref)]);
-    if (!named || !shadows.some((shadow) => shadow?.oid === named.oid)) return named;
+    if (!named) {
+      // Missing, or a ref git cannot read (refObject says which), or one another writer made since.
+      const listed = await refObject(ref, { cwd: this.cwd, env: this.env });
+      return listed ? this.read(listed.oid) : null;
+    }
+    if (!shadows.some((shadow) => shadow?.oid === named.oid)) return named;
     return (await refObject(ref, { cwd: this.cwd, env: this.env })) ? named : null;
   }
 

@@ -117,6 +117,9 @@ async function askGit(
 
   const tip = ledger?.includes(' commit ') ? ledger.split(' ')[0]! : null;
   if (tip === null && !ledger?.endsWith(' missing')) return unsure(staged);
+  // git says "missing" too of a ledger ref it cannot read (a file a crash cut short), which the full check refuses:
+  // read as no ledger, a path governed only by its records would pass (rt46 f01).
+  if (tip === null && existsSync(path.join(commonDir, LEDGER_REF))) return unsure(staged);
   if (shadows.some((line) => line !== '' && !line.endsWith(' missing'))) return unsure(staged);
   const isGoverned = governedTest(policy, tip, cacheDir);
   if (namesCanCollide(policy) && makesFoldTwin(staged.changes, policy, isGoverned, read?.index ?? null))
