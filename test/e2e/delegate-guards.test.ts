@@ -370,6 +370,41 @@ describe('the signing key', () => {
   });
 });
 
+describe('a lock on the ledger that a stopped git left', () => {
+  test('stops delegate before the worker is called, naming the file, and attest at once; control: removed, both record (rt46 f02)', async () => {
+    const lock = path.join(repo.dir, '.git', 'refs', 'notes', 'delegations.lock');
+    fs.writeFileSync(lock, '');
+    const old = new Date(Date.now() - 60_000);
+    fs.utimesSync(lock, old, old);
+    try {
+      const before = worker.requestCount();
+      const ledgerBefore = repo.ledgerCommits();
+      const { code, stderr } = await repo.delegate(creating('src/locked.js'));
+      expect(code).toBe(2);
+      expect(stderr).toMatch(
+        /its lock file \S+delegations\.lock is \d+ s old, left by a git process that stopped/,
+      );
+      expect(stderr).toContain(lock);
+      expect(worker.requestCount()).toBe(before);
+      expect(repo.exists('src/locked.js')).toBe(false);
+      repo.write('config/attested.js', 'export const attested = 1;\n');
+      const started = Date.now();
+      const attest = await repo.cli(['attest', '--approve', 'config/attested.js', '--yes']);
+      expect(attest.code).toBe(2);
+      expect(attest.stderr).toContain(`its lock file ${lock}`);
+      expect(Date.now() - started).toBeLessThan(8_000); // not 40 retries of a lost race
+      expect(repo.ledgerCommits()).toBe(ledgerBefore);
+    } finally {
+      fs.rmSync(lock, { force: true });
+    }
+    worker.enqueue({ content: fileBlock('src/locked.js', 'export const locked = 1;') });
+    const { code, receipt } = await repo.delegate(creating('src/locked.js'));
+    expect(code).toBe(0);
+    expect(repo.noteLines(receipt!.files[0]!.gitBlob)).toEqual([receipt?.envelope]);
+    expect((await repo.cli(['attest', '--approve', 'config/attested.js', '--yes'])).code).toBe(0);
+  });
+});
+
 describe('delegate-git config', () => {
   test('set then get round-trips strings and JSON values, and the setting reaches the worker request', async () => {
     const set = await repo.cli(['config', 'set', 'worker.model', 'qwen2.5-coder:14b']);

@@ -10,6 +10,8 @@
 // value is an ancestor of the new commit, so concurrent writers never lose each other's lines. An append is two
 // git processes (cat-file, fast-import), one when the caller lends its open object reader: every delegation pays
 // for each one spawned.
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelegateGitError } from './errors.js';
 import { CatFileBatch, gitFailure, gitRecords, gitTry, refObject, WaitingGit } from './git.js';
@@ -35,6 +37,11 @@ const EMPTY = Buffer.alloc(0);
 /** Notes read per cat-file window while streaming entries(). */
 const ENTRY_WINDOW = 512;
 const MAX_APPEND_ATTEMPTS = 40;
+/**
+ * A writer holds the ref's lock for milliseconds: one older than this was left by a git that stopped (a crash, a
+ * kill), and waiting for it only spun for 15 s before saying "other writers are busy" (rt46 f02).
+ */
+const STALE_LOCK_MS = 10_000;
 
 /** After a lost race: back off (randomly, so writers spread out) before rebuilding on the new tip. */
 function backOff(attempt: number): Promise<void> {
@@ -70,18 +77,60 @@ export class NotesLedger {
   readonly ref: string;
   private readonly env: NodeJS.ProcessEnv | undefined;
   private readonly objects: (() => CatFileBatch) | undefined;
+  /** The repository's common git dir, where the ref's file and its lock are (files backend). */
+  private readonly commonDir: string | undefined;
 
   /**
    * `objects`: an object reader its owner keeps open (the repository's), which an append reads the ledger through
    * instead of starting a reader of its own; a tip it reads late only costs a lost race, never a line.
    */
-  constructor(opts: { cwd: string; ref?: string; env?: NodeJS.ProcessEnv; objects?: () => CatFileBatch }) {
+  constructor(opts: {
+    cwd: string;
+    ref?: string;
+    env?: NodeJS.ProcessEnv;
+    objects?: () => CatFileBatch;
+    commonDir?: string;
+  }) {
     this.cwd = opts.cwd;
     const ref = opts.ref ?? LEDGER_REF;
     this.ref = ref.startsWith('refs/') ? ref : `refs/notes/${ref}`;
     assertRevision(this.ref, 'notes ref');
     this.env = opts.env;
     this.objects = opts.objects;
+    this.commonDir = opts.commonDir;
+  }
+
+  /**
+   * Throws when the ledger cannot be written for a reason no retry mends: a lock file a stopped git left, or a ref
+   * file git cannot read. `delegate` asks before it writes anything, so its verdict is never signed for a ledger it
+   * cannot reach. Costs no git process when the ref's file is sound.
+   */
+  async assertWritable(): Promise<void> {
+    this.refuseStaleLock();
+    if (this.commonDir === undefined) return;
+    let text: string;
+    try {
+      text = readFileSync(path.join(this.commonDir, this.ref), 'utf8').trim();
+    } catch {
+      return; // no loose file: packed, or no ledger yet
+    }
+    if (!/^([0-9a-f]{40}|[0-9a-f]{64})$/.test(text)) await this.tip(); // says what git cannot read
+  }
+
+  private refuseStaleLock(): void {
+    if (this.commonDir === undefined) return;
+    const lock = path.join(this.commonDir, `${this.ref}.lock`);
+    let age: number;
+    try {
+      age = Date.now() - statSync(lock).mtimeMs;
+    } catch {
+      return;
+    }
+    if (age < STALE_LOCK_MS) return;
+    throw new DelegateGitError(
+      'LEDGER',
+      `${this.ref} cannot be written: its lock file ${lock} is ${Math.round(age / 1000)} s old, left by a git process that stopped (a crash or a kill). If no git or delegate-git is running in this repository, remove that file and run the command again.`,
+    );
   }
 
   private options() {
@@ -408,6 +457,7 @@ export class NotesLedger {
     if (written.code === 0) return written.stdout.toString('utf8').trim();
     // The commit is written either way; only moving the ref can lose a race: the ledger moved since `parent`
     // ("Not updating ... does not contain"), or its lock file was held by another writer at that instant.
+    this.refuseStaleLock();
     const lostRace =
       (await this.tip()) !== parent || /not updating|file exists|cannot lock/i.test(written.stderr);
     if (lostRace) return null;

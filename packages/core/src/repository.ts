@@ -16,7 +16,12 @@ export class Repository {
     readonly layout: RepositoryLayout,
     readonly env: NodeJS.ProcessEnv | undefined,
   ) {
-    this.ledger = new NotesLedger({ cwd: this.cwd, env, objects: () => this.objects });
+    this.ledger = new NotesLedger({
+      cwd: this.cwd,
+      env,
+      objects: () => this.objects,
+      commonDir: layout.commonDir,
+    });
   }
 
   static async open(cwd: string, env?: NodeJS.ProcessEnv): Promise<Repository> {

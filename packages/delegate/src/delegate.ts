@@ -156,6 +156,8 @@ class Delegation {
   }
 
   async run(): Promise<DelegationReceipt> {
+    // Before the worker is asked: files written for a verdict the ledger then cannot take stay with no record.
+    await this.opts.repo.ledger.assertWritable();
     const apiKey = this.workerApiKey();
     const ws = this.workspace();
     if (ws === null) return this.receipt;
