@@ -4,9 +4,10 @@
  * message when the question cannot be answered (no repository, no git, an unusable signing key, a corrupt policy).
  * Every refusal is paired with a control that passes.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POLICY_PATH } from '../../packages/core/src/index.js';
@@ -316,6 +317,73 @@ describe('keygen', () => {
     expect(dots.code).toBe(2);
     expect(dots.stderr).toContain('".." is not a valid key name');
     expect(fs.existsSync(path.join(keyDir(env), '...key'))).toBe(false);
+  });
+});
+
+describe('config set, several at once', () => {
+  // Each `config set` reads the settings, changes one and writes them back: without a lock, two at once each wrote
+  // back the file as it was before the other's change, and all exited 0 (rt46 f03).
+  const settings: Array<[string, string, unknown]> = [
+    ['worker.model', 'm1', 'm1'],
+    ['worker.maxTokens', '1000', 1000],
+    ['worker.timeoutMs', '5000', 5000],
+    ['worker.idleTimeoutMs', '6000', 6000],
+    ['verification.repeats', '5', 5],
+    ['verification.timeoutMs', '7000', 7000],
+    ['worker.endpoint', 'http://127.0.0.1:9/v1', 'http://127.0.0.1:9/v1'],
+    ['verification.approval', 'deny', 'deny'],
+  ];
+  let dir: string;
+  let file: string;
+  beforeAll(() => {
+    dir = makeWorkTree(story, 'config-at-once');
+    file = path.join(dir, '.git', 'delegate-git', 'config.json');
+  });
+
+  it('keeps every setting each of 8 runs at once said it set', async () => {
+    for (let round = 0; round < 2; round++) {
+      fs.rmSync(file, { force: true });
+      const runs = await Promise.all(
+        settings.map(([key, value]) => cliAsync(dir, ['config', 'set', key, value])),
+      );
+      for (const run of runs) expect(run.code, run.stderr).toBe(0);
+      const kept = JSON.parse(cliOk(story, dir, ['config', 'get']).stdout);
+      for (const [key, , value] of settings)
+        expect(
+          key.split('.').reduce((node, part) => node[part], kept),
+          key,
+        ).toEqual(value);
+      expect(fs.existsSync(`${file}.lock`)).toBe(false);
+    }
+  });
+
+  it('takes over the lock a killed run left; waits for a running one, then refuses naming the lock, changing nothing', () => {
+    const lock = `${file}.lock`;
+    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    fs.writeFileSync(lock, `${dead} ${os.hostname()} 0123456789abcdef\n`);
+    cliOk(story, dir, ['config', 'set', 'worker.model', 'after-a-kill']);
+    expect(fs.existsSync(lock)).toBe(false);
+
+    const holder = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    try {
+      fs.writeFileSync(lock, `${holder.pid} ${os.hostname()} 0123456789abcdef\n`);
+      const before = fs.readFileSync(file, 'utf8');
+      const refused = cli(story, dir, ['config', 'set', 'worker.model', 'while-held']);
+      expect(refused.code).toBe(2);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain(
+        `Another delegate-git (process ${holder.pid}) is changing the same settings: it holds the lock file ${lock}, still after 5 s. Nothing was changed.`,
+      );
+      expect(refused.stderr).toContain(`if no other delegate-git is running, remove ${lock}`);
+      expect(fs.readFileSync(file, 'utf8')).toBe(before);
+      expect(fs.existsSync(lock)).toBe(true); // a running holder's lock is left alone
+    } finally {
+      holder.kill('SIGKILL');
+      fs.rmSync(lock, { force: true });
+    }
+    // Control: removed, the next run sets.
+    cliOk(story, dir, ['config', 'set', 'worker.model', 'while-held']);
+    expect(JSON.parse(cliOk(story, dir, ['config', 'get', 'worker.model']).stdout)).toBe('while-held');
   });
 });
 

@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -22,11 +23,13 @@ import {
   makeServer,
   makeStory,
   makeWorkTree,
+  noteLines,
   operatorEnv,
   type Run,
   recordVerdict,
   refTip,
   type Story,
+  statementOf,
   storyCli,
   writeFiles,
 } from '../support/cli-story.js';
@@ -1120,6 +1123,65 @@ function shimmedCli(): string {
   if (!fs.existsSync(file)) executable(file, `#!/bin/sh\nexec '${process.execPath}' '${storyCli}' "$@"\n`);
   return file;
 }
+
+describe('init: two at once in one clone', () => {
+  /** The repository id each record of `dir`'s ledger names. */
+  function ledgerRepositoryIds(dir: string): string[] {
+    const annotated = gitOk(story, dir, ['notes', '--ref=delegations', 'list'])
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.split(' ')[1]!);
+    return annotated.flatMap((object) =>
+      noteLines(story, dir, object).map(
+        (line) => (statementOf(line).predicate.repository as { id: string }).id,
+      ),
+    );
+  }
+
+  // Each wrote a policy with a repository id of its own over the other's and signed an anchor approval under it: the
+  // ledger then held approvals of "another repository" for good, and verify and the adopting push failed (rt46 f04).
+  it('write one policy: each run either keeps what the first wrote, as a rerun does, or fails naming the lock', async () => {
+    for (let round = 0; round < 2; round++) {
+      const server = makeServer(story, `at-once-${round}.git`);
+      const dir = cloneInto(story, server, `at-once-${round}`);
+      const runs = await Promise.all(
+        [1, 2, 3].map(() => cliAsync(story, dir, ['init', '--protect', 'src/**'])),
+      );
+      const lock = path.join(dir, '.git', 'delegate-git', 'init.lock');
+      for (const run of runs)
+        if (run.code !== 0) {
+          expect(run.code, run.stderr).toBe(2);
+          expect(run.stderr).toContain(`it holds the lock file ${lock}`);
+        }
+      expect(runs.filter((run) => run.code === 0).length).toBeGreaterThan(0);
+      expect(runs.filter((run) => run.stdout.includes('wrote .delegate-git/policy.json')).length).toBe(1);
+      expect(fs.existsSync(lock)).toBe(false);
+
+      const policy = JSON.parse(fs.readFileSync(path.join(dir, '.delegate-git', 'policy.json'), 'utf8'));
+      const ids = ledgerRepositoryIds(dir);
+      expect(ids.length).toBeGreaterThan(0);
+      expect(new Set(ids)).toEqual(new Set([policy.repositoryId]));
+      gitOk(story, dir, ['add', '.delegate-git']);
+      expect(commit(story, dir, 'Adopt delegate-git').code).toBe(0);
+      const verify = cli(story, dir, ['verify']);
+      expect(verify.code, verify.stdout + verify.stderr).toBe(0);
+      const push = gitRun(story, dir, ['push', '--atomic', 'origin', 'main', 'refs/notes/delegations']);
+      expect(push.code, push.stderr).toBe(0);
+    }
+  });
+
+  it('an init killed while it held the lock blocks no later one: its lock is taken over (control: the lock is gone after)', () => {
+    const dir = makeWorkTree(story, 'init-after-a-kill');
+    const lock = path.join(dir, '.git', 'delegate-git', 'init.lock');
+    fs.mkdirSync(path.dirname(lock), { recursive: true });
+    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    fs.writeFileSync(lock, `${dead} ${os.hostname()} 0123456789abcdef\n`);
+    const init = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(init.code, init.stderr).toBe(0);
+    expect(init.stdout).toContain('wrote .delegate-git/policy.json');
+    expect(fs.existsSync(lock)).toBe(false);
+  });
+});
 
 describe('init: a directory where a hook goes', () => {
   it('is refused before anything is written (client and server), with what to do; moved away, init sets up', () => {

@@ -3,6 +3,7 @@ export * from './checks.js';
 export * from './dsse.js';
 export * from './ed25519.js';
 export * from './errors.js';
+export * from './file-lock.js';
 export * from './git.js';
 export * from './governance.js';
 export * from './governance-history.js';

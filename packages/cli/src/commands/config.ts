@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { DelegateGitError, Repository } from '@delegate-git/core';
+import { DelegateGitError, Repository, withFileLock } from '@delegate-git/core';
 import { loadSettings, readRawSettings, settingAt, withSetting } from '@delegate-git/delegate';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
@@ -10,7 +10,8 @@ Usage: delegate-git config get [<key>]
 
 Operator settings for delegation, local to this clone (.git/delegate-git/config.json, never committed; a
 unit can never change them). Values are JSON where they parse as JSON of the type the setting takes, else
-strings. Times are in milliseconds, from 1 to 2147483647 (Node's longest timer).
+strings. Times are in milliseconds, from 1 to 2147483647 (Node's longest timer). Two 'config set' at once
+take turns (config.json.lock beside the file), so neither loses the other's setting.
 Keys: worker.endpoint (default http://127.0.0.1:1234/v1), worker.model, worker.apiKeyEnv, worker.timeoutMs
 (default 300000), worker.idleTimeoutMs (the longest silence once the reply has begun, default 120000),
 worker.maxTokens, verification.approval (ask | allow | deny), verification.allowlist (programs),
@@ -23,6 +24,9 @@ Example:
   delegate-git config set verification.allowlist '["node","npx"]'
   delegate-git config get worker
 `;
+
+/** A `config set` holds the lock for milliseconds: a wait this long means its holder is stuck or was killed. */
+const CONFIG_LOCK_WAIT_MS = 5_000;
 
 export default {
   summary: 'read or change local operator settings (worker endpoint, approval, ...)',
@@ -39,8 +43,17 @@ export default {
       return 0;
     }
     if (sub === 'set' && key && value !== undefined && extra.length === 0) {
-      const { next, taken } = settingFromText(readRawSettings(file), key, value);
-      await writeFileAtomic(file, `${JSON.stringify(next, null, 2)}\n`);
+      // Read, changed and written under a lock: two `config set` at once would each write back the file as it was
+      // before the other's change, and one setting would be lost though both said it was set.
+      const taken = await withFileLock(
+        `${file}.lock`,
+        { waitMs: CONFIG_LOCK_WAIT_MS, holderDoing: 'is changing the same settings' },
+        async () => {
+          const { next, taken } = settingFromText(readRawSettings(file), key, value);
+          await writeFileAtomic(file, `${JSON.stringify(next, null, 2)}\n`);
+          return taken;
+        },
+      );
       io.out(`${key} = ${JSON.stringify(taken)}\n`);
       return 0;
     }

@@ -32,6 +32,7 @@ import {
   shellQuote,
   shownPath,
   splitZ,
+  withFileLock,
 } from '@delegate-git/core';
 import { refuseSecondAdoption } from '../adoption-check.js';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
@@ -52,7 +53,9 @@ const help = `
 Usage: delegate-git init [--protect <glob>]... [--key <name>] [--keys-dir <dir>] [--no-hook] [--json]
        delegate-git init --server      (in a bare repository: install the pre-receive hook)
 
-Sets up delegate-git in the current git repository. Idempotent: what exists is kept, never overwritten.
+Sets up delegate-git in the current git repository. Idempotent: what exists is kept, never overwritten. Two
+inits at once in one repository take turns (<git common dir>/delegate-git/init.lock): the second keeps what the
+first wrote, as a rerun does, or fails (nothing written) when the first holds the lock longer than 15 s.
   - writes ${POLICY_PATH} (repository id, protected globs) unless it exists; refused where another branch,
     here or on a remote (asked with git ls-remote), holds one already: a repository adopts once (merge that
     branch if you trust the keys it names, or run init on it);
@@ -115,89 +118,104 @@ export default {
             : 'This directory is inside the git directory, not the work tree: run `delegate-git init` in the work tree.',
         );
       }
-      // Where the hooks go is settled first: a hooks directory init must not write to is refused before the key,
-      // the key file or the policy exist, so nothing is left half set up.
-      const hooks = values['no-hook'] ? null : await planClientHooks(repo);
-      const done: string[] = [];
-      const { policy, created, resumed } = await choosePolicy(top, values, io);
-      if (created) await refuseLinkedKeysDir(top, policy.keysDir);
-      // The signing key and the key file come before a new policy is written: a run that fails on them (an unusable
-      // DELEGATE_GIT_SIGNING_KEY, a name taken by another key) leaves no policy behind, so the next run still writes
-      // the policy and approves it as the trust anchor, instead of keeping a policy that nobody approved.
-      const keyName = values.key ?? defaultKeyName(io.env);
-      const key = await ensureSigningKey(keyName, io, done);
-      const email = (await gitTry(['config', 'user.email'], { cwd: top, env: io.env })).stdout
-        .toString()
-        .trim();
-      const newKey: NewKey = {
-        name: keyName,
-        email,
-        publicKey: key.publicKey.base64,
-        roles: ['delegator', 'reviewer'],
-      };
-      let keyFile: string | null;
-      if (created) {
-        const registered = await registerKey(top, policy.keysDir, newKey);
-        keyFile = registered.file;
-        done.push(
-          registered.created
-            ? `registered your public key in ${keyFile}`
-            : `your key is already in ${keyFile}`,
-        );
-        if (resumed)
-          done.unshift(`kept ${POLICY_PATH}, written here and not committed yet, as the one to adopt`);
-        else {
-          await writeFileAtomic(path.join(top, POLICY_PATH), policyText(policy));
-          done.unshift(
-            `wrote ${POLICY_PATH} (protect: ${policy.protect.length ? policy.protect.join(', ') : 'nothing yet'})`,
-          );
-        }
-        await approveAnchor(repo, top, policy, keyFile, keyName, key, email, done);
-      } else {
-        // Where delegate-git is adopted already, a key file is committed only with reviewers' approval, so one
-        // written here could not be committed by its owner, and left untracked it would stop the pull that brings
-        // the reviewer's copy. A reviewer adds it instead (the same bytes: keys add writes it the same way).
-        keyFile = await registeredKeyFile(
-          top,
-          policy.keysDir,
-          keyName,
-          key.publicKey,
-          // A sparse checkout may leave the keys out of the work tree: the index holds this checkout's.
-          checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env),
-        );
-        done.unshift(`kept the existing ${POLICY_PATH}`);
-        done.push(
-          keyFile === null
-            ? `your key is not in the trust root (${policy.keysDir}): a reviewer adds it (below)`
-            : `your key is already in ${keyFile}`,
-        );
-      }
-      await configureNotes(repo, io, done);
-      if (!created) done.push(...(await takeOriginLedger(repo, io)));
-      if (hooks) {
-        // git runs pre-merge-commit, not pre-commit, for the commit a merge makes by itself; post-merge and
-        // post-rewrite take in the records a pull fetched.
-        for (const [name, where] of Object.entries(await installClientHooks(repo, hooks)))
-          done.push(`installed the ${name} hook: ${where.join(', ')}`);
-      }
-      const husky = hooks ? await huskyFilesToCommit(repo, hooks) : [];
-      // Adopting a repository with history: what it holds under the policy was judged by nobody, and every gate
-      // judges it (the first push judges every file of the adopting tip, verify every file of a revision).
-      const present = created ? await protectedFilesPresent(top, policy, io.env) : [];
-      if (values.json)
-        io.out(
-          `${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, keyFile, protectedPresent: present.length, huskyToCommit: husky, done }, null, 2)}\n`,
-        );
-      else
-        io.out(
-          `${done.map((d) => `  ${d}\n`).join('')}\n${approveFirst(present, policy)}${nextStep(policy, created, keyFile, newKey, husky)}\n`,
-        );
-      return 0;
+      // The whole adoption is made holding a lock of the repository (its common git dir, which linked worktrees
+      // share): two inits at once would each write a policy with a repository id of its own over the other's, and
+      // each sign an anchor approval under its own id, approvals of "another repository" the ledger keeps for good.
+      // The second waits for the first, then goes on as a rerun would: it finds the first's policy and keeps it.
+      return await withFileLock(
+        path.join(repo.layout.commonDir, 'delegate-git', 'init.lock'),
+        { waitMs: INIT_LOCK_WAIT_MS, holderDoing: 'is setting up delegate-git in this repository (init)' },
+        () => initClient(repo, top, values, io),
+      );
     } finally {
       await repo.close();
     }
   },
 } satisfies CommandModule;
+
+/** How long a second init waits for the first (which may be fetching origin's ledger) before it gives up. */
+const INIT_LOCK_WAIT_MS = 15_000;
+
+async function initClient(
+  repo: Repository,
+  top: string,
+  values: { protect?: string[]; key?: string; 'keys-dir'?: string; 'no-hook'?: boolean; json?: boolean },
+  io: Io,
+): Promise<number> {
+  // Where the hooks go is settled first: a hooks directory init must not write to is refused before the key,
+  // the key file or the policy exist, so nothing is left half set up.
+  const hooks = values['no-hook'] ? null : await planClientHooks(repo);
+  const done: string[] = [];
+  const { policy, created, resumed } = await choosePolicy(top, values, io);
+  if (created) await refuseLinkedKeysDir(top, policy.keysDir);
+  // The signing key and the key file come before a new policy is written: a run that fails on them (an unusable
+  // DELEGATE_GIT_SIGNING_KEY, a name taken by another key) leaves no policy behind, so the next run still writes
+  // the policy and approves it as the trust anchor, instead of keeping a policy that nobody approved.
+  const keyName = values.key ?? defaultKeyName(io.env);
+  const key = await ensureSigningKey(keyName, io, done);
+  const email = (await gitTry(['config', 'user.email'], { cwd: top, env: io.env })).stdout.toString().trim();
+  const newKey: NewKey = {
+    name: keyName,
+    email,
+    publicKey: key.publicKey.base64,
+    roles: ['delegator', 'reviewer'],
+  };
+  let keyFile: string | null;
+  if (created) {
+    const registered = await registerKey(top, policy.keysDir, newKey);
+    keyFile = registered.file;
+    done.push(
+      registered.created ? `registered your public key in ${keyFile}` : `your key is already in ${keyFile}`,
+    );
+    if (resumed) done.unshift(`kept ${POLICY_PATH}, written here and not committed yet, as the one to adopt`);
+    else {
+      await writeFileAtomic(path.join(top, POLICY_PATH), policyText(policy));
+      done.unshift(
+        `wrote ${POLICY_PATH} (protect: ${policy.protect.length ? policy.protect.join(', ') : 'nothing yet'})`,
+      );
+    }
+    await approveAnchor(repo, top, policy, keyFile, keyName, key, email, done);
+  } else {
+    // Where delegate-git is adopted already, a key file is committed only with reviewers' approval, so one
+    // written here could not be committed by its owner, and left untracked it would stop the pull that brings
+    // the reviewer's copy. A reviewer adds it instead (the same bytes: keys add writes it the same way).
+    keyFile = await registeredKeyFile(
+      top,
+      policy.keysDir,
+      keyName,
+      key.publicKey,
+      // A sparse checkout may leave the keys out of the work tree: the index holds this checkout's.
+      checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env),
+    );
+    done.unshift(`kept the existing ${POLICY_PATH}`);
+    done.push(
+      keyFile === null
+        ? `your key is not in the trust root (${policy.keysDir}): a reviewer adds it (below)`
+        : `your key is already in ${keyFile}`,
+    );
+  }
+  await configureNotes(repo, io, done);
+  if (!created) done.push(...(await takeOriginLedger(repo, io)));
+  if (hooks) {
+    // git runs pre-merge-commit, not pre-commit, for the commit a merge makes by itself; post-merge and
+    // post-rewrite take in the records a pull fetched.
+    for (const [name, where] of Object.entries(await installClientHooks(repo, hooks)))
+      done.push(`installed the ${name} hook: ${where.join(', ')}`);
+  }
+  const husky = hooks ? await huskyFilesToCommit(repo, hooks) : [];
+  // Adopting a repository with history: what it holds under the policy was judged by nobody, and every gate
+  // judges it (the first push judges every file of the adopting tip, verify every file of a revision).
+  const present = created ? await protectedFilesPresent(top, policy, io.env) : [];
+  if (values.json)
+    io.out(
+      `${JSON.stringify({ policy: POLICY_PATH, keysDir: policy.keysDir, key: keyName, keyid: key.publicKey.keyid, keyFile, protectedPresent: present.length, huskyToCommit: husky, done }, null, 2)}\n`,
+    );
+  else
+    io.out(
+      `${done.map((d) => `  ${d}\n`).join('')}\n${approveFirst(present, policy)}${nextStep(policy, created, keyFile, newKey, husky)}\n`,
+    );
+  return 0;
+}
 
 /**
  * In a clone of an adopted repository: origin's ledger taken in now, so the first record made here builds on it (a
