@@ -8,7 +8,7 @@ import {
   verifyLedger,
   whyNotANote,
 } from '@delegate-git/core';
-import { shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
+import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -74,7 +74,7 @@ export default {
       for (const f of result.files.filter((x) => !x.promoted)) {
         annotated.add(f.path);
         annotate(
-          `::error${fileProperty(f.path)}::${escapeAnnotation(`${f.path} is not promoted: ${f.reason}`)}\n`,
+          `::error${fileProperty(f.path)}::${escapeAnnotation(`${shownPath(f.path)} is not promoted: ${f.reason}`)}\n`,
         );
       }
       // One annotation per file: a file refused at the revision is not annotated again for a commit since.
@@ -307,16 +307,21 @@ function describeLine(line: string): string {
   return `${what} of ${r.subjects.map((s) => shownPath(s.path)).join(', ')} made ${r.createdAtText}, signed by key ${key} (line sha256 ${digest})`;
 }
 
+/**
+ * An annotation's text on one line, as the text output shows it: the runner decodes `%0A` in a message into a line
+ * break, so an escaped line break from a pushed name would still add a line of the pusher's to the annotation.
+ */
 function escapeAnnotation(text: string): string {
-  return text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+  return shownText(text).replace(/%/g, '%25');
 }
 
 /**
- * ` file=<path>` for an annotation; workflow command properties also end at ":" and ",". Nothing for a path that what
- * is written to the log would change (shownOutput rewrites invisible characters and `##[`), which GitHub would attach
- * to a file that does not exist: the message names the file either way.
+ * ` file=<path>` for an annotation; workflow command properties also end at ":" and ",". Nothing for a path the text
+ * output quotes or rewrites (a line break, a control or invisible character, a quote, a backslash, `##[`): GitHub
+ * would show it raw, attached to a file that does not exist, where `src/a\u200b.js` reads as the promoted `src/a.js`.
+ * The message names the file either way, as the text output does.
  */
 function fileProperty(path: string): string {
-  if (shownOutput(path) !== path) return '';
+  if (shownPath(path) !== path) return '';
   return ` file=${escapeAnnotation(path).replace(/:/g, '%3A').replace(/,/g, '%2C')}`;
 }
