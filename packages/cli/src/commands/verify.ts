@@ -8,7 +8,7 @@ import {
   verifyLedger,
   whyNotANote,
 } from '@delegate-git/core';
-import { shownPath, shownText } from '@delegate-git/core/shown-path';
+import { shownPath, shownPathStart, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -70,20 +70,7 @@ export default {
     if (io.env.GITHUB_ACTIONS === 'true') {
       // The runner reads workflow commands from both streams; with --json they go to stderr so stdout stays JSON.
       const annotate = values.json ? io.err : io.out;
-      const annotated = new Set<string>();
-      for (const f of result.files.filter((x) => !x.promoted)) {
-        annotated.add(f.path);
-        annotate(
-          `::error${fileProperty(f.path)}::${escapeAnnotation(`${shownPath(f.path)} is not promoted: ${f.reason}`)}\n`,
-        );
-      }
-      // One annotation per file: a file refused at the revision is not annotated again for a commit since.
-      for (const r of result.since?.refusals ?? []) {
-        if (r.path !== undefined && annotated.has(r.path)) continue;
-        annotate(
-          `::error${r.path === undefined ? '' : fileProperty(r.path)}::${escapeAnnotation(sinceRefusal(r))}\n`,
-        );
-      }
+      for (const line of annotations(result)) annotate(line);
     }
     if (values.json) io.out(json({ ...result, exitCode }));
     else if (values.markdown) io.out(markdown);
@@ -141,9 +128,12 @@ function about(p: LedgerVerification['invalid'][number]): string {
 /**
  * The job summary. Text from the ledger or the repository (paths, reasons, signer names) is written so that Markdown
  * shows it as it is: a path as code, other text with the characters that would make a link, an image, HTML, emphasis
- * or a table cell escaped.
+ * or a table cell escaped. GitHub drops a step summary over 1 MiB whole, and with it the explanation of a failed job,
+ * while a pusher chooses how many files are refused and how long their names are, and anyone who can push the ledger
+ * how long a junk line is: so each list shows its first MAX_LISTED entries and each quoted text its first MAX_QUOTED
+ * characters (the text output and --json keep all of it), and cappedSummary bounds the whole.
  */
-function renderMarkdown(v: LedgerVerification, exitCode: number): string {
+export function renderMarkdown(v: LedgerVerification, exitCode: number): string {
   const { refused, promoted } = counts(v);
   const md: string[] = [
     `## delegate-git ledger: ${exitCode === 0 ? '✅ verified' : '❌ problems found'}`,
@@ -151,32 +141,43 @@ function renderMarkdown(v: LedgerVerification, exitCode: number): string {
   ];
   if (exitCode !== 0) {
     md.push('### Problems', '');
-    for (const p of v.invalid)
-      md.push(
-        `- invalid record on blob \`${p.blob.slice(0, 12)}\`${p.paths?.length ? ` (${p.paths.map((f) => mdCode(shownPath(f))).join(', ')})` : ''} line ${p.line}: ${mdText(p.reason)}`,
-      );
-    for (const e of v.foreignEntries.slice(0, MAX_LISTED))
-      md.push(`- ${mdCode(shownPath(e.path))} in the ledger's tree is ${whyNotANote(e)}`);
-    if (v.foreignEntries.length > MAX_LISTED)
-      md.push(
-        `- … and ${v.foreignEntries.length - MAX_LISTED} more entries that are not notes (see \`--json\`)`,
-      );
-    for (const f of refused) md.push(`- ${mdCode(shownPath(f.path))} is not promoted: ${mdText(f.reason)}`);
-    if (v.since?.problem) md.push(`- not judged from the commit verified last: ${mdText(v.since.problem)}`);
-    for (const r of v.since?.refusals ?? [])
-      md.push(
-        `- refused since the commit verified last: ${sinceRefusal(r, (path) => mdCode(shownPath(path)), mdText)}`,
-      );
-    if (v.appendOnly.problem) md.push(`- ledger rewritten: ${mdText(v.appendOnly.problem)}`);
+    md.push(
+      ...listed(
+        v.invalid,
+        (p) =>
+          `- invalid record on blob \`${p.blob.slice(0, 12)}\`${mdAbout(p)} line ${p.line}: ${mdQuoted(p.reason)}`,
+        (n) => `- … and ${n} more invalid lines (see \`--json\`)`,
+      ),
+      ...listed(
+        v.foreignEntries,
+        (e) => `- ${mdPath(e.path)} in the ledger's tree is ${whyNotANote(e)}`,
+        (n) => `- … and ${n} more entries that are not notes (see \`--json\`)`,
+      ),
+      ...listed(
+        refused,
+        (f) => `- ${mdPath(f.path)} is not promoted: ${mdQuoted(f.reason)}`,
+        (n) => `- … and ${n} more files not promoted (see \`--json\`)`,
+      ),
+    );
+    if (v.since?.problem) md.push(`- not judged from the commit verified last: ${mdQuoted(v.since.problem)}`);
+    md.push(
+      ...listed(
+        v.since?.refusals ?? [],
+        (r) => `- refused since the commit verified last: ${sinceRefusal(r, mdPath, mdQuoted)}`,
+        (n) => `- … and ${n} more refusals since the commit verified last (see \`--json\`)`,
+      ),
+    );
+    if (v.appendOnly.problem) md.push(`- ledger rewritten: ${mdQuoted(v.appendOnly.problem)}`);
     if (v.appendOnly.removed.length)
       md.push(`- ${v.appendOnly.removed.length} record line(s) removed from the ledger:`);
-    for (const r of v.appendOnly.removed.slice(0, MAX_LISTED)) {
-      md.push(
-        `  - from blob \`${r.blob.slice(0, 12)}\` in notes commit \`${r.commit.slice(0, 12)}\`: ${mdText(describeLine(r.line))}`,
-      );
-    }
-    if (v.appendOnly.removed.length > MAX_LISTED)
-      md.push(`  - … and ${v.appendOnly.removed.length - MAX_LISTED} more (see \`--json\`)`);
+    md.push(
+      ...listed(
+        v.appendOnly.removed,
+        (r) =>
+          `  - from blob \`${r.blob.slice(0, 12)}\` in notes commit \`${r.commit.slice(0, 12)}\`: ${mdQuoted(describeLine(r.line))}`,
+        (n) => `  - … and ${n} more (see \`--json\`)`,
+      ),
+    );
     const hint = unrecordedHint(v);
     if (hint) md.push('', hint);
     md.push('');
@@ -204,12 +205,75 @@ function renderMarkdown(v: LedgerVerification, exitCode: number): string {
     '',
     '| signer | records |',
     '|---|---|',
-    ...Object.entries(v.bySigner)
-      .sort()
-      .map(([k, n]) => `| ${mdText(k)} | ${n} |`),
+    ...listed(
+      Object.entries(v.bySigner).sort(),
+      ([k, n]) => `| ${mdQuoted(k)} | ${n} |`,
+      (n) => `| … and ${n} more signers (see \`--json\`) | |`,
+    ),
     '',
   );
-  return `${md.map(shownText).join('\n')}\n`;
+  return cappedSummary(`${md.map(shownText).join('\n')}\n`);
+}
+
+/** The summary lines of the first MAX_LISTED `items`, then one saying how many more there are. */
+function listed<T>(items: readonly T[], line: (item: T) => string, more: (n: number) => string): string[] {
+  const lines = items.slice(0, MAX_LISTED).map(line);
+  if (items.length > MAX_LISTED) lines.push(more(items.length - MAX_LISTED));
+  return lines;
+}
+
+/** The paths an invalid line names on its blob, as `about` shows them: a blob can be at thousands of paths. */
+function mdAbout(p: LedgerVerification['invalid'][number]): string {
+  if (!p.paths?.length) return '';
+  const shown = p.paths.slice(0, MAX_PATHS_ABOUT).map(mdPath);
+  if (p.paths.length > MAX_PATHS_ABOUT) shown.push(`and ${p.paths.length - MAX_PATHS_ABOUT} more`);
+  return ` (${shown.join(', ')})`;
+}
+
+/** A path as code; one longer than MAX_QUOTED characters as its start, then `…` and how long the path is in bytes. */
+function mdPath(path: string): string {
+  const head = shownPathStart(path, MAX_QUOTED);
+  return head === null ? mdCode(shownPath(path)) : `${mdCode(head)}… (${Buffer.byteLength(path)} bytes)`;
+}
+
+/** Text from a ledger line or a refusal; one longer than MAX_QUOTED characters as its start, `…` and its length. */
+function mdQuoted(text: string): string {
+  const shown = shownText(text);
+  const head = textStart(shown);
+  return head === null ? mdText(shown) : `${mdText(head)}… (${Buffer.byteLength(text)} bytes)`;
+}
+
+/** An escape shownText writes, or one character: a shortened text never ends inside an escape. */
+const SHOWN_UNIT = /\\u[0-9a-f]{4}|[\s\S]/gu;
+
+/** The start of shown text that fits MAX_QUOTED characters, or null when all of it does. */
+function textStart(shown: string): string | null {
+  if (shown.length <= MAX_QUOTED) return null;
+  let head = '';
+  for (const [unit] of shown.matchAll(SHOWN_UNIT)) {
+    if (head.length + unit.length > MAX_QUOTED) break;
+    head += unit;
+  }
+  return head;
+}
+
+/**
+ * The summary as GitHub keeps it: a step summary over 1 MiB is dropped whole. Bounded lists and quoted texts keep it
+ * far below that; should they add up anyway, it ends at the last whole line that fits, and says so.
+ */
+export function cappedSummary(markdown: string, limit = MAX_SUMMARY_BYTES): string {
+  if (Buffer.byteLength(markdown) <= limit) return markdown;
+  const cut =
+    '\n**This summary was cut here: it would have been too long for GitHub.** The job log and ' +
+    '`delegate-git verify --json` have all of it.\n';
+  let room = limit - Buffer.byteLength(cut);
+  const kept: string[] = [];
+  for (const line of markdown.split('\n')) {
+    room -= Buffer.byteLength(line) + 1;
+    if (room < 0) break;
+    kept.push(line);
+  }
+  return `${kept.join('\n')}\n${cut}`;
 }
 
 const MARKDOWN_SIGNIFICANT = /[\\`*_[\]<>|~&]/g;
@@ -290,8 +354,17 @@ function foreignCount(v: LedgerVerification, separator: string): string {
   return `${separator}${n === 1 ? '1 tree entry that is not a note' : `${n} tree entries that are not notes`}`;
 }
 
-/** Removed lines listed one by one in the job summary; the rest are counted (all of them are in --json). */
+/** Entries of a list shown one by one in the job summary; the rest are counted (all of them are in --json). */
 const MAX_LISTED = 50;
+/** Paths an invalid line names on its blob that the job summary shows. */
+const MAX_PATHS_ABOUT = 5;
+/** Characters of one path or quoted text that the job summary shows. */
+const MAX_QUOTED = 500;
+/**
+ * The job summary's size at most, in bytes: half the 1 MiB GitHub takes from a step. The bounds above keep the worst a
+ * pusher can make of it near 350 KB; this is for what they do not foresee.
+ */
+const MAX_SUMMARY_BYTES = 512 * 1024;
 
 /**
  * A removed line in words, so a reviewer can tell which record went: every record line starts with the same
@@ -305,6 +378,28 @@ function describeLine(line: string): string {
   const what = r.kind === 'verdict' ? `verdict ${r.verdict}` : `review ${r.decision}`;
   const key = shownText(r.envelope.signatures[0]!.keyid.slice(0, 12));
   return `${what} of ${r.subjects.map((s) => shownPath(s.path)).join(', ')} made ${r.createdAtText}, signed by key ${key} (line sha256 ${digest})`;
+}
+
+/**
+ * The ::error annotations: one per refused file, and one per refusal since the commit verified last.
+ */
+function annotations(v: LedgerVerification): string[] {
+  const lines: string[] = [];
+  const annotated = new Set<string>();
+  for (const f of v.files.filter((x) => !x.promoted)) {
+    annotated.add(f.path);
+    lines.push(
+      `::error${fileProperty(f.path)}::${escapeAnnotation(`${shownPath(f.path)} is not promoted: ${f.reason}`)}\n`,
+    );
+  }
+  // One annotation per file: a file refused at the revision is not annotated again for a commit since.
+  for (const r of v.since?.refusals ?? []) {
+    if (r.path !== undefined && annotated.has(r.path)) continue;
+    lines.push(
+      `::error${r.path === undefined ? '' : fileProperty(r.path)}::${escapeAnnotation(sinceRefusal(r))}\n`,
+    );
+  }
+  return lines;
 }
 
 /**
