@@ -265,4 +265,26 @@ describe('many refused files with long names, and a junk line of 60,000 characte
     };
     expect(json.files.map((f) => f.path)).toEqual(expect.arrayContaining(files(0, 60)));
   });
+
+  it('GitHub shows 10 error annotations of a step: the tenth says how many more; control: 10 refused files are each annotated', () => {
+    const annotations = (stdout: string) => stdout.split('\n').filter((l) => l.startsWith('::error'));
+    const many = annotations(verifyUnderActions().stdout);
+    expect(many).toHaveLength(10);
+    for (const line of many.slice(0, 9))
+      expect(line).toMatch(/^::error file=src\/d+\/f\d+\.ts::src\/d+\/f\d+\.ts is not promoted: /);
+    expect(many[9]).toBe(
+      "::error::… and 51 more refusals, not annotated (GitHub shows 10 annotations of a step): the step's log lists them all",
+    );
+
+    const ten = verifyUnderActions(['--rev', 'HEAD~1']);
+    expect(ten.code).toBe(1);
+    expect(annotations(ten.stdout)).toEqual(
+      files(0, 10).map((p) =>
+        expect.stringMatching(new RegExp(`^::error file=${p}::${p} is not promoted: `)),
+      ),
+    );
+    // The summary of ten lists each in full, with no line of more.
+    expect(ten.summary.split('\n').filter((l) => l.includes(' is not promoted: '))).toHaveLength(10);
+    expect(ten.summary).not.toContain('more files not promoted');
+  });
 });

@@ -29,7 +29,8 @@ nothing.
                own parent, which cannot tell the protected line from a branch merged into it.
   --markdown   a summary for a job page (also appended to $GITHUB_STEP_SUMMARY when that is set)
   --json       the full result for machines
-Under GitHub Actions (GITHUB_ACTIONS=true) refused files are also printed as ::error annotations.
+Under GitHub Actions (GITHUB_ACTIONS=true) refused files are also printed as ::error annotations (GitHub shows 10
+of a step: past 10, the tenth says how many more there are). The job summary lists the first 50 entries of each kind.
 
 Example:
   git fetch origin refs/notes/delegations:refs/notes/delegations
@@ -358,6 +359,8 @@ function foreignCount(v: LedgerVerification, separator: string): string {
 const MAX_LISTED = 50;
 /** Paths an invalid line names on its blob that the job summary shows. */
 const MAX_PATHS_ABOUT = 5;
+/** Error annotations GitHub shows of a step; it drops the rest. */
+const MAX_ANNOTATIONS = 10;
 /** Characters of one path or quoted text that the job summary shows. */
 const MAX_QUOTED = 500;
 /**
@@ -381,7 +384,9 @@ function describeLine(line: string): string {
 }
 
 /**
- * The ::error annotations: one per refused file, and one per refusal since the commit verified last.
+ * The ::error annotations: one per refused file, and one per refusal since the commit verified last. GitHub shows 10
+ * error annotations of a step (50 of a job) and drops the rest unsaid, so past 10 the tenth says how many more there
+ * are and where they are listed.
  */
 function annotations(v: LedgerVerification): string[] {
   const lines: string[] = [];
@@ -399,7 +404,12 @@ function annotations(v: LedgerVerification): string[] {
       `::error${r.path === undefined ? '' : fileProperty(r.path)}::${escapeAnnotation(sinceRefusal(r))}\n`,
     );
   }
-  return lines;
+  if (lines.length <= MAX_ANNOTATIONS) return lines;
+  const more = lines.length - (MAX_ANNOTATIONS - 1);
+  return [
+    ...lines.slice(0, MAX_ANNOTATIONS - 1),
+    `::error::${escapeAnnotation(`… and ${more} more refusals, not annotated (GitHub shows ${MAX_ANNOTATIONS} annotations of a step): the step's log lists them all`)}\n`,
+  ];
 }
 
 /**
