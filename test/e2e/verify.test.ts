@@ -510,6 +510,13 @@ describe('an unpromoted governed file at the revision', () => {
     expect(verify(mixed).stdout).toContain(
       'To promote a refused file: delegate it, or have reviewers approve',
     );
+    // The hint ends "promote it as below": in the job summary too, the advice follows it.
+    const md = verify(mixed, ['--markdown']).stdout;
+    expect(md.indexOf('To promote a refused file: delegate it, or have reviewers approve')).toBeGreaterThan(
+      md.indexOf('promote it as below.'),
+    );
+    // Control: a summary with nothing refused gives no advice.
+    expect(verify(dir, ['--markdown', '--rev', 'HEAD~1']).stdout).not.toContain('To promote');
 
     // Control: d approved, only the file refused by its own record is left, and nothing is said.
     cliOk(story, mixed, ['attest', '--approve', 'src/d, e.ts', '--key', OPERATOR, '--yes']);

@@ -115,7 +115,8 @@ function renderText(v: LedgerVerification, exitCode: number): string {
       ? 'There is no ledger here (refs/notes/delegations): `git clone` does not fetch it. Fetch it (`delegate-git sync`, or `git fetch origin refs/notes/delegations:refs/notes/delegations`) and run verify again.'
       : unrecordedHint(v);
   if (hint) out.push(hint);
-  if (v.ledgerTip && refused.some((f) => f.kind !== 'submodule')) out.push(PROMOTE_ADVICE);
+  const advice = promoteAdvice(v);
+  if (advice) out.push(advice);
   // Each entry is one line, whatever a reason quotes: a line break in it would start a line of its own (under
   // GitHub Actions, a workflow command).
   return `${out.map(shownText).join('\n')}\n`;
@@ -181,6 +182,8 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     );
     const hint = unrecordedHint(v);
     if (hint) md.push('', hint);
+    const advice = promoteAdvice(v);
+    if (advice) md.push('', advice);
     md.push('');
   }
   md.push(
@@ -315,6 +318,11 @@ function unrecordedHint(v: LedgerVerification): string | null {
     'ledger-tools/README.md, "Pull requests from forks"). If none ever was (a path the policy has newly protected), ' +
     'promote it as below.'
   );
+}
+
+/** PROMOTE_ADVICE when a refused file is one a record can promote (a submodule is not), which unrecordedHint points to. */
+function promoteAdvice(v: LedgerVerification): string | null {
+  return v.ledgerTip && v.files.some((f) => !f.promoted && f.kind !== 'submodule') ? PROMOTE_ADVICE : null;
 }
 
 /** What promotes a refused file: the content at the revision, on a branch of one's own, and the ledger pushed with it. */
