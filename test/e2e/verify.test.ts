@@ -804,6 +804,22 @@ describe('an empty ledger', () => {
     expect(run.stderr).toContain(`There is no ${POLICY_PATH}`);
     expect(run.stderr).toContain('delegate-git init');
     expect(run.stdout).toBe('');
+
+    // Under GitHub Actions the reason is also in the job summary and an annotation (stderr with --json); still exit 2.
+    const summary = path.join(story.root, 'never-adopted-summary.md');
+    const inActions = verify(bare, ['--json'], {
+      ...story.env,
+      GITHUB_ACTIONS: 'true',
+      GITHUB_STEP_SUMMARY: summary,
+    });
+    expect(inActions.code).toBe(2);
+    expect(inActions.stdout).toBe('');
+    expect(inActions.stderr).toMatch(
+      /^::error::delegate-git verify could not answer: There is no \.delegate-git\/policy\.json/m,
+    );
+    expect(fs.readFileSync(summary, 'utf8')).toContain(
+      `## delegate-git ledger: ❌ could not answer\n\nverify could not answer (exit 2), so nothing was judged: There is no ${POLICY_PATH}`,
+    );
   });
 
   it('before the first commit there is no revision: exit 2 saying HEAD is unborn (a mistyped rev says so instead)', () => {

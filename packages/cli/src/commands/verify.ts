@@ -30,7 +30,8 @@ nothing.
   --markdown   a summary for a job page (also appended to $GITHUB_STEP_SUMMARY when that is set)
   --json       the full result for machines
 Under GitHub Actions (GITHUB_ACTIONS=true) refused files are also printed as ::error annotations (GitHub shows 10
-of a step: past 10, the tenth says how many more there are). The job summary lists the first 50 entries of each kind.
+of a step: past 10, the tenth says how many more there are), and so is why verify could not answer (exit 2), which
+the job summary then says too. The job summary lists the first 50 entries of each kind.
 
 Example:
   git fetch origin refs/notes/delegations:refs/notes/delegations
@@ -54,16 +55,21 @@ export default {
       false,
     );
     if (values.json && values.markdown) throw usageError('verify', 'Choose one of --json or --markdown.');
-    const repo = await Repository.open(io.cwd, io.env);
     let result: LedgerVerification;
     try {
-      result = await verifyLedger(repo, {
-        rev: values.rev,
-        baseline: values.baseline,
-        since: values.since,
-      });
-    } finally {
-      await repo.close();
+      const repo = await Repository.open(io.cwd, io.env);
+      try {
+        result = await verifyLedger(repo, {
+          rev: values.rev,
+          baseline: values.baseline,
+          since: values.since,
+        });
+      } finally {
+        await repo.close();
+      }
+    } catch (error) {
+      await reportNoAnswer(error, io, values.json === true);
+      throw error;
     }
     const exitCode = verificationExitCode(result);
     const markdown = renderMarkdown(result, exitCode);
@@ -389,6 +395,28 @@ function describeLine(line: string): string {
   const what = r.kind === 'verdict' ? `verdict ${r.verdict}` : `review ${r.decision}`;
   const key = shownText(r.envelope.signatures[0]!.keyid.slice(0, 12));
   return `${what} of ${r.subjects.map((s) => shownPath(s.path)).join(', ')} made ${r.createdAtText}, signed by key ${key} (line sha256 ${digest})`;
+}
+
+/**
+ * Under GitHub Actions, why verify could not answer (main writes it to stderr and exits 2): on the job page that would
+ * be in the raw log only, under a failed step with no summary or annotation. Said before main reports it; a summary
+ * that cannot be written leaves that report as it is.
+ */
+async function reportNoAnswer(error: unknown, io: Io, annotationsToStderr: boolean): Promise<void> {
+  const reason = error instanceof Error ? error.message : String(error);
+  if (io.env.GITHUB_STEP_SUMMARY) {
+    const md = [
+      '## delegate-git ledger: ❌ could not answer',
+      '',
+      `verify could not answer (exit 2), so nothing was judged: ${mdQuoted(reason)}`,
+      '',
+    ];
+    await appendFile(io.env.GITHUB_STEP_SUMMARY, `${md.map(shownText).join('\n')}\n`).catch(() => {});
+  }
+  if (io.env.GITHUB_ACTIONS === 'true')
+    (annotationsToStderr ? io.err : io.out)(
+      `::error::${escapeAnnotation(`delegate-git verify could not answer: ${reason}`)}\n`,
+    );
 }
 
 /**
