@@ -410,6 +410,38 @@ describe('the ledger action', () => {
     expect(step.output).toBe('ledger-tip=\n');
   });
 
+  it('a run that cannot answer (a ledger ref that points at a tree) says why in the job summary and an annotation, and still fails the step (exit 2)', () => {
+    const { remote, work } = hostedPair('no-answer');
+    const ci = cloneInto(story, remote, 'no-answer-ci');
+    const actions = () => {
+      const summary = path.join(story.root, `summary-${Math.random().toString(36).slice(2)}.md`);
+      return { summary, env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary } };
+    };
+    // Control: the ledger as it was verifies, with no annotation.
+    const good = actions();
+    const passed = verifyStep(ci, good.env);
+    expect(passed.code, passed.stdout + passed.stderr).toBe(0);
+    expect(fs.readFileSync(good.summary, 'utf8')).toMatch(/^## delegate-git ledger: ✅ verified\n/);
+    expect(passed.stdout).not.toContain('::error');
+
+    // Without a server hook, anyone who can push can point the ledger ref at its own tree.
+    const tree = gitOk(story, work, ['rev-parse', `${LEDGER}^{tree}`]);
+    gitOk(story, work, ['push', '-q', '--force', 'origin', `${tree}:${LEDGER}`]);
+    const bad = actions();
+    const step = verifyStep(ci, bad.env);
+    expect(step.code).toBe(2);
+    const why = `refs/notes/delegations points to a tree (${tree.slice(0, 12)}), not a notes commit`;
+    expect(step.stderr).toContain(why);
+    const summary = fs.readFileSync(bad.summary, 'utf8');
+    expect(summary).toMatch(/^## delegate-git ledger: ❌ could not answer\n/);
+    expect(summary).toContain(`verify could not answer (exit 2), so nothing was judged: ${why}`);
+    expect(step.stdout.split('\n').filter((l) => l.startsWith('::error'))).toEqual([
+      expect.stringMatching(
+        new RegExp(`^::error::delegate-git verify could not answer: ${why.replace(/[()]/g, '\\$&')}`),
+      ),
+    ]);
+  });
+
   it('action.yml runs this script and passes every input through the environment, never into a script text', () => {
     const text = fs.readFileSync(path.join(action, 'action.yml'), 'utf8');
     expect(text).toContain('run: sh "$GITHUB_ACTION_PATH/verify.sh"');

@@ -211,3 +211,80 @@ describe('a key file’s name', () => {
     expect(cli(story, dir, ['check', 'src/a.ts']).code).toBe(0);
   });
 });
+
+describe('many refused files with long names, and a junk line of 60,000 characters', () => {
+  let dir: string;
+  let longName: string;
+  const files = (from: number, to: number) =>
+    Array.from({ length: to - from }, (_, i) => `src/${'d'.repeat(1000)}/f${from + i}.ts`);
+  beforeAll(() => {
+    dir = copyWorkTree(story, template, 'many-long');
+    writeFiles(dir, { 'content.txt': 'export const x = 1;\n' });
+    const content = gitOk(story, dir, ['hash-object', '-w', 'content.txt']);
+    // Straight into the index: no file system takes a name of 1,000 characters, git does.
+    const add = (paths: string[], message: string) => {
+      for (const p of paths)
+        gitOk(story, dir, ['update-index', '--add', '--cacheinfo', `100644,${content},${p}`]);
+      gitOk(story, dir, ['commit', '-q', '--no-verify', '-m', message]);
+    };
+    add(files(0, 10), 'ten unpromoted files');
+    add(files(10, 60), 'fifty more');
+    // One argument of git notes -m holds at most 128 KiB.
+    longName = `src/${'A'.repeat(60_000)}`;
+    addLine(dir, unsignedLine(dir, longName));
+  });
+
+  function verifyUnderActions(args: string[] = []) {
+    const summaryFile = path.join(story.root, `summary-${Math.random().toString(36).slice(2)}.md`);
+    const run = cli(story, dir, ['verify', ...args], {
+      ...story.env,
+      GITHUB_ACTIONS: 'true',
+      GITHUB_STEP_SUMMARY: summaryFile,
+    });
+    return { ...run, summary: fs.readFileSync(summaryFile, 'utf8') };
+  }
+
+  it('the job summary lists the first 50 and counts the rest, each long name shortened; the text output keeps all of it', () => {
+    const run = verifyUnderActions();
+    expect(run.code).toBe(1);
+    const listed = run.summary.split('\n').filter((l) => l.includes(' is not promoted: '));
+    expect(listed).toHaveLength(50);
+    expect(listed[0]).toMatch(/^- `src\/d+`… \(1010 bytes\) is not promoted: /);
+    expect(listed[0]!.length).toBeLessThan(600);
+    expect(run.summary).toContain('- … and 10 more files not promoted (see `--json`)');
+    // The junk line: its subject name shortened where the reason quotes it.
+    expect(run.summary).not.toContain('A'.repeat(1000));
+    expect(run.summary).toMatch(/subject src\/A+… \(\d+ bytes\)/);
+    expect(Buffer.byteLength(run.summary)).toBeLessThan(40_000);
+    // The text output and --json name every file in full, and the junk line's name.
+    expect(run.stdout.split('\n').filter((l) => l.startsWith('NOT PROMOTED'))).toHaveLength(60);
+    for (const p of files(0, 60)) expect(run.stdout).toContain(`NOT PROMOTED  ${p}: `);
+    expect(run.stdout).toContain(longName);
+    const json = JSON.parse(cli(story, dir, ['verify', '--json']).stdout) as {
+      files: Array<{ path: string }>;
+    };
+    expect(json.files.map((f) => f.path)).toEqual(expect.arrayContaining(files(0, 60)));
+  });
+
+  it('GitHub shows 10 error annotations of a step: the tenth says how many more; control: 10 refused files are each annotated', () => {
+    const annotations = (stdout: string) => stdout.split('\n').filter((l) => l.startsWith('::error'));
+    const many = annotations(verifyUnderActions().stdout);
+    expect(many).toHaveLength(10);
+    for (const line of many.slice(0, 9))
+      expect(line).toMatch(/^::error file=src\/d+\/f\d+\.ts::src\/d+\/f\d+\.ts is not promoted: /);
+    expect(many[9]).toBe(
+      "::error::… and 51 more refusals, not annotated (GitHub shows 10 annotations of a step): the step's log lists them all",
+    );
+
+    const ten = verifyUnderActions(['--rev', 'HEAD~1']);
+    expect(ten.code).toBe(1);
+    expect(annotations(ten.stdout)).toEqual(
+      files(0, 10).map((p) =>
+        expect.stringMatching(new RegExp(`^::error file=${p}::${p} is not promoted: `)),
+      ),
+    );
+    // The summary of ten lists each in full, with no line of more.
+    expect(ten.summary.split('\n').filter((l) => l.includes(' is not promoted: '))).toHaveLength(10);
+    expect(ten.summary).not.toContain('more files not promoted');
+  });
+});

@@ -519,6 +519,13 @@ describe('an unpromoted governed file at the revision', () => {
     expect(verify(mixed).stdout).toContain(
       'To promote a refused file: delegate it, or have reviewers approve',
     );
+    // The hint ends "promote it as below": in the job summary too, the advice follows it.
+    const md = verify(mixed, ['--markdown']).stdout;
+    expect(md.indexOf('To promote a refused file: delegate it, or have reviewers approve')).toBeGreaterThan(
+      md.indexOf('promote it as below.'),
+    );
+    // Control: a summary with nothing refused gives no advice.
+    expect(verify(dir, ['--markdown', '--rev', 'HEAD~1']).stdout).not.toContain('To promote');
 
     // Control: d approved, only the file refused by its own record is left, and nothing is said.
     cliOk(story, mixed, ['attest', '--approve', 'src/d, e.ts', '--key', OPERATOR, '--yes']);
@@ -556,6 +563,57 @@ describe('an unpromoted governed file at the revision', () => {
     const named = lines.find((l) => l.includes('group'))!;
     expect(named).toMatch(/^::error::src\/#/);
     expect(lines.find((l) => l !== named)).toMatch(/^::error file=src\/d%2C e\.ts::/);
+  });
+
+  it('an annotation names a pushed file as the text output does, C-quoted: a line break in the name adds no line, a zero-width space does not pass for the promoted file', () => {
+    const odd = copyWorkTree(story, dir, 'annotation-quoted');
+    const broken = 'src/x.ts\nAll files are promoted, ignore this annotation.';
+    const hidden = 'src/a\u200b.ts';
+    writeFiles(odd, { [broken]: 'export const x = 1;\n', [hidden]: 'export const a = 1;\n' });
+    gitOk(story, odd, ['add', '-A']);
+    gitOk(story, odd, ['commit', '-q', '--no-verify', '-m', 'odd names']);
+    const run = verify(odd, [], { ...story.env, GITHUB_ACTIONS: 'true' });
+    const lines = run.stdout.split('\n').filter((l) => l.startsWith('::error'));
+    expect(lines).toHaveLength(3);
+    // The runner decodes %0A (and %0D) in a message into a line break.
+    for (const line of lines) expect(line).not.toMatch(/%0[AD]/i);
+    expect(lines).toContain(
+      '::error::"src/x.ts\\nAll files are promoted, ignore this annotation." is not promoted: no verdict: no delegated unit is recorded as writing it',
+    );
+    // The same content as src/a.ts, at a name that reads as it.
+    expect(lines).toContain(
+      '::error::"src/a\\342\\200\\213.ts" is not promoted: no verdict for this path (the same content is recorded as src/a.ts)',
+    );
+    expect(run.stdout).not.toContain('\u200b');
+    // Each names the file as its text line does.
+    expect(run.stdout).toContain('NOT PROMOTED  "src/a\\342\\200\\213.ts": no verdict for this path');
+    // Control: a plain path keeps its file property and its name as it is.
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^::error file=src\/d%2C e\.ts::src\/d, e\.ts is not promoted: /),
+    );
+  });
+
+  it('a refusal since the commit verified last is annotated the same way: quoted, with no file property for a name that needs quoting', () => {
+    const odd = copyWorkTree(story, template, 'annotation-since');
+    const verified = gitOk(story, odd, ['rev-parse', 'HEAD']);
+    const broken = 'src/y.ts\nverify: ok';
+    writeFiles(odd, { [broken]: 'export const y = 1;\n', 'src/z.ts': 'export const z = 1;\n' });
+    gitOk(story, odd, ['add', '-A']);
+    gitOk(story, odd, ['commit', '-q', '--no-verify', '-m', 'unpromoted names']);
+    // Gone again at the revision: only the commit since the verified one names them.
+    gitOk(story, odd, ['rm', '-q', '--', broken, 'src/z.ts']);
+    gitOk(story, odd, ['commit', '-q', '--no-verify', '-m', 'and gone']);
+    const run = verify(odd, ['--since', verified], { ...story.env, GITHUB_ACTIONS: 'true' });
+    expect(run.code).toBe(1);
+    const lines = run.stdout.split('\n').filter((l) => l.startsWith('::error'));
+    for (const line of lines) expect(line).not.toMatch(/%0[AD]/i);
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^::error::commit [0-9a-f]{12} "src\/y\.ts\\nverify: ok": /),
+    );
+    // Control: the plain name in the same commit is attached to its file.
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^::error file=src\/z\.ts::commit [0-9a-f]{12} src\/z\.ts: /),
+    );
   });
 
   it('--markdown: problems first, then the counts and the tables by verdict and by signer', () => {
@@ -774,6 +832,22 @@ describe('an empty ledger', () => {
     expect(run.stderr).toContain(`There is no ${POLICY_PATH}`);
     expect(run.stderr).toContain('delegate-git init');
     expect(run.stdout).toBe('');
+
+    // Under GitHub Actions the reason is also in the job summary and an annotation (stderr with --json); still exit 2.
+    const summary = path.join(story.root, 'never-adopted-summary.md');
+    const inActions = verify(bare, ['--json'], {
+      ...story.env,
+      GITHUB_ACTIONS: 'true',
+      GITHUB_STEP_SUMMARY: summary,
+    });
+    expect(inActions.code).toBe(2);
+    expect(inActions.stdout).toBe('');
+    expect(inActions.stderr).toMatch(
+      /^::error::delegate-git verify could not answer: There is no \.delegate-git\/policy\.json/m,
+    );
+    expect(fs.readFileSync(summary, 'utf8')).toContain(
+      `## delegate-git ledger: ❌ could not answer\n\nverify could not answer (exit 2), so nothing was judged: There is no ${POLICY_PATH}`,
+    );
   });
 
   it('before the first commit there is no revision: exit 2 saying HEAD is unborn (a mistyped rev says so instead)', () => {

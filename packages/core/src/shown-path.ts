@@ -44,12 +44,27 @@ const ESCAPES: Record<string, string> = {
  */
 export function shownPath(path: string): string {
   if (!NEEDS_QUOTING.test(path)) return neutralCommands(path);
-  const escaped = path.replace(
-    NEEDS_ESCAPE,
-    (c) =>
-      ESCAPES[c] ?? [...Buffer.from(c, 'utf8')].map((b) => `\\${b.toString(8).padStart(3, '0')}`).join(''),
-  );
-  return neutralCommands(`"${escaped}"`);
+  return neutralCommands(`"${path.replace(NEEDS_ESCAPE, pathEscape)}"`);
+}
+
+/**
+ * The start of shownPath(path) that fits `maxLength` characters, cut between characters rather than inside an escape,
+ * or null when all of it fits (a `##[` it holds may add a few). For a place of bounded size, the job summary: quoting
+ * all of a path of megabytes to show its start would take long, and it is quoted or not as the whole path is.
+ */
+export function shownPathStart(path: string, maxLength: number): string | null {
+  const quoted = NEEDS_QUOTING.test(path);
+  let out = quoted ? '"' : '';
+  for (const c of path) {
+    const shown = quoted && NEEDS_QUOTING.test(c) ? pathEscape(c) : c;
+    if (out.length + shown.length > maxLength) return neutralCommands(out);
+    out += shown;
+  }
+  return quoted && out.length + 1 > maxLength ? neutralCommands(out) : null;
+}
+
+function pathEscape(c: string): string {
+  return ESCAPES[c] ?? [...Buffer.from(c, 'utf8')].map((b) => `\\${b.toString(8).padStart(3, '0')}`).join('');
 }
 
 /**

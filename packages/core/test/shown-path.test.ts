@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { makeTempRepo } from '../../../test/support/git-repo.js';
-import { holdsUnprintable, shownLine, shownOutput, shownPath, shownText } from '../src/shown-path.js';
+import {
+  holdsUnprintable,
+  shownLine,
+  shownOutput,
+  shownPath,
+  shownPathStart,
+  shownText,
+} from '../src/shown-path.js';
 
 describe('shownPath', () => {
   it('shows an ordinary path as it is, non-ASCII and spaces included (control)', () => {
@@ -41,6 +48,23 @@ describe('shownPath', () => {
     } finally {
       repo.cleanup();
     }
+  });
+});
+
+describe('shownPathStart', () => {
+  it('is the start of shownPath, quoted as the whole path is, cut between escapes; null when all of it fits (control)', () => {
+    expect(shownPathStart('src/a.ts', 10)).toBeNull();
+    expect(shownPathStart('src/a\nb.ts', 13)).toBeNull(); // "src/a\nb.ts" is 13 characters
+    expect(shownPathStart('src/a\nb.ts', 12)).toBe('"src/a\\nb.ts');
+    expect(shownPathStart('src/abcdef.ts', 8)).toBe('src/abcd');
+    // Quoted for a character past the cut, as shownPath quotes it; never cut inside \342\200\213 or a surrogate pair.
+    expect(shownPathStart(`src/${'x'.repeat(20)}\u200b`, 8)).toBe('"src/xxx');
+    expect(shownPathStart('src/\u200b\u200b', 28)).toBe('"src/\\342\\200\\213');
+    expect(shownPathStart('src/\u200b\u200b', 16)).toBe('"src/');
+    expect(shownPathStart('src/\u{1f600}\u{1f600}', 7)).toBe('src/\u{1f600}');
+    for (const path of ['src/a\u200b.ts', 'new\nline.ts', `src/${'\u{1f600}\ufeff'.repeat(50)}`])
+      for (let n = 1; n < 200; n++)
+        expect(shownPath(path).startsWith(shownPathStart(path, n) ?? shownPath(path))).toBe(true);
   });
 });
 

@@ -8,7 +8,7 @@ import {
   verifyLedger,
   whyNotANote,
 } from '@delegate-git/core';
-import { shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
+import { shownPath, shownPathStart, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 
 const help = `
@@ -29,7 +29,9 @@ nothing.
                own parent, which cannot tell the protected line from a branch merged into it.
   --markdown   a summary for a job page (also appended to $GITHUB_STEP_SUMMARY when that is set)
   --json       the full result for machines
-Under GitHub Actions (GITHUB_ACTIONS=true) refused files are also printed as ::error annotations.
+Under GitHub Actions (GITHUB_ACTIONS=true) refused files are also printed as ::error annotations (GitHub shows 10
+of a step: past 10, the tenth says how many more there are), and so is why verify could not answer (exit 2), which
+the job summary then says too. The job summary lists the first 50 entries of each kind.
 
 Example:
   git fetch origin refs/notes/delegations:refs/notes/delegations
@@ -53,16 +55,21 @@ export default {
       false,
     );
     if (values.json && values.markdown) throw usageError('verify', 'Choose one of --json or --markdown.');
-    const repo = await Repository.open(io.cwd, io.env);
     let result: LedgerVerification;
     try {
-      result = await verifyLedger(repo, {
-        rev: values.rev,
-        baseline: values.baseline,
-        since: values.since,
-      });
-    } finally {
-      await repo.close();
+      const repo = await Repository.open(io.cwd, io.env);
+      try {
+        result = await verifyLedger(repo, {
+          rev: values.rev,
+          baseline: values.baseline,
+          since: values.since,
+        });
+      } finally {
+        await repo.close();
+      }
+    } catch (error) {
+      await reportNoAnswer(error, io, values.json === true);
+      throw error;
     }
     const exitCode = verificationExitCode(result);
     const markdown = renderMarkdown(result, exitCode);
@@ -70,20 +77,7 @@ export default {
     if (io.env.GITHUB_ACTIONS === 'true') {
       // The runner reads workflow commands from both streams; with --json they go to stderr so stdout stays JSON.
       const annotate = values.json ? io.err : io.out;
-      const annotated = new Set<string>();
-      for (const f of result.files.filter((x) => !x.promoted)) {
-        annotated.add(f.path);
-        annotate(
-          `::error${fileProperty(f.path)}::${escapeAnnotation(`${f.path} is not promoted: ${f.reason}`)}\n`,
-        );
-      }
-      // One annotation per file: a file refused at the revision is not annotated again for a commit since.
-      for (const r of result.since?.refusals ?? []) {
-        if (r.path !== undefined && annotated.has(r.path)) continue;
-        annotate(
-          `::error${r.path === undefined ? '' : fileProperty(r.path)}::${escapeAnnotation(sinceRefusal(r))}\n`,
-        );
-      }
+      for (const line of annotations(result)) annotate(line);
     }
     if (values.json) io.out(json({ ...result, exitCode }));
     else if (values.markdown) io.out(markdown);
@@ -133,7 +127,8 @@ function renderText(v: LedgerVerification, exitCode: number): string {
       ? 'There is no ledger here (refs/notes/delegations): `git clone` does not fetch it. Fetch it (`delegate-git sync`, or `git fetch origin refs/notes/delegations:refs/notes/delegations`) and run verify again.'
       : unrecordedHint(v);
   if (hint) out.push(hint);
-  if (v.ledgerTip && refused.some((f) => f.kind !== 'submodule')) out.push(PROMOTE_ADVICE);
+  const advice = promoteAdvice(v);
+  if (advice) out.push(advice);
   // Each entry is one line, whatever a reason quotes: a line break in it would start a line of its own (under
   // GitHub Actions, a workflow command).
   return `${out.map(shownText).join('\n')}\n`;
@@ -147,9 +142,12 @@ function about(p: LedgerVerification['invalid'][number]): string {
 /**
  * The job summary. Text from the ledger or the repository (paths, reasons, signer names) is written so that Markdown
  * shows it as it is: a path as code, other text with the characters that would make a link, an image, HTML, emphasis
- * or a table cell escaped.
+ * or a table cell escaped. GitHub drops a step summary over 1 MiB whole, and with it the explanation of a failed job,
+ * while a pusher chooses how many files are refused and how long their names are, and anyone who can push the ledger
+ * how long a junk line is: so each list shows its first MAX_LISTED entries and each quoted text its first MAX_QUOTED
+ * characters (the text output and --json keep all of it), and cappedSummary bounds the whole.
  */
-function renderMarkdown(v: LedgerVerification, exitCode: number): string {
+export function renderMarkdown(v: LedgerVerification, exitCode: number): string {
   const { refused, promoted } = counts(v);
   const md: string[] = [
     `## delegate-git ledger: ${exitCode === 0 ? '✅ verified' : '❌ problems found'}`,
@@ -157,34 +155,47 @@ function renderMarkdown(v: LedgerVerification, exitCode: number): string {
   ];
   if (exitCode !== 0) {
     md.push('### Problems', '');
-    for (const p of v.invalid)
-      md.push(
-        `- invalid record on blob \`${p.blob.slice(0, 12)}\`${p.paths?.length ? ` (${p.paths.map((f) => mdCode(shownPath(f))).join(', ')})` : ''} line ${p.line}: ${mdText(p.reason)}`,
-      );
-    for (const e of v.foreignEntries.slice(0, MAX_LISTED))
-      md.push(`- ${mdCode(shownPath(e.path))} in the ledger's tree is ${whyNotANote(e)}`);
-    if (v.foreignEntries.length > MAX_LISTED)
-      md.push(
-        `- … and ${v.foreignEntries.length - MAX_LISTED} more entries that are not notes (see \`--json\`)`,
-      );
-    for (const f of refused) md.push(`- ${mdCode(shownPath(f.path))} is not promoted: ${mdText(f.reason)}`);
-    if (v.since?.problem) md.push(`- not judged from the commit verified last: ${mdText(v.since.problem)}`);
-    for (const r of v.since?.refusals ?? [])
-      md.push(
-        `- refused since the commit verified last: ${sinceRefusal(r, (path) => mdCode(shownPath(path)), mdText)}`,
-      );
-    if (v.appendOnly.problem) md.push(`- ledger rewritten: ${mdText(v.appendOnly.problem)}`);
+    md.push(
+      ...listed(
+        v.invalid,
+        (p) =>
+          `- invalid record on blob \`${p.blob.slice(0, 12)}\`${mdAbout(p)} line ${p.line}: ${mdQuoted(p.reason)}`,
+        (n) => `- … and ${n} more invalid lines (see \`--json\`)`,
+      ),
+      ...listed(
+        v.foreignEntries,
+        (e) => `- ${mdPath(e.path)} in the ledger's tree is ${whyNotANote(e)}`,
+        (n) => `- … and ${n} more entries that are not notes (see \`--json\`)`,
+      ),
+      ...listed(
+        refused,
+        (f) => `- ${mdPath(f.path)} is not promoted: ${mdQuoted(f.reason)}`,
+        (n) => `- … and ${n} more files not promoted (see \`--json\`)`,
+      ),
+    );
+    if (v.since?.problem) md.push(`- not judged from the commit verified last: ${mdQuoted(v.since.problem)}`);
+    md.push(
+      ...listed(
+        v.since?.refusals ?? [],
+        (r) => `- refused since the commit verified last: ${sinceRefusal(r, mdPath, mdQuoted)}`,
+        (n) => `- … and ${n} more refusals since the commit verified last (see \`--json\`)`,
+      ),
+    );
+    if (v.appendOnly.problem) md.push(`- ledger rewritten: ${mdQuoted(v.appendOnly.problem)}`);
     if (v.appendOnly.removed.length)
       md.push(`- ${v.appendOnly.removed.length} record line(s) removed from the ledger:`);
-    for (const r of v.appendOnly.removed.slice(0, MAX_LISTED)) {
-      md.push(
-        `  - from blob \`${r.blob.slice(0, 12)}\` in notes commit \`${r.commit.slice(0, 12)}\`: ${mdText(describeLine(r.line))}`,
-      );
-    }
-    if (v.appendOnly.removed.length > MAX_LISTED)
-      md.push(`  - … and ${v.appendOnly.removed.length - MAX_LISTED} more (see \`--json\`)`);
+    md.push(
+      ...listed(
+        v.appendOnly.removed,
+        (r) =>
+          `  - from blob \`${r.blob.slice(0, 12)}\` in notes commit \`${r.commit.slice(0, 12)}\`: ${mdQuoted(describeLine(r.line))}`,
+        (n) => `  - … and ${n} more (see \`--json\`)`,
+      ),
+    );
     const hint = unrecordedHint(v);
     if (hint) md.push('', hint);
+    const advice = promoteAdvice(v);
+    if (advice) md.push('', advice);
     md.push('');
   }
   md.push(
@@ -210,12 +221,75 @@ function renderMarkdown(v: LedgerVerification, exitCode: number): string {
     '',
     '| signer | records |',
     '|---|---|',
-    ...Object.entries(v.bySigner)
-      .sort()
-      .map(([k, n]) => `| ${mdText(k)} | ${n} |`),
+    ...listed(
+      Object.entries(v.bySigner).sort(),
+      ([k, n]) => `| ${mdQuoted(k)} | ${n} |`,
+      (n) => `| … and ${n} more signers (see \`--json\`) | |`,
+    ),
     '',
   );
-  return `${md.map(shownText).join('\n')}\n`;
+  return cappedSummary(`${md.map(shownText).join('\n')}\n`);
+}
+
+/** The summary lines of the first MAX_LISTED `items`, then one saying how many more there are. */
+function listed<T>(items: readonly T[], line: (item: T) => string, more: (n: number) => string): string[] {
+  const lines = items.slice(0, MAX_LISTED).map(line);
+  if (items.length > MAX_LISTED) lines.push(more(items.length - MAX_LISTED));
+  return lines;
+}
+
+/** The paths an invalid line names on its blob, as `about` shows them: a blob can be at thousands of paths. */
+function mdAbout(p: LedgerVerification['invalid'][number]): string {
+  if (!p.paths?.length) return '';
+  const shown = p.paths.slice(0, MAX_PATHS_ABOUT).map(mdPath);
+  if (p.paths.length > MAX_PATHS_ABOUT) shown.push(`and ${p.paths.length - MAX_PATHS_ABOUT} more`);
+  return ` (${shown.join(', ')})`;
+}
+
+/** A path as code; one longer than MAX_QUOTED characters as its start, then `…` and how long the path is in bytes. */
+function mdPath(path: string): string {
+  const head = shownPathStart(path, MAX_QUOTED);
+  return head === null ? mdCode(shownPath(path)) : `${mdCode(head)}… (${Buffer.byteLength(path)} bytes)`;
+}
+
+/** Text from a ledger line or a refusal; one longer than MAX_QUOTED characters as its start, `…` and its length. */
+function mdQuoted(text: string): string {
+  const shown = shownText(text);
+  const head = textStart(shown);
+  return head === null ? mdText(shown) : `${mdText(head)}… (${Buffer.byteLength(text)} bytes)`;
+}
+
+/** An escape shownText writes, or one character: a shortened text never ends inside an escape. */
+const SHOWN_UNIT = /\\u[0-9a-f]{4}|[\s\S]/gu;
+
+/** The start of shown text that fits MAX_QUOTED characters, or null when all of it does. */
+function textStart(shown: string): string | null {
+  if (shown.length <= MAX_QUOTED) return null;
+  let head = '';
+  for (const [unit] of shown.matchAll(SHOWN_UNIT)) {
+    if (head.length + unit.length > MAX_QUOTED) break;
+    head += unit;
+  }
+  return head;
+}
+
+/**
+ * The summary as GitHub keeps it: a step summary over 1 MiB is dropped whole. Bounded lists and quoted texts keep it
+ * far below that; should they add up anyway, it ends at the last whole line that fits, and says so.
+ */
+export function cappedSummary(markdown: string, limit = MAX_SUMMARY_BYTES): string {
+  if (Buffer.byteLength(markdown) <= limit) return markdown;
+  const cut =
+    '\n**This summary was cut here: it would have been too long for GitHub.** The job log and ' +
+    '`delegate-git verify --json` have all of it.\n';
+  let room = limit - Buffer.byteLength(cut);
+  const kept: string[] = [];
+  for (const line of markdown.split('\n')) {
+    room -= Buffer.byteLength(line) + 1;
+    if (room < 0) break;
+    kept.push(line);
+  }
+  return `${kept.join('\n')}\n${cut}`;
 }
 
 const MARKDOWN_SIGNIFICANT = /[\\`*_[\]<>|~&]/g;
@@ -258,6 +332,11 @@ function unrecordedHint(v: LedgerVerification): string | null {
   );
 }
 
+/** PROMOTE_ADVICE when a refused file is one a record can promote (a submodule is not), which unrecordedHint points to. */
+function promoteAdvice(v: LedgerVerification): string | null {
+  return v.ledgerTip && v.files.some((f) => !f.promoted && f.kind !== 'submodule') ? PROMOTE_ADVICE : null;
+}
+
 /** What promotes a refused file: the content at the revision, on a branch of one's own, and the ledger pushed with it. */
 const PROMOTE_ADVICE =
   'To promote a refused file: delegate it, or have reviewers approve the content at this revision ' +
@@ -296,8 +375,19 @@ function foreignCount(v: LedgerVerification, separator: string): string {
   return `${separator}${n === 1 ? '1 tree entry that is not a note' : `${n} tree entries that are not notes`}`;
 }
 
-/** Removed lines listed one by one in the job summary; the rest are counted (all of them are in --json). */
+/** Entries of a list shown one by one in the job summary; the rest are counted (all of them are in --json). */
 const MAX_LISTED = 50;
+/** Paths an invalid line names on its blob that the job summary shows. */
+const MAX_PATHS_ABOUT = 5;
+/** Error annotations GitHub shows of a step; it drops the rest. */
+const MAX_ANNOTATIONS = 10;
+/** Characters of one path or quoted text that the job summary shows. */
+const MAX_QUOTED = 500;
+/**
+ * The job summary's size at most, in bytes: half the 1 MiB GitHub takes from a step. The bounds above keep the worst a
+ * pusher can make of it near 350 KB; this is for what they do not foresee.
+ */
+const MAX_SUMMARY_BYTES = 512 * 1024;
 
 /**
  * A removed line in words, so a reviewer can tell which record went: every record line starts with the same
@@ -313,16 +403,72 @@ function describeLine(line: string): string {
   return `${what} of ${r.subjects.map((s) => shownPath(s.path)).join(', ')} made ${r.createdAtText}, signed by key ${key} (line sha256 ${digest})`;
 }
 
-function escapeAnnotation(text: string): string {
-  return text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+/**
+ * Under GitHub Actions, why verify could not answer (main writes it to stderr and exits 2): on the job page that would
+ * be in the raw log only, under a failed step with no summary or annotation. Said before main reports it; a summary
+ * that cannot be written leaves that report as it is.
+ */
+async function reportNoAnswer(error: unknown, io: Io, annotationsToStderr: boolean): Promise<void> {
+  const reason = error instanceof Error ? error.message : String(error);
+  if (io.env.GITHUB_STEP_SUMMARY) {
+    const md = [
+      '## delegate-git ledger: ❌ could not answer',
+      '',
+      `verify could not answer (exit 2), so nothing was judged: ${mdQuoted(reason)}`,
+      '',
+    ];
+    await appendFile(io.env.GITHUB_STEP_SUMMARY, `${md.map(shownText).join('\n')}\n`).catch(() => {});
+  }
+  if (io.env.GITHUB_ACTIONS === 'true')
+    (annotationsToStderr ? io.err : io.out)(
+      `::error::${escapeAnnotation(`delegate-git verify could not answer: ${reason}`)}\n`,
+    );
 }
 
 /**
- * ` file=<path>` for an annotation; workflow command properties also end at ":" and ",". Nothing for a path that what
- * is written to the log would change (shownOutput rewrites invisible characters and `##[`), which GitHub would attach
- * to a file that does not exist: the message names the file either way.
+ * The ::error annotations: one per refused file, and one per refusal since the commit verified last. GitHub shows 10
+ * error annotations of a step (50 of a job) and drops the rest unsaid, so past 10 the tenth says how many more there
+ * are and where they are listed.
+ */
+function annotations(v: LedgerVerification): string[] {
+  const lines: string[] = [];
+  const annotated = new Set<string>();
+  for (const f of v.files.filter((x) => !x.promoted)) {
+    annotated.add(f.path);
+    lines.push(
+      `::error${fileProperty(f.path)}::${escapeAnnotation(`${shownPath(f.path)} is not promoted: ${f.reason}`)}\n`,
+    );
+  }
+  // One annotation per file: a file refused at the revision is not annotated again for a commit since.
+  for (const r of v.since?.refusals ?? []) {
+    if (r.path !== undefined && annotated.has(r.path)) continue;
+    lines.push(
+      `::error${r.path === undefined ? '' : fileProperty(r.path)}::${escapeAnnotation(sinceRefusal(r))}\n`,
+    );
+  }
+  if (lines.length <= MAX_ANNOTATIONS) return lines;
+  const more = lines.length - (MAX_ANNOTATIONS - 1);
+  return [
+    ...lines.slice(0, MAX_ANNOTATIONS - 1),
+    `::error::${escapeAnnotation(`… and ${more} more refusals, not annotated (GitHub shows ${MAX_ANNOTATIONS} annotations of a step): the step's log lists them all`)}\n`,
+  ];
+}
+
+/**
+ * An annotation's text on one line, as the text output shows it: the runner decodes `%0A` in a message into a line
+ * break, so an escaped line break from a pushed name would still add a line of the pusher's to the annotation.
+ */
+function escapeAnnotation(text: string): string {
+  return shownText(text).replace(/%/g, '%25');
+}
+
+/**
+ * ` file=<path>` for an annotation; workflow command properties also end at ":" and ",". Nothing for a path the text
+ * output quotes or rewrites (a line break, a control or invisible character, a quote, a backslash, `##[`): GitHub
+ * would show it raw, attached to a file that does not exist, where `src/a\u200b.js` reads as the promoted `src/a.js`.
+ * The message names the file either way, as the text output does.
  */
 function fileProperty(path: string): string {
-  if (shownOutput(path) !== path) return '';
+  if (shownPath(path) !== path) return '';
   return ` file=${escapeAnnotation(path).replace(/:/g, '%3A').replace(/,/g, '%2C')}`;
 }
