@@ -379,7 +379,9 @@ describe('a lock on the ledger that a stopped git left', () => {
     try {
       const before = worker.requestCount();
       const ledgerBefore = repo.ledgerCommits();
-      const { code, stderr } = await repo.delegate(creating('src/locked.js'));
+      const { code, stderr } = await repo.delegate(creating('src/locked.js'), {
+        args: ['--key', 'operator'],
+      });
       expect(code).toBe(2);
       expect(stderr).toMatch(
         /its lock file \S+delegations\.lock is \d+ s old, left by a git process that stopped/,
@@ -389,7 +391,14 @@ describe('a lock on the ledger that a stopped git left', () => {
       expect(repo.exists('src/locked.js')).toBe(false);
       repo.write('config/attested.js', 'export const attested = 1;\n');
       const started = Date.now();
-      const attest = await repo.cli(['attest', '--approve', 'config/attested.js', '--yes']);
+      const attest = await repo.cli([
+        'attest',
+        '--approve',
+        'config/attested.js',
+        '--yes',
+        '--key',
+        'operator',
+      ]);
       expect(attest.code).toBe(2);
       expect(attest.stderr).toContain(`its lock file ${lock}`);
       expect(Date.now() - started).toBeLessThan(8_000); // not 40 retries of a lost race
@@ -398,10 +407,12 @@ describe('a lock on the ledger that a stopped git left', () => {
       fs.rmSync(lock, { force: true });
     }
     worker.enqueue({ content: fileBlock('src/locked.js', 'export const locked = 1;') });
-    const { code, receipt } = await repo.delegate(creating('src/locked.js'));
+    const { code, receipt } = await repo.delegate(creating('src/locked.js'), { args: ['--key', 'operator'] });
     expect(code).toBe(0);
     expect(repo.noteLines(receipt!.files[0]!.gitBlob)).toEqual([receipt?.envelope]);
-    expect((await repo.cli(['attest', '--approve', 'config/attested.js', '--yes'])).code).toBe(0);
+    expect(
+      (await repo.cli(['attest', '--approve', 'config/attested.js', '--yes', '--key', 'operator'])).code,
+    ).toBe(0);
   });
 });
 

@@ -4,7 +4,7 @@
 // same end to end on a few long names.
 import type { CheckResult, LedgerVerification } from '@delegate-git/core';
 import { describe, expect, it } from 'vitest';
-import { cappedSummary, renderMarkdown } from '../src/commands/verify.js';
+import { cappedSummary, renderMarkdown } from '../src/verify-report.js';
 
 const NO_VERDICT = 'no verdict: no delegated unit is recorded as writing it';
 
