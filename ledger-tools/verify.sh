@@ -21,6 +21,15 @@
 rev=${DELEGATE_GIT_REV:-HEAD}
 remote=${DELEGATE_GIT_REMOTE:-origin}
 cli=${DELEGATE_GIT_CLI:-npx --yes delegate-git}
+# Fails the step (exit 2) for a reason found before verify runs, said as an annotation and in the job summary, as
+# verify says its own (on the job page the log alone is easy to miss under a failed step).
+cannot_answer() {
+  echo "::error::$1"
+  if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+    printf '## delegate-git ledger: ❌ could not answer\n\n%s\n' "$1" >> "$GITHUB_STEP_SUMMARY"
+  fi
+  exit 2
+}
 # actions/checkout clones one commit deep by default; verify judges the history of the policy and keys and refuses
 # a shallow clone, so the rest of the history is fetched first.
 if [ "$(git rev-parse --is-shallow-repository)" = true ]; then
@@ -31,21 +40,16 @@ fi
 # that exact name is the ledger: ls-remote also lists refs whose names merely end in it, and a fetch would take
 # refs/heads/refs/notes/delegations (or such a tag) where the ledger is gone.
 listed=$(git ls-remote -- "$remote" refs/notes/delegations)
-if [ $? -ne 0 ]; then
-  echo "::error::could not ask $remote for its ledger (git ls-remote failed)"
-  exit 2
-fi
+if [ $? -ne 0 ]; then cannot_answer "could not ask $remote for its ledger (git ls-remote failed)"; fi
 ledger=$(printf '%s\n' "$listed" | awk '$2 == "refs/notes/delegations" { print $1 }')
 if [ -n "$ledger" ]; then
   # --no-filter: in a partial clone (checkout's `filter:`, sparse checkouts) the notes would otherwise come without
   # their blobs, and verify would fetch them from the remote one at a time.
   if ! git fetch --no-tags --no-filter -- "$remote" "+refs/notes/delegations:refs/notes/delegations"; then
-    echo "::error::could not fetch refs/notes/delegations from $remote"
-    exit 2
+    cannot_answer "could not fetch refs/notes/delegations from $remote"
   fi
   if [ "$(git rev-parse -q --verify refs/notes/delegations)" != "$ledger" ]; then
-    echo "::error::refs/notes/delegations on $remote moved while it was fetched; run the job again"
-    exit 2
+    cannot_answer "refs/notes/delegations on $remote moved while it was fetched; run the job again"
   fi
 else
   echo "::notice::no ledger on $remote yet"

@@ -346,9 +346,14 @@ describe('the ledger action', () => {
     expect(gone.output).toBe('ledger-tip=\n');
 
     gitOk(story, ci, ['remote', 'set-url', 'origin', `${remote}-gone`]);
-    const unreachable = verifyStep(ci, {}, verified);
+    const summary = path.join(story.root, 'kept-workspace-summary.md');
+    const unreachable = verifyStep(ci, { GITHUB_STEP_SUMMARY: summary }, verified);
     expect(unreachable.code).toBe(2);
     expect(unreachable.stdout).toContain('::error::could not ask origin for its ledger');
+    // The job summary says it too: a failed step's log alone is easy to miss.
+    expect(fs.readFileSync(summary, 'utf8')).toBe(
+      '## delegate-git ledger: ❌ could not answer\n\ncould not ask origin for its ledger (git ls-remote failed)\n',
+    );
   });
 
   it('takes only the ref named exactly refs/notes/delegations: a branch or tag whose name ends in it is no ledger', () => {
