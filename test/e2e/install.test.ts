@@ -163,6 +163,30 @@ describe('init: where git runs hooks', () => {
     expect(again.stdout).toContain(`installed the pre-commit hook: ${installed}`);
   });
 
+  it('refuses a second adoption in a linked worktree while the first is not committed in another (rt46); control: committed and merged, init there keeps it', () => {
+    const dir = makeWorkTree(story, 'two-worktrees');
+    commitBeforeAdoption(story, dir);
+    const linked = path.join(story.root, 'two-worktrees-linked');
+    gitOk(story, dir, ['worktree', 'add', '-q', '-b', 'linked', linked]);
+    cliOk(story, dir, ['init', '--protect', 'src/**', '--no-hook']);
+    const first = JSON.parse(fs.readFileSync(path.join(dir, '.delegate-git', 'policy.json'), 'utf8'));
+
+    const second = cli(story, linked, ['init', '--protect', 'src/**', '--no-hook']);
+    expect(second.code).toBe(2);
+    expect(second.stderr).toContain('An adoption is in progress in another worktree of this repository');
+    expect(second.stderr).toContain(dir);
+    expect(fs.existsSync(path.join(linked, '.delegate-git', 'policy.json'))).toBe(false);
+
+    gitOk(story, dir, ['add', '.delegate-git']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+    gitOk(story, linked, ['merge', '-q', 'main']);
+    const rerun = cli(story, linked, ['init', '--no-hook']);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(rerun.stdout).toContain('kept the existing');
+    const kept = JSON.parse(fs.readFileSync(path.join(linked, '.delegate-git', 'policy.json'), 'utf8'));
+    expect(kept.repositoryId).toBe(first.repositoryId);
+  });
+
   it('guards a linked worktree: an unpromoted commit there is refused, a promoted one passes', async () => {
     const dir = makeWorkTree(story, 'worktrees');
     adopt(story, dir, ['src/**']);

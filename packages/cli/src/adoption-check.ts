@@ -4,6 +4,8 @@
  * and the server refuse, and its anchor records would name another repository id in the shared ledger, so that the
  * ledger could not be pushed.
  */
+import { existsSync, realpathSync } from 'node:fs';
+import path from 'node:path';
 import { DelegateGitError, gitTry, holdsKey, POLICY_PATH, parsePolicy, shownPath } from '@delegate-git/core';
 import type { Io } from './command.js';
 import { firstLine, listRemote } from './remote-listing.js';
@@ -38,6 +40,29 @@ export async function refuseSecondAdoption(top: string, io: Io): Promise<void> {
       `branch into this one (git merge ${holder}): they become this branch's trust anchor. If you do not (anyone ` +
       'who can push a branch can write one), delete that branch, here and on the remote, and run init again.',
   );
+}
+
+/**
+ * Throws when another worktree of this repository holds a policy no branch holds (an adoption in progress there): the
+ * worktrees share one ledger, and a policy written here would carry a repository id of its own, whose anchor
+ * approvals the ledger keeps for good beside the other's (init's lock makes two inits take turns, not agree).
+ */
+export async function refuseAdoptionInAnotherWorktree(top: string, io: Io): Promise<void> {
+  const listed = await gitTry(['worktree', 'list', '--porcelain'], { cwd: top, env: io.env });
+  if (listed.code !== 0) return; // a git without worktrees: there is no other one
+  const here = realpathSync(top);
+  for (const line of listed.stdout.toString('utf8').split('\n')) {
+    if (!line.startsWith('worktree ')) continue;
+    const dir = line.slice('worktree '.length);
+    if (!existsSync(path.join(dir, POLICY_PATH)) || realpathSync(dir) === here) continue;
+    throw new DelegateGitError(
+      'USAGE',
+      `An adoption is in progress in another worktree of this repository: ${shownPath(dir)} holds ${POLICY_PATH}, ` +
+        'which no branch holds yet. The worktrees share one ledger, and a second policy here would be a trust anchor ' +
+        'with a repository id of its own. Finish the adoption there (commit it), then merge that branch here and run ' +
+        'init again; if that adoption was abandoned, remove its policy file first.',
+    );
+  }
 }
 
 /**

@@ -34,7 +34,7 @@ import {
   splitZ,
   withFileLock,
 } from '@delegate-git/core';
-import { refuseSecondAdoption } from '../adoption-check.js';
+import { refuseAdoptionInAnotherWorktree, refuseSecondAdoption } from '../adoption-check.js';
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import {
@@ -339,6 +339,7 @@ async function choosePolicy(
   if (kept?.committed) return { policy: parsePolicy(kept.text), created: false };
   await refuseSecondAdoption(top, io);
   if (kept) return { policy: parsePolicy(kept.text), created: true, resumed: true };
+  await refuseAdoptionInAnotherWorktree(top, io);
   let protect = values.protect ?? [];
   if (!values.protect && io.interactive) {
     const answer = await io.prompt(
