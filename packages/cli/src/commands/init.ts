@@ -57,8 +57,9 @@ Sets up delegate-git in the current git repository. Idempotent: what exists is k
 inits at once in one repository take turns (<git common dir>/delegate-git/init.lock): the second keeps what the
 first wrote, as a rerun does, or fails (nothing written) when the first holds the lock longer than 15 s.
   - writes ${POLICY_PATH} (repository id, protected globs) unless it exists; refused where another branch,
-    here or on a remote (asked with git ls-remote), holds one already: a repository adopts once (merge that
-    branch if you trust the keys it names, or run init on it);
+    here or on a remote (asked with git ls-remote), holds one already, or another worktree of this repository
+    holds one not committed yet: a repository adopts once (merge that branch if you trust the keys it names, or
+    run init on it);
   - in a new adoption, creates the keys directory (default ${DEFAULT_KEYS_DIR}) and registers your public key
     there with the roles delegator and reviewer; where delegate-git is adopted already, prints the commands a
     trusted reviewer runs to add your key instead (a key file is committed only with reviewers' approval);
