@@ -60,14 +60,18 @@ fi
 # Sets $value to the full object id a remember step wrote to file $1, or to nothing. Anything else (a revision such
 # as HEAD, a short id) is not what remember.sh writes, and is ignored with a warning: the whole history is then
 # judged, never less.
+# Whether $1 is a full object id (40 or 64 lowercase hex digits).
+full_id() {
+  case $1 in
+    '' | *[!0-9a-f]*) return 1 ;;
+  esac
+  [ ${#1} -eq 40 ] || [ ${#1} -eq 64 ]
+}
 remembered() {
   value=
   if [ -z "$1" ] || [ ! -s "$1" ]; then return 0; fi
   value=$(cat -- "$1")
-  case $value in
-    *[!0-9a-f]*) ;;
-    *) if [ ${#value} -eq 40 ] || [ ${#value} -eq 64 ]; then return 0; fi ;;
-  esac
+  if full_id "$value"; then return 0; fi
   echo "::warning::ignoring $1: it holds no full object id, so the whole history is judged"
   value=
 }
@@ -79,11 +83,11 @@ since=$value
 if [ -z "$since" ] && [ -n "${DELEGATE_GIT_BASE_COMMIT:-}" ]; then
   # Judged from the base, a pull request that adds a reviewer and content only that reviewer approved fails, as it
   # fails once merged; judged over the whole history it passed (rt47 F01).
-  case $DELEGATE_GIT_BASE_COMMIT in
-    *[!0-9a-f]*) ;;
-    *) if [ ${#DELEGATE_GIT_BASE_COMMIT} -eq 40 ] || [ ${#DELEGATE_GIT_BASE_COMMIT} -eq 64 ]; then since=$DELEGATE_GIT_BASE_COMMIT; fi ;;
-  esac
-  if [ -z "$since" ]; then echo "::warning::ignoring DELEGATE_GIT_BASE_COMMIT: it is no full object id, so the whole history is judged"; fi
+  if full_id "$DELEGATE_GIT_BASE_COMMIT"; then
+    since=$DELEGATE_GIT_BASE_COMMIT
+  else
+    echo "::warning::ignoring DELEGATE_GIT_BASE_COMMIT: it is no full object id, so the whole history is judged"
+  fi
 fi
 if [ -n "$since" ]; then
   if [ "${DELEGATE_GIT_PROTECTED:-true}" = false ]; then

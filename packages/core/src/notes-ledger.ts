@@ -21,6 +21,7 @@ import {
   assertRevision,
   type ForeignEntries,
   groupAdditions,
+  isObjectId,
   type NoteAddition,
   parseNote,
 } from './notes-format.js';
@@ -114,7 +115,7 @@ export class NotesLedger {
     } catch {
       return; // no loose file: packed, or no ledger yet
     }
-    if (!/^([0-9a-f]{40}|[0-9a-f]{64})$/.test(text)) await this.tip(); // says what git cannot read
+    if (!isObjectId(text)) await this.tip(); // says what git cannot read
   }
 
   private refuseStaleLock(): void {
