@@ -34,7 +34,7 @@ import {
   type Policy,
   parsePolicy,
 } from './policy.js';
-import { rememberValidPolicy, type StagedDiff } from './quiet-commit.js';
+import { rememberValidPolicy } from './quiet-commit.js';
 import type { Repository } from './repository.js';
 import type { RulesChange } from './rules-change.js';
 import { shownPath } from './shown-path.js';
@@ -194,14 +194,13 @@ export async function checkRevision(repo: Repository, rev: string): Promise<Chec
  * deletions of governed paths reported (blocking for the governance files, and with `protectDeletes` on a protected
  * path).
  */
-export async function checkStaged(repo: Repository, staged?: StagedDiff | null): Promise<CheckReport> {
+export async function checkStaged(repo: Repository): Promise<CheckReport> {
   const top = requireWorkTree(repo);
   const snapshot: Snapshot = gitSnapshot(top, repo.objects, null, repo.env);
   // The common commit touches nothing governed: answer it with the policy and the path index alone, and read the
-  // trust root only when something governed is staged (the hook runs on every commit). `staged`: the diff the
-  // hook's quick path already read.
+  // trust root only when something governed is staged (the hook runs on every commit).
   const [{ base, changes }, inForce, notesAt] = await Promise.all([
-    staged ?? stagedChanges(repo),
+    stagedChanges(repo),
     stagedPolicy(repo, snapshot, top),
     notesTip(repo),
   ]);

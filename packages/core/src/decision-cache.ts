@@ -14,6 +14,7 @@
  * The cache is an accelerator only: unreadable or from another version, it is ignored and rewritten.
  */
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { replaceCacheFile } from './cache-file.js';
@@ -22,6 +23,9 @@ import {
   DECISIONS_FILE,
   decisionsFile,
   entryKey,
+  PROMOTED_FILE,
+  promotedFile,
+  promotedText,
   readStore,
   type Stored,
   storeText,
@@ -49,6 +53,8 @@ export class DecisionCache {
   private constructor(
     private readonly file: string | null,
     private readonly stored: Stored,
+    /** The promotions alone, for the hook's quick path (decision-store.ts). */
+    private readonly promotedFile: string | null = null,
   ) {
     this.textIndex = new Map(stored.texts.map((t, i) => [t, i]));
   }
@@ -68,9 +74,15 @@ export class DecisionCache {
     if (cacheDir === null) return DecisionCache.none();
     const digest = governanceDigest(governance, anchor);
     const file = decisionsFile(cacheDir, digest, tip);
+    const promoted = promotedFile(cacheDir, digest, tip);
     const exact = readStore(file);
-    if (exact) return new DecisionCache(file, exact);
-    const cache = new DecisionCache(file, await carryOver(cacheDir, digest, tip, gitOptions));
+    if (exact) {
+      const cache = new DecisionCache(file, exact, promoted);
+      // Its promotions file lost (removed by hand, or never written to a full disk): written again on save.
+      cache.dirty = !existsSync(promoted);
+      return cache;
+    }
+    const cache = new DecisionCache(file, await carryOver(cacheDir, digest, tip, gitOptions), promoted);
     cache.dirty = true;
     return cache;
   }
@@ -134,9 +146,11 @@ export class DecisionCache {
     for (const k of [...entries.keys()].slice(0, Math.max(0, entries.size - MAX_ENTRIES))) entries.delete(k);
     // Unwritten (a read-only git dir): the answers stay correct, only slower.
     if (!(await replaceCacheFile(this.file, storeText(this.stored)))) return;
+    // Unwritten, the quick path finds an older, shorter list (each promotion in it still true) or none.
+    if (this.promotedFile) await replaceCacheFile(this.promotedFile, promotedText(this.stored));
     this.dirty = false;
     try {
-      const tipOf = (name: string) => DECISIONS_FILE.exec(name)?.[2];
+      const tipOf = (name: string) => (DECISIONS_FILE.exec(name) ?? PROMOTED_FILE.exec(name))?.[2];
       const tip = tipOf(path.basename(this.file));
       for (const n of await readdir(dir)) {
         const at = tipOf(n);

@@ -69,6 +69,21 @@ export class GitIndex {
     return this.data.subarray(at, at + this.oidBytes);
   }
 
+  /**
+   * Whether entry `i`'s object id is this one, given in lowercase hex: compared byte by byte, since converting
+   * 10,000 ids to hex costs the hook more than this (every string it allocates counts, in a process this short).
+   */
+  hasOid(i: number, hex: string): boolean {
+    if (hex.length !== this.oidBytes * 2) return false;
+    const at = this.entryAt[i]! + STAT_BYTES;
+    for (let k = 0; k < this.oidBytes; k++) {
+      const high = nibble(hex.charCodeAt(2 * k));
+      const low = nibble(hex.charCodeAt(2 * k + 1));
+      if (high < 0 || low < 0 || this.data[at + k] !== ((high << 4) | low)) return false;
+    }
+    return true;
+  }
+
   /** The entry at exactly this path (binary search: the index is sorted bytewise), or -1. */
   find(name: string): number {
     let lo = 0;
@@ -82,6 +97,13 @@ export class GitIndex {
     }
     return -1;
   }
+}
+
+/** A lowercase hex digit's value, or -1. */
+function nibble(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  if (code >= 97 && code <= 102) return code - 87;
+  return -1;
 }
 
 const HEADER = 12;

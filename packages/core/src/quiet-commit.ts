@@ -7,7 +7,9 @@
  * First without git: the index file is read (index-file.ts) and its governed entries hashed; when HEAD's tree is
  * known (quiet-trees.ts) to have the same governed entries, nothing governed is staged. Each run also learns the
  * tree this index will commit, so the next commit finds its HEAD known. Otherwise two git processes run at once
- * (the diff against HEAD and a few object names), and nothing heavier than the glob matcher is loaded.
+ * (the paths the index changes against HEAD, and a few object names), and nothing heavier than the glob matcher is
+ * loaded. The staged blobs are read from the index file already read, not from git: naming 10,000 changes with
+ * their modes and blob ids is 1.2 MB for git to write and the hook to parse, the paths alone a fifth of it.
  *
  * What it relies on, each written by the full check: the staged policy as last validated (kept under the policy
  * blob's id, so an edited policy is validated again), the set of paths the ledger has recorded (per notes commit,
@@ -17,7 +19,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathsName, recordedPathsBody, replaceCacheFile } from './cache-file.js';
-import { decisionsFile, governanceDigestOf, promotionsByBlob } from './decision-store.js';
+import { governanceDigestOf, type PromotedTest, promotedFile, readPromotions } from './decision-store.js';
 import { namesCanCollide } from './fold-collisions.js';
 import { splitZ } from './git-fields.js';
 import { type GitDirs, gitDirsOf, looseCommitTree, readText, refTarget } from './git-files.js';
@@ -36,14 +38,7 @@ import { indexTree } from './index-trees.js';
 import type { Policy } from './policy.js';
 import { QuietTrees } from './quiet-trees.js';
 import { shadowsOf } from './ref-shadows.js';
-import {
-  addsName,
-  isLinkMode,
-  parseRawDiff,
-  removedPaths,
-  type StagedChange,
-  stagedDiffArgs,
-} from './staged-changes.js';
+import { addsName, removedPaths, type StagedChange } from './staged-changes.js';
 
 // notes-ledger.ts's LEDGER_REF, spelled here: this module is the hook's quick bundle, which must not load the ledger.
 const LEDGER_REF = 'refs/notes/delegations';
@@ -53,14 +48,10 @@ const LEDGER_SHADOWS = shadowsOf(LEDGER_REF)
   .map((name) => `${name}\n`)
   .join('');
 
-/** What the index changes against HEAD, read once and handed to the full check when the quick answer is "no". */
-export interface StagedDiff {
-  base: string;
-  changes: StagedChange[];
-}
-
 /** `passes`: the full check would let this commit through without a word (nothing governed, or all promoted). */
-export type QuickAnswer = { passes: true } | { passes: false; staged: StagedDiff | null };
+export interface QuickAnswer {
+  passes: boolean;
+}
 
 /** Says `passes` only when that is certain; otherwise the full check must answer. */
 export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promise<QuickAnswer> {
@@ -68,7 +59,7 @@ export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promi
   const read = dirs === null ? null : readIndex(dirs);
   try {
     const answer = read?.passes ? PASSES : await askGit(cwd, env, dirs, read);
-    return answer.passes && dirs !== null && concludesMergeBesideFetchedLedger(dirs) ? unsure(null) : answer;
+    return answer.passes && dirs !== null && concludesMergeBesideFetchedLedger(dirs) ? UNSURE : answer;
   } finally {
     read?.trees.save(); // what this run learned, whatever the answer
   }
@@ -86,7 +77,7 @@ function concludesMergeBesideFetchedLedger(dirs: GitDirs): boolean {
   return fetched !== null && fetched !== refTarget(dirs, LEDGER_REF);
 }
 
-/** The quick answer from git: the staged diff, and what the caches say about it. */
+/** The quick answer from git: the paths the index changes, and what the caches say about them. */
 async function askGit(
   cwd: string,
   env: NodeJS.ProcessEnv,
@@ -98,49 +89,127 @@ async function askGit(
   const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\nHEAD^{tree}\n${LEDGER_SHADOWS}`;
   // The diff first: it takes longest, and the first spawn of a process also loads node:child_process.
   const [diff, ids, commonDir] = await Promise.all([
-    run(stagedDiffArgs('HEAD'), cwd, env),
+    run(CHANGED_PATHS, cwd, env),
     run(['cat-file', '--batch-check'], cwd, env, names),
     dirs?.commonDir ?? commonDirFromGit(cwd, env),
   ]);
   const [head, policyId, ledger, defaultKeys, headTree, ...shadows] = (ids?.toString('utf8') ?? '').split(
     '\n',
   );
-  if (diff === null || !head?.includes(' commit ')) return unsure(null);
-  const fields = splitZ(diff);
-  const staged = { base: head.split(' ')[0]!, changes: parseRawDiff(fields) };
-  if (commonDir === null || !policyId?.includes(' blob ')) return unsure(staged);
+  if (diff === null || !head?.includes(' commit ')) return UNSURE;
+  const base = head.split(' ')[0]!;
+  // The blobs come from the index as read before git ran: only if git diffed that same index.
+  const index = read && read.head === base && isUnchanged(read) ? read.index : null;
+  const changes = changesIn(splitZ(diff), index);
+  const isStaged = (c: QuickChange) => (hex: string) => c.at >= 0 && index!.hasOid(c.at, hex);
+  if (commonDir === null || !policyId?.includes(' blob ')) return UNSURE;
   const cacheDir = cacheDirOf(commonDir);
   const policyBlob = policyId.split(' ')[0]!;
   const policy = validatedPolicy(cacheDir, policyBlob);
   // Even a commit that stages nothing is refused (exit 2) by the full check when the policy does not validate.
-  if (!policy) return unsure(staged);
+  if (!policy) return UNSURE;
 
   const tip = ledger?.includes(' commit ') ? ledger.split(' ')[0]! : null;
-  if (tip === null && !ledger?.endsWith(' missing')) return unsure(staged);
+  if (tip === null && !ledger?.endsWith(' missing')) return UNSURE;
   // git says "missing" too of a ledger ref it cannot read (a file a crash cut short), which the full check refuses:
   // read as no ledger, a path governed only by its records would pass (rt46 f01).
-  if (tip === null && existsSync(path.join(commonDir, LEDGER_REF))) return unsure(staged);
-  if (shadows.some((line) => line !== '' && !line.endsWith(' missing'))) return unsure(staged);
+  if (tip === null && existsSync(path.join(commonDir, LEDGER_REF))) return UNSURE;
+  if (shadows.some((line) => line !== '' && !line.endsWith(' missing'))) return UNSURE;
   const isGoverned = governedTest(policy, tip, cacheDir);
-  if (namesCanCollide(policy) && makesFoldTwin(staged.changes, policy, isGoverned, read?.index ?? null))
-    return unsure(staged);
-  const governed = governedAmong(staged.changes, isGoverned);
-  if (governed === null) return unsure(staged);
-  // The full check reports every governed path a deletion or a rename removes.
-  if (removedPaths(staged.changes).some((r) => isGoverned(r.path, r.link) !== false)) return unsure(staged);
-  if (governed.length === 0) {
-    if (read?.governed && isSameState(read, { head: staged.base, policyBlob, tip }))
-      learnHeadFromDiff(read, headTree, touchedEntries(fields), countsIn(policy, isGoverned));
-    return PASSES;
-  }
+  if (namesCanCollide(policy) && makesFoldTwin(changes, policy, isGoverned, read?.index ?? null))
+    return UNSURE;
+  // The full check reports every governed path a deletion removes.
+  if (removedPaths(changes).some((r) => isGoverned(r.path, r.link) !== false)) return UNSURE;
+
   const keysAt = async () =>
     policy.keysDir === DEFAULT_KEYS_DIR
       ? (defaultKeys ?? '')
-      : ((
-          await run(['cat-file', '--batch-check'], cwd, env, `${staged.base}:${policy.keysDir}\n`)
-        )?.toString() ?? '');
-  const ok = await allPromoted(governed, staged, policy, policyBlob, tip, cacheDir, keysAt);
-  return ok ? PASSES : unsure(staged);
+      : ((await run(['cat-file', '--batch-check'], cwd, env, `${base}:${policy.keysDir}\n`))?.toString() ??
+        '');
+  const promotions = () => promotionsFor(changes, policy, policyBlob, tip, cacheDir, keysAt);
+  // Many changes are mostly promoted files: looking each up costs less than matching it against the policy first.
+  const promoted = changes.length > FEW_CHANGES ? await promotions() : null;
+  const governed: QuickChange[] = [];
+  for (const change of changes) {
+    if (promoted?.(change.path, isStaged(change))) continue;
+    // A symbolic link or submodule is governed also by what it could bring beneath its path (governed-paths.ts).
+    const g = isGoverned(change.path, change.submodule === true || change.symlink === true);
+    if (g === null) return UNSURE;
+    if (g) governed.push(change);
+  }
+  if (governed.length === 0) {
+    if (read?.governed && isSameState(read, { head: base, policyBlob, tip }))
+      learnHeadFromDiff(read, headTree, changes, countsIn(policy, isGoverned));
+    return PASSES;
+  }
+  if (promoted !== null) return UNSURE; // each of these was looked up and is not promoted
+  const decided = await promotions();
+  return decided !== null && governed.every((c) => decided(c.path, isStaged(c))) ? PASSES : UNSURE;
+}
+
+/**
+ * `diff-index --name-status` of the index against HEAD: the quick path's diff, as the full check's
+ * (staged-changes.ts) without renames and copies (a rename is its deletion and its addition here, judged alike).
+ */
+const CHANGED_PATHS = [
+  'diff-index',
+  '--cached',
+  '--name-status',
+  '-z',
+  '--no-renames',
+  '--ignore-submodules=none',
+  '--ita-invisible-in-index',
+  'HEAD',
+];
+
+/** Past this many changes, the promotions are read before any change is matched against the policy. */
+const FEW_CHANGES = 32;
+
+/** A change as the quick path reads it: `blob` is not filled; `at` is its entry in the index file, or -1. */
+interface QuickChange extends StagedChange {
+  at: number;
+}
+
+/**
+ * The changes git names, each with its mode from the index file, and where its staged blob is there. Where the index
+ * does not say (not parsed, changed since, a path not found in it), the blob is unknown, never promoted, and the entry
+ * counts as a link, which governs more. A deletion's old mode is not read: it counts as a link's, for the same reason.
+ */
+function changesIn(fields: string[], index: GitIndex | null): QuickChange[] {
+  const changes: QuickChange[] = [];
+  let hint = 0;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const status = fields[i]!.charAt(0) as StagedChange['status'];
+    const p = fields[i + 1]!;
+    if (status === 'D') {
+      changes.push({ status, path: p, blob: '', at: -1, removesLink: true });
+      continue;
+    }
+    // git names the paths in the index's order: the entry is nearly always the one after the last.
+    const at =
+      index === null || status === 'U'
+        ? -1
+        : hint < index.count && index.pathOf(hint) === p
+          ? hint
+          : findIn(index, p);
+    if (at < 0) {
+      changes.push({ status, path: p, blob: '', at, symlink: true });
+      continue;
+    }
+    hint = at + 1;
+    const mode = index!.modeOf(at);
+    const change: QuickChange = { status, path: p, blob: '', at };
+    if (mode === 0o160000) change.submodule = true;
+    else if (mode === 0o120000) change.symlink = true;
+    changes.push(change);
+  }
+  return changes;
+}
+
+/** The index entry at a path git named (as UTF-8; a name of other bytes is not looked up), or -1. */
+function findIn(index: GitIndex, p: string): number {
+  if (!(p as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
+  return index.find(/[^\x00-\x7f]/.test(p) ? Buffer.from(p, 'utf8').toString('latin1') : p);
 }
 
 /**
@@ -210,6 +279,11 @@ function isSameState(
 ): boolean {
   if (read.head !== seen.head) return false;
   if (read.governed?.policyBlob !== seen.policyBlob || read.governed.tip !== seen.tip) return false;
+  return isUnchanged(read);
+}
+
+/** The index file holds what was read (git, run since, read the same). */
+function isUnchanged(read: IndexRead): boolean {
   try {
     return readFileSync(read.dirs.indexFile).equals(read.data);
   } catch {
@@ -220,35 +294,27 @@ function isSameState(
 /**
  * git found no path the digest counts on either side of any change: HEAD's tree governs exactly what the index
  * does, so its digest is the index's. Learned for the next run (the commit of a fresh clone or checkout is often packed).
+ * A change whose HEAD side may be a link (a deletion, a change of type, a conflict) counts as one: HEAD's digest is
+ * what is learned.
  */
 function learnHeadFromDiff(
   read: IndexRead,
   headTreeLine: string | undefined,
-  touched: Array<{ path: string; link: boolean }>,
+  changes: readonly StagedChange[],
   counts: (path: string, link: boolean) => boolean,
 ): void {
   const { policyBlob, tip, digest } = read.governed!;
   const [tree, type] = (headTreeLine ?? '').split(' ');
   if (type !== 'tree' || !tree) return;
-  if (touched.some((e) => counts(e.path, e.link))) return;
+  const mayBeLink = (c: StagedChange) =>
+    c.symlink === true ||
+    c.submodule === true ||
+    c.removesLink === true ||
+    c.status === 'T' ||
+    c.status === 'U';
+  if (changes.some((c) => counts(c.path, mayBeLink(c)))) return;
   read.trees.learnTree(read.head, tree);
   read.trees.learnDigest(tree, '', policyBlob, tip, digest);
-}
-
-/**
- * Every path a raw diff names, both sides of a rename or copy, submodules included; `link` when either side is a
- * symbolic link or a submodule (HEAD's side counts too: its digest is what is learned).
- */
-function touchedEntries(fields: string[]): Array<{ path: string; link: boolean }> {
-  const entries: Array<{ path: string; link: boolean }> = [];
-  for (let i = 0; i < fields.length; ) {
-    const meta = fields[i++]!;
-    const status = meta.charAt(meta.lastIndexOf(' ') + 1);
-    const named = status === 'R' || status === 'C' ? 2 : 1;
-    const link = [meta.slice(1, 7), meta.slice(8, 14)].some(isLinkMode);
-    for (let n = 0; n < named; n++) entries.push({ path: fields[i++]!, link });
-  }
-  return entries;
 }
 
 /** Whether an entry counts in the index's digest (readIndex): governed or maybe so, or an excluded name it counts. */
@@ -292,21 +358,6 @@ function makesFoldTwin(
     if (twin !== undefined && twin !== path) return true;
   }
   return false;
-}
-
-/** The changes the full check would judge, or null when that depends on recorded paths not cached yet. */
-function governedAmong(
-  changes: StagedChange[],
-  isGoverned: (path: string, link?: boolean) => boolean | null,
-): StagedChange[] | null {
-  const governed: StagedChange[] = [];
-  for (const change of changes) {
-    // A symbolic link or submodule is governed also by what it could bring beneath its path (governed-paths.ts).
-    const g = isGoverned(change.path, change.submodule === true || change.symlink === true);
-    if (g === null) return null;
-    if (g) governed.push(change);
-  }
-  return governed;
 }
 
 /**
@@ -354,39 +405,29 @@ function recordedPathTest(recorded: string): (p: string) => boolean {
 }
 
 /**
- * Every governed change already decided as promoted, by the full check, under this governance at this ledger tip.
- * Only for a commit that leaves the governance files as committed (so the committed objects name the governance);
- * one that removes a governed path never gets here (the full check reports each such deletion).
+ * What the full check decided as promoted under this governance at this ledger tip, or null. Only for a commit that
+ * leaves the governance files as committed (so the committed objects name the governance); one that removes a
+ * governed path never gets here (the full check reports each such deletion).
  */
-async function allPromoted(
-  governed: StagedChange[],
-  staged: StagedDiff,
+async function promotionsFor(
+  changes: readonly StagedChange[],
   policy: Policy,
   policyBlob: string,
   tip: string | null,
   cacheDir: string,
   /** cat-file's answer for the keys directory at HEAD ("<id> tree <size>", or "... missing"). */
   keysAt: () => Promise<string>,
-): Promise<boolean> {
-  if (changesGovernance(policy, staged.changes)) return false;
-  if (/[\n\0]/.test(policy.keysDir)) return false; // cat-file reads one name per line
+): Promise<PromotedTest | null> {
+  if (changesGovernance(policy, changes)) return null;
+  if (/[\n\0]/.test(policy.keysDir)) return null; // cat-file reads one name per line
   const [keysId, keysType] = (await keysAt()).split(' ');
   const keysTree = keysType === 'tree' ? keysId! : null;
   const digest = governanceDigestOf(cacheDir, { policyBlob, keysTree });
-  if (digest === null) return false;
-  const promoted = promotionsByBlob(decisionsFile(cacheDir, digest, tip));
-  if (promoted === null) return false;
-  return governed.every((c) => {
-    const at = promoted.get(c.blob);
-    return at === c.path || (Array.isArray(at) && at.includes(c.path));
-  });
+  return digest === null ? null : readPromotions(promotedFile(cacheDir, digest, tip));
 }
 
 const PASSES: QuickAnswer = { passes: true };
-
-function unsure(staged: StagedDiff | null): QuickAnswer {
-  return { passes: false, staged };
-}
+const UNSURE: QuickAnswer = { passes: false };
 
 /**
  * Called by the full check once it has validated the staged policy stored as blob `id`. The globs' compiled

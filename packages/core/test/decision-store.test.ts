@@ -2,7 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeTempDir, removeDir } from '../../../test/support/git-repo.js';
-import { promotionsByBlob, readStore, STORE_VERSION, type Stored, storeText } from '../src/decision-store.js';
+import {
+  promotedText,
+  readPromotions,
+  readStore,
+  STORE_VERSION,
+  type Stored,
+  storeText,
+} from '../src/decision-store.js';
 
 const dir = makeTempDir();
 afterAll(() => removeDir(dir));
@@ -45,22 +52,49 @@ describe('the decisions file', () => {
     expect(write('json', '{"version":2,"texts":[],"entries":{}}')).toBeNull();
   });
 
-  it('lists the promotions alone by blob, for the quick path (a refusal is not one)', () => {
+  it('lists the promotions alone, for the quick path: asked in any order, a refusal is not one', () => {
     const other = 'c'.repeat(40);
+    const older = '0'.repeat(40);
     const file = path.join(dir, 'promotions');
+    const promoted = (p: string) => ({ sha256: sha, promoted: p === 'yes', reason: 0, by: 1 });
     fs.writeFileSync(
       file,
-      storeText({
+      promotedText({
         texts: ['r', '[]'],
+        // Written in the order decided; read sorted. Names beyond ASCII sort otherwise in git (bytes) than here.
         entries: new Map([
-          [`${blob}\0src/a.ts`, { sha256: sha, promoted: true, reason: 0, by: 1 }],
-          [`${blob}\0src/copy-of-a.ts`, { sha256: sha, promoted: true, reason: 0, by: 1 }],
-          [`${other}\0src/b.ts`, { sha256: sha, promoted: false, reason: 0, by: 1 }],
+          [`${blob}\0src/z.ts`, promoted('yes')],
+          [`${blob}\0src/a.ts`, promoted('yes')],
+          [`${older}\0src/a.ts`, promoted('yes')],
+          [`${blob}\0src/copy-of-a.ts`, promoted('yes')],
+          [`${other}\0src/b.ts`, promoted('no')],
+          [`${other}\0src/\u{1F600}.ts`, promoted('yes')],
+          [`${other}\0src/\uFFFD.ts`, promoted('yes')],
         ]),
       }),
     );
-    expect(promotionsByBlob(file)).toEqual(new Map([[blob, ['src/a.ts', 'src/copy-of-a.ts']]]));
+    const test = readPromotions(file)!;
+    const has = (p: string, b: string) => test(p, (hex) => hex === b);
+    const asked: Array<[string, string, boolean]> = [
+      ['src/a.ts', blob, true],
+      ['src/a.ts', older, true],
+      ['src/a.ts', other, false],
+      ['src/b.ts', other, false],
+      ['src/copy-of-a.ts', blob, true],
+      ['src/\uFFFD.ts', other, true],
+      ['src/\u{1F600}.ts', other, true],
+      ['src/z.ts', blob, true],
+      ['src/y.ts', blob, false],
+      ['src/a.ts', blob, true], // again, after the cursor passed it
+      ['src/z.ts', other, false],
+    ];
+    for (const [p, b, expected] of asked) expect([p, b, has(p, b)]).toEqual([p, b, expected]);
+    for (const [p, b, expected] of [...asked].reverse()) expect([p, b, has(p, b)]).toEqual([p, b, expected]);
     fs.writeFileSync(file, '{"version":2}');
-    expect(promotionsByBlob(file)).toBeNull();
+    expect(readPromotions(file)).toBeNull();
+    fs.writeFileSync(file, `delegate-git promoted ${STORE_VERSION}\0src/a.ts\0`); // cut short
+    expect(readPromotions(file)).toBeNull();
+    fs.writeFileSync(file, `delegate-git promoted ${STORE_VERSION}\0src/a.ts\0${blob}\0`); // control
+    expect(readPromotions(file)?.('src/a.ts', (hex) => hex === blob)).toBe(true);
   });
 });

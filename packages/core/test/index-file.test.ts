@@ -116,6 +116,19 @@ describe('parseGitIndex and treeIdOf', () => {
     expect(treeIdOf(index, 'sha1')).not.toBe(repo.gitText(['rev-parse', 'HEAD^{tree}']));
   });
 
+  it("compare an entry's object id with one given in lowercase hex exactly (control: each entry's own id)", () => {
+    const index = expectSameAsGit(repoWith(files));
+    const ids = Array.from({ length: index.count }, (_, i) => index.oidOf(i).toString('hex'));
+    for (let i = 0; i < index.count; i++) {
+      expect(index.hasOid(i, ids[i]!)).toBe(true);
+      expect(index.hasOid(i, ids[(i + 1) % index.count]!)).toBe(false);
+      expect(index.hasOid(i, ids[i]!.toUpperCase())).toBe(/^[0-9]*$/.test(ids[i]!));
+      expect(index.hasOid(i, ids[i]!.slice(0, 38))).toBe(false);
+      expect(index.hasOid(i, `${ids[i]!}00`)).toBe(false);
+      expect(index.hasOid(i, `${ids[i]!.slice(0, 38)}zz`)).toBe(false);
+    }
+  });
+
   it('keep executable, symlink and submodule modes', () => {
     const repo = repoWith({ 'run.sh': '#!/bin/sh\n', 'lib/x.ts': 'x\n' });
     fs.chmodSync(path.join(repo.dir, 'run.sh'), 0o755);

@@ -18,7 +18,6 @@ import {
   writeGovernance,
 } from '../../../test/support/records.js';
 import { checkStagedIn as checkStagedInRepo } from '../../../test/support/staged-check.js';
-import { stagedChanges } from '../src/checks.js';
 import { quickPreCommit } from '../src/quiet-commit.js';
 import { Repository } from '../src/repository.js';
 
@@ -100,13 +99,7 @@ describe('quickPreCommit', () => {
 
   it('never passes a protected path, nor a governance file', async () => {
     stage('src/a.ts', 'export {};\n');
-    const answer = await quickPreCommit(repo.dir, env);
-    expect(answer.passes).toBe(false);
-    // What it read is what the full check would read itself.
-    const opened = await Repository.open(repo.dir, env);
-    const own = await stagedChanges(opened);
-    await opened.close();
-    expect(answer.passes === false && answer.staged).toEqual(own);
+    expect(await quick()).toBe(false);
     unstageAll();
     stage('.delegate-git/keys/extra.json', '{}\n');
     expect(await quick()).toBe(false);
@@ -259,15 +252,23 @@ describe('quickPreCommit with decisions already made', () => {
     expect(await quick()).toBe(true);
   });
 
-  it('ignores a damaged decisions file or governance alias', async () => {
+  it('ignores a damaged or missing promotions file or governance alias', async () => {
     expect(await quick()).toBe(true);
     for (const n of fs.readdirSync(cacheDir).filter((f) => f.startsWith('governance-')))
       fs.writeFileSync(path.join(cacheDir, n), '{"digest": 7}');
     expect(await quick()).toBe(false);
     await fullCheck();
     expect(await quick()).toBe(true);
-    for (const n of fs.readdirSync(cacheDir).filter((f) => f.startsWith('decisions-')))
-      fs.writeFileSync(path.join(cacheDir, n), '{"version": 2, "texts": [], "entries": [');
+    // One file per governance at this tip (the test above judged under two).
+    const promotions = fs.readdirSync(cacheDir).filter((f) => f.startsWith('promoted-'));
+    const kept = promotions.map((n) => fs.readFileSync(path.join(cacheDir, n)));
+    const each = (write: (file: string, i: number) => void) =>
+      promotions.forEach((n, i) => write(path.join(cacheDir, n), i));
+    each((file, i) => fs.writeFileSync(file, kept[i]!.subarray(0, kept[i]!.length - 2)));
+    expect(await quick()).toBe(false);
+    each((file, i) => fs.writeFileSync(file, kept[i]!));
+    expect(await quick()).toBe(true);
+    each((file) => fs.rmSync(file));
     expect(await quick()).toBe(false);
   });
 
@@ -322,5 +323,88 @@ describe('quickPreCommit with a keys directory of its own', () => {
     } finally {
       repo.cleanup();
     }
+  });
+});
+
+/**
+ * Past a few dozen changes the quick path looks each staged file up among the promotions before matching it against
+ * the policy, and takes the staged blobs from the index file, not from git. Each pass is paired with a refusal to
+ * answer.
+ */
+describe('quickPreCommit with many staged changes', () => {
+  let repo: TempRepo;
+  const quick = async () => (await quickPreCommit(repo.dir, env)).passes;
+  // More than the quick path's few changes; a name beyond ASCII, which git orders as bytes.
+  const files = Array.from({ length: 40 }, (_, i) => `src/f${String(i).padStart(2, '0')}.ts`).concat(
+    'src/é-accented.ts',
+  );
+  const contentOf = (file: string) => `export const at = ${JSON.stringify(file)};\n`;
+
+  beforeAll(async () => {
+    repo = makeTempRepo();
+    writeGovernance(repo.dir, testPolicy({ protect: ['src/**'] }), [alice]);
+    fs.mkdirSync(path.join(repo.dir, 'src'));
+    fs.writeFileSync(path.join(repo.dir, 'src/old.ts'), 'committed before any record\n');
+    repo.git(['add', '.']);
+    repo.git(['commit', '-q', '-m', 'adopt']); // no hook in this repository: committed as staged
+    const subjects = files.map((f) => subjectOf(f, contentOf(f)));
+    for (const f of files) stageIn(repo, f, contentOf(f));
+    // Ungoverned: the full check caches the ledger's recorded paths for it, which the quick path then reads.
+    stageIn(repo, 'README.md', 'ungoverned\n');
+    const opened = await Repository.open(repo.dir, env);
+    await opened.ledger.append(subjects.map((s) => ({ blob: s.gitBlob, lines: [verdictLine(alice, [s])] })));
+    await opened.close();
+    expect(await quick()).toBe(false); // nothing decided yet
+    const report = await checkStagedIn(repo.dir);
+    expect(report.results.filter((r) => r.promoted).map((r) => r.path)).toEqual([...files].sort());
+  });
+  afterAll(() => repo.cleanup());
+
+  it('passes every staged file promoted, with an ungoverned change beside them or not', async () => {
+    expect(await quick()).toBe(true);
+    repo.git(['reset', '-q', '--', 'README.md']);
+    expect(await quick()).toBe(true);
+    stageIn(repo, 'README.md', 'ungoverned\n');
+    expect(await quick()).toBe(true);
+  });
+
+  it('does not pass one more governed file never decided, nor other content of a promoted one', async () => {
+    stageIn(repo, 'src/zz-new.ts', 'never recorded\n');
+    expect(await quick()).toBe(false);
+    repo.git(['rm', '-q', '--cached', '--', 'src/zz-new.ts']);
+    expect(await quick()).toBe(true);
+    stageIn(repo, 'src/f17.ts', 'other content\n');
+    expect(await quick()).toBe(false);
+    stageIn(repo, 'src/f17.ts', contentOf('src/f17.ts'));
+    expect(await quick()).toBe(true);
+  });
+
+  it('does not pass a promoted file staged as a symbolic link or an executable, when never decided so', async () => {
+    const link = path.join(repo.dir, 'src/f03.ts');
+    fs.rmSync(link);
+    fs.symlinkSync('f04.ts', link);
+    repo.git(['add', '--', 'src/f03.ts']);
+    expect(await quick()).toBe(false); // the link's text is another blob
+    fs.rmSync(link);
+    stageIn(repo, 'src/f03.ts', contentOf('src/f03.ts'));
+    expect(await quick()).toBe(true);
+  });
+
+  it('leaves to the full check a deletion or a rename of a governed path among them', async () => {
+    repo.git(['rm', '-q', '--cached', '--', 'src/old.ts']);
+    expect(await quick()).toBe(false);
+    repo.git(['reset', '-q', '--', 'src/old.ts']);
+    expect(await quick()).toBe(true);
+    repo.git(['mv', 'src/old.ts', 'src/f99-moved.ts']);
+    expect(await quick()).toBe(false);
+    repo.git(['mv', 'src/f99-moved.ts', 'src/old.ts']);
+    expect(await quick()).toBe(true);
+  });
+
+  it('leaves governed changes to the full check when the index is one it does not read (split)', async () => {
+    repo.git(['update-index', '--split-index']);
+    expect(await quick()).toBe(false);
+    repo.git(['update-index', '--no-split-index']);
+    expect(await quick()).toBe(true);
   });
 });

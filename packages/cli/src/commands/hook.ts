@@ -65,7 +65,7 @@ async function preCommit(
   ]);
   const repo = await Repository.open(io.cwd, io.env);
   try {
-    let report = await checkStaged(repo, quick.staged);
+    let report = await checkStaged(repo);
     let code = reportExitCode(report);
     // A stopped merge concluded here gets no post-merge hook (quiet-commit.ts): this one takes the pull's records in.
     const concludesMerge = existsSync(path.join(repo.layout.gitDir, 'MERGE_HEAD'));
@@ -78,7 +78,7 @@ async function preCommit(
       if (said && code !== 0) io.err(`delegate-git: ${said}${why ? ` Why: ${why}` : ''}\n`);
       else if (said && !refusedBefore) io.err(`delegate-git: ${said}\n`);
       if (took && code !== 0) {
-        report = await checkStaged(repo, quick.staged);
+        report = await checkStaged(repo);
         code = reportExitCode(report);
       }
     }
