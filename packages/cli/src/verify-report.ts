@@ -184,12 +184,12 @@ function mdQuoted(text: string): string {
 /** An escape shownText writes, or one character: a shortened text never ends inside an escape. */
 const SHOWN_UNIT = /\\u[0-9a-f]{4}|[\s\S]/gu;
 
-/** The start of shown text that fits MAX_QUOTED characters, or null when all of it does. */
-function textStart(shown: string): string | null {
-  if (shown.length <= MAX_QUOTED) return null;
+/** The start of shown text that fits `max` characters, or null when all of it does. */
+function textStart(shown: string, max = MAX_QUOTED): string | null {
+  if (shown.length <= max) return null;
   let head = '';
   for (const [unit] of shown.matchAll(SHOWN_UNIT)) {
-    if (head.length + unit.length > MAX_QUOTED) break;
+    if (head.length + unit.length > max) break;
     head += unit;
   }
   return head;
@@ -305,6 +305,10 @@ const MAX_PATHS_ABOUT = 5;
 const MAX_ANNOTATIONS = 10;
 /** Characters of one path or quoted text that the job summary shows. */
 const MAX_QUOTED = 500;
+/** An annotation's message (a path and a reason): a path of a thousand characters still in full. */
+const MAX_ANNOTATED = 2_000;
+/** The longest path an annotation is attached to: PATH_MAX on Linux, so no checkout holds a longer one. */
+const MAX_ATTACHED = 4096;
 /**
  * The job summary's size at most, in bytes: half the 1 MiB GitHub takes from a step. The bounds above keep the worst a
  * pusher can make of it near 350 KB; this is for what they do not foresee.
@@ -381,16 +385,19 @@ export function annotations(v: LedgerVerification): string[] {
  * break, so an escaped line break from a pushed name would still add a line of the pusher's to the annotation.
  */
 function escapeAnnotation(text: string): string {
-  return shownText(text).replace(/%/g, '%25');
+  const shown = shownText(text);
+  const head = textStart(shown, MAX_ANNOTATED);
+  return (head === null ? shown : `${head}… (${Buffer.byteLength(text)} bytes)`).replace(/%/g, '%25');
 }
 
 /**
  * ` file=<path>` for an annotation; workflow command properties also end at ":" and ",". Nothing for a path the text
  * output quotes or rewrites (a line break, a control or invisible character, a quote, a backslash, `##[`): GitHub
  * would show it raw, attached to a file that does not exist, where `src/a\u200b.js` reads as the promoted `src/a.js`.
- * The message names the file either way, as the text output does.
+ * Nor for a path no checkout can hold. The message names the file either way, as the text output does (a path past
+ * MAX_ANNOTATED characters by its start and its length).
  */
 function fileProperty(path: string): string {
-  if (shownPath(path) !== path) return '';
-  return ` file=${escapeAnnotation(path).replace(/:/g, '%3A').replace(/,/g, '%2C')}`;
+  if (shownPath(path) !== path || Buffer.byteLength(path) > MAX_ATTACHED) return '';
+  return ` file=${path.replace(/%/g, '%25').replace(/:/g, '%3A').replace(/,/g, '%2C')}`;
 }

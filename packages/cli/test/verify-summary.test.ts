@@ -4,7 +4,7 @@
 // same end to end on a few long names.
 import type { CheckResult, LedgerVerification } from '@delegate-git/core';
 import { describe, expect, it } from 'vitest';
-import { cappedSummary, renderMarkdown } from '../src/verify-report.js';
+import { annotations, cappedSummary, renderMarkdown } from '../src/verify-report.js';
 
 const NO_VERDICT = 'no verdict: no delegated unit is recorded as writing it';
 
@@ -115,5 +115,22 @@ describe('the job summary', () => {
     expect(md).toContain(`- \`${path}0\` is not promoted: ${NO_VERDICT}`);
     expect(md).not.toContain('…');
     expect(md).not.toContain('cut here');
+  });
+});
+
+describe('the annotations', () => {
+  it('quote a path of a few kilobytes by its start and its length, attached only up to PATH_MAX; control: a short one', () => {
+    const long = `src/${'d'.repeat(250)}/${'x'.repeat(3500)}.ts`;
+    const longer = `src/${'e'.repeat(250)}/${'x'.repeat(4000)}.ts`;
+    const [short, cut, unattached] = annotations(
+      verification({ files: [refused('src/a.ts'), refused(long), refused(longer)] }),
+    );
+    expect(short).toBe(`::error file=src/a.ts::src/a.ts is not promoted: ${NO_VERDICT}\n`);
+    expect(cut!.startsWith(`::error file=${long}::src/${'d'.repeat(250)}/xxx`)).toBe(true);
+    expect(unattached!.startsWith(`::error::src/${'e'.repeat(250)}/xxx`)).toBe(true);
+    expect(cut).toMatch(
+      new RegExp(`x… \\(${Buffer.byteLength(`${long} is not promoted: ${NO_VERDICT}`)} bytes\\)\\n$`),
+    );
+    expect(cut!.length - `::error file=${long}::`.length).toBeLessThan(2100);
   });
 });
