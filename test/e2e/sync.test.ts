@@ -195,6 +195,68 @@ describe('sync with a remote it cannot reach', () => {
     expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
   });
 
+  it('exits 2 when the push cannot reach the remote, not calling it a refusal (rt48 f02); reachable again, it syncs', () => {
+    const server = makeServer(story, 'unpushable.git', { hook: false });
+    const work = cloneInto(story, server, 'unpushable');
+    adopt(story, work, ['src/**']);
+    gitOk(story, work, ['remote', 'set-url', '--push', 'origin', `${server}-gone`]);
+    const failed = cli(story, work, ['sync']);
+    expect(failed.code).toBe(2);
+    expect(failed.stderr).toMatch(
+      /^delegate-git sync: could not push the ledger to origin: .*does not appear/,
+    );
+    expect(failed.stderr).toContain('Check that origin (`git remote get-url --push origin`) can be reached');
+    expect(failed.stderr).not.toContain('refused');
+    expect(failed.stderr.trim().split('\n')).toHaveLength(1);
+    gitOk(story, work, ['remote', 'set-url', '--push', 'origin', server]);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
+  });
+
+  it('names a lock on the ledger a stopped git left, at once (rt48 f06); removed, it syncs', () => {
+    const { server, work, other } = hooklessPair('stale-lock');
+    writeFiles(other, { 'src/o.ts': 'export const o = 1;\n' });
+    cliOk(story, other, ['attest', '--approve', 'src/o.ts', '--yes']);
+    cliOk(story, other, ['sync']);
+    const lock = path.join(work, '.git', `${LEDGER}.lock`);
+    fs.writeFileSync(lock, '');
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    fs.utimesSync(lock, hourAgo, hourAgo);
+    const started = Date.now();
+    const locked = cli(story, work, ['sync']);
+    expect(locked.code).toBe(2);
+    expect(locked.stderr).toContain(`its lock file ${lock} is `);
+    expect(locked.stderr).toContain('left by a git process that stopped');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    fs.rmSync(lock);
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, work, LEDGER));
+  });
+
+  it("syncs another remote that adds nothing without asking which branch is origin's (rt48 f05); control: one that adds a line must", () => {
+    const { work, other } = hooklessPair('second-remote');
+    const plain = makeServer(story, 'second-remote-plain.git', { hook: false });
+    gitOk(story, work, ['remote', 'add', 'plain', plain]);
+    gitOk(story, work, ['remote', 'set-head', 'origin', '-d']);
+    expect(cli(story, work, ['sync', 'plain']).code).toBe(0); // plain had no ledger
+    writeFiles(work, { 'src/w.ts': 'export const w = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/w.ts', '--yes']);
+    const behind = cli(story, work, ['sync', 'plain']); // plain's ledger is behind this one
+    expect(behind.code, behind.stderr).toBe(0);
+    expect(refTip(story, plain, LEDGER)).toBe(refTip(story, work, LEDGER));
+
+    gitOk(story, other, ['remote', 'add', 'plain', plain]);
+    cliOk(story, other, ['sync', 'plain']);
+    writeFiles(other, { 'src/p.ts': 'export const p = 1;\n' });
+    cliOk(story, other, ['attest', '--approve', 'src/p.ts', '--yes']);
+    cliOk(story, other, ['sync', 'plain']);
+    const adds = cli(story, work, ['sync', 'plain']);
+    expect(adds.code).toBe(2);
+    expect(adds.stderr).toContain('no refs/remotes/origin/HEAD');
+  });
+
   it('says that another sync holds the tracking ref rather than blaming the remote; the lock gone, it syncs', () => {
     const server = makeServer(story, 'locked.git', { hook: false });
     const work = cloneInto(story, server, 'locked');
@@ -483,6 +545,49 @@ describe('sync and the remote’s own configuration', () => {
     cliOk(story, work, ['attest', '--approve', 'src/d.ts', '--yes', '-m', 'd']);
     gitOk(story, work, ['fetch', '-q', 'origin']);
     expect(noteLines(story, work, gitOk(story, work, ['hash-object', 'src/d.ts']))).toEqual([]);
+  });
+
+  it('puts back the records a plain fetch with that refspec dropped (rt48 f09): sync from the reflog, and the post-merge hook after a pull; control: a fetch that only adds is left alone', () => {
+    const { server, work, other } = hooklessPair('dropped');
+    gitOk(story, work, ['config', '--add', 'remote.origin.fetch', '+refs/notes/*:refs/notes/*']);
+    const { b, c } = diverge(work, other);
+    gitOk(story, work, ['fetch', '-q', 'origin']);
+    expect(noteLines(story, work, b)).toEqual([]); // what the fetch did
+
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(synced.stderr).toMatch(
+      /had moved refs\/notes\/delegations to [0-9a-f]{12}, dropping records made here; sync put it back/,
+    );
+    for (const dir of [work, server]) {
+      expect(comments(noteLines(story, dir, b)), dir).toEqual(['b']);
+      expect(comments(noteLines(story, dir, c)), dir).toEqual(['c']);
+    }
+    // Control: the ledger as sync left it; a fetch that brings nothing new says nothing at the next sync.
+    gitOk(story, work, ['fetch', '-q', 'origin']);
+    const quiet = cli(story, work, ['sync']);
+    expect(quiet.code, quiet.stderr).toBe(0);
+    expect(quiet.stderr).toBe('');
+
+    // A pull: the fetch drops a record made here, the merge runs post-merge, which puts it back.
+    expect(cli(story, other, ['sync']).code).toBe(0);
+    writeFiles(other, { 'README.md': 'moved on\n' });
+    gitOk(story, other, ['add', 'README.md']);
+    gitOk(story, other, ['commit', '-q', '-m', 'moved on']);
+    writeFiles(other, { 'src/f.ts': 'export const f = 1;\n' });
+    cliOk(story, other, ['attest', '--approve', 'src/f.ts', '--yes', '-m', 'f']);
+    expect(gitRun(story, other, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+    writeFiles(work, { 'src/e.ts': 'export const e = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/e.ts', '--yes', '-m', 'e']);
+    const e = gitOk(story, work, ['hash-object', 'src/e.ts']);
+    const f = gitOk(story, other, ['hash-object', 'src/f.ts']);
+    const pulled = gitRun(story, work, ['pull', '-q', '--no-rebase']);
+    expect(pulled.code, pulled.stderr).toBe(0);
+    expect(pulled.stderr).toContain('dropping records made here; delegate-git put it back');
+    expect(comments(noteLines(story, work, e))).toEqual(['e']);
+    // origin's record came in too, checked, from the tracking ref init's refspec fills.
+    expect(comments(noteLines(story, work, f))).toEqual(['f']);
+    expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
   });
 
   it('puts the local ledger back when a fetch moves it anyway (a hook here), and says so', () => {

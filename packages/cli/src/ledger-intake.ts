@@ -25,6 +25,7 @@ import {
   whyNotANote,
 } from '@delegate-git/core';
 import type { Io } from './command.js';
+import { restoredText, restoreForcedLedger } from './ledger-restore.js';
 import { listRemote } from './remote-listing.js';
 
 /** Where sync and the fetch refspec init sets keep a remote's ledger. */
@@ -73,8 +74,12 @@ export async function takeInRemoteLedger(
   await refuseForeign(remote, ours, theirs, opts);
   await refuseMalformed(remote, ours, theirs, opts);
   await refuseDroppedAlong(repo, remote, ours, theirs);
-  // (Nothing to judge, and no remote to ask, when the remote holds what this ledger holds.)
-  if (ours !== theirs) {
+  // Nothing to judge, and no remote to ask, when the remote adds nothing: it holds what this ledger holds, or
+  // less (behind it, or rewound by a force-push; refuseDroppedAlong has said whether it dropped a line).
+  const addsNothing =
+    ours === theirs ||
+    (ours !== null && (await gitTry(['merge-base', '--is-ancestor', theirs, ours], opts)).code === 0);
+  if (!addsNothing) {
     const judgedBy = new Set<string>();
     for (const judge of judges ?? (await syncJudges(remote, opts)))
       await refuseUnverified(repo, remote, ours, theirs, judge, judgedBy);
@@ -434,9 +439,26 @@ async function refuseForeign(
  * keys of origin's default branch as fetched (remoteDefaultBranch), which is what a server with the hook
  * judges them by: neither HEAD, which may be a fork's branch under review that trusts a key of its own, nor a merge's
  * other side. Only origin's: a remote fetched for a look would otherwise put its lines here. A tip refused once is not
- * checked again at every commit. One sentence for the hook to print, if any.
+ * checked again at every commit. First, the ledger is put back where this clone last wrote it if a fetch has dropped
+ * that since (ledger-restore.ts). One sentence for the hook to print, if any.
  */
 export async function takeInFetchedLedger(
+  repo: Repository,
+): Promise<{ said: string | null; took: boolean; refusedBefore?: true; why?: string }> {
+  const restored = await restoreForcedLedger(repo);
+  const intake = await takeInOrigins(repo);
+  if (!restored) return intake;
+  const said = restoredText(restored, 'delegate-git');
+  // Judged again either way: the records put back may promote what was refused.
+  return {
+    ...intake,
+    took: true,
+    said: intake.said ? `${said} And it ${intake.said}` : said,
+    refusedBefore: undefined,
+  };
+}
+
+async function takeInOrigins(
   repo: Repository,
 ): Promise<{ said: string | null; took: boolean; refusedBefore?: true; why?: string }> {
   const opts = { cwd: repo.cwd, env: repo.env };

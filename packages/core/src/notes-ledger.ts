@@ -418,6 +418,8 @@ export class NotesLedger {
         const args = ['update-ref', this.ref, other, tip ?? ''];
         const moved = await gitTry(args, this.options());
         if (moved.code === 0) return { commit: other, how: 'fast-forward', added: 0 };
+        // A lock a stopped git left is no other writer: no attempt could move the ref (rt48 f06).
+        this.refuseStaleLock();
         if ((await this.tip()) === tip && !/cannot lock|file exists/i.test(moved.stderr))
           throw new DelegateGitError('LEDGER', gitFailure(args, moved).message);
       } else {

@@ -262,8 +262,9 @@ describe('quickPreCommit with decisions already made', () => {
     // One file per governance at this tip (the test above judged under two).
     const promotions = fs.readdirSync(cacheDir).filter((f) => f.startsWith('promoted-'));
     const kept = promotions.map((n) => fs.readFileSync(path.join(cacheDir, n)));
-    const each = (write: (file: string, i: number) => void) =>
-      promotions.forEach((n, i) => write(path.join(cacheDir, n), i));
+    const each = (write: (file: string, i: number) => void) => {
+      for (const [i, n] of promotions.entries()) write(path.join(cacheDir, n), i);
+    };
     each((file, i) => fs.writeFileSync(file, kept[i]!.subarray(0, kept[i]!.length - 2)));
     expect(await quick()).toBe(false);
     each((file, i) => fs.writeFileSync(file, kept[i]!));

@@ -1,6 +1,14 @@
-import { gitText, gitTry, LEDGER_REF, loadRecordedPaths, Repository } from '@delegate-git/core';
+import {
+  DelegateGitError,
+  gitText,
+  gitTry,
+  LEDGER_REF,
+  loadRecordedPaths,
+  Repository,
+} from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { fetchKeepingLedger, sayingWhenSlow, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
+import { restoredText, restoreForcedLedger } from '../ledger-restore.js';
 
 const help = `
 Usage: delegate-git sync [<remote>] [--json]
@@ -43,6 +51,10 @@ export default {
         throw usageError('sync', `There is no remote named "${remote}".`);
       });
       const tracking = trackingRef(remote);
+      // A lock a stopped git left, or a ref file a crash cut short, is named now, not after every retry.
+      await repo.ledger.assertWritable();
+      const restored = await restoreForcedLedger(repo);
+      if (restored) io.err(`delegate-git sync: warning: ${restoredText(restored, 'sync')}\n`);
       for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
         const theirs = await fetchKeepingLedger(remote, tracking, io, opts);
         if (theirs !== null) {
@@ -80,8 +92,17 @@ export default {
           );
           return 0;
         }
+        const status = pushStatus(pushed.stdout.toString('utf8'));
+        // No status for the ref: the remote was never reached, or went away, so nothing was refused.
+        if (status === '')
+          throw new DelegateGitError(
+            'GIT',
+            `could not push the ledger to ${remote}: ${pushed.stderr.trim().replace(/\s*\n\s*/g, ' ')} The local ledger holds every ` +
+              `record, taken in or made here. Check that ${remote} (\`git remote get-url --push ${remote}\`) can be ` +
+              'reached and written, then run sync again.',
+          );
         // "[remote rejected]" by a server hook is final; only a lost race is worth another round.
-        if (!LOST_RACE.test(pushStatus(pushed.stdout.toString('utf8')))) {
+        if (!LOST_RACE.test(status)) {
           io.err(`delegate-git sync: the push to ${remote} was refused:\n${pushed.stderr}`);
           return 1;
         }

@@ -1,0 +1,58 @@
+/**
+ * A fetch whose refspec writes the ledger itself (`+refs/notes/*:refs/notes/*`, the notes-sharing recipe of git's
+ * documentation) force-moves it to the remote's tip, dropping every record made here and not synced yet, without a
+ * word (rt48 f09). sync's own fetch never applies such a refspec, but a plain `git fetch` or `git pull` does. git's
+ * reflog of the ledger still names what it held: when the last write no fetch made is not in the ledger now, the
+ * ledger is put back there, by compare-and-swap. What the fetch brought is the remote's, and comes in the checked way
+ * (sync's intake, or the fetched ledger's after a pull), so no line enters unchecked either.
+ *
+ * Not covered: a repository with reflogs turned off (`core.logAllRefUpdates=false`), and a fetch with `--prune`
+ * from a remote without a ledger, which deletes the ref and its reflog (the commits stay until `git gc`).
+ */
+import { gitTry, LEDGER_REF, type Repository } from '@delegate-git/core';
+
+/** A reflog entry git writes for a ref a fetch or pull moved ("fetch origin: forced-update", "pull: fast-forward"). */
+const BY_FETCH = /^(?:fetch|pull)\b/;
+/** How far back the last local write is looked for: fetches in between are few. */
+const ENTRIES = 50;
+
+export interface Restored {
+  /** The ledger's tip as the last local write left it, now its tip again. */
+  restored: string;
+  /** The tip a fetch moved it to. */
+  moved: string;
+  /** The reflog's words for that move. */
+  how: string;
+}
+
+/** Puts the ledger back where the last local write left it, when a fetch has since dropped that; null otherwise. */
+export async function restoreForcedLedger(repo: Repository): Promise<Restored | null> {
+  const opts = { cwd: repo.cwd, env: repo.env };
+  const log = await gitTry(['reflog', 'show', `-n${ENTRIES}`, '--format=%H %gs', LEDGER_REF, '--'], opts);
+  if (log.code !== 0) return null; // no ledger, or no reflog of it
+  const entries = log.stdout
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => ({ id: line.slice(0, line.indexOf(' ')), says: line.slice(line.indexOf(' ') + 1) }));
+  const [newest] = entries;
+  const own = entries.find((e) => !BY_FETCH.test(e.says));
+  if (!newest || !own || own === newest || !BY_FETCH.test(newest.says)) return null;
+  const tip = await repo.ledger.tip();
+  if (tip === null || tip === own.id) return null;
+  if ((await gitTry(['merge-base', '--is-ancestor', own.id, tip], opts)).code === 0) return null;
+  const message = `delegate-git: put back the ledger a fetch moved (${newest.says})`;
+  const put = await gitTry(['update-ref', '-m', message, LEDGER_REF, own.id, tip], opts);
+  return put.code === 0 ? { restored: own.id, moved: tip, how: newest.says } : null;
+}
+
+/** What to tell the user: what happened, and the refspec to remove. */
+export function restoredText(r: Restored, by: string): string {
+  return (
+    `a fetch (reflog: "${r.how}") had moved ${LEDGER_REF} to ${r.moved.slice(0, 12)}, dropping records made here; ` +
+    `${by} put it back at ${r.restored.slice(0, 12)} (the remote's records come in checked, as sync takes them). A ` +
+    'fetch refspec that writes the ledger does this at every fetch: remove it (`git config --get-all ' +
+    'remote.origin.fetch`; init sets its own, into refs/notes/remotes/origin/delegations) and exchange the ledger ' +
+    'with `delegate-git sync`.'
+  );
+}
