@@ -109,6 +109,7 @@ export async function passOverLedger(
 ): Promise<PassStats> {
   const { trustRoot, policy } = governance;
   const cacheDir = (opts.cache ?? true) ? repo.cacheDir : null;
+  await repo.ledger.fetchMissing(tip); // read below through readers of its own
   const pass = new LedgerPass(governance, onNote, opts.wantLines ?? (() => false), {
     listing: notesOf(repo, tip, opts.foreign)[Symbol.asyncIterator](),
     candidates: (await opts.candidates) ?? new Map<string, BatchCandidate[]>(),

@@ -27,6 +27,7 @@ import {
 } from './notes-format.js';
 import { damagedLedger, listNotes, missingNotesTree, NotesTree, readNoteContent } from './notes-tree.js';
 import { FAST_IMPORT, fastImportStream, planAppend } from './notes-write-plan.js';
+import { PartialClone } from './partial-clone.js';
 
 export const LEDGER_REF = 'refs/notes/delegations';
 
@@ -80,6 +81,7 @@ export class NotesLedger {
   private readonly objects: (() => CatFileBatch) | undefined;
   /** The repository's common git dir, where the ref's file and its lock are (files backend). */
   private readonly commonDir: string | undefined;
+  private partialClone: Promise<PartialClone | null> | undefined;
 
   /**
    * `objects`: an object reader its owner keeps open (the repository's), which an append reads the ledger through
@@ -136,6 +138,19 @@ export class NotesLedger {
 
   private options() {
     return { cwd: this.cwd, env: this.env };
+  }
+
+  /**
+   * Before a bulk read at `at` (a notes commit or ref; its history too): in a partial clone, the ledger's objects
+   * that are not here are fetched in one batch, instead of one silent `git fetch` per note as git reads them
+   * (partial-clone.ts). Elsewhere it costs one read of the config file per ledger. Reads of a few notes skip it:
+   * git fetching those one by one costs little, and a command that writes one record works offline as it did.
+   */
+  async fetchMissing(at: string = this.ref): Promise<void> {
+    if (this.commonDir === undefined) return;
+    const commonDir = this.commonDir;
+    this.partialClone ??= PartialClone.of({ cwd: this.cwd, env: this.env, commonDir });
+    await (await this.partialClone)?.fetchMissing(at);
   }
 
   /** Commit id the ref points at, or null when there is no ledger yet. */
@@ -212,6 +227,7 @@ export class NotesLedger {
     blobs.forEach(assertObjectId);
     if (blobs.length === 0) return;
     const unique = [...new Set(blobs)];
+    if (unique.length > SHARED_READS) await this.fetchMissing(at);
     await this.withReader(
       at,
       async (reader) => {
@@ -322,6 +338,7 @@ export class NotesLedger {
   } | null> {
     const treeish = await this.resolveTree(at);
     if (!treeish) return null;
+    await this.fetchMissing(at);
     const listing = await listNotes(this.cwd, this.env, treeish, foreign);
     const ids = [...listing.keys()];
     const options = this.options();
@@ -530,6 +547,7 @@ export class NotesLedger {
     newer: string,
     older: string | null,
   ): Promise<Array<{ commit: string; annotated: string; line: string }>> {
+    await this.fetchMissing(newer); // the notes of every commit read here are in its history
     // The pairs written to git and not yet answered: a few pipe buffers' worth, however long the history.
     const pending: Array<{ commit: string; parent: string }> = [];
     const history = this.history(newer, older);
@@ -638,6 +656,7 @@ export class NotesLedger {
     }
     const ids = await this.touchedNotes(older, newer, (status) => status !== 'D');
     if (ids.length === 0) return;
+    await this.fetchMissingAt(older, newer, ids.length);
     const batch = new CatFileBatch(this.options());
     try {
       const trees = await Promise.all([NotesTree.find(batch, older), NotesTree.find(batch, newer)]);
@@ -675,6 +694,7 @@ export class NotesLedger {
     const ids = await this.touchedNotes(older, newer, include);
     if (ids.length === 0)
       return { ids, before: new Map<string, string[]>(), after: new Map<string, string[]>() };
+    await this.fetchMissingAt(older, newer, ids.length);
     const batch = new CatFileBatch(this.options());
     try {
       const [olderTree, newerTree] = await Promise.all([
@@ -689,6 +709,13 @@ export class NotesLedger {
     } finally {
       await batch.close();
     }
+  }
+
+  /** fetchMissing at both sides of a comparison that reads more than a few notes (`older` may not be behind `newer`). */
+  private async fetchMissingAt(older: string, newer: string, notes: number): Promise<void> {
+    if (notes <= SHARED_READS) return;
+    await this.fetchMissing(newer); // one after the other: `older` is mostly behind `newer`, then nothing is left
+    await this.fetchMissing(older);
   }
 
   /** The annotated ids of the notes `git diff-tree -r` reports between two notes commits (statuses by `include`). */
