@@ -4,7 +4,7 @@
  */
 export type ErrorCode =
   | 'USAGE' // bad command line: unknown flag, missing argument
-  | 'NOT_A_REPOSITORY' // not inside a git repository (or git missing)
+  | 'NOT_A_REPOSITORY' // not inside a git repository delegate-git can use (or git missing, or its path is not UTF-8)
   | 'GIT' // a git command failed
   | 'POLICY' // .delegate-git/policy.json missing, unreadable or invalid
   | 'TRUST_ROOT' // a key file in the keys directory is invalid

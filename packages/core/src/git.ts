@@ -1,11 +1,15 @@
 // Spawned-git plumbing. Every git access in core goes through here, but for the pre-commit quick path (quiet-commit.ts),
 // which must not load this module: git itself is the fastest reader and the only writer that honours every
 // repository format detail (DESIGN 6), and a spawned process needs no extra dependency.
+
+import { isUtf8 } from 'node:buffer';
 import { type ChildProcess, type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { DelegateGitError } from './errors.js';
+import { readLayoutOutput } from './layout-output.js';
+import { isUndecodableCwd, notUtf8Error, pathOutput, undecodableGitVariable } from './path-text.js';
 import { shadowsOf } from './ref-shadows.js';
 
 export interface GitOptions {
@@ -28,6 +32,8 @@ const GIT_MISSING_MESSAGE =
 
 /** The error for a failed spawn: a missing git and a missing working directory both surface as ENOENT. */
 function spawnError(error: NodeJS.ErrnoException, cwd: string): DelegateGitError {
+  // process.cwd() of a directory whose name is not UTF-8 names another directory, or none: not a missing one.
+  if (error.code === 'ENOENT' && isUndecodableCwd(cwd)) return notUtf8Error(cwd, { cause: error });
   if (error.code === 'ENOENT' && !existsSync(cwd)) {
     return new DelegateGitError(
       'NOT_A_REPOSITORY',
@@ -589,8 +595,12 @@ async function unexpectedLayout(
   return gitFailure(args, { code: 0, stderr: 'unexpected output' });
 }
 
-/** One `git rev-parse` call (git >= 2.31 for --path-format). Paths are absolute. */
+/**
+ * One `git rev-parse` call (git >= 2.31 for --path-format). Paths are absolute. A path holding a newline costs one
+ * more git process, only there (layout-output.ts); a path that is not UTF-8 is refused (path-text.ts).
+ */
 export async function repositoryLayout(cwd: string, env?: NodeJS.ProcessEnv): Promise<RepositoryLayout> {
+  if (isUndecodableCwd(cwd)) throw notUtf8Error(cwd);
   // --show-toplevel fails outside a work tree, so the top level is derived from --show-cdup, which just prints
   // nothing there; that keeps this to one process for bare repositories too.
   const args = [
@@ -605,6 +615,9 @@ export async function repositoryLayout(cwd: string, env?: NodeJS.ProcessEnv): Pr
   ];
   const result = await gitTry(args, { cwd, env });
   if (result.code !== 0) {
+    // git, given back as UTF-8 a GIT_DIR Node decoded with U+FFFD, looks for a directory that is not there.
+    const undecodable = undecodableGitVariable(env ?? process.env);
+    if (undecodable !== null) throw notUtf8Error(undecodable);
     if (/not a git repository/i.test(result.stderr) || !existsSync(cwd)) {
       throw new DelegateGitError(
         'NOT_A_REPOSITORY',
@@ -613,16 +626,38 @@ export async function repositoryLayout(cwd: string, env?: NodeJS.ProcessEnv): Pr
     }
     throw gitFailure(args, result);
   }
-  const [bare, insideWorkTree, objectFormat, gitDir, commonDir, cdup] = result.stdout
-    .toString('utf8')
-    .split('\n');
-  if (!gitDir || !commonDir || (objectFormat !== 'sha1' && objectFormat !== 'sha256'))
+  const output = readLayoutOutput(result.stdout.toString('utf8'));
+  const { bare, insideWorkTree, objectFormat } = output ?? {};
+  if (
+    !output ||
+    (bare !== 'true' && bare !== 'false') ||
+    (insideWorkTree !== 'true' && insideWorkTree !== 'false') ||
+    (objectFormat !== 'sha1' && objectFormat !== 'sha256')
+  )
+    throw await unexpectedLayout(args, { cwd, env });
+  const { gitDir, commonDir } = output.paths ?? (await pathsAlone(cwd, env));
+  // Decoded, a byte that is not UTF-8 became U+FFFD, and the path another one (path-text.ts).
+  if (!isUtf8(result.stdout)) throw notUtf8Error(commonDir.includes('\uFFFD') ? commonDir : gitDir);
+  if (!path.isAbsolute(gitDir) || !path.isAbsolute(commonDir))
     throw await unexpectedLayout(args, { cwd, env });
   return {
-    topLevel: insideWorkTree === 'true' ? path.resolve(realpathSync(cwd), cdup ?? '') : null,
+    topLevel: insideWorkTree === 'true' ? path.resolve(realpathSync(cwd), output.cdup) : null,
     gitDir,
     commonDir,
     isBare: bare === 'true',
     objectFormat,
   };
+}
+
+/** The git dir and the common dir, each from a git of its own: its whole output is the path, newlines and all. */
+async function pathsAlone(
+  cwd: string,
+  env: NodeJS.ProcessEnv | undefined,
+): Promise<{ gitDir: string; commonDir: string }> {
+  const [gitDir, commonDir] = await Promise.all(
+    ['--git-dir', '--git-common-dir'].map(async (option) =>
+      pathOutput(await git(['rev-parse', '--path-format=absolute', option], { cwd, env })),
+    ),
+  );
+  return { gitDir: gitDir!, commonDir: commonDir! };
 }

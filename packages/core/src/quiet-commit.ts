@@ -16,6 +16,7 @@
  * path-index.ts), and the decisions per (path, blob) at the ledger tip (decision-store.ts): a commit whose every
  * governed file the full check already found promoted, under the same governance and ledger tip, passes here too.
  */
+import { isUtf8 } from 'node:buffer';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathsName, recordedPathsBody, replaceCacheFile } from './cache-file.js';
@@ -35,6 +36,7 @@ import {
 } from './governed-paths.js';
 import { type GitIndex, parseGitIndex } from './index-file.js';
 import { indexTree } from './index-trees.js';
+import { mayBeUndecoded } from './path-text.js';
 import type { Policy } from './policy.js';
 import { QuietTrees } from './quiet-trees.js';
 import { shadowsOf } from './ref-shadows.js';
@@ -55,6 +57,8 @@ export interface QuickAnswer {
 
 /** Says `passes` only when that is certain; otherwise the full check must answer. */
 export async function quickPreCommit(cwd: string, env: NodeJS.ProcessEnv): Promise<QuickAnswer> {
+  // A path Node decoded with U+FFFD may name another repository's files: the full check tells, and refuses.
+  if (mayBeUndecoded(cwd, env)) return UNSURE;
   const dirs = gitDirsOf(cwd, env);
   const read = dirs === null ? null : readIndex(dirs);
   try {
@@ -217,7 +221,7 @@ function findIn(index: GitIndex, p: string): number {
  * full check ran (the policy not yet validated, the recorded paths of a new ledger tip not yet cached).
  */
 export function rememberIndexTree(cwd: string, env: NodeJS.ProcessEnv): void {
-  const dirs = gitDirsOf(cwd, env);
+  const dirs = mayBeUndecoded(cwd, env) ? null : gitDirsOf(cwd, env);
   const read = dirs === null ? null : readIndex(dirs);
   read?.trees.save();
 }
@@ -456,7 +460,10 @@ function isPolicyShaped(p: Policy | null): p is Policy {
 /** The common git dir, from git, when the environment or the layout is one gitDirsOf leaves to git. */
 async function commonDirFromGit(cwd: string, env: NodeJS.ProcessEnv): Promise<string | null> {
   const out = await run(['rev-parse', '--path-format=absolute', '--git-common-dir'], cwd, env);
-  return out?.toString('utf8').trim() ?? null;
+  // git prints the path byte for byte, newlines and all; one that is not UTF-8 is left to the full check.
+  if (out === null || !isUtf8(out)) return null;
+  const text = out.toString('utf8');
+  return text.endsWith('\n') ? text.slice(0, -1) : text;
 }
 
 /** Where Repository.cacheDir is, from the common git dir. */

@@ -353,4 +353,92 @@ describe('repositoryLayout', () => {
     expect(layout.gitDir).toBe(path.join(r.dir, '.git', 'worktrees', 'linked'));
     expect(layout.isBare).toBe(false);
   });
+
+  // git prints each path as it is, so a newline in one makes more lines of rev-parse's output (rt48 f01).
+  describe('at a path that holds a newline', () => {
+    /** A directory `a\nb` (and, as a control, `ab`) in a temporary directory. */
+    function dirs(): { newline: string; plain: string } {
+      const root = tempDir();
+      return { newline: path.join(root, 'a\nb'), plain: path.join(root, 'ab') };
+    }
+
+    it('reads the layout of a work tree, from its top and from a subdirectory (control: the same without the newline)', async () => {
+      for (const top of Object.values(dirs())) {
+        execFileSync('git', ['init', '-q', top], { env });
+        fs.mkdirSync(path.join(top, 'sub\ndir'));
+        const expected = {
+          topLevel: top,
+          gitDir: path.join(top, '.git'),
+          commonDir: path.join(top, '.git'),
+          isBare: false,
+          objectFormat: 'sha1',
+        };
+        expect(await repositoryLayout(top, env)).toEqual(expected);
+        expect(await repositoryLayout(path.join(top, 'sub\ndir'), env)).toEqual(expected);
+      }
+    });
+
+    it('reads the layout of a bare repository', async () => {
+      for (const dir of Object.values(dirs())) {
+        execFileSync('git', ['init', '-q', '--bare', dir], { env });
+        expect(await repositoryLayout(dir, env)).toMatchObject({
+          topLevel: null,
+          gitDir: dir,
+          commonDir: dir,
+        });
+      }
+    });
+
+    it('tells a linked worktree’s git dir from the common dir', async () => {
+      const root = tempDir();
+      const main = path.join(root, 'main\nrepo');
+      execFileSync('git', ['init', '-q', main], { env });
+      execFileSync('git', ['commit', '-q', '--allow-empty', '-m', 'first'], {
+        cwd: main,
+        env: {
+          ...env,
+          GIT_AUTHOR_NAME: 't',
+          GIT_AUTHOR_EMAIL: 't@t',
+          GIT_COMMITTER_NAME: 't',
+          GIT_COMMITTER_EMAIL: 't@t',
+        },
+      });
+      const worktree = path.join(root, 'linked\nwork tree');
+      execFileSync('git', ['worktree', 'add', '-q', '--detach', worktree], { cwd: main, env });
+      const layout = await repositoryLayout(worktree, env);
+      expect(layout.topLevel).toBe(worktree);
+      expect(layout.commonDir).toBe(path.join(main, '.git'));
+      expect(path.dirname(layout.gitDir)).toBe(path.join(main, '.git', 'worktrees'));
+      expect(fs.existsSync(path.join(layout.gitDir, 'HEAD'))).toBe(true);
+    });
+  });
+
+  it('refuses a git dir whose path is not UTF-8, saying so; control: the same git dir under a UTF-8 name', async () => {
+    const root = tempDir();
+    const work = path.join(root, 'work');
+    fs.mkdirSync(work);
+    const plain = path.join(root, 'plain.git');
+    execFileSync('git', ['init', '-q', '--bare', plain], { env });
+    // A gitfile naming it, with the work tree set, as `git worktree` and `git clone --separate-git-dir` write it.
+    execFileSync('git', ['config', 'core.bare', 'false'], { cwd: plain, env });
+    execFileSync('git', ['config', 'core.worktree', work], { cwd: plain, env });
+    fs.writeFileSync(path.join(work, '.git'), `gitdir: ${plain}\n`);
+    expect(await repositoryLayout(work, env)).toMatchObject({ topLevel: work, gitDir: plain });
+
+    // The same repository at latin1-<0xE9>.git: Latin-1 "é", which Node would decode as U+FFFD.
+    const latin1 = Buffer.concat([
+      Buffer.from(path.join(root, 'latin1-')),
+      Buffer.from([0xe9, 0x2e, 0x67, 0x69, 0x74]),
+    ]);
+    fs.renameSync(plain, latin1);
+    fs.writeFileSync(
+      path.join(work, '.git'),
+      Buffer.concat([Buffer.from('gitdir: '), latin1, Buffer.from('\n')]),
+    );
+    const failure = repositoryLayout(work, env);
+    await expect(failure).rejects.toMatchObject({ code: 'NOT_A_REPOSITORY' });
+    await expect(failure).rejects.toThrow(
+      `The repository's path (${path.join(root, 'latin1-\uFFFD.git')}, with \uFFFD for each byte that is not UTF-8) is not valid UTF-8, which delegate-git cannot use`,
+    );
+  });
 });

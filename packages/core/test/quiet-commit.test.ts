@@ -75,6 +75,26 @@ describe('quickPreCommit', () => {
     expect(await quick()).toBe(true);
   });
 
+  it('passes at a path holding a newline; a path holding U+FFFD, which may be a decoding of another name, is left to the full check', async () => {
+    stage('README.md', 'hello again\n');
+    expect(await quick()).toBe(true);
+    const root = makeTempDir();
+    try {
+      const newline = path.join(root, 'new\nline');
+      fs.cpSync(repo.dir, newline, { recursive: true });
+      expect((await quickPreCommit(newline, env)).passes).toBe(true);
+      // Bytes that are not UTF-8 decode to U+FFFD: the string may name this copy while the hook runs elsewhere.
+      const replaced = path.join(root, 'latin1-\uFFFD');
+      fs.cpSync(repo.dir, replaced, { recursive: true });
+      expect((await quickPreCommit(replaced, env)).passes).toBe(false);
+      const decodedGitDir = { ...env, GIT_DIR: path.join(replaced, '.git') };
+      expect((await quickPreCommit(newline, decodedGitDir)).passes).toBe(false);
+    } finally {
+      removeDir(root);
+      unstageAll();
+    }
+  });
+
   it('finds the caches of the common git dir from a linked worktree, with or without GIT_DIR set', async () => {
     const worktree = path.join(repo.dir, '..', `${path.basename(repo.dir)}-wt`);
     repo.git(['worktree', 'add', '-q', '--detach', worktree]);
