@@ -21,6 +21,7 @@ import {
   refTip,
   resetWorkTree,
   type Story,
+  stageFiles,
   writeFiles,
 } from '../support/cli-story.js';
 
@@ -38,10 +39,7 @@ beforeAll(() => {
 
 afterAll(() => story.cleanup());
 
-function stage(dir: string, files: Record<string, string>): void {
-  writeFiles(dir, files);
-  gitOk(story, dir, ['add', '--', ...Object.keys(files)]);
-}
+const stage = (dir: string, files: Record<string, string>) => stageFiles(story, dir, files);
 
 function editPolicy(dir: string, edit: (policy: Record<string, unknown>) => void): void {
   const file = path.join(dir, POLICY);

@@ -29,6 +29,7 @@ import {
   recordVerdict,
   refTip,
   type Story,
+  stageFiles,
   statementOf,
   storyCli,
   writeFiles,
@@ -42,10 +43,7 @@ beforeAll(() => {
 });
 afterAll(() => story.cleanup());
 
-function stage(dir: string, files: Record<string, string>): void {
-  writeFiles(dir, files);
-  gitOk(story, dir, ['add', '--', ...Object.keys(files)]);
-}
+const stage = (dir: string, files: Record<string, string>) => stageFiles(story, dir, files);
 
 function lines(file: string): string[] {
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];

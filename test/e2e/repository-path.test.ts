@@ -20,6 +20,7 @@ import {
   makeWorkTree,
   type Run,
   type Story,
+  stageFiles,
   storyCli,
   writeFiles,
 } from '../support/cli-story.js';
@@ -30,10 +31,7 @@ beforeAll(() => {
 });
 afterAll(() => story.cleanup());
 
-function stage(dir: string, files: Record<string, string>): void {
-  writeFiles(dir, files);
-  gitOk(story, dir, ['add', '--', ...Object.keys(files)]);
-}
+const stage = (dir: string, files: Record<string, string>) => stageFiles(story, dir, files);
 
 describe('a repository whose path holds a newline', () => {
   it('the pre-commit hook and check --staged pass an ungoverned change (control) and refuse an unpromoted governed file', () => {

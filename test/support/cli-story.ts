@@ -184,6 +184,12 @@ export function writeFiles(dir: string, files: Record<string, string | Buffer>):
   }
 }
 
+/** Writes files into a work tree and stages them. */
+export function stageFiles(story: Story, dir: string, files: Record<string, string>): void {
+  writeFiles(dir, files);
+  gitOk(story, dir, ['add', '--', ...Object.keys(files)]);
+}
+
 /** A bare repository (default branch main) with the pre-receive hook installed by `delegate-git init --server`. */
 export function makeServer(story: Story, name = 'remote.git', opts: { hook?: boolean } = {}): string {
   const dir = path.join(story.root, name);
