@@ -813,6 +813,98 @@ describe('pre-commit: a commit that changes the rules says what it does beyond i
     expect(revoked.stderr).not.toContain('src/by-operator.ts');
   });
 
+  /** The paths `check --staged --json` says the staged rules change leaves unpromoted. */
+  function saidUnpromoted(dir: string): string[] {
+    const checked = cli(story, dir, ['check', '--staged', '--json']);
+    const report = JSON.parse(checked.stdout) as { rulesChange?: { unpromoted: Array<{ path: string }> } };
+    return (report.rulesChange?.unpromoted ?? []).map((u) => u.path).sort();
+  }
+
+  /** The paths `verify --json` refuses at HEAD. */
+  function refusedByVerify(dir: string): string[] {
+    const verified = JSON.parse(cli(story, dir, ['verify', '--json']).stdout) as {
+      files: Array<{ path: string; promoted: boolean }>;
+    };
+    return verified.files
+      .filter((f) => !f.promoted)
+      .map((f) => f.path)
+      .sort();
+  }
+
+  /** A second reviewer added by the operator's approval, staged; returns the reviewer's environment. (A name per
+   * test: the story keeps one signing key per name.) */
+  function addReviewer(dir: string, name: string): NodeJS.ProcessEnv {
+    const env = operatorEnv(story, name);
+    const reviewer = JSON.parse(cliOk(story, dir, ['keygen', name, '--json'], env).stdout) as {
+      publicKey: string;
+    };
+    cliOk(story, dir, [
+      'keys',
+      'add',
+      name,
+      '--public-key',
+      reviewer.publicKey,
+      '--roles',
+      'reviewer',
+      '--email',
+      `${name}@example.com`,
+    ]);
+    cliOk(story, dir, ['attest', '--approve', keyFile(name), '--yes']);
+    gitOk(story, dir, ['add', '.delegate-git']);
+    return env;
+  }
+
+  const keyFile = (name: string) => `.delegate-git/keys/${name}.json`;
+
+  it('a revoked key names the policy and key files only its records approved, as verify refuses them after the commit (rt48 f07)', () => {
+    const dir = copyWorkTree(story, template, 'rules-revoke-governance');
+    stage(dir, { 'src/t.ts': 'export const t = 1;\n' });
+    cliOk(story, dir, ['attest', '--approve', 'src/t.ts', '--yes']);
+    expect(commit(story, dir, 't').code).toBe(0);
+    const rosaEnv = addReviewer(dir, 'rosa');
+    expect(commit(story, dir, 'rosa reviews').code).toBe(0);
+    expect(refusedByVerify(dir)).toEqual([]);
+
+    // The operator, whose approvals alone admitted the policy and rosa's key file, revoked by rosa's approval.
+    cliOk(story, dir, ['keys', 'revoke', OPERATOR]);
+    cliOk(story, dir, ['attest', '--approve', keyFile(OPERATOR), '--yes'], rosaEnv);
+    gitOk(story, dir, ['add', '.delegate-git']);
+    const said = saidUnpromoted(dir);
+    expect(said).toEqual(expect.arrayContaining([POLICY, keyFile('rosa'), 'src/t.ts']));
+    const revoked = commit(story, dir, 'revoke the operator');
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stderr).toContain(
+      `${said.length} governed file(s) it leaves unchanged are no longer promoted`,
+    );
+    expect(revoked.stderr).toContain(
+      `${POLICY}: the record on it does not count: signer ${OPERATOR}'s key was revoked`,
+    );
+    expect(revoked.stderr).toContain(`${keyFile('rosa')}: the record on it does not count`);
+    // What was said is what verify refuses, no more and no less.
+    expect(refusedByVerify(dir)).toEqual(said);
+  });
+
+  it('control: a key added, then a threshold raised, leave every policy and key file promoted, as verify agrees', () => {
+    const dir = copyWorkTree(story, template, 'rules-keep-governance');
+    addReviewer(dir, 'remy');
+    expect(saidUnpromoted(dir)).toEqual([]);
+    expect(commit(story, dir, 'remy reviews').code).toBe(0);
+    expect(refusedByVerify(dir)).toEqual([]);
+
+    // The kept key files were approved once: a revision asks one approval of each (its history holds how they came
+    // in), not the threshold it raises to.
+    editPolicy(dir, (p) => Object.assign(p, { reviewThreshold: 2 }));
+    cliOk(story, dir, ['attest', '--approve', POLICY, '--yes']);
+    gitOk(story, dir, ['add', POLICY]);
+    const said = saidUnpromoted(dir);
+    expect(said.filter((p) => p.startsWith('.delegate-git/'))).toEqual([]);
+    const raised = commit(story, dir, 'threshold 2');
+    expect(raised.code, raised.stderr).toBe(0);
+    expect(raised.stderr).not.toContain(keyFile(OPERATOR));
+    expect(raised.stderr).not.toContain(keyFile('remy'));
+    expect(refusedByVerify(dir)).toEqual(said);
+  });
+
   it('names its own changes that pass only under the new rules (a push judges by the old); control: the rules change on its own first', () => {
     const dir = copyWorkTree(story, template, 'rules-ahead');
     stage(dir, { 'src/keep.ts': 'export const keep = 1;\n' });

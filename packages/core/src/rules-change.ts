@@ -5,12 +5,14 @@
  * - files the commit stages that the rules in force refuse though the staged rules let them through: the server
  *   refuses them until the rules change is on the branch, so the change goes in a push of its own first;
  * - governed files the commit leaves as they are that the staged rules no longer promote (a threshold raised, a new
- *   protect glob, a reviewer's key revoked): every later `verify` refuses them until they are approved again.
+ *   protect glob, a reviewer's key revoked), the policy and key files among them: every later `verify` refuses them
+ *   until they are approved again.
  * Loaded only for such a commit (checks.ts), as governance-history.ts is.
  */
 import { type CheckResult, judgeIn } from './checks.js';
 import type { Governance } from './governance.js';
 import { isGovernanceFile } from './governed-paths.js';
+import { type FileToJudge, revisionAnchor } from './judge.js';
 import { deletionRefusal, governedMatcher, type RefusalKind } from './policy.js';
 import type { Repository } from './repository.js';
 import { treeFiles } from './snapshot.js';
@@ -67,7 +69,9 @@ export async function rulesChangeOf(
 }
 
 /**
- * The governed files at `base`, untouched by the commit, that the staged rules refuse and the rules in force promote.
+ * The governed files at `base`, untouched by the commit, that the staged rules refuse and the rules in force promote,
+ * each judged as `verify` judges it at a revision (checkRevision): the policy and key files included, by the
+ * revision's own reviewers (revisionAnchor), so that what is said here is what `verify` refuses after the commit.
  * Judging every file under new rules is a cold check of the whole tree (seconds on ten thousand files), so it is
  * done only where it must be: nothing can change when the rules that promote are the same; where the trust root
  * only changed or lost keys (a revocation, a role taken away), only files those keys' records promote can.
@@ -83,12 +87,12 @@ async function unpromotedBy(
   const samePolicy = promotingPolicy(staged) === promotingPolicy(inForce);
   if (samePolicy && staged.trustRoot.digest === inForce.trustRoot.digest) return [];
   const kept = (await treeFiles(repo.cwd, base, [], repo.env, { submodules: true })).filter(
-    (f) => !touched.has(f.path) && !governance(f.path),
+    (f) => !touched.has(f.path),
   );
   const changedKeys = samePolicy ? keysChangedOrRemoved(staged, inForce) : null;
-  // The rules in force's answer (the gates' usual one, cached): a file they refuse already is no news of this
-  // commit, and where only keys changed, a file promoted without those keys' records stays promoted.
-  const now = await judgeIn(repo, inForce, kept, false);
+  // The rules in force's answer (for ordinary files the gates' usual one, cached): a file they refuse already is no
+  // news of this commit, and where only keys changed, a file promoted without those keys' records stays promoted.
+  const now = await asVerifyJudges(repo, inForce, kept, governance);
   const refusedNow = new Set(refusedBy(now).map((r) => r.path));
   const promotedBy = new Map(now.filter((r) => r.promoted).map((r) => [r.path, r.by]));
   const candidates = kept.filter(
@@ -96,7 +100,33 @@ async function unpromotedBy(
       !refusedNow.has(f.path) &&
       (changedKeys === null || (promotedBy.get(f.path) ?? []).some((name) => changedKeys.has(name))),
   );
-  return refusedBy(await judgeIn(repo, staged, candidates, false));
+  return refusedBy(await asVerifyJudges(repo, staged, candidates, governance));
+}
+
+/**
+ * `files` judged under `rules` as checkRevision judges a revision: a policy or key file by the anchor `verify` gives
+ * it (revisionAnchor: an approval by a reviewer of `rules`' own trust root), every other file without one. Whether a
+ * path is a governance file is `rules`' own say (judge.ts rulesFor): a file of a keys directory the staged policy
+ * moves away from is an ordinary file under it, as at the revision. Split so that the many ordinary files keep the
+ * decisions the gates cached with no anchor, which makes no difference to them.
+ */
+async function asVerifyJudges(
+  repo: Repository,
+  rules: Governance,
+  files: FileToJudge[],
+  governance: (path: string) => boolean,
+): Promise<CheckResult[]> {
+  const [governing, ordinary] = [
+    files.filter((f) => governance(f.path)),
+    files.filter((f) => !governance(f.path)),
+  ];
+  const judged = [
+    ...(await judgeIn(repo, rules, governing, false, revisionAnchor(rules))),
+    ...(await judgeIn(repo, rules, ordinary, false)),
+  ];
+  // Back in the tree's order, as verify lists them.
+  const order = new Map(files.map((f, i) => [f.path, i]));
+  return judged.sort((a, b) => (order.get(a.path) ?? 0) - (order.get(b.path) ?? 0));
 }
 
 /** What of a policy decides promotion (not its mode, nor protectDeletes), as one comparable text. */
