@@ -547,8 +547,18 @@ describe('sync and the remote’s own configuration', () => {
     expect(noteLines(story, work, gitOk(story, work, ['hash-object', 'src/d.ts']))).toEqual([]);
   });
 
-  it('puts back the records a plain fetch with that refspec dropped (rt48 f09): sync from the reflog, and the post-merge hook after a pull; control: a fetch that only adds is left alone', () => {
+  it('puts back the records a plain fetch with that refspec dropped (rt48 f09): sync from the reflog, and the post-merge hook after a pull; controls: a rewind named on the command line, a fetch that only adds', () => {
     const { server, work, other } = hooklessPair('dropped');
+    // Control: a rewind named on the command line (what a refused push advises, to drop a line) is left alone.
+    writeFiles(work, { 'src/junk.ts': 'export const junk = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/junk.ts', '--yes', '-m', 'junk']);
+    const junk = gitOk(story, work, ['hash-object', 'src/junk.ts']);
+    gitOk(story, work, ['fetch', '-q', 'origin', `+${LEDGER}:${LEDGER}`]);
+    const rewound = cli(story, work, ['sync']);
+    expect(rewound.code, rewound.stderr).toBe(0);
+    expect(rewound.stderr).toBe('');
+    expect(noteLines(story, work, junk)).toEqual([]);
+
     gitOk(story, work, ['config', '--add', 'remote.origin.fetch', '+refs/notes/*:refs/notes/*']);
     const { b, c } = diverge(work, other);
     gitOk(story, work, ['fetch', '-q', 'origin']);

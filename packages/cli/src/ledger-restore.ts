@@ -3,13 +3,28 @@
  * documentation) force-moves it to the remote's tip, dropping every record made here and not synced yet, without a
  * word (rt48 f09). sync's own fetch never applies such a refspec, but a plain `git fetch` or `git pull` does. git's
  * reflog of the ledger still names what it held: when the last write no fetch made is not in the ledger now, the
- * ledger is put back there, by compare-and-swap. What the fetch brought is the remote's, and comes in the checked way
+ * ledger is put back there, by compare-and-swap, while a configured fetch refspec writes the ledger (a fetch naming it
+ * on its command line is a deliberate rewind, left alone). What the fetch brought is the remote's, and comes in the checked way
  * (sync's intake, or the fetched ledger's after a pull), so no line enters unchecked either.
  *
  * Not covered: a repository with reflogs turned off (`core.logAllRefUpdates=false`), and a fetch with `--prune`
  * from a remote without a ledger, which deletes the ref and its reflog (the commits stay until `git gc`).
  */
 import { gitTry, LEDGER_REF, type Repository } from '@delegate-git/core';
+
+/** A fetch refspec whose local side is, or matches, the ledger ref: a fetch would force the ledger to the remote's. */
+export function writesLedger(spec: string): boolean {
+  const colon = spec.indexOf(':');
+  if (spec.startsWith('^') || colon === -1) return false;
+  // A refspec has at most one `*`, matching any run of characters.
+  const [before, after] = spec.slice(colon + 1).split('*');
+  if (after === undefined) return before === LEDGER_REF;
+  return (
+    LEDGER_REF.length >= before!.length + after.length &&
+    LEDGER_REF.startsWith(before!) &&
+    LEDGER_REF.endsWith(after)
+  );
+}
 
 /** A reflog entry git writes for a ref a fetch or pull moved ("fetch origin: forced-update", "pull: fast-forward"). */
 const BY_FETCH = /^(?:fetch|pull)\b/;
@@ -38,6 +53,12 @@ export async function restoreForcedLedger(repo: Repository): Promise<Restored | 
   const [newest] = entries;
   const own = entries.find((e) => !BY_FETCH.test(e.says));
   if (!newest || !own || own === newest || !BY_FETCH.test(newest.says)) return null;
+  // A fetch naming the ledger on its command line (`git fetch origin +refs/notes/delegations:refs/notes/delegations`)
+  // is a deliberate rewind, such as a refused push's advice to rebuild the ledger on the server's: only a configured
+  // refspec does this by accident.
+  const refspecs = await gitTry(['config', '--get-regexp', '^remote\\..*\\.fetch$'], opts);
+  const configured = refspecs.stdout.toString('utf8').split('\n');
+  if (!configured.some((line) => writesLedger(line.slice(line.indexOf(' ') + 1)))) return null;
   const tip = await repo.ledger.tip();
   if (tip === null || tip === own.id) return null;
   if ((await gitTry(['merge-base', '--is-ancestor', own.id, tip], opts)).code === 0) return null;

@@ -47,6 +47,7 @@ import {
   serverHooksDir,
 } from '../hook-install.js';
 import { fetchKeepingLedger, sayingWhenSlow, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
+import { writesLedger } from '../ledger-restore.js';
 import { type NewKey, registeredKeyFile, registerKey } from '../trust-files.js';
 
 const help = `
@@ -421,20 +422,6 @@ async function configureNotes(repo: Repository, io: Io, done: string[]): Promise
   }
   done.push(
     `set notes.delegations.mergeStrategy=cat_sort_uniq${remotes.length ? ` and the ledger fetch refspec for ${remotes.join(', ')}` : ''}`,
-  );
-}
-
-/** A fetch refspec whose local side is, or matches, the ledger ref: a fetch would force the ledger to the remote's. */
-function writesLedger(spec: string): boolean {
-  const colon = spec.indexOf(':');
-  if (spec.startsWith('^') || colon === -1) return false;
-  // A refspec has at most one `*`, matching any run of characters.
-  const [before, after] = spec.slice(colon + 1).split('*');
-  if (after === undefined) return before === LEDGER_REF;
-  return (
-    LEDGER_REF.length >= before!.length + after.length &&
-    LEDGER_REF.startsWith(before!) &&
-    LEDGER_REF.endsWith(after)
   );
 }
 
