@@ -24,6 +24,7 @@ import {
   makeStory,
   makeWorkTree,
   noteLines,
+  OPERATOR,
   operatorEnv,
   type Run,
   recordVerdict,
@@ -847,6 +848,48 @@ describe('init: core.hooksPath this clone does not own', () => {
     await recordVerdict(story, dir, 'src/a.ts');
     expect(commit(story, dir, 'promoted').code).toBe(0);
     expect(lines(teamRan)).toHaveLength(3); // the team's hook ran first each time
+  });
+
+  it('a global core.hooksPath set after init makes attest warn that git no longer runs the gate (rt48 f08); control: no warning before, nor once the shared hook runs it', () => {
+    const dir = makeWorkTree(story, 'hookspath-after-init');
+    cliOk(story, dir, ['init', '--protect', 'src/**']);
+    gitOk(story, dir, ['add', '.delegate-git']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+    const approve = (file: string, env = story.env) => {
+      writeFiles(dir, { [file]: `export const at = '${file}';\n` });
+      const run = cli(story, dir, ['attest', '--approve', file, '--key', OPERATOR, '--yes'], env);
+      expect(run.code, run.stderr).toBe(0);
+      return run.stderr;
+    };
+    const warning = "warning: git does not run delegate-git's commit hook in this repository";
+    expect(approve('src/before.ts')).not.toContain(warning);
+
+    const shared = path.join(story.root, 'later-global-hooks');
+    executable(path.join(shared, 'pre-commit'), '#!/bin/sh\nexit 0\n');
+    const config = path.join(story.root, 'later-global-gitconfig');
+    fs.writeFileSync(
+      config,
+      `[core]\n\thooksPath = ${shared}\n${fs.readFileSync(story.env.GIT_CONFIG_GLOBAL!, 'utf8')}`,
+    );
+    const env: NodeJS.ProcessEnv = { ...story.env, GIT_CONFIG_GLOBAL: config };
+    const warned = approve('src/after.ts', env);
+    expect(warned).toContain(
+      `delegate-git attest: ${warning}: core.hooksPath is set to ${shared} in the global git configuration`,
+    );
+    expect(warned).toContain(`git config core.hooksPath ${path.join(dir, '.git', 'hooks')}`);
+    // What it warns of: an unpromoted file commits with no word.
+    stage(dir, { 'src/unpromoted.ts': 'export const u = 1;\n' });
+    expect(commitWith(dir, 'unpromoted, ungated', env).code).toBe(0);
+
+    // Controls: the shared hook running the gate, or this repository's own hooks path, and the warning goes.
+    executable(
+      path.join(shared, 'pre-commit'),
+      `#!/bin/sh\n'${process.execPath}' '${storyCli}' hook pre-commit\n`,
+    );
+    expect(approve('src/shared-runs-it.ts', env)).not.toContain(warning);
+    executable(path.join(shared, 'pre-commit'), '#!/bin/sh\nexit 0\n');
+    gitOk(story, dir, ['config', 'core.hooksPath', path.join(dir, '.git', 'hooks')]);
+    expect(approve('src/own-path.ts', env)).not.toContain(warning);
   });
 
   it('refuses a repository-local core.hooksPath outside the repository (~/githooks, shared by each that sets it); control: ~ inside it installs', () => {

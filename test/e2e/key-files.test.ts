@@ -538,3 +538,53 @@ describe('a rotation of the reviewer whose approval completed the threshold (rt4
     acceptedByEveryGate(story, work, 'deletions allowed again');
   });
 });
+
+describe('a push that revokes a key and brings content only that key approved (rt48 f04)', () => {
+  let story: Story;
+  let work: string;
+
+  beforeAll(() => {
+    story = makeStory();
+    work = adoptedClone(story, ['src/**']);
+    trustedKey(story, work, 'bob');
+  });
+
+  afterAll(() => story.cleanup());
+
+  /** bob approves `src/new.ts`, and the same commit revokes bob (approved by the operator), pushed with the ledger. */
+  function revokeWithBobsContent(message: string): { hook: number; push: ReturnType<typeof gitRun> } {
+    writeFiles(work, { 'src/new.ts': `export const by = 'bob'; // ${message}\n` });
+    attestOk(story, work, 'approve', ['src/new.ts'], { key: 'bob' });
+    cliOk(story, work, ['keys', 'revoke', 'bob']);
+    attestOk(story, work, 'approve', [keyFileOf('bob')]);
+    gitOk(story, work, ['add', 'src/new.ts', keyFileOf('bob')]);
+    const hook = commit(story, work, message).code;
+    if (hook !== 0) expect(commit(story, work, message, ['--no-verify']).code).toBe(0);
+    return { hook, push: gitRun(story, work, ['push', '--atomic', 'origin', 'main', LEDGER]) };
+  }
+
+  it('is refused by the server as by the commit hook and verify: the content is judged by the rules the push brings too', () => {
+    const { hook, push } = revokeWithBobsContent('revoke bob with his content');
+    expect.soft(hook, 'the commit hook').not.toBe(0);
+    expect.soft(push.code, `push: ${push.stderr}`).not.toBe(0);
+    expect
+      .soft(push.stderr)
+      .toMatch(
+        /refused refs\/heads\/main [0-9a-f]{12} src\/new\.ts: .*revoked.*\(under the rules this push brings\)/,
+      );
+    expect.soft(push.stderr).not.toContain(keyFileOf('bob'));
+    const verified = cli(story, work, ['verify']);
+    expect.soft(verified.code, verified.stdout).toBe(1);
+    expect.soft(verified.stdout).toContain('NOT PROMOTED  src/new.ts');
+    gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+  });
+
+  it('control: the same content approved by a key the push keeps is accepted by every gate', () => {
+    writeFiles(work, { 'src/new.ts': `export const by = 'operator';\n` });
+    attestOk(story, work, 'approve', ['src/new.ts']);
+    cliOk(story, work, ['keys', 'revoke', 'bob']);
+    attestOk(story, work, 'approve', [keyFileOf('bob')]);
+    gitOk(story, work, ['add', 'src/new.ts', keyFileOf('bob')]);
+    acceptedByEveryGate(story, work, 'revoke bob, content the operator approved');
+  });
+});

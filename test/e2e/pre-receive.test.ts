@@ -728,12 +728,25 @@ describe('pre-receive: a ref cannot choose the policy that judges another', () =
     expect(commit(story, work, 'protect lib too').code).toBe(0);
     expect(gitRun(story, work, ATOMIC).code).toBe(0);
 
-    // A pusher makes a ref at the older commit (nothing new: accepted) and moves it on under its looser policy.
+    // A pusher makes a ref at the older commit (nothing new: accepted). Moved on with the tightened policy and lib
+    // content, it is refused: content a push brings with a rules change is judged by the pushed rules too (rt48 f04).
     expect(gitRun(story, work, ['push', 'origin', `${older}:refs/heads/anchor`]).code).toBe(0);
     stageFile(work, 'lib/x.ts', 'export const x = 1;\n');
     expect(commit(story, work, 'lib, hook skipped', ['--no-verify']).code).toBe(0);
+    const withRules = gitRun(story, work, ['push', 'origin', 'HEAD:refs/heads/anchor']);
+    expect(withRules.code).not.toBe(0);
+    expect(withRules.stderr).toMatch(refusedLine('refs/heads/anchor', 'lib/x.ts', 'no verdict'));
+    expect(withRules.stderr).toContain('(under the rules this push brings)');
+    // Moved on under its own looser policy alone (lib ungoverned there), it is accepted, and then merged into main.
+    const lib = refTip(story, work, 'HEAD')!;
+    gitOk(story, work, ['reset', '-q', '--hard', 'HEAD~1']);
+    gitOk(story, work, ['checkout', '-q', '-b', 'anchor', older]);
+    gitOk(story, work, ['checkout', '-q', lib, '--', 'lib/x.ts']);
+    expect(commit(story, work, 'lib under the older policy', ['--no-verify']).code).toBe(0);
     const moved = gitRun(story, work, ['push', 'origin', 'HEAD:refs/heads/anchor']);
     expect(moved.code, moved.stderr).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+    gitOk(story, work, ['merge', '-q', '--no-verify', '--no-edit', 'anchor']);
 
     const refused = gitRun(story, work, ['push', 'origin', 'main']);
     expect(refused.code).not.toBe(0);

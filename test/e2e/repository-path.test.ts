@@ -22,7 +22,6 @@ import {
   type Story,
   stageFiles,
   storyCli,
-  writeFiles,
 } from '../support/cli-story.js';
 
 let story: Story;

@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { git, gitTry, NO_HOOKS } from '@delegate-git/core';
+import { pathOutput } from '@delegate-git/core/path-text';
 
 export interface BlobPair {
   path: string;
@@ -34,7 +35,7 @@ export async function blobDiffs(pairs: readonly BlobPair[], opts: GitOptions): P
 async function diffTrees(pairs: readonly BlobPair[], opts: GitOptions): Promise<string[]> {
   const dir = await mkdtemp(path.join(tmpdir(), 'delegate-git-diff-'));
   try {
-    const gitDir = (await git(['rev-parse', '--absolute-git-dir'], opts)).toString('utf8').trim();
+    const gitDir = pathOutput(await git(['rev-parse', '--absolute-git-dir'], opts));
     // An empty work tree and scratch indexes: no .gitattributes of the work tree (a branch under review may bring one
     // saying `*.ts -diff`) decides what the reviewer sees, which `git diff <blob> <blob>` for one file never reads.
     const scratch = (index: string) => ({

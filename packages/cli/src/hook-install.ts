@@ -8,13 +8,10 @@ import { existsSync, lstatSync, readFileSync, readlinkSync, statSync } from 'nod
 import { chmod, cp, mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DelegateGitError, gitFailure, gitText, gitTry, type Repository } from '@delegate-git/core';
+import { DelegateGitError, gitText, gitTry, type Repository } from '@delegate-git/core';
 import { relativeWithin } from '@delegate-git/core/path-within';
 import { writeFileAtomic } from './fs.js';
-
-/** The first two lines of every hook this package writes (the second names the hook: `# delegate-git hook (x).`). */
-const SHEBANG = '#!/bin/sh';
-const MARKER = '# delegate-git hook (';
+import { configuredHooksPath, isOurs } from './hooks-in-effect.js';
 
 /**
  * The scripts of hooks/, put into each bundle by scripts/build.mjs: the single-file server build has nothing beside
@@ -419,21 +416,6 @@ export async function serverHooksDir(repo: Repository): Promise<string> {
   return path.resolve(repo.layout.gitDir, value);
 }
 
-/** core.hooksPath with the scope it is set in; `--type=path` expands `~` as git does when it runs hooks. */
-async function configuredHooksPath(
-  repo: Repository,
-  top: string,
-): Promise<{ value: string; scope: string } | null> {
-  const args = ['config', '--show-scope', '--type=path', '--get', 'core.hooksPath'];
-  const result = await gitTry(args, { cwd: top, env: repo.env });
-  if (result.code === 1) return null; // not set
-  if (result.code !== 0) throw gitFailure(args, result);
-  const line = result.stdout.toString('utf8').replace(/\n$/, '');
-  const tab = line.indexOf('\t');
-  const value = line.slice(tab + 1);
-  return value ? { value, scope: line.slice(0, tab) } : null;
-}
-
 async function tracksFilesIn(repo: Repository, top: string, dir: string): Promise<boolean> {
   const rel = relativeWithin(top, dir);
   if (rel === null) return false;
@@ -489,12 +471,6 @@ export async function huskyFilesToCommit(repo: Repository, plan: ClientHookPlan)
   });
   const changed = new Set(status.split('\0').flatMap((entry) => (entry.length > 3 ? [entry.slice(3)] : [])));
   return files.filter((file) => changed.has(file));
-}
-
-/** Ours by its first two lines, not by a mention anywhere: a user's hook may well name delegate-git's. */
-async function isOurs(file: string): Promise<boolean> {
-  const [first, second] = (await readFile(file, 'utf8')).split('\n', 2);
-  return first === SHEBANG && (second?.startsWith(MARKER) ?? false);
 }
 
 /**

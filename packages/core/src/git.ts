@@ -262,7 +262,7 @@ export async function refObject(
  */
 async function brokenRef(ref: string, opts: GitOptions): Promise<DelegateGitError> {
   const common = await gitTry(['rev-parse', '--path-format=absolute', '--git-common-dir'], opts);
-  const file = common.code === 0 ? path.join(common.stdout.toString('utf8').trim(), ref) : null;
+  const file = common.code === 0 ? path.join(pathOutput(common.stdout), ref) : null;
   return new DelegateGitError(
     'GIT',
     `${ref} is damaged: git cannot read what it names (${file ? `its file ${file} holds no object id` : 'it holds no object id'}, as a write cut short by a crash leaves it), so git takes it for no ref at all. ` +

@@ -10,7 +10,7 @@ import { collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
 import { CatFileBatch, git, gitTry } from './git.js';
 import { type Governance, loadGovernance } from './governance.js';
 import { recordedAsCheckedOut } from './governed-paths.js';
-import { governedFiles, isLink, judgeFiles, revisionAnchor } from './judge.js';
+import { governedFiles, isLink, judgeFiles, type LinkedEntry, revisionAnchor } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
 import { keysMove, leftBehind } from './keys-move.js';
 import { foreignAlongUpdate, type LedgerChange } from './ledger-change.js';
@@ -765,6 +765,11 @@ async function judgeRefUpdate(
         kind: j.kind,
       });
   });
+  if (result.changingRules.includes(u.ref)) {
+    const refused = new Set(result.refusals.filter((r) => r.ref === u.ref).map((r) => r.path));
+    for (const refusal of await refusedByPushedRules(reads, u, governance, brings, after, refused))
+      result.refusals.push(refusal);
+  }
   for (const refusal of await movedKeysRefused(reads, u, governance, after, brought.introduced))
     result.refusals.push(refusal);
   for (const d of firstOfEach(deleted, (f) => f.path)) {
@@ -775,6 +780,70 @@ async function judgeRefUpdate(
   // each name came from (merging main into a branch brings main's governed name beside the branch's excluded one).
   for (const c of await collisionsAtTip(reads, u, governance.policy, brings, after))
     result.refusals.push({ ref: u.ref, commit: u.newId, path: c.path, reason: c.reason });
+}
+
+/**
+ * A push that changes the rules is judged by the rules in force (DESIGN 4.1: what it pushes never weakens them), and
+ * the content it brings by the rules at its tip as well. The commit hook judges a commit by its own rules and `verify`
+ * the tip by the tip's, so content that only a key the push revokes approved, or that a protect glob the push adds
+ * newly governs, would pass here and fail both (rt48 f04). The policy and key files are left to the rules in force,
+ * which approve a rules change. Files the push leaves as they were are not judged again: a revocation must be
+ * pushable before what it unpromotes is approved again (the commit hook only names those, rules-change.ts).
+ */
+async function refusedByPushedRules(
+  reads: PushReads,
+  u: RefUpdate,
+  inForce: Governance,
+  brings: readonly Introduced[],
+  after: LedgerAfter,
+  refused: ReadonlySet<string | undefined>,
+): Promise<PushRefusal[]> {
+  const tip = await reads.commit(u.newId);
+  if (tip === null || !(await reads.hasPolicy(tip))) return []; // removing the policy is refused as a deletion
+  let pushed: Governance;
+  try {
+    pushed = await reads.governanceAt(tip);
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    return [
+      {
+        ref: u.ref,
+        commit: tip,
+        path: POLICY_PATH,
+        reason: `the rules this push brings cannot be read: ${why}`,
+      },
+    ];
+  }
+  const brought = new Set(brings.map((f) => f.path));
+  const rulesFile = (p: string) => isGovernanceFile(pushed.policy, p) || isGovernanceFile(inForce.policy, p);
+  const atTip = (await treeFiles(reads.repo.cwd, tip, [], reads.repo.env, { submodules: true })).filter(
+    (f) => brought.has(f.path) && !rulesFile(f.path) && !refused.has(f.path),
+  );
+  const files = governedFiles(
+    atTip,
+    pushed,
+    await recordedPathsFor(reads.matcher(pushed.policy), atTip, after),
+  );
+  const judged = await judgeFiles(files, {
+    governance: pushed,
+    ledger: await after.ledger,
+    notesAt: after.at,
+    index: after.index,
+    batch: reads.blobs,
+  });
+  return judged.flatMap((j) =>
+    j.promoted
+      ? []
+      : [
+          {
+            ref: u.ref,
+            commit: tip,
+            path: j.path,
+            reason: `${j.reason} (under the rules this push brings)`,
+            kind: j.kind,
+          },
+        ],
+  );
 }
 
 /**
@@ -961,7 +1030,7 @@ async function promotedAlready(
 /** The paths the ledger recorded, read only when the policy alone does not decide some path's governance. */
 async function recordedPathsFor(
   governed: GovernedMatcher,
-  files: readonly Introduced[],
+  files: readonly LinkedEntry[],
   after: LedgerAfter,
 ): Promise<ReadonlySet<string>> {
   const depends = files.some((f) => governed(f.path, true, isLink(f)) !== governed(f.path, false, isLink(f)));

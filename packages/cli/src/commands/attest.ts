@@ -26,6 +26,7 @@ import { sha256Hex } from '@delegate-git/core/sha256';
 import { holdsUnprintable, shownOutput, shownPath, shownText } from '@delegate-git/core/shown-path';
 import { blobDiffs } from '../blob-diffs.js';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
+import { hooksNotRun, hooksWarning } from '../hooks-in-effect.js';
 
 const help = `
 Usage: delegate-git attest (--approve | --reject) [<path>... | --staged] [-m <comment>] [--key <name>] [--yes] [--json]
@@ -144,6 +145,7 @@ export default {
         io.out(
           `Recorded ${decision === 'approve' ? 'approval' : 'rejection'} by ${reviewer} of ${shown.files.length} file(s) in refs/notes/delegations.\n`,
         );
+      io.err(hooksWarning('attest', await hooksNotRun(repo)));
       return 0;
     } finally {
       await repo.close();

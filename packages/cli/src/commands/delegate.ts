@@ -4,6 +4,7 @@ import { Repository } from '@delegate-git/core/repository';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import type { DelegationReceipt } from '@delegate-git/delegate';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
+import { hooksNotRun, hooksWarning } from '../hooks-in-effect.js';
 
 const help = `
 Usage: delegate-git delegate <unit.json> [--key <name>] [--json]
@@ -67,6 +68,8 @@ export default {
       );
       const { key } = loadSigningKey(values.key ?? settings.signingKey ?? undefined, io.env);
       assertKeyMaySign(governance.trustRoot, key, 'delegator', governance.policy.keysDir);
+      // Asked while the worker writes; said after the receipt, where the user looks next.
+      const hooks = hooksNotRun(repo);
       const progress = values.json ? null : createProgressLine(process.stderr);
       const receipt = await delegateUnit(unit, {
         repo,
@@ -85,6 +88,7 @@ export default {
       });
       progress?.done();
       io.out(values.json ? json(receiptJson(receipt)) : renderReceipt(receipt));
+      io.err(hooksWarning('delegate', await hooks));
       return verdictExitCode(receipt.verdict);
     } finally {
       await repo.close();

@@ -7,6 +7,7 @@ import {
   Repository,
 } from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
+import { hooksNotRun, hooksWarning } from '../hooks-in-effect.js';
 import { fetchKeepingLedger, sayingWhenSlow, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
 import { restoredText, restoreForcedLedger } from '../ledger-restore.js';
 
@@ -55,6 +56,7 @@ export default {
       await repo.ledger.assertWritable();
       const restored = await restoreForcedLedger(repo);
       if (restored) io.err(`delegate-git sync: warning: ${restoredText(restored, 'sync')}\n`);
+      io.err(hooksWarning('sync', await hooksNotRun(repo)));
       for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
         const theirs = await fetchKeepingLedger(remote, tracking, io, opts);
         if (theirs !== null) {
