@@ -621,6 +621,26 @@ describe('callWorker: only a reply the model finished is an answer', () => {
     expect(error.message).toContain('is larger than 32 MB; nothing of it was used');
   });
 
+  it('reads one 24 MB line in time linear in its length (rt49 f03); control: the same reply in many lines', async () => {
+    const content = 'x'.repeat(24 * 1024 * 1024);
+    const oneLine = delta(content, 'stop');
+    const manyLines = Array.from({ length: 24 }, (_, i) =>
+      delta('x'.repeat(1024 * 1024), i === 23 ? 'stop' : null),
+    ).join('');
+    const timed = async (body: string) => {
+      const started = Date.now();
+      const reply = await streaming(`${body}data: [DONE]\n\n`, (url) =>
+        callWorker(request({ endpoint: url, timeoutMs: 60_000 })),
+      );
+      expect(reply.content.length).toBe(content.length);
+      return Date.now() - started;
+    };
+    const lines = await timed(manyLines);
+    const line = await timed(oneLine);
+    // Searched whole for a line end per chunk, the one line took 20-40 s here against about a second in lines.
+    expect(line).toBeLessThan(Math.max(8_000, lines * 6));
+  }, 90_000);
+
   it("puts a server's text on one line without its control characters (no terminal escapes)", async () => {
     const body = `${sse({ error: { message: 'bad \u001b[2J\u001b]0;pwned\u0007 model' } })}`;
     const error = await streaming(body, (url) => expectWorkerError(callWorker(request({ endpoint: url }))));
