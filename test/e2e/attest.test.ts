@@ -377,6 +377,21 @@ describe('attest: what the reviewer is shown before signing', () => {
     expect(text).not.toContain('changes since');
   });
 
+  it('one file named three ways is one file reviewed: shown once, counted once, one record (rt49 f04); control: two files are two', () => {
+    writeFiles(dir, {
+      'src/spelled.ts': 'export const spelled = 1;\n',
+      'src/other.ts': 'export const other = 1;\n',
+    });
+    const run = attestOk(story, dir, 'approve', ['src/spelled.ts', './src/spelled.ts', 'src//spelled.ts'], {
+      key: 'erin',
+    });
+    expect(run.stdout).toContain('of 1 file(s)');
+    expect(run.stdout.split('src/spelled.ts').length - 1, run.stdout).toBeLessThanOrEqual(2);
+    expect(noteLines(story, dir, blobOf(dir, 'src/spelled.ts'))).toHaveLength(1);
+    const two = attestOk(story, dir, 'approve', ['src/other.ts', 'src/spelled.ts'], { key: 'erin' });
+    expect(two.stdout).toContain('of 2 file(s)');
+  });
+
   it('--json: the decision, the reviewer, each file with its digests, prior records and envelope, and the notes commit', () => {
     writeFiles(dir, { 'src/json.ts': 'export const json = 1;\n' });
     const blob = blobOf(dir, 'src/json.ts');

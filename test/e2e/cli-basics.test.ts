@@ -1138,6 +1138,21 @@ describe('every command', () => {
     expect(refTip(story, dir, LEDGER)).toBe(tip);
   });
 
+  it('the advice for a broken staged policy works: followed as written, the committed policy is back (rt49 f02)', () => {
+    const dir = copyWorkTree(story, base, 'staged-broken-policy');
+    const committed = fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8');
+    fs.writeFileSync(path.join(dir, POLICY_PATH), '{"version": 1,');
+    gitOk(story, dir, ['add', POLICY_PATH]);
+    const refused = cli(story, dir, ['check', '--staged']);
+    expect(refused.code).toBe(2);
+    const advice = /`git (restore [^`]+)`/.exec(refused.stderr)?.[1];
+    expect(advice, refused.stderr).toBeDefined();
+    gitOk(story, dir, advice!.split(' '));
+    const after = cli(story, dir, ['check', '--staged']);
+    expect(after.code, after.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8')).toBe(committed);
+  });
+
   it('a corrupt policy exits 2 naming it for every command that reads it; control: the intact copy does not', async () => {
     const corrupt = copyWorkTree(story, base, 'corrupt-policy');
     fs.writeFileSync(path.join(corrupt, POLICY_PATH), '{"version": 1,');

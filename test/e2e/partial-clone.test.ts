@@ -124,6 +124,24 @@ describe('the ledger of a partial clone', () => {
     expect(missingLedgerObjects(dir)).toBe(missing);
   });
 
+  it('syncs: the remote ledger taken in with its missing objects fetched in one batch, and a record made here pushed', () => {
+    gitOk(story, story.root, ['clone', '-q', '--filter=blob:none', `file://${server}`, 'pc-sync']);
+    const dir = path.join(story.root, 'pc-sync');
+    const first = traced(dir, ['sync']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain('Ledger synced with origin');
+    expect(first.stderr.match(new RegExp(FETCHING.source, 'gm'))).toHaveLength(1);
+    expect(first.fetches).toBe(2); // the ledger, then its notes in one batch
+    expect(missingLedgerObjects(dir)).toBe(0);
+
+    writeFiles(dir, { 'src/pc.js': 'export const pc = 1;\n' });
+    cliOk(story, dir, ['attest', '--approve', 'src/pc.js', '--yes']);
+    const second = traced(dir, ['sync']);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).not.toMatch(FETCHING);
+    expect(gitOk(story, server, ['rev-parse', LEDGER])).toBe(gitOk(story, dir, ['rev-parse', LEDGER]));
+  });
+
   it('costs an ordinary clone no git process, when it reads the whole ledger', () => {
     const dir = cloneInto(story, server, 'full');
     gitOk(story, dir, ['fetch', '-q', 'origin', `${LEDGER}:${LEDGER}`]);

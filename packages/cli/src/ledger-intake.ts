@@ -72,6 +72,9 @@ export async function takeInRemoteLedger(
 ): Promise<{ how: 'up to date' | 'fast-forward' | 'merge' | 'restore'; added: number }> {
   const opts = { cwd: repo.cwd, env: repo.env };
   await refuseForeign(remote, ours, theirs, opts);
+  // In a partial clone the notes came without their blobs: fetched in one batch, said, and refused clearly when the
+  // remote cannot be reached (packing them below would have git fetch them in silence).
+  await repo.ledger.fetchMissing(theirs);
   await refuseMalformed(remote, ours, theirs, opts);
   await refuseDroppedAlong(repo, remote, ours, theirs);
   // Nothing to judge, and no remote to ask, when the remote adds nothing: it holds what this ledger holds, or

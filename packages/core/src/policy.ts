@@ -84,7 +84,8 @@ export function parsePolicy(text: string, source = POLICY_PATH): Policy {
     text,
     source,
     'POLICY',
-    'Fix the policy file (its format is in docs/formats.md), or restore it with `git checkout -- .delegate-git/policy.json`.',
+    // The index or the work tree may hold the broken copy (`git checkout -- <path>` copies the index's): HEAD's is put back in both.
+    'Fix the policy file (its format is in docs/formats.md), or put back the committed one with `git restore --source=HEAD --staged --worktree .delegate-git/policy.json` (where HEAD holds a broken one too, name an earlier commit that `git log -- .delegate-git/policy.json` lists, and commit the result).',
   );
   return { ...policy, keysDir: canonicalDir(policy.keysDir) };
 }

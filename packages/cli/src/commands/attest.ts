@@ -181,7 +181,8 @@ async function worktreeTargets(
   cwd: string,
   paths: string[],
 ): Promise<Target[]> {
-  const rel = paths.map((p) => toRepositoryPath(top, cwd, p));
+  // One file however often and however spelled (`src/a.ts ./src/a.ts`): one review of it, counted once.
+  const rel = [...new Set(paths.map((p) => toRepositoryPath(top, cwd, p)))];
   // Stored: the record about to be made names them, and the commit will hold them.
   const ids = await worktreeBlobs(top, rel, { env: repo.env, write: true });
   const absent = rel.find((_, i) => ids[i] === null);
