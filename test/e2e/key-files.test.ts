@@ -573,6 +573,7 @@ describe('a push that revokes a key and brings content only that key approved (r
         /refused refs\/heads\/main [0-9a-f]{12} src\/new\.ts: .*revoked.*\(under the rules this push brings\)/,
       );
     expect.soft(push.stderr).not.toContain(keyFileOf('bob'));
+    expect.soft(push.stderr).not.toContain('push the rules change on its own first');
     const verified = cli(story, work, ['verify']);
     expect.soft(verified.code, verified.stdout).toBe(1);
     expect.soft(verified.stdout).toContain('NOT PROMOTED  src/new.ts');

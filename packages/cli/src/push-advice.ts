@@ -23,7 +23,9 @@ export function pushRefusalAdvice(
   if (kinds.has('content')) out.push(PROMOTE);
   for (const kind of ['protected deletion', 'governance deletion', 'submodule'] as const)
     if (kinds.has(kind)) out.push(RULES_ADVICE[kind]);
-  if (content.length > 0 && changingRules.length > 0)
+  // Refused by the rules in force: once the rules change is in force, they are judged by it. What the pushed rules
+  // refuse stays refused after that, and is promoted under them (PROMOTE) instead.
+  if (content.some((r) => !r.byPushedRules) && changingRules.length > 0)
     out.push(
       `This push also changes the policy or the trust root (${changingRules.join(', ')}), but a push is judged by the rules in force on its branch before it: push the rules change on its own first.`,
     );

@@ -71,6 +71,19 @@ describe('pushRefusalAdvice', () => {
     ).not.toContain('rules change');
   });
 
+  it('content the rules a push brings refuse is not told to push the rules change first (rt48 f04): it would stay refused', () => {
+    const pushed = {
+      ...refused('no verdict (under the rules this push brings)'),
+      byPushedRules: true as const,
+    };
+    const advice = pushRefusalAdvice([pushed], [MAIN], LEDGER_REF);
+    expect(advice).toHaveLength(1);
+    expect(advice[0]).toContain('`delegate-git attest --approve <path>`');
+    expect(
+      pushRefusalAdvice([pushed, refused('no verdict', 'src/b.ts')], [MAIN], LEDGER_REF).at(-1),
+    ).toContain('push the rules change on its own first');
+  });
+
   it('a refused ledger update alone is told to sync; a refusal that says what to do itself gets nothing more', () => {
     expect(
       pushRefusalAdvice([{ ref: LEDGER_REF, reason: 'not a fast-forward' }], [], LEDGER_REF)[0],

@@ -69,6 +69,8 @@ export interface PushRefusal {
    * may not enter it.
    */
   kind?: RefusalKind | 'ledger line';
+  /** Refused by the rules the push brings, not by those in force (refusedByPushedRules): pushing those first is no way out. */
+  byPushedRules?: true;
 }
 
 export interface PushJudgement {
@@ -841,6 +843,7 @@ async function refusedByPushedRules(
             path: j.path,
             reason: `${j.reason} (under the rules this push brings)`,
             kind: j.kind,
+            byPushedRules: true as const,
           },
         ],
   );
