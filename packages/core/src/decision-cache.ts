@@ -27,6 +27,7 @@ import {
   promotedFile,
   promotedText,
   readStore,
+  STORE_VERSION,
   type Stored,
   storeText,
 } from './decision-store.js';
@@ -178,13 +179,22 @@ function emptyStore(): Stored {
 
 /**
  * Everything a decision depends on besides the ledger: the rules and the keys that judged it, and the version of the
- * promotion rule itself (DECISION_RULES), so a decision taken by an earlier rule is never reused.
+ * promotion rule itself (DECISION_RULES), so a decision taken by an earlier rule is never reused. The store's version
+ * too, which so names the files: two builds sharing a repository (the hooks' copy of the CLI and a newer one run by
+ * hand) keep files of their own, instead of each finding the other's unreadable and writing its own over it.
  */
 export function governanceDigest(governance: Governance, anchor: Governance | undefined): string {
   const part = (g: Governance | undefined) =>
     g ? { policy: g.policy, keys: g.trustRoot.sources.map((s) => [s.path, s.text]) } : null;
   return createHash('sha256')
-    .update(canonicalize({ rules: DECISION_RULES, governance: part(governance), anchor: part(anchor) }))
+    .update(
+      canonicalize({
+        rules: DECISION_RULES,
+        store: STORE_VERSION,
+        governance: part(governance),
+        anchor: part(anchor),
+      }),
+    )
     .digest('hex')
     .slice(0, 16);
 }
