@@ -785,7 +785,7 @@ async function judgeRefUpdate(
 }
 
 /**
- * A push that changes the rules is judged by the rules in force (DESIGN 4.1: what it pushes never weakens them), and
+ * A push that changes the rules is judged by the rules in force (what it pushes must never weaken them), and
  * the content it brings by the rules at its tip as well. The commit hook judges a commit by its own rules and `verify`
  * the tip by the tip's, so content that only a key the push revokes approved, or that a protect glob the push adds
  * newly governs, would pass here and fail both (rt48 f04). The policy and key files are left to the rules in force,
@@ -813,6 +813,7 @@ async function refusedByPushedRules(
         commit: tip,
         path: POLICY_PATH,
         reason: `the rules this push brings cannot be read: ${why}`,
+        byPushedRules: true,
       },
     ];
   }
