@@ -652,6 +652,12 @@ describe('check --json', () => {
     expect(run.stdout).toContain('NO FILE       src/a.tss');
     expect(run.stdout).toContain('it is not a file in the work tree');
     expect(run.stdout).not.toContain('not governed');
+    // A governed file that is not there is counted apart, never as promoted (rt50 f03).
+    fs.renameSync(path.join(dir, 'src/a.ts'), path.join(dir, 'src/a.ts.aside'));
+    const gone = cli(story, dir, ['check', 'src/a.ts']);
+    fs.renameSync(path.join(dir, 'src/a.ts.aside'), path.join(dir, 'src/a.ts'));
+    expect(gone.code).toBe(2);
+    expect(gone.stdout).toContain('1 governed file(s): 0 promoted, 0 refused, 1 not there');
     const asJson = json<CheckJson>(cli(story, dir, ['check', 'src/a.tss', '--json']));
     expect(asJson.exitCode).toBe(2);
     expect(asJson.results[0]).toMatchObject({ path: 'src/a.tss', absent: true, promoted: false });

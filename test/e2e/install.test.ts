@@ -881,6 +881,10 @@ describe('init: core.hooksPath this clone does not own', () => {
     stage(dir, { 'src/unpromoted.ts': 'export const u = 1;\n' });
     expect(commitWith(dir, 'unpromoted, ungated', env).code).toBe(0);
 
+    // A comment naming delegate-git runs nothing (rt50 f02).
+    executable(path.join(shared, 'pre-commit'), '#!/bin/sh\n# TODO: run delegate-git here\nexit 0\n');
+    expect(approve('src/comment.ts', env)).toContain(warning);
+
     // Controls: the shared hook running the gate, or this repository's own hooks path, and the warning goes.
     executable(
       path.join(shared, 'pre-commit'),
@@ -890,6 +894,34 @@ describe('init: core.hooksPath this clone does not own', () => {
     executable(path.join(shared, 'pre-commit'), '#!/bin/sh\nexit 0\n');
     gitOk(story, dir, ['config', 'core.hooksPath', path.join(dir, '.git', 'hooks')]);
     expect(approve('src/own-path.ts', env)).not.toContain(warning);
+
+    // init's own hook no longer executable: git skips it (rt50 f02).
+    fs.chmodSync(path.join(dir, '.git', 'hooks', 'pre-commit'), 0o644);
+    expect(approve('src/not-executable.ts', env)).toContain(
+      `${warning}: ${path.join(dir, '.git', 'hooks', 'pre-commit')}, where init installed it, no longer runs delegate-git`,
+    );
+  });
+
+  it('a core.hooksPath init installed into, changed afterwards, makes attest warn too (rt50 f02); control: changed back', () => {
+    const dir = makeWorkTree(story, 'hookspath-moved');
+    gitOk(story, dir, ['config', 'core.hooksPath', '.githooks']);
+    cliOk(story, dir, ['init', '--protect', 'src/**']);
+    gitOk(story, dir, ['add', '.delegate-git']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+    const approve = (file: string) => {
+      writeFiles(dir, { [file]: `export const at = '${file}';\n` });
+      return cliOk(story, dir, ['attest', '--approve', file, '--key', OPERATOR, '--yes']).stderr;
+    };
+    const warning = "warning: git does not run delegate-git's commit hook in this repository";
+    expect(approve('src/before.ts')).not.toContain(warning);
+    gitOk(story, dir, ['config', 'core.hooksPath', '.other-hooks']);
+    expect(approve('src/moved.ts')).toContain(
+      `${warning}: core.hooksPath is set to .other-hooks in the local git configuration, so git runs the hooks in ${path.join(dir, '.other-hooks')}, not those init installed in ${path.join(dir, '.githooks')}`,
+    );
+    gitOk(story, dir, ['config', '--unset', 'core.hooksPath']);
+    expect(approve('src/unset.ts')).toContain(`${warning}: core.hooksPath is no longer set`);
+    gitOk(story, dir, ['config', 'core.hooksPath', path.join(dir, '.githooks')]);
+    expect(approve('src/back.ts')).not.toContain(warning);
   });
 
   it('refuses a repository-local core.hooksPath outside the repository (~/githooks, shared by each that sets it); control: ~ inside it installs', () => {

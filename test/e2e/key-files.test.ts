@@ -580,6 +580,35 @@ describe('a push that revokes a key and brings content only that key approved (r
     gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
   });
 
+  it('a new branch made from a branch that revokes the key is judged by its own rules too (rt50 f01); control: content a kept key approved', () => {
+    writeFiles(work, { 'src/g.ts': "export const g = 'bob';\n" });
+    attestOk(story, work, 'approve', ['src/g.ts'], { key: 'bob' });
+    fs.rmSync(path.join(work, 'src/g.ts'));
+    gitOk(story, work, ['checkout', '-q', '-b', 'revoking']);
+    cliOk(story, work, ['keys', 'revoke', 'bob']);
+    attestOk(story, work, 'approve', [keyFileOf('bob')]);
+    gitOk(story, work, ['add', keyFileOf('bob')]);
+    expect(commit(story, work, 'revoke bob').code).toBe(0);
+    const revoking = gitRun(story, work, ['push', '--atomic', 'origin', 'revoking', LEDGER]);
+    expect(revoking.code, revoking.stderr).toBe(0);
+
+    gitOk(story, work, ['checkout', '-q', '-b', 'from-revoking']);
+    writeFiles(work, { 'src/g.ts': "export const g = 'bob';\n" });
+    gitOk(story, work, ['add', 'src/g.ts']);
+    expect(commit(story, work, 'bob-approved content', ['--no-verify']).code).toBe(0);
+    const refused = gitRun(story, work, ['push', '--atomic', 'origin', 'from-revoking', LEDGER]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(
+      /refused refs\/heads\/from-revoking [0-9a-f]{12} src\/g\.ts: .*revoked.*\(under the rules this push brings\)/,
+    );
+    expect(cli(story, work, ['verify', '--rev', 'from-revoking']).code).toBe(1);
+
+    attestOk(story, work, 'approve', ['src/g.ts']);
+    const accepted = gitRun(story, work, ['push', '--atomic', 'origin', 'from-revoking', LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+  });
+
   it('control: the same content approved by a key the push keeps is accepted by every gate', () => {
     writeFiles(work, { 'src/new.ts': `export const by = 'operator';\n` });
     attestOk(story, work, 'approve', ['src/new.ts']);

@@ -31,9 +31,12 @@ export function renderCheckReport(report: CheckReport, judged: Judged = 'paths')
     );
   }
   const refused = governed.filter((r) => !r.promoted && !r.absent);
+  // A path asked about that holds no file is neither: counted apart, never as promoted (rt50 f03).
+  const absent = governed.filter((r) => r.absent).length;
   const blocking = report.deletions.filter((d) => d.blocks);
   out.push(
-    `${governed.length} governed file(s): ${governed.length - refused.length} promoted, ${refused.length} refused` +
+    `${governed.length} governed file(s): ${governed.filter((r) => r.promoted).length} promoted, ${refused.length} refused` +
+      `${absent > 0 ? `, ${absent} not there` : ''}` +
       `${blocking.length > 0 ? `; ${blocking.length} deletion(s) refused` : ''} (policy and trust root from ${report.source})`,
   );
   // A submodule is never promoted by a record: its refusal says what keeps it.

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { DelegateGitError, gitText, gitTry, type Repository } from '@delegate-git/core';
 import { relativeWithin } from '@delegate-git/core/path-within';
 import { writeFileAtomic } from './fs.js';
-import { configuredHooksPath, isOurs } from './hooks-in-effect.js';
+import { configuredHooksPath, installedHooksRecord, isOurs } from './hooks-in-effect.js';
 
 /**
  * The scripts of hooks/, put into each bundle by scripts/build.mjs: the single-file server build has nothing beside
@@ -454,6 +454,8 @@ export async function installClientHooks(
   const generated = path.join(dir, 'pre-merge-commit');
   if (plan.husky && path.basename(dir) === '_' && (!existsSync(generated) || (await isOurs(generated))))
     installed['pre-merge-commit'].push(await installHookFile(dir, 'pre-merge-commit', cli));
+  // Where git ran hooks when they were installed: a later core.hooksPath elsewhere is said (hooks-in-effect.ts).
+  await writeFileAtomic(installedHooksRecord(repo.layout.commonDir), `${dir}\n`);
   return installed;
 }
 

@@ -1,10 +1,11 @@
 /**
- * Whether git runs the hooks init installed. A core.hooksPath set after init (in the global configuration, by another
- * tool, say) sends git to another directory, and the commit hook stops with no word (rt48 f08): the commands a user
- * runs on the way to a commit say so. Kept apart from hook-install.ts, which `delegate` does not load.
+ * Whether git runs the hooks init installed. A core.hooksPath set, changed or unset after init (in the global
+ * configuration, by another tool, say) sends git to another directory, and the commit hook stops with no word (rt48
+ * f08, rt50 f02): the commands a user runs on the way to a commit say so. Kept apart from hook-install.ts, which
+ * `delegate` does not load.
  */
-import { existsSync } from 'node:fs';
-import { readFile, realpath } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { gitFailure, gitTry, type Repository } from '@delegate-git/core';
 
@@ -33,20 +34,38 @@ export async function configuredHooksPath(
   return value ? { value, scope: line.slice(0, tab) } : null;
 }
 
+/** Where init records the hooks directory it installed into (the one git ran hooks from then). */
+export function installedHooksRecord(commonDir: string): string {
+  return path.join(commonDir, 'delegate-git', 'hooks-dir');
+}
+
 /**
- * Why git does not run the commit hook init installed in the repository's own hooks directory, or null when it does,
- * or when init installed none there (`--no-hook`, or husky's files): a core.hooksPath names another directory whose
- * pre-commit runs no delegate-git. One git process; never throws (a warning must not fail the command it rides on).
+ * Why git does not run the commit hook init installed, or null when it does, or when init installed none (`--no-hook`):
+ * git now runs the hooks of another directory (a core.hooksPath set, changed or unset since), or the pre-commit there
+ * no longer runs delegate-git (replaced, or no longer executable). One git process; never throws (a warning must not
+ * fail the command it rides on).
  */
 export async function hooksNotRun(repo: Repository): Promise<string | null> {
   const top = repo.layout.topLevel;
+  if (top === null) return null;
   const own = path.join(repo.layout.commonDir, 'hooks');
-  if (top === null || !(await isOurs(path.join(own, 'pre-commit')).catch(() => false))) return null;
+  const recorded = await readFile(installedHooksRecord(repo.layout.commonDir), 'utf8').catch(() => null);
+  // Installed before init kept a record: where git runs hooks by default, found by the hook itself.
+  const installed =
+    recorded?.replace(/\n$/, '') ||
+    ((await isOurs(path.join(own, 'pre-commit')).catch(() => false)) ? own : null);
+  if (installed === null) return null;
   const configured = await configuredHooksPath(repo, top).catch(() => null);
-  if (configured === null) return null;
-  const dir = path.resolve(top, configured.value);
-  if ((await realDir(dir)) === (await realDir(own)) || (await runsDelegateGit(dir))) return null;
-  return `git does not run delegate-git's commit hook in this repository: core.hooksPath is set to ${configured.value} in the ${configured.scope} git configuration, so git runs the hooks in ${dir}, not those init installed in ${own}. Commits here are not checked before they are made (the server and CI still judge what is pushed). Set this repository's own (\`git config core.hooksPath ${own}\`), or add a line running \`delegate-git hook pre-commit\` to ${path.join(dir, 'pre-commit')}.`;
+  const dir = configured ? path.resolve(top, configured.value) : own;
+  if (await runsGate(dir)) return null;
+  const unchecked =
+    'Commits here are not checked before they are made (the server and CI still judge what is pushed).';
+  if ((await realDir(dir)) === (await realDir(installed)))
+    return `git does not run delegate-git's commit hook in this repository: ${path.join(dir, 'pre-commit')}, where init installed it, no longer runs delegate-git (it was replaced, or is not executable). ${unchecked} Run \`delegate-git init\` again to put it back.`;
+  const runs = configured
+    ? `core.hooksPath is set to ${configured.value} in the ${configured.scope} git configuration, so git runs the hooks in ${dir}`
+    : `core.hooksPath is no longer set, so git runs the hooks in ${dir}`;
+  return `git does not run delegate-git's commit hook in this repository: ${runs}, not those init installed in ${installed}. ${unchecked} Point git back at them (\`git config core.hooksPath ${installed}\`), or add a line running \`delegate-git hook pre-commit\` to ${path.join(dir, 'pre-commit')}.`;
 }
 
 /** hooksNotRun's reason as the warning `command` prints, or '' when git runs the hook. */
@@ -58,10 +77,35 @@ async function realDir(dir: string): Promise<string> {
   return realpath(dir).catch(() => path.resolve(dir));
 }
 
-/** Whether `dir`'s pre-commit, or husky's committed one behind its generated `_` directory, runs delegate-git. */
-async function runsDelegateGit(dir: string): Promise<boolean> {
-  const mentions = async (file: string) =>
-    existsSync(file) && (await readFile(file, 'utf8').catch(() => '')).includes('delegate-git');
-  if (await mentions(path.join(dir, 'pre-commit'))) return true;
-  return path.basename(dir) === '_' && (await mentions(path.join(path.dirname(dir), 'pre-commit')));
+/**
+ * Whether git runs the gate from `dir`: its pre-commit is executable, and is ours or has a line (not a comment) calling
+ * the gate, as the lines init and its refusals give do; or, for husky's generated `_`, husky's committed script has.
+ */
+async function runsGate(dir: string): Promise<boolean> {
+  const file = path.join(dir, 'pre-commit');
+  if (
+    !(await access(file, constants.X_OK).then(
+      () => true,
+      () => false,
+    ))
+  )
+    return false;
+  if ((await isOurs(file).catch(() => false)) || callsGate(await readText(file))) return true;
+  return path.basename(dir) === '_' && callsGate(await readText(path.join(path.dirname(dir), 'pre-commit')));
+}
+
+/** `delegate-git ... hook pre-commit`, or husky's line running the hook init installed in the git directory. */
+function callsGate(script: string): boolean {
+  return script
+    .split('\n')
+    .some(
+      (line) =>
+        !/^\s*#/.test(line) &&
+        (/delegate-git\S*\s+hook\s+pre-commit\b/.test(line) ||
+          line.includes('/delegate-git/hooks/pre-commit')),
+    );
+}
+
+function readText(file: string): Promise<string> {
+  return readFile(file, 'utf8').catch(() => '');
 }

@@ -304,6 +304,7 @@ class PushReads {
   private readonly commits = new Map<string, Promise<string | null>>();
   private readonly policies = new Map<string, Promise<boolean>>();
   private readonly governance = new Map<string, Promise<Governance>>();
+  private readonly rules = new Map<string, Promise<string>>();
   private adopter: Promise<RefUpdate | null> | null = null;
   private content: Promise<boolean> | null = null;
   private readonly matchers = new WeakMap<Policy, GovernedMatcher>();
@@ -415,6 +416,30 @@ class PushReads {
         .some((ref) => ref !== '' && !ref.startsWith('refs/notes/')),
     );
     return this.content;
+  }
+
+  /**
+   * Which rules a commit holds, as its policy's and keys directory's object ids: equal ids, equal rules. Read without
+   * loading the keys (a push that changes no rules compares two ids per ref).
+   */
+  rulesAt(commit: string): Promise<string> {
+    let ids = this.rules.get(commit);
+    if (!ids) {
+      ids = (async () => {
+        const policy = await this.governanceReader.read(`${commit}:${POLICY_PATH}`);
+        if (policy?.type !== 'blob') return `${policy?.oid ?? 'none'}`;
+        let keysDir: string;
+        try {
+          keysDir = parsePolicy(policy.content.toString('utf8')).keysDir;
+        } catch {
+          return `${policy.oid} unreadable`; // judged where the governance is loaded
+        }
+        const keys = await this.governanceReader.read(`${commit}:${keysDir}`);
+        return `${policy.oid} ${keys?.oid ?? 'none'}`;
+      })();
+      this.rules.set(commit, ids);
+    }
+    return ids;
   }
 
   /**
@@ -767,7 +792,7 @@ async function judgeRefUpdate(
         kind: j.kind,
       });
   });
-  if (result.changingRules.includes(u.ref)) {
+  if (await tipChangesRules(reads, u)) {
     const refused = new Set(result.refusals.filter((r) => r.ref === u.ref).map((r) => r.path));
     for (const refusal of await refusedByPushedRules(reads, u, governance, brings, after, refused))
       result.refusals.push(refusal);
@@ -782,6 +807,17 @@ async function judgeRefUpdate(
   // each name came from (merging main into a branch brings main's governed name beside the branch's excluded one).
   for (const c of await collisionsAtTip(reads, u, governance.policy, brings, after))
     result.refusals.push({ ref: u.ref, commit: u.newId, path: c.path, reason: c.reason });
+}
+
+/**
+ * Whether the rules at the pushed tip differ from those in force on the ref: a push that changes them, or a new ref
+ * made from a branch that changed them (judged by the default branch's, rt50 f01).
+ */
+async function tipChangesRules(reads: PushReads, u: RefUpdate): Promise<boolean> {
+  const [inForce, tip] = await Promise.all([policyCommitInForce(reads, u), reads.commit(u.newId)]);
+  if (inForce === null || tip === null || inForce === tip) return false;
+  const [before, after] = await Promise.all([reads.rulesAt(inForce), reads.rulesAt(tip)]);
+  return before !== after;
 }
 
 /**

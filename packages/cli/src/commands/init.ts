@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile, realpath } from 'node:fs/promises';
+import { readFile, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import {
   checkoutSnapshot,
@@ -46,6 +46,7 @@ import {
   planHookCli,
   serverHooksDir,
 } from '../hook-install.js';
+import { installedHooksRecord } from '../hooks-in-effect.js';
 import { fetchKeepingLedger, sayingWhenSlow, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
 import { writesLedger } from '../ledger-restore.js';
 import { type NewKey, registeredKeyFile, registerKey } from '../trust-files.js';
@@ -203,7 +204,7 @@ async function initClient(
     // post-rewrite take in the records a pull fetched.
     for (const [name, where] of Object.entries(await installClientHooks(repo, hooks)))
       done.push(`installed the ${name} hook: ${where.join(', ')}`);
-  }
+  } else await rm(installedHooksRecord(repo.layout.commonDir), { force: true }); // hooks of the user's own making
   const husky = hooks ? await huskyFilesToCommit(repo, hooks) : [];
   // Adopting a repository with history: what it holds under the policy was judged by nobody, and every gate
   // judges it (the first push judges every file of the adopting tip, verify every file of a revision).
