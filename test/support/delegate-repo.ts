@@ -10,7 +10,7 @@
  *   const { code, receipt } = await repo.delegate({ taskName: 't', instruction: 'i', targetFiles: ['src/b.js'] });
  *   repo.ledger(receipt.files[0].gitBlob)  // decoded verdict statements on that blob
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FakeWorker, RecordedRequest } from './fake-worker.js';
@@ -88,6 +88,8 @@ export interface DelegateRepo {
   env: NodeJS.ProcessEnv;
   /** Runs the built CLI in the work tree. */
   cli(args: string[], opts?: { env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<CliResult>;
+  /** Starts the built CLI in the work tree, to be signalled while it runs. */
+  start(args: string[], opts?: { env?: NodeJS.ProcessEnv; timeoutMs?: number }): StartedCli;
   /** `delegate-git config set <key> <value>`; throws unless it exits 0. */
   configSet(key: string, value: string): Promise<void>;
   /** Writes a unit file outside the work tree and returns its path. `unit` may be raw text. */
@@ -152,20 +154,35 @@ function baseEnv(configHome: string): NodeJS.ProcessEnv {
  */
 export const delegateGitBin = process.env.DELEGATE_GIT_E2E_CLI ?? cliBin;
 
+/** The built CLI started as a child process, to be signalled while it runs. */
+export interface StartedCli {
+  child: ChildProcess;
+  /** Settles when it has exited; `signal` names the signal that ended it, if one did (its `code` is then null). */
+  result: Promise<CliResult & { signal: NodeJS.Signals | null }>;
+}
+
 /** Runs the built CLI as a child process (asynchronously, so an in-process fake worker can answer it). */
 export function runCli(
   args: string[],
   opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number },
 ): Promise<CliResult> {
+  return startCli(args, opts).result;
+}
+
+/** Starts the built CLI as runCli does, and hands back the process as well as its result. */
+export function startCli(
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number },
+): StartedCli {
   if (!fs.existsSync(path.join(path.dirname(delegateGitBin), '..', 'dist', 'delegate-git.cjs'))) {
     throw new Error('The CLI is not built: run `node scripts/build.mjs` before these tests.');
   }
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [delegateGitBin, ...args], {
-      cwd: opts.cwd,
-      env: opts.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+  const child = spawn(process.execPath, [delegateGitBin, ...args], {
+    cwd: opts.cwd,
+    env: opts.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const result = new Promise<CliResult & { signal: NodeJS.Signals | null }>((resolve, reject) => {
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
@@ -175,15 +192,17 @@ export function runCli(
       clearTimeout(timer);
       reject(error);
     });
-    child.once('close', (code) => {
+    child.once('close', (code, signal) => {
       clearTimeout(timer);
       resolve({
         code,
+        signal,
         stdout: Buffer.concat(out).toString('utf8'),
         stderr: Buffer.concat(err).toString('utf8'),
       });
     });
   });
+  return { child, result };
 }
 
 /** The statement inside a note line (the signature is not checked: the tests that need it verify it). */
@@ -207,6 +226,7 @@ export async function makeDelegateRepo(opts: DelegateRepoOptions = {}): Promise<
     env,
     stateDir: path.join(dir, '.git', 'delegate-git'),
     cli: (args, o = {}) => runCli(args, { cwd: dir, env: { ...env, ...o.env }, timeoutMs: o.timeoutMs }),
+    start: (args, o = {}) => startCli(args, { cwd: dir, env: { ...env, ...o.env }, timeoutMs: o.timeoutMs }),
     async configSet(key, value) {
       const result = await handle.cli(['config', 'set', key, value]);
       if (result.code !== 0) throw new Error(`config set ${key} failed (${result.code}): ${result.stderr}`);

@@ -11,7 +11,11 @@ export interface Io {
   env: NodeJS.ProcessEnv;
   /** True when a person can answer prompts. */
   interactive: boolean;
-  prompt(question: string): Promise<string>;
+  /**
+   * `interrupt`: the command listens for signals itself (delegate), and the question is abandoned when it aborts;
+   * a Ctrl-C typed at the question reaches the command as the SIGINT it is.
+   */
+  prompt(question: string, interrupt?: AbortSignal): Promise<string>;
 }
 
 /** What the bin already worked out before it loaded the CLI: the pre-commit hook's quick answer, when not "passes". */
@@ -40,11 +44,14 @@ export function processIo(): Io {
     // isatty, not process.stdin.isTTY: touching process.stdin builds a stream for it (about 3 ms), and most
     // commands never read it.
     interactive: isatty(0) && isatty(2),
-    async prompt(question) {
+    async prompt(question, interrupt) {
       const { createInterface } = await import('node:readline/promises');
       const rl = createInterface({ input: process.stdin, output: process.stderr });
+      // A terminal in raw mode gives Ctrl-C to readline as a key, which would only close the question (an
+      // AbortError the command cannot tell from a bug): sent on as a signal, it interrupts as anywhere else.
+      if (interrupt) rl.on('SIGINT', () => process.kill(process.pid, 'SIGINT'));
       try {
-        return await rl.question(shownOutput(question));
+        return await rl.question(shownOutput(question), { signal: interrupt });
       } finally {
         rl.close();
       }

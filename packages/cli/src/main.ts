@@ -2,7 +2,7 @@
  * Entry point: dispatches to one command per file. Commands are imported on demand, so a hook run loads only the
  * gate's modules.
  */
-import { isDelegateGitError } from '@delegate-git/core/errors';
+import { InterruptedError, isDelegateGitError } from '@delegate-git/core/errors';
 import { shownText } from '@delegate-git/core/shown-path';
 import { TOOL } from '@delegate-git/core/statement';
 import { type CommandModule, type Given, type Io, processIo } from './command.js';
@@ -58,7 +58,7 @@ export async function main(argv: string[], io: Io = processIo(), given: Given = 
     if (isDelegateGitError(error)) {
       // One paragraph, whatever text of a repository or a record it quotes.
       io.err(`delegate-git ${name}: ${shownText(error.message)}\n`);
-      return 2;
+      return error instanceof InterruptedError ? error.exitCode : 2;
     }
     const system = systemError(error);
     if (system) {

@@ -14,7 +14,8 @@ export type ErrorCode =
   | 'CANONICAL_JSON' // input is not strict I-JSON / not canonical
   | 'UNIT' // a delegation unit file is invalid
   | 'CONFIG' // operator settings invalid
-  | 'IO'; // a file could not be read or written
+  | 'IO' // a file could not be read or written
+  | 'INTERRUPTED'; // a signal stopped the command part-way (InterruptedError)
 
 export class DelegateGitError extends Error {
   override readonly name = 'DelegateGitError';
@@ -29,4 +30,19 @@ export class DelegateGitError extends Error {
 
 export function isDelegateGitError(error: unknown): error is DelegateGitError {
   return error instanceof DelegateGitError;
+}
+
+/**
+ * A command a signal (Ctrl-C, a kill, a hangup) stopped part-way, once it has made its state whole again: the
+ * message says what it left and what it undid. It exits as a shell reports a process that signal ended (128 + its
+ * number), so a script still sees the interrupt, not a refusal.
+ */
+export class InterruptedError extends DelegateGitError {
+  constructor(
+    readonly signal: NodeJS.Signals,
+    readonly exitCode: number,
+    message: string,
+  ) {
+    super('INTERRUPTED', message);
+  }
 }

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { lstatSync } from 'node:fs';
 import path from 'node:path';
-import { DelegateGitError } from '@delegate-git/core/errors';
+import { DelegateGitError, InterruptedError } from '@delegate-git/core/errors';
 import type { WaitingGit } from '@delegate-git/core/git';
 import type { Governance } from '@delegate-git/core/governance';
 import { isGovernanceFile } from '@delegate-git/core/governed-paths';
@@ -19,6 +19,8 @@ import { rfc3339, TOOL, verdictStatement } from '@delegate-git/core/statement';
 import { canonicalisePath, entersGitDir, locateReadable, resolveWorkspace } from './containment.js';
 import { type InjectedContext, readContext } from './context.js';
 import { parseEmission } from './emission.js';
+import { type Interrupt, signalExitCode } from './interruption.js';
+import { type InterruptedRun, interruptionNotice } from './interruption-notice.js';
 import type { OperatorSettings } from './operator-config.js';
 import { buildWorkerMessages } from './prompt.js';
 import { type RedactedFailure, redactFailures } from './redaction.js';
@@ -30,7 +32,14 @@ import { evaluateVerificationPolicy, resolveVerificationRepeats } from './verifi
 import { runCommand, runPassed, runVerification } from './verification-runner.js';
 import { promptSeemsCut } from './worker-advice.js';
 import { callWorker, WorkerError, type WorkerProgress } from './worker-client.js';
-import { applyWritePlan, type PlannedFile, planWrites, type WritePlan } from './write-plan.js';
+import {
+  type AppliedWrite,
+  applyWritePlan,
+  type PlannedFile,
+  planWrites,
+  putBack,
+  type WritePlan,
+} from './write-plan.js';
 import {
   attributesMayApply,
   ContentHashers,
@@ -54,6 +63,12 @@ export interface DelegationOptions {
   /** Asked when approval is `ask`; absent means nobody can answer, which is a refusal. */
   approve?: (command: string) => Promise<boolean>;
   onProgress?: (progress: WorkerProgress) => void;
+  /**
+   * The signals the command listens for (interruption.ts). An interrupt aborts the worker's request or the running
+   * command, puts back the files written and ends the run with an InterruptedError; one that comes while the
+   * verdict is recorded waits for the record to be complete.
+   */
+  interrupt?: Interrupt;
 }
 
 export interface ReceiptFile {
@@ -144,6 +159,10 @@ class Delegation {
   private readonly receipt: DelegationReceipt;
   private readonly top: string;
   private readonly gitDirs: string[];
+  /** The files written, with what they held before: what an interrupt puts back. */
+  private written: AppliedWrite[] = [];
+  /** The failure locations this attempt took from the previous one: offered again when it ends with no verdict. */
+  private taken: string[] = [];
 
   constructor(
     private readonly unit: Unit,
@@ -156,25 +175,120 @@ class Delegation {
   }
 
   async run(): Promise<DelegationReceipt> {
+    const asked = await this.beforeWriting(() => this.ask());
+    if (asked === null) return this.receipt;
+    const { ws, contract, answer, startedAt } = asked;
+    const plan = this.write(ws, contract, answer);
+    await this.whileUnrecorded(async () => {
+      await this.judge(ws, contract, plan);
+      await this.rememberFailures(ws);
+    });
+    if (plan.files.length > 0) await this.recording(await startedAt);
+    return this.receipt;
+  }
+
+  /** The steps up to the worker's answer; null when one ended the unit (the receipt says why). */
+  private async ask(): Promise<{
+    ws: string;
+    contract: PinnedContract;
+    answer: string;
+    startedAt: Promise<string | null>;
+  } | null> {
     // Before the worker is asked: files written for a verdict the ledger then cannot take stay with no record.
     await this.opts.repo.ledger.assertWritable();
     const apiKey = this.workerApiKey();
     const ws = this.workspace();
-    if (ws === null) return this.receipt;
+    if (ws === null) return null;
     const contract = this.contract(ws);
-    if (contract === null) return this.receipt;
+    if (contract === null) return null;
     const context = await this.context(ws, contract);
-    if (context === null) return this.receipt;
+    if (context === null) return null;
+    this.taken = context.taken;
     // The commit the unit starts from, read while the worker answers: the object reader it starts is the one the
     // record is written through at the end.
     const startedAt = headCommit(this.opts.repo);
     const answer = await this.askWorker(ws, apiKey, context);
-    if (answer === null) return this.receipt;
-    const plan = this.write(ws, contract, answer);
-    await this.judge(ws, contract, plan);
-    await this.rememberFailures(ws);
-    if (plan.files.length > 0) await this.record(await startedAt);
-    return this.receipt;
+    return answer === null ? null : { ws, contract, answer, startedAt };
+  }
+
+  /** An interrupt before any file is written (it aborts the worker's request) ends the run with nothing to undo. */
+  private async beforeWriting<T>(step: () => Promise<T>): Promise<T> {
+    try {
+      this.opts.interrupt?.signal.throwIfAborted();
+      const result = await step();
+      if (!this.interrupted()) return result;
+    } catch (error) {
+      if (!this.interrupted()) throw error;
+    }
+    await this.offerAgainIfPossible();
+    throw this.interruption({ step: 'asking' });
+  }
+
+  /**
+   * Verification and what follows it, the worker's files on disk and nothing recorded yet: an interrupt (which
+   * ends the running command) puts the files back, so none stays without a verdict to be blamed on the next run.
+   */
+  private async whileUnrecorded(step: () => Promise<void>): Promise<void> {
+    try {
+      await step();
+      if (!this.interrupted()) return;
+    } catch (error) {
+      if (!this.interrupted()) throw error;
+    }
+    throw await this.undo('verifying');
+  }
+
+  /**
+   * The record is written whole or not at all (one notes commit), so an interrupt waits for it: the files then stay,
+   * as recorded. If it could not be written (the interrupt may have reached git too), the files are put back.
+   */
+  private async recording(baseCommit: string | null): Promise<void> {
+    try {
+      await this.record(baseCommit);
+    } catch (error) {
+      if (!this.interrupted()) throw error;
+      throw await this.undo('recording', (error as Error).message);
+    }
+    if (this.interrupted())
+      throw this.interruption({
+        step: 'recorded',
+        verdict: this.receipt.verdict,
+        written: this.writtenPaths(),
+        recorded: this.receipt.envelope !== null,
+      });
+  }
+
+  private interrupted(): boolean {
+    return (this.opts.interrupt?.received ?? null) !== null;
+  }
+
+  /** Puts back every file written, and says which could not be. */
+  private async undo(step: 'verifying' | 'recording', recordFailure?: string): Promise<InterruptedError> {
+    const unrestored = putBack(this.written).map((u) => ({
+      path: repositoryPathOf(this.top, u.file.absolute),
+      reason: u.reason,
+    }));
+    await this.offerAgainIfPossible();
+    return this.interruption({ step, written: this.writtenPaths(), unrestored, recordFailure });
+  }
+
+  /** The attempt was void: the failure locations it took stand for the next one. */
+  private async offerAgainIfPossible(): Promise<void> {
+    if (this.receipt.workspace === null) return;
+    try {
+      await offerAgain(this.opts.repo, this.receipt.workspace, this.taken);
+    } catch {
+      // Lost, the offer only leaves the next attempt without that context; what the interrupt did must be said.
+    }
+  }
+
+  private writtenPaths(): string[] {
+    return this.written.map((w) => repositoryPathOf(this.top, w.file.absolute));
+  }
+
+  private interruption(run: InterruptedRun): InterruptedError {
+    const signal = this.opts.interrupt!.received!;
+    return new InterruptedError(signal, signalExitCode(signal), interruptionNotice(signal, run));
   }
 
   private refuse(verdict: Verdict, message: string, errors: string[] = []): null {
@@ -245,17 +359,20 @@ class Delegation {
     const { settings, repo } = this.opts;
     let reply: Awaited<ReturnType<typeof callWorker>>;
     try {
-      reply = await callWorker({
-        endpoint: settings.worker.endpoint,
-        model: settings.worker.model,
-        apiKey,
-        timeoutMs: settings.worker.timeoutMs,
-        idleTimeoutMs: settings.worker.idleTimeoutMs,
-        maxTokens: settings.worker.maxTokens,
-        messages: buildWorkerMessages(this.unit, context.context, context.retry),
-        onProgress: this.opts.onProgress,
-        onSent: () => this.writers.start(),
-      });
+      reply = await callWorker(
+        {
+          endpoint: settings.worker.endpoint,
+          model: settings.worker.model,
+          apiKey,
+          timeoutMs: settings.worker.timeoutMs,
+          idleTimeoutMs: settings.worker.idleTimeoutMs,
+          maxTokens: settings.worker.maxTokens,
+          messages: buildWorkerMessages(this.unit, context.context, context.retry),
+          onProgress: this.opts.onProgress,
+          onSent: () => this.writers.start(),
+        },
+        this.opts.interrupt?.signal,
+      );
     } catch (error) {
       if (!(error instanceof WorkerError)) throw error;
       await offerAgain(repo, ws, context.taken);
@@ -299,7 +416,7 @@ class Delegation {
     this.receipt.errors = [...emission.errors, ...plan.errors];
     this.receipt.duplicates = plan.duplicates;
     if (plan.files.length > 0) {
-      applyWritePlan(plan);
+      this.written = applyWritePlan(plan);
       this.writers.hashers = new ContentHashers(
         opts.repo,
         plan.files.map((f) => repositoryPathOf(top, f.absolute)),
@@ -589,6 +706,7 @@ async function verificationStep(
     logPath: rawLog,
     env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
     fingerprint: () => fingerprintOf(written.files),
+    interrupt: opts.interrupt?.signal,
   });
   receipt.verification.rawLog = rawLog;
   receipt.verification.flaky = result.flaky;
@@ -631,6 +749,7 @@ async function coherenceStep(
     cwd: top,
     timeoutMs: settings.verification.timeoutMs,
     env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
+    interrupt: opts.interrupt?.signal,
   });
   receipt.coherence = {
     command: settings.coherence,

@@ -3,6 +3,8 @@ export * from './context.js';
 export * from './credential-scan.js';
 export * from './delegate.js';
 export * from './emission.js';
+export * from './interruption.js';
+export * from './interruption-notice.js';
 export * from './operator-config.js';
 export * from './patch.js';
 export * from './progress.js';

@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { monotonicMs } from './clock.js';
+import { INTERRUPTING_SIGNALS } from './interruption.js';
 import { parseTestOutput } from './test-output.js';
 
 export interface RunResult {
@@ -31,6 +32,12 @@ export interface RunOptions {
   env?: NodeJS.ProcessEnv;
   /** Time between SIGTERM and SIGKILL for a group that outlives its timeout (default 2000 ms). */
   killGraceMs?: number;
+  /**
+   * The caller's own interrupt: it listens for the process's signals and aborts this, and the run ends its group
+   * and throws the abort's reason instead of ending the process (the caller has files to put back first). Without
+   * it, the run forwards those signals itself, as below.
+   */
+  interrupt?: AbortSignal;
 }
 
 export interface VerificationResult {
@@ -61,6 +68,8 @@ export function resolveTimeoutMs(value: unknown, fallback = DEFAULT_VERIFICATION
 }
 
 export async function runCommand(command: string, opts: RunOptions): Promise<RunResult> {
+  // An interrupt between runs (repeats, or the coherence check after the unit's command) starts no other.
+  opts.interrupt?.throwIfAborted();
   const grace = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const timeoutMs = resolveTimeoutMs(opts.timeoutMs);
   const captureDir = fs.mkdtempSync(path.join(os.tmpdir(), 'delegate-git-run-'));
@@ -77,6 +86,8 @@ export async function runCommand(command: string, opts: RunOptions): Promise<Run
       stderrPath,
       discardCapture,
     });
+    // The group is gone by now: what the interrupted command would have said is no verdict on anything.
+    opts.interrupt?.throwIfAborted();
     const durationMs = Math.round(monotonicMs() - started);
     let output = [readCapture(stdoutPath), readCapture(stderrPath)]
       .map((text) => text.trimEnd())
@@ -117,8 +128,6 @@ interface SpawnOutcome {
   error?: Error;
 }
 
-const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
-
 function spawnInGroup(
   command: string,
   opts: RunOptions & {
@@ -158,6 +167,8 @@ function spawnInGroup(
     // The group is detached (so a timeout can end it whole), so the terminal's Ctrl-C reaches delegate-git alone: an
     // interrupt or a hangup of delegate-git ends the group first (the worker's code must not run on unattended), then
     // delegate-git, as that signal would have.
+    // A caller that hears the signals itself (opts.interrupt) has the group ended the same way, and the leader's
+    // exit then settles the run.
     let interrupted = false;
     const onSignal = (signal: NodeJS.Signals) => {
       if (interrupted) return;
@@ -169,9 +180,13 @@ function spawnInGroup(
         process.kill(process.pid, signal);
       });
     };
-    for (const signal of FORWARDED) process.on(signal, onSignal);
+    const onInterrupt = () => void reapGroup(child.pid, opts.grace);
+    const { interrupt } = opts;
+    if (interrupt) interrupt.addEventListener('abort', onInterrupt, { once: true });
+    else for (const signal of INTERRUPTING_SIGNALS) process.on(signal, onSignal);
     const stopSignals = () => {
-      for (const signal of FORWARDED) process.removeListener(signal, onSignal);
+      interrupt?.removeEventListener('abort', onInterrupt);
+      for (const signal of INTERRUPTING_SIGNALS) process.removeListener(signal, onSignal);
     };
     const stopTimers = () => {
       clearTimeout(timeoutTimer);

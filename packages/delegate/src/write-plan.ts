@@ -229,7 +229,8 @@ export function planWrites(emission: Emission, opts: WritePlanOptions): WritePla
   return { files, errors, duplicates };
 }
 
-interface AppliedWrite {
+/** One file an applied plan wrote, with what `putBack` needs to undo it. */
+export interface AppliedWrite {
   file: PlannedFile;
   /** The bytes and permission bits the file had, or null if this write created it. */
   previous: { content: Buffer; mode: number } | null;
@@ -294,11 +295,28 @@ function removeIfEmpty(dir: string): void {
 }
 
 /**
- * Writes every planned file atomically, creating parent directories. If any write fails, the files already
- * written are restored (previous bytes and mode back, or removed if this plan created them) and the error is
- * thrown: a unit's files land together or not at all.
+ * Puts back what `writes` changed, the last first: a file's previous bytes and mode, or the file removed when the
+ * write created it, then the directories made for it when they are left empty. Every file is tried whatever the
+ * others do; those that could not be put back are returned, with why, so the caller can name them.
  */
-export function applyWritePlan(plan: WritePlan): void {
+export function putBack(writes: readonly AppliedWrite[]): Array<{ file: PlannedFile; reason: string }> {
+  const unrestored: Array<{ file: PlannedFile; reason: string }> = [];
+  for (const write of [...writes].reverse()) {
+    try {
+      restore(write);
+    } catch (error) {
+      unrestored.push({ file: write.file, reason: (error as Error).message });
+    }
+  }
+  return unrestored;
+}
+
+/**
+ * Writes every planned file atomically, creating parent directories, and returns what it wrote (for `putBack`).
+ * If any write fails, the files already written are put back and the error is thrown: a unit's files land
+ * together or not at all.
+ */
+export function applyWritePlan(plan: WritePlan): AppliedWrite[] {
   const applied: AppliedWrite[] = [];
   for (const file of plan.files) {
     let createdDirs: string[] = [];
@@ -310,14 +328,7 @@ export function applyWritePlan(plan: WritePlan): void {
       applied.push({ file, previous, createdDirs });
     } catch (error) {
       for (const dir of createdDirs.reverse()) removeIfEmpty(dir);
-      const unrestored: string[] = [];
-      for (const write of applied.reverse()) {
-        try {
-          restore(write);
-        } catch (restoreError) {
-          unrestored.push(`${write.file.path} (${(restoreError as Error).message})`);
-        }
-      }
+      const unrestored = putBack(applied).map((u) => `${u.file.path} (${u.reason})`);
       const outcome =
         unrestored.length === 0
           ? `the ${applied.length} file(s) already written were restored; nothing was changed`
@@ -329,4 +340,5 @@ export function applyWritePlan(plan: WritePlan): void {
       );
     }
   }
+  return applied;
 }

@@ -219,3 +219,47 @@ describe('an interrupt of delegate-git while the command runs', () => {
     30_000,
   );
 });
+
+describe('a caller that listens for the signals itself (interrupt)', () => {
+  it('an abort ends the whole group and the run throws its reason; no process listener is added, no later run starts', async () => {
+    const listeners = () => ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'].map((s) => process.listenerCount(s));
+    const before = listeners();
+    const pidFile = path.join(dir, 'sleeper.pid');
+    const controller = new AbortController();
+    const running = runVerification(`sleep 30 & echo $! > ${pidFile}; wait`, {
+      cwd: dir,
+      timeoutMs: 60_000,
+      killGraceMs: 500,
+      repeats: 3,
+      logPath: path.join(dir, 'log'),
+      interrupt: controller.signal,
+    });
+    const outcome = running.then(
+      () => 'finished',
+      (error: Error) => error.message,
+    );
+    for (let i = 0; i < 200 && !(fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim()); i++)
+      await new Promise((r) => setTimeout(r, 25));
+    const sleeper = Number(fs.readFileSync(pidFile, 'utf8'));
+    expect(listeners()).toEqual(before);
+    fs.rmSync(pidFile);
+    controller.abort(new Error('interrupted (SIGINT)'));
+
+    expect(await outcome).toBe('interrupted (SIGINT)');
+    expect(isAlive(sleeper)).toBe(false);
+    // No second run was started, and what the cut run said is no log of a verification.
+    expect(fs.existsSync(pidFile)).toBe(false);
+    expect(fs.existsSync(path.join(dir, 'log'))).toBe(false);
+    expect(listeners()).toEqual(before);
+  });
+
+  it('control: not aborted, the same command runs to its end', async () => {
+    const controller = new AbortController();
+    const run = await runCommand('sleep 0.05; echo done', {
+      cwd: dir,
+      timeoutMs: 5_000,
+      interrupt: controller.signal,
+    });
+    expect(run).toMatchObject({ exitCode: 0, timedOut: false, output: 'done' });
+  });
+});

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type Emission, type EmittedFile, parseEmission } from '../src/emission.js';
-import { applyWritePlan, planWrites, type WritePlanOptions } from '../src/write-plan.js';
+import { applyWritePlan, planWrites, putBack, type WritePlanOptions } from '../src/write-plan.js';
 
 const F = '```';
 const original = 'export function add(a, b) {\n  return a + b;\n}\n';
@@ -434,5 +434,53 @@ describe('applyWritePlan: all or nothing', () => {
     fs.writeFileSync(path.join(ws, 'src', 'a.ts'), 'edited by someone else\n');
     expect(() => applyWritePlan(plan)).toThrow(/restored/);
     expect(read('src/a.ts')).toBe('edited by someone else\n');
+  });
+});
+
+describe('putBack: a written plan undone (an interrupted delegation)', () => {
+  it('gives a patched file its previous bytes and mode back, removes created files and the directories made for them', async () => {
+    fs.chmodSync(path.join(ws, 'src', 'a.ts'), 0o640);
+    fs.mkdirSync(path.join(ws, 'kept'));
+    const plan = planWrites(
+      emission(
+        ['src/a.ts', patchBody('  return a + b;', '  return b + a;')],
+        ['fresh/dir/b.ts', 'export const b = 1;\n'],
+        ['kept/new/c.ts', 'export const c = 1;\n'],
+      ),
+      options(),
+    );
+    expect(plan.errors).toEqual([]);
+    const written = applyWritePlan(plan);
+    expect(read('src/a.ts')).toContain('return b + a;');
+    // Something else wrote beside c.ts: that directory is not the run's to remove.
+    fs.writeFileSync(path.join(ws, 'kept', 'new', 'other.txt'), 'not the worker’s\n');
+
+    expect(putBack(written)).toEqual([]);
+    expect(fs.readFileSync(path.join(ws, 'src', 'a.ts'))).toEqual(Buffer.from(original));
+    expect(fs.statSync(path.join(ws, 'src', 'a.ts')).mode & 0o7777).toBe(0o640);
+    expect(fs.existsSync(path.join(ws, 'fresh'))).toBe(false);
+    expect(fs.existsSync(path.join(ws, 'kept', 'new', 'c.ts'))).toBe(false);
+    expect(fs.readdirSync(path.join(ws, 'kept', 'new'))).toEqual(['other.txt']);
+  });
+
+  it('tries every file and names those it could not put back, with why', async () => {
+    const plan = planWrites(
+      emission(
+        ['src/a.ts', patchBody('  return a + b;', '  return b + a;')],
+        ['fresh/b.ts', 'export const b = 1;\n'],
+      ),
+      options(),
+    );
+    const written = applyWritePlan(plan);
+    // The created file became a directory with something in it: removing the file cannot remove that.
+    fs.rmSync(path.join(ws, 'fresh', 'b.ts'));
+    fs.mkdirSync(path.join(ws, 'fresh', 'b.ts'));
+    fs.writeFileSync(path.join(ws, 'fresh', 'b.ts', 'inside'), 'x');
+
+    const unrestored = putBack(written);
+    expect(unrestored.map((u) => u.file.path)).toEqual(['fresh/b.ts']);
+    expect(unrestored[0]?.reason).toMatch(/directory/i);
+    // The other file was still put back.
+    expect(read('src/a.ts')).toBe(original);
   });
 });

@@ -18,7 +18,9 @@ The unit: {"taskName", "instruction", "targetFiles", "contextFiles": [{"path","s
 targetFiles (none declared: nothing). The worker endpoint, model, verification approval and allowlist are
 operator settings (\`delegate-git config\`), never the unit's.
 
-Exit 0 for UNIT_PASSED (and NO_CHANGES), 1 for any other verdict, 2 for bad input or setup.
+Exit 0 for UNIT_PASSED (and NO_CHANGES), 1 for any other verdict, 2 for bad input or setup. Interrupted
+(Ctrl-C, SIGTERM, SIGHUP) before the verdict is recorded, it puts back the files the worker wrote and records
+nothing; while it is recorded, it finishes the record first. It says which, and exits 128 + the signal's number.
   --key <name>   the delegator key to sign with (default: config signingKey, else your only key)
   --json         the receipt as JSON
 
@@ -45,7 +47,15 @@ export default {
     const opening = Repository.open(io.cwd, io.env);
     opening.catch(() => {});
     const [
-      { createProgressLine, delegateUnit, loadSettings, parseUnit, readUnitFile, verdictExitCode },
+      {
+        createProgressLine,
+        delegateUnit,
+        InterruptListener,
+        loadSettings,
+        parseUnit,
+        readUnitFile,
+        verdictExitCode,
+      },
       { loadGovernance },
       { assertKeyMaySign },
       { loadSigningKey },
@@ -71,22 +81,37 @@ export default {
       // Asked while the worker writes; said after the receipt, where the user looks next.
       const hooks = hooksNotRun(repo);
       const progress = values.json ? null : createProgressLine(process.stderr);
-      const receipt = await delegateUnit(unit, {
-        repo,
-        governance,
-        settings,
-        signingKey: key,
-        env: io.env,
-        approve: io.interactive
-          ? async (command) =>
-              /^y(es)?$/i.test(
-                // On one line, every control character shown: line breaks must not scroll a part of it away.
-                (await io.prompt(`Run the verification command \`${shownText(command)}\`? [y/N] `)).trim(),
-              )
-          : undefined,
-        onProgress: progress ? (p) => progress.update(p) : undefined,
-      });
-      progress?.done();
+      // From here a signal no longer ends the process at once: the delegation ends at its next safe point and says
+      // what it did with the worker's files (an InterruptedError), and the listeners go with the command.
+      const interrupt = new InterruptListener();
+      let receipt: DelegationReceipt;
+      try {
+        receipt = await delegateUnit(unit, {
+          repo,
+          governance,
+          settings,
+          signingKey: key,
+          env: io.env,
+          approve: io.interactive
+            ? async (command) =>
+                /^y(es)?$/i.test(
+                  // On one line, every control character shown: line breaks must not scroll a part of it away.
+                  (
+                    await io.prompt(
+                      `Run the verification command \`${shownText(command)}\`? [y/N] `,
+                      interrupt.signal,
+                    )
+                  ).trim(),
+                )
+            : undefined,
+          onProgress: progress ? (p) => progress.update(p) : undefined,
+          interrupt,
+        });
+      } finally {
+        interrupt.close();
+        // Ended, so that the interrupt's notice starts a line of its own.
+        progress?.done();
+      }
       io.out(values.json ? json(receiptJson(receipt)) : renderReceipt(receipt));
       io.err(hooksWarning('delegate', await hooks));
       return verdictExitCode(receipt.verdict);
