@@ -16,6 +16,7 @@ import {
   type Receipt,
 } from '../support/delegate-repo.js';
 import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
+import { isAlive } from '../support/processes.js';
 
 const ORIGINAL_A = 'export function a() {\n  return 1;\n}\n';
 /** Read-only for others, unlike what the umask gives a new file: put back, the mode must be this one. */
@@ -90,21 +91,6 @@ function locksLeft(repo: DelegateRepo): string[] {
     .readdirSync(gitDir, { recursive: true })
     .map(String)
     .filter((name) => name.endsWith('.lock'));
-}
-
-/** Whether `pid` still runs: a zombie (ended, its exit status not yet collected by a reparenting init) does not. */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return true;
-  }
 }
 
 function modeOf(repo: DelegateRepo, file: string): number {

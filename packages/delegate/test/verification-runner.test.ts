@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bundleModule } from '../../../test/support/bundle.js';
+import { isAlive } from '../../../test/support/processes.js';
 import {
   resolveTimeoutMs,
   runCommand,
@@ -15,21 +16,6 @@ beforeEach(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dg-runner-'));
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
-
-/** Alive = exists and is not a zombie (an orphan nobody reaps stays a zombie here, but it runs nothing). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return true;
-  }
-}
 
 describe('runCommand', () => {
   it('a zero exit passes; stdout and stderr are both captured, in the workspace', async () => {
