@@ -259,6 +259,18 @@ describe('init: husky', () => {
     expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
     expect(lines(marker)).toHaveLength(2);
     gitOk(story, dir, ['reset', '-q', '--hard']);
+    // git runs the gate through husky's files: attest does not warn that it does not (rt48 f08).
+    writeFiles(dir, { 'src/approved.ts': 'export const ok = 1;\n' });
+    const attested = cliOk(story, dir, [
+      'attest',
+      '--approve',
+      'src/approved.ts',
+      '--key',
+      OPERATOR,
+      '--yes',
+    ]);
+    expect(attested.stderr).not.toContain('does not run delegate-git');
+    fs.rmSync(path.join(dir, 'src/approved.ts'));
 
     // A linked worktree has no .husky/_ of its own (it is generated, not committed): the absolute path reaches it.
     const linked = path.join(story.root, 'husky-linked');
@@ -272,6 +284,17 @@ describe('init: husky', () => {
     const passedThere = commit(story, linked, 'promoted in a worktree');
     expect(passedThere.code, passedThere.stderr).toBe(0);
     expect(lines(marker)).toHaveLength(4);
+    writeFiles(linked, { 'src/approved-there.ts': 'export const ok = 2;\n' });
+    const attestedThere = cliOk(story, linked, [
+      'attest',
+      '--approve',
+      'src/approved-there.ts',
+      '--key',
+      OPERATOR,
+      '--yes',
+    ]);
+    expect(attestedThere.stderr).not.toContain('does not run delegate-git');
+    fs.rmSync(path.join(linked, 'src/approved-there.ts'));
     // init run again there: the absolute hooks path leads into the main work tree, which is this repository too.
     const again = cli(story, linked, ['init']);
     expect(again.code, again.stderr).toBe(0);
