@@ -82,10 +82,12 @@ export class NotesLedger {
   /** The repository's common git dir, where the ref's file and its lock are (files backend). */
   private readonly commonDir: string | undefined;
   private partialClone: Promise<PartialClone | null> | undefined;
+  private readonly say: ((line: string) => void) | undefined;
 
   /**
    * `objects`: an object reader its owner keeps open (the repository's), which an append reads the ledger through
    * instead of starting a reader of its own; a tip it reads late only costs a lost race, never a line.
+   * `say`: where a line for the person waiting goes (a fetch in a partial clone); none, nothing is said.
    */
   constructor(opts: {
     cwd: string;
@@ -93,6 +95,7 @@ export class NotesLedger {
     env?: NodeJS.ProcessEnv;
     objects?: () => CatFileBatch;
     commonDir?: string;
+    say?: (line: string) => void;
   }) {
     this.cwd = opts.cwd;
     const ref = opts.ref ?? LEDGER_REF;
@@ -101,6 +104,7 @@ export class NotesLedger {
     this.env = opts.env;
     this.objects = opts.objects;
     this.commonDir = opts.commonDir;
+    this.say = opts.say;
   }
 
   /**
@@ -149,7 +153,7 @@ export class NotesLedger {
   async fetchMissing(at: string = this.ref): Promise<void> {
     if (this.commonDir === undefined) return;
     const commonDir = this.commonDir;
-    this.partialClone ??= PartialClone.of({ cwd: this.cwd, env: this.env, commonDir });
+    this.partialClone ??= PartialClone.of({ cwd: this.cwd, env: this.env, commonDir, say: this.say });
     await (await this.partialClone)?.fetchMissing(at);
   }
 

@@ -29,6 +29,8 @@ interface Where {
   env?: NodeJS.ProcessEnv;
   /** The repository's common git dir: its config and the cache are there. */
   commonDir: string;
+  /** Where the line announcing a fetch goes (a line ending in a newline). */
+  say?: (line: string) => void;
 }
 
 export class PartialClone {
@@ -123,7 +125,7 @@ export class PartialClone {
     const failures: string[] = [];
     for (const remote of this.remotes) {
       // Said before the wait: a slow or stalled remote is then seen for what it is.
-      process.stderr.write(
+      this.where.say?.(
         `delegate-git: fetching ${missing.length} ledger object${missing.length === 1 ? '' : 's'} from ${remote} (a partial clone)…\n`,
       );
       // What git runs for one missing object (promisor-remote.c), for all of them at once: the ids on stdin.

@@ -15,17 +15,20 @@ export class Repository {
   private constructor(
     readonly layout: RepositoryLayout,
     readonly env: NodeJS.ProcessEnv | undefined,
+    say: ((line: string) => void) | undefined,
   ) {
     this.ledger = new NotesLedger({
       cwd: this.cwd,
       env,
       objects: () => this.objects,
       commonDir: layout.commonDir,
+      say,
     });
   }
 
-  static async open(cwd: string, env?: NodeJS.ProcessEnv): Promise<Repository> {
-    const repo = new Repository(await repositoryLayout(cwd, env), env);
+  /** `say`: where a line for the person waiting goes (the CLI's stderr); a library caller may leave it out. */
+  static async open(cwd: string, env?: NodeJS.ProcessEnv, say?: (line: string) => void): Promise<Repository> {
+    const repo = new Repository(await repositoryLayout(cwd, env), env, say);
     repo.recalledKeys = recallKeyChecks(repo.cacheDir);
     return repo;
   }

@@ -79,7 +79,7 @@ export default {
         'There is no terminal to confirm the signature on, so nothing was signed. Add --yes to sign without confirming (in a script).',
       );
     const decision = values.approve ? 'approve' : 'reject';
-    const repo = await Repository.open(io.cwd, io.env);
+    const repo = await Repository.open(io.cwd, io.env, io.err);
     try {
       const top = repo.layout.topLevel;
       if (top === null)

@@ -39,7 +39,7 @@ export default {
     const paths = [...(values.path ?? []), ...positionals];
     const modes = [values.staged, values.rev !== undefined, paths.length > 0].filter(Boolean).length;
     if (modes > 1) throw usageError('check', 'Choose one of --staged, --rev or --path.');
-    const repo = await Repository.open(io.cwd, io.env);
+    const repo = await Repository.open(io.cwd, io.env, io.err);
     let report: CheckReport;
     try {
       if (values.rev !== undefined) report = await checkRevision(repo, values.rev);

@@ -34,7 +34,7 @@ export default {
   async run(argv: string[], io: Io): Promise<number> {
     const { positionals } = parseCommandArgs('config', argv, {});
     const [sub, key, value, ...extra] = positionals;
-    const repo = await Repository.open(io.cwd, io.env);
+    const repo = await Repository.open(io.cwd, io.env, io.err);
     const file = path.join(repo.stateDir, 'config.json');
     await repo.close();
     if (sub === 'get' && value === undefined) {

@@ -44,7 +44,7 @@ export default {
     // Opened first, and waited for only after the unit parsed, so a bad unit is still the error reported: while
     // git answers (its `rev-parse`), the rest of the command loads (its modules are most of what a delegation
     // loads, node:crypto and node:http among them) and the unit is read. An opened repository holds nothing open yet.
-    const opening = Repository.open(io.cwd, io.env);
+    const opening = Repository.open(io.cwd, io.env, io.err);
     opening.catch(() => {});
     const [
       {

@@ -63,7 +63,7 @@ async function preCommit(
     import('@delegate-git/core/checks'),
     import('@delegate-git/core/repository'),
   ]);
-  const repo = await Repository.open(io.cwd, io.env);
+  const repo = await Repository.open(io.cwd, io.env, io.err);
   try {
     let report = await checkStaged(repo);
     let code = reportExitCode(report);
@@ -127,7 +127,7 @@ async function afterPull(io: Io): Promise<number> {
     import('../ledger-intake.js'),
     import('@delegate-git/core/repository'),
   ]);
-  const repo = await Repository.open(io.cwd, io.env);
+  const repo = await Repository.open(io.cwd, io.env, io.err);
   try {
     const { said, refusedBefore } = await takeInFetchedLedger(repo);
     // A refusal is said once, after the pull that fetched it, not after every amend or rebase since.
@@ -150,7 +150,7 @@ async function preReceive(io: Io): Promise<number> {
     import('@delegate-git/core/repository'),
   ]);
   const updates = parseRefUpdates(Buffer.concat(chunks).toString('utf8'));
-  const repo = await Repository.open(io.cwd, io.env);
+  const repo = await Repository.open(io.cwd, io.env, io.err);
   try {
     const result = await judgePush(repo, updates);
     if (result.bootstrap)

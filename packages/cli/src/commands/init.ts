@@ -109,7 +109,7 @@ export default {
       },
       false,
     );
-    const repo = await Repository.open(io.cwd, io.env);
+    const repo = await Repository.open(io.cwd, io.env, io.err);
     try {
       const top = repo.layout.topLevel;
       if (values.server) return await initServer(repo, io, Boolean(values.json));

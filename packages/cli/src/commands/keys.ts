@@ -41,7 +41,7 @@ export default {
   help,
   async run(argv: string[], io: Io): Promise<number> {
     const [sub, ...rest] = argv;
-    const repo = await Repository.open(io.cwd, io.env);
+    const repo = await Repository.open(io.cwd, io.env, io.err);
     try {
       const top = repo.layout.topLevel;
       if (top === null)

@@ -165,7 +165,7 @@ export default {
     if (max !== null && (!Number.isInteger(max) || max < 0)) {
       throw usageError('log', `--max-count needs a whole number, not "${maxText}".`);
     }
-    const repo = await Repository.open(io.cwd, io.env);
+    const repo = await Repository.open(io.cwd, io.env, io.err);
     try {
       const filter = pathFilter(repo.layout.topLevel, io.cwd, positionals[0]);
       const governance = await governanceInForce(repo);

@@ -32,7 +32,7 @@ export default {
       { json: { type: 'boolean' }, html: { type: 'string' } },
       false,
     );
-    const repo = await Repository.open(io.cwd, io.env);
+    const repo = await Repository.open(io.cwd, io.env, io.err);
     let stats: LedgerStats;
     let ledgerTip: string | null;
     let judgedBy: string;

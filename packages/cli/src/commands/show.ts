@@ -29,7 +29,7 @@ export default {
     const { values, positionals } = parseCommandArgs('show', argv, { json: { type: 'boolean' } });
     const [target, ...extra] = positionals;
     if (!target || extra.length > 0) throw usageError('show', 'Name exactly one path or blob id.');
-    const repo = await Repository.open(io.cwd, io.env);
+    const repo = await Repository.open(io.cwd, io.env, io.err);
     try {
       const opts = { cwd: repo.cwd, env: repo.env };
       let blob: string;

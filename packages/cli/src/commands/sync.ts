@@ -45,7 +45,7 @@ export default {
     const { values, positionals } = parseCommandArgs('sync', argv, { json: { type: 'boolean' } });
     if (positionals.length > 1) throw usageError('sync', 'Name at most one remote.');
     const remote = positionals[0] ?? 'origin';
-    const repo = await Repository.open(io.cwd, io.env);
+    const repo = await Repository.open(io.cwd, io.env, io.err);
     try {
       const opts = { cwd: repo.cwd, env: repo.env };
       await gitText(['remote', 'get-url', remote], opts).catch(() => {

@@ -49,7 +49,7 @@ export default {
     if (values.json && values.markdown) throw usageError('verify', 'Choose one of --json or --markdown.');
     let result: LedgerVerification;
     try {
-      const repo = await Repository.open(io.cwd, io.env);
+      const repo = await Repository.open(io.cwd, io.env, io.err);
       try {
         result = await verifyLedger(repo, {
           rev: values.rev,
