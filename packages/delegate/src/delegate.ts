@@ -27,6 +27,7 @@ import { type RedactedFailure, redactFailures } from './redaction.js';
 import { rememberRetryLocations, retryWindows, takeRetryLocations } from './retry-context.js';
 import { parseTestOutput } from './test-output.js';
 import type { Unit } from './unit.js';
+import { WriteJournal } from './unrecorded-writes.js';
 import { resolveVerdict, type Verdict } from './verdict.js';
 import { evaluateVerificationPolicy, resolveVerificationRepeats } from './verification-policy.js';
 import { runCommand, runPassed, runVerification } from './verification-runner.js';
@@ -35,6 +36,7 @@ import { callWorker, WorkerError, type WorkerProgress } from './worker-client.js
 import {
   type AppliedWrite,
   applyWritePlan,
+  type FileBeforeWrite,
   type PlannedFile,
   planWrites,
   putBack,
@@ -161,6 +163,8 @@ class Delegation {
   private readonly gitDirs: string[];
   /** The files written, with what they held before: what an interrupt puts back. */
   private written: AppliedWrite[] = [];
+  /** What the files held before the write, on disk until the run ends: what a run that dies is undone from. */
+  private journal: WriteJournal | null = null;
   /** The failure locations this attempt took from the previous one: offered again when it ends with no verdict. */
   private taken: string[] = [];
 
@@ -177,14 +181,18 @@ class Delegation {
   async run(): Promise<DelegationReceipt> {
     const asked = await this.beforeWriting(() => this.ask());
     if (asked === null) return this.receipt;
-    const { ws, contract, answer, startedAt } = asked;
-    const plan = this.write(ws, contract, answer);
-    await this.whileUnrecorded(async () => {
-      await this.judge(ws, contract, plan);
-      await this.rememberFailures(ws);
-    });
-    if (plan.files.length > 0) await this.recording(await startedAt);
-    return this.receipt;
+    const { ws, contract, answer, startedAt, ledgerTip } = asked;
+    try {
+      const plan = this.write(ws, contract, answer, await ledgerTip);
+      await this.whileUnrecorded(async () => {
+        await this.judge(ws, contract, plan);
+        await this.rememberFailures(ws);
+      });
+      if (plan.files.length > 0) await this.recording(await startedAt);
+      return this.receipt;
+    } finally {
+      this.journal?.end();
+    }
   }
 
   /** The steps up to the worker's answer; null when one ended the unit (the receipt says why). */
@@ -193,6 +201,7 @@ class Delegation {
     contract: PinnedContract;
     answer: string;
     startedAt: Promise<string | null>;
+    ledgerTip: Promise<string | null>;
   } | null> {
     // Before the worker is asked: files written for a verdict the ledger then cannot take stay with no record.
     await this.opts.repo.ledger.assertWritable();
@@ -207,8 +216,10 @@ class Delegation {
     // The commit the unit starts from, read while the worker answers: the object reader it starts is the one the
     // record is written through at the end.
     const startedAt = headCommit(this.opts.repo);
+    const ledgerTip = this.opts.repo.ledger.tip();
+    ledgerTip.catch(() => {}); // waited for once the answer is in
     const answer = await this.askWorker(ws, apiKey, context);
-    return answer === null ? null : { ws, contract, answer, startedAt };
+    return answer === null ? null : { ws, contract, answer, startedAt, ledgerTip };
   }
 
   /** An interrupt before any file is written (it aborts the worker's request) ends the run with nothing to undo. */
@@ -400,7 +411,7 @@ class Delegation {
   }
 
   /** Parses the answer and writes what the unit may write; the receipt keeps what was refused. */
-  private write(ws: string, contract: PinnedContract, answer: string): WritePlan {
+  private write(ws: string, contract: PinnedContract, answer: string, ledgerTip: string | null): WritePlan {
     const { unit, opts, top } = this;
     const emission = parseEmission(answer, { targetFiles: unit.targetFiles ?? [] });
     const plan = planWrites(emission, {
@@ -416,13 +427,47 @@ class Delegation {
     this.receipt.errors = [...emission.errors, ...plan.errors];
     this.receipt.duplicates = plan.duplicates;
     if (plan.files.length > 0) {
-      this.written = applyWritePlan(plan);
+      this.written = applyWritePlan(plan, (files, createdDirs) => {
+        this.journal = this.keepJournal(files, createdDirs, ledgerTip);
+      });
       this.writers.hashers = new ContentHashers(
         opts.repo,
         plan.files.map((f) => repositoryPathOf(top, f.absolute)),
       );
     }
     return plan;
+  }
+
+  private keepJournal(
+    files: readonly FileBeforeWrite[],
+    createdDirs: readonly string[],
+    ledgerTip: string | null,
+  ): WriteJournal {
+    const { repo } = this.opts;
+    try {
+      return WriteJournal.keep(
+        repo.stateDir,
+        { taskName: this.unit.taskName, ledgerTip },
+        files.map(({ file, previous }) => {
+          const inTop = repositoryPathOf(this.top, file.absolute);
+          const inRepository = isRepositoryPath(inTop);
+          return {
+            path: inRepository ? inTop : file.absolute,
+            absolute: file.absolute,
+            inRepository,
+            content: file.content,
+            previous,
+          };
+        }),
+        createdDirs,
+      );
+    } catch (error) {
+      throw new DelegateGitError(
+        'IO',
+        `could not keep what the worker's files held before its write (under ${repo.stateDir}): ${(error as Error).message}. Nothing was written; free the space or fix the permissions there and run the unit again.`,
+        { cause: error },
+      );
+    }
   }
 
   /** Verification, coherence, the contract re-hashed and the written files hashed: the verdict. */

@@ -15,6 +15,7 @@ export * from './retry-context.js';
 export * from './scope.js';
 export * from './test-output.js';
 export * from './unit.js';
+export * from './unrecorded-writes.js';
 export * from './verdict.js';
 export * from './verification-policy.js';
 export * from './verification-runner.js';

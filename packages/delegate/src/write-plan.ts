@@ -239,7 +239,7 @@ export interface AppliedWrite {
 }
 
 /** Writes `content` to a temp file beside `absolute`, then renames it over: readers see old bytes or new. */
-function writeAtomically(absolute: string, content: Buffer, mode: number | undefined): void {
+export function writeAtomically(absolute: string, content: Buffer, mode: number | undefined): void {
   const temp = path.join(
     path.dirname(absolute),
     `.${path.basename(absolute)}.delegate-git-${process.pid}-${randomBytes(6).toString('hex')}.tmp`,
@@ -265,7 +265,8 @@ function readPrevious(absolute: string): AppliedWrite['previous'] {
     const content = fs.readFileSync(absolute);
     return { content, mode: fs.statSync(absolute).mode & 0o7777 };
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return null;
+    // ENOTDIR: something on its way is a file, so there is no file here either (writing it then fails, and says so).
+    if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') return null;
     throw error;
   }
 }
@@ -286,7 +287,7 @@ function restore(write: AppliedWrite): void {
   for (const dir of [...write.createdDirs].reverse()) removeIfEmpty(dir);
 }
 
-function removeIfEmpty(dir: string): void {
+export function removeIfEmpty(dir: string): void {
   try {
     fs.rmdirSync(dir);
   } catch {
@@ -311,17 +312,35 @@ export function putBack(writes: readonly AppliedWrite[]): Array<{ file: PlannedF
   return unrestored;
 }
 
+/** A planned file with what it holds now: what `applyWritePlan` shows its caller before the first write. */
+export interface FileBeforeWrite {
+  file: PlannedFile;
+  previous: AppliedWrite['previous'];
+}
+
 /**
  * Writes every planned file atomically, creating parent directories, and returns what it wrote (for `putBack`).
  * If any write fails, the files already written are put back and the error is thrown: a unit's files land
- * together or not at all.
+ * together or not at all. `beforeWriting` is given every file with what it holds, and the directories the writes
+ * will create (outermost first), before the first byte is written: a journal that outlives the process
+ * (unrecorded-writes.ts); if it throws, nothing is written.
  */
-export function applyWritePlan(plan: WritePlan): AppliedWrite[] {
+export function applyWritePlan(
+  plan: WritePlan,
+  beforeWriting?: (files: readonly FileBeforeWrite[], createdDirs: readonly string[]) => void,
+): AppliedWrite[] {
+  const before = plan.files.map((file) => {
+    try {
+      return { file, previous: readPrevious(file.absolute) };
+    } catch (error) {
+      throw couldNotWrite(file, error, 'nothing was changed');
+    }
+  });
+  beforeWriting?.(before, missingDirectories(plan.files.map((f) => path.dirname(f.absolute))));
   const applied: AppliedWrite[] = [];
-  for (const file of plan.files) {
+  for (const { file, previous } of before) {
     let createdDirs: string[] = [];
     try {
-      const previous = readPrevious(file.absolute);
       const dir = path.dirname(file.absolute);
       createdDirs = directoriesCreated(fs.mkdirSync(dir, { recursive: true }), dir);
       writeAtomically(file.absolute, file.content, previous?.mode);
@@ -329,16 +348,29 @@ export function applyWritePlan(plan: WritePlan): AppliedWrite[] {
     } catch (error) {
       for (const dir of createdDirs.reverse()) removeIfEmpty(dir);
       const unrestored = putBack(applied).map((u) => `${u.file.path} (${u.reason})`);
-      const outcome =
+      throw couldNotWrite(
+        file,
+        error,
         unrestored.length === 0
           ? `the ${applied.length} file(s) already written were restored; nothing was changed`
-          : `restoring these files also failed, check them by hand: ${unrestored.join(', ')}`;
-      throw new DelegateGitError(
-        'IO',
-        `could not write ${file.path}: ${(error as Error).message}; ${outcome}`,
-        { cause: error },
+          : `restoring these files also failed, check them by hand: ${unrestored.join(', ')}`,
       );
     }
   }
   return applied;
+}
+
+function couldNotWrite(file: PlannedFile, error: unknown, outcome: string): DelegateGitError {
+  return new DelegateGitError('IO', `could not write ${file.path}: ${(error as Error).message}; ${outcome}`, {
+    cause: error,
+  });
+}
+
+/** The directories among `dirs` and their ancestors that do not exist, outermost first. */
+function missingDirectories(dirs: readonly string[]): string[] {
+  const missing = new Set<string>();
+  for (const dir of dirs) {
+    for (let d = dir; !missing.has(d) && !fs.existsSync(d); d = path.dirname(d)) missing.add(d);
+  }
+  return [...missing].sort((a, b) => a.length - b.length);
 }
