@@ -34,6 +34,7 @@ import {
   withOnePayloadByteChanged,
   writeFiles,
 } from '../support/cli-story.js';
+import { rawPush } from '../support/raw-push.js';
 
 const POLICY = '.delegate-git/policy.json';
 const ATOMIC = ['push', '--atomic', 'origin', 'main', LEDGER];
@@ -1127,5 +1128,102 @@ describe('pre-receive: a default branch that does not exist', () => {
     gitOk(story, server, ['symbolic-ref', 'HEAD', 'refs/heads/main']);
     const accepted = gitRun(story, work, ['push', 'origin', 'feature']);
     expect(accepted.code, accepted.stderr).toBe(0);
+  });
+});
+
+describe('pre-receive: the commands of a push are checked before they are believed (rt51 f01, f02)', () => {
+  let server: string;
+  let work: string;
+  let rejectedCommit: string;
+  let before: { main: string; ledger: string };
+  beforeAll(() => {
+    ({ server, work } = adoptedPair('claims'));
+    // A file approved, then rejected by a reviewer; the ledger with both is the server's.
+    writeFiles(work, { 'src/risky.ts': 'export const risky = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/risky.ts', '--yes']);
+    gitOk(story, work, ['push', '-q', 'origin', LEDGER]);
+    cliOk(story, work, ['attest', '--reject', 'src/risky.ts', '--yes', '-m', 'no, this is wrong']);
+    gitOk(story, work, ['push', '-q', 'origin', LEDGER]);
+    gitOk(story, work, ['add', '--', 'src/risky.ts']);
+    gitOk(story, work, ['commit', '-q', '--no-verify', '-m', 'risky']);
+    rejectedCommit = gitOk(story, work, ['rev-parse', 'HEAD']);
+    before = { main: refTip(story, server, 'refs/heads/main')!, ledger: refTip(story, server, LEDGER)! };
+  });
+
+  function serverUnchanged(): void {
+    expect.soft(refTip(story, server, 'refs/heads/main')).toBe(before.main);
+    expect.soft(refTip(story, server, LEDGER)).toBe(before.ledger);
+  }
+
+  it('a ledger named twice is refused whole: the second command (a rewrite dropping the rejection) never lands', () => {
+    const blob = gitOk(story, work, ['rev-parse', 'HEAD:src/risky.ts']);
+    const approvalOnly = noteLines(story, work, blob).filter(
+      (line) => statementOf(line).predicate.decision !== 'reject',
+    );
+    const kept = path.join(story.root, 'approval-only');
+    fs.writeFileSync(kept, `${approvalOnly.join('\n')}\n`);
+    gitOk(story, work, ['notes', `--ref=${LEDGER}`, 'add', '-f', '-F', kept, blob]);
+    const rewritten = refTip(story, work, LEDGER)!;
+    gitOk(story, work, ['update-ref', LEDGER, before.ledger, rewritten]);
+    expect(approvalOnly).toHaveLength(1);
+    const pushed = rawPush(story, server, work, [
+      `${before.ledger} ${before.ledger} ${LEDGER}`,
+      `${before.ledger} ${rewritten} ${LEDGER}`,
+    ]);
+    expect
+      .soft(pushed.stdout)
+      .toBe(`ng ${LEDGER} pre-receive hook declined\nng ${LEDGER} pre-receive hook declined`);
+    expect
+      .soft(pushed.stderr)
+      .toContain(
+        `delegate-git: refused ${LEDGER}: named 2 times in one push; a push names each ref once (git push does), so this one is not judged`,
+      );
+    serverUnchanged();
+  });
+
+  it('a ledger claimed at an older tip (before the rejection) is refused, and the branch judged against it does not land', () => {
+    const older = gitOk(story, work, ['rev-parse', `${LEDGER}^`]);
+    const pushed = rawPush(story, server, work, [
+      `${older} ${older} ${LEDGER}`,
+      `${before.main} ${rejectedCommit} refs/heads/main`,
+    ]);
+    expect
+      .soft(pushed.stdout)
+      .toBe(`ng ${LEDGER} pre-receive hook declined\nng refs/heads/main pre-receive hook declined`);
+    expect
+      .soft(pushed.stderr)
+      .toContain(
+        `delegate-git: refused ${LEDGER}: the push expects it at ${older}, but on the server it is at ${before.ledger}; fetch, and push again`,
+      );
+    serverUnchanged();
+  });
+
+  it('a branch claimed at an old id it is not at is refused too', () => {
+    const pushed = rawPush(story, server, work, [`${rejectedCommit} ${before.main} refs/heads/main`]);
+    expect.soft(pushed.stdout).toBe('ng refs/heads/main pre-receive hook declined');
+    expect
+      .soft(pushed.stderr)
+      .toContain(
+        `delegate-git: refused refs/heads/main: the push expects it at ${rejectedCommit}, but on the server it is at ${before.main}; fetch, and push again`,
+      );
+    serverUnchanged();
+  });
+
+  it('control: the same client, its commands true, pushes a promoted change with the ledger that promotes it', () => {
+    gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+    writeFiles(work, { 'src/fine.ts': 'export const fine = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/fine.ts', '--yes']);
+    gitOk(story, work, ['add', '--', 'src/fine.ts']);
+    expect(commit(story, work, 'fine').code).toBe(0);
+    const main = gitOk(story, work, ['rev-parse', 'HEAD']);
+    const ledger = refTip(story, work, LEDGER)!;
+    const pushed = rawPush(story, server, work, [
+      `${before.ledger} ${ledger} ${LEDGER}`,
+      `${before.main} ${main} refs/heads/main`,
+    ]);
+    expect(pushed.stderr).not.toContain('refused');
+    expect(pushed.stdout).toBe(`ok ${LEDGER}\nok refs/heads/main`);
+    expect(refTip(story, server, 'refs/heads/main')).toBe(main);
+    expect(refTip(story, server, LEDGER)).toBe(ledger);
   });
 });

@@ -86,17 +86,6 @@ export interface PushJudgement {
 
 const ZERO = /^0+$/;
 
-export function parseRefUpdates(stdin: string): RefUpdate[] {
-  return stdin
-    .split('\n')
-    .map((l) => l.trim())
-    .filter(Boolean)
-    .map((line) => {
-      const [oldId, newId, ref] = line.split(' ');
-      return { oldId: oldId!, newId: newId!, ref: ref! };
-    });
-}
-
 export interface JudgePushOptions {
   /**
    * The commit of the protected branch, when not the one HEAD names: `verify --since` judges a revision as a push
