@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 /**
  * `delegate-git verify`, the CI ledger job, end to end with the built CLI: every note line verifies against the trust
@@ -20,6 +21,7 @@ import {
   commit,
   copyWorkTree,
   gitOk,
+  gitRun,
   LEDGER,
   ledgerCommitWith,
   makeWorkTree,
@@ -881,6 +883,38 @@ describe('a corrupt policy at the revision', () => {
     const run = verify(template, ['--rev', 'no-such-branch']);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('"no-such-branch" is not a commit in this repository');
+  });
+});
+
+describe('a note the object store lost (rt51 f03)', () => {
+  it('stops verify and check --rev with exit 2 naming it, rather than reading it as no records; control: with it, both pass', () => {
+    const dir = copyWorkTree(story, template, 'lost-note');
+    expect(verify(dir).code).toBe(0);
+    expect(cli(story, dir, ['check', '--rev', 'HEAD']).code).toBe(0);
+    const note = gitOk(story, dir, ['notes', '--ref=delegations', 'list', blobs.a]);
+    // Every object in one pack, then that pack made again without the note's blob (a lost object: damage).
+    gitOk(story, dir, ['repack', '-adq']);
+    const [pack] = fs.readdirSync(path.join(dir, '.git/objects/pack')).filter((f) => f.endsWith('.pack'));
+    const kept = gitOk(story, dir, ['rev-list', '--objects', '--all'])
+      .split('\n')
+      .map((line) => line.split(' ')[0]!)
+      .filter((id) => id !== note);
+    const packed = spawnSync('git', ['pack-objects', '-q', '.git/objects/pack/kept'], {
+      cwd: dir,
+      env: story.env,
+      input: `${kept.join('\n')}\n`,
+    });
+    expect(packed.status).toBe(0);
+    for (const ext of ['.pack', '.idx'])
+      fs.rmSync(path.join(dir, '.git/objects/pack', pack!.replace('.pack', ext)));
+    fs.rmSync(path.join(dir, '.git/delegate-git/cache'), { recursive: true, force: true });
+    expect(gitRun(story, dir, ['cat-file', '-e', note]).code).not.toBe(0);
+
+    for (const args of [['verify'], ['check', '--rev', 'HEAD']]) {
+      const run = cli(story, dir, args);
+      expect.soft(run.code, args.join(' ')).toBe(2);
+      expect.soft(run.stderr).toContain(`the notes tree is damaged: note ${note} is missing`);
+    }
   });
 });
 

@@ -22,7 +22,7 @@ import {
   NoteBatchBuilder,
 } from './note-batch.js';
 import { type ForeignEntries, noteOfTreeRecord, parseNote } from './notes-format.js';
-import { missingNotesTree } from './notes-tree.js';
+import { missingNote, missingNotesTree } from './notes-tree.js';
 import type { Promotion } from './promotion.js';
 import type { Repository } from './repository.js';
 import {
@@ -96,6 +96,8 @@ interface PlannedNote {
   candidates: BatchCandidate[] | null;
   promotions: Array<Promotion | null> | null;
   needsLines: boolean;
+  /** The note's blob(s), and their reads when asked for. */
+  oids: string[];
   content: Promise<Array<GitObject | null>> | null;
 }
 
@@ -210,22 +212,22 @@ class LedgerPass {
       const needsLines = want || (promotions?.includes(null) ?? false);
       const content = cached === null || needsLines ? reader.readMany(oids) : null;
       content?.catch(() => {}); // awaited in take; a failed run must not leave it unhandled
-      window.push({ annotated, key, cached, candidates, promotions, needsLines, content });
+      window.push({ annotated, key, cached, candidates, promotions, needsLines, oids, content });
     }
     return window;
   }
 
   /** One planned note: its facts remembered, or its bytes added to the batch being built (sent once full). */
   private async take(planned: PlannedNote): Promise<void> {
-    const { annotated, key, cached, candidates, promotions, needsLines, content } = planned;
+    const { annotated, key, cached, candidates, promotions, needsLines, oids, content } = planned;
     const objects = content ? await content : [];
     const slot: Slot = { annotated, key, candidates, remembered: cached, note: null, batch: null, index: 0 };
     if (cached !== null) {
       this.stats.reused++;
-      const lines = needsLines ? linesOf(objects) : null;
+      const lines = needsLines ? parseNote(joined(oids, objects)) : null;
       slot.note = { annotated, facts: cached.facts, promotions, lines };
     } else {
-      this.builder.add(annotated, joined(objects), candidates, this.wantLines(annotated));
+      this.builder.add(annotated, joined(oids, objects), candidates, this.wantLines(annotated));
       this.building.push(slot);
     }
     this.slots.push(slot);
@@ -307,15 +309,17 @@ class LedgerPass {
   }
 }
 
-/** A note's bytes: those of its note blob(s), missing ones left out (NotesLedger.entries reads them so). */
-function joined(objects: ReadonlyArray<{ content: Buffer } | null>): Buffer {
-  const present = objects.flatMap((o) => (o ? [o.content] : []));
+/**
+ * A note's bytes: those of its note blob(s), joined as git shows them. A blob the tree names and the store lacks stops
+ * the pass, as NotesLedger.entries does: read as no records, it would ungovern a path governed only by its records.
+ */
+function joined(oids: readonly string[], objects: ReadonlyArray<{ content: Buffer } | null>): Buffer {
+  const present = objects.map((o, i) => {
+    if (o === null) throw missingNote(oids[i]!);
+    return o.content;
+  });
   if (present.length === 1) return present[0]!;
   return Buffer.concat(present.flatMap((c) => [c, Buffer.from('\n')]));
-}
-
-function linesOf(objects: ReadonlyArray<{ content: Buffer } | null>): string[] {
-  return parseNote(joined(objects));
 }
 
 /**

@@ -232,8 +232,11 @@ export function missingNotesTree(commit: string): DelegateGitError {
 }
 
 /** A note the tree names but the object store lacks is damage, not "no records". */
-function missingNote(oid: string): DelegateGitError {
-  return new DelegateGitError('LEDGER', `the notes tree is damaged: note ${oid} is missing.`);
+export function missingNote(oid: string): DelegateGitError {
+  return new DelegateGitError(
+    'LEDGER',
+    `the notes tree is damaged: note ${oid} is missing from the object store, so what it records cannot be read and nothing is judged without it. \`git fsck\` names what else is lost; copy the object back from another clone of this repository (or fetch the ledger into a fresh clone), and run the command again.`,
+  );
 }
 
 function parsed(entries: TreeEntry[]): ParsedTree {
