@@ -15,6 +15,7 @@ const githubToken = () =>
 let story: Story;
 let dir: string;
 const token = githubToken();
+const dbPassword = Array.from(randomBytes(12), (b) => ALNUM[b % ALNUM.length]).join('');
 
 beforeAll(() => {
   story = makeStory();
@@ -23,6 +24,19 @@ beforeAll(() => {
   writeFiles(dir, {
     'leak.ts': `export const a = 1;\nconst token = "${token}";\n`,
     'clean.ts': `// digest ${digest}, request ${randomUUID()}\nexport const b = 2;\n`,
+    '.env': `PORT=5432\nDATABASE_URL=postgres://${['admin', dbPassword].join(':')}@db.example.com:5432/app\n`,
+    'package-lock.json': `${JSON.stringify(
+      {
+        packages: {
+          'node_modules/lodash': {
+            version: '4.17.21',
+            integrity: `sha512-${createHash('sha512').update('lodash').digest('base64')}`,
+          },
+        },
+      },
+      null,
+      2,
+    )}\n`,
   });
 });
 
@@ -39,6 +53,17 @@ describe('delegate-git scan', () => {
     const clean = cli(story, dir, ['scan', 'clean.ts']);
     expect(clean.code, clean.stderr).toBe(0);
     expect(clean.stdout).toBe('');
+  });
+
+  it('finds the password of a database URL (any scheme, not only http); a lockfile’s integrity digests pass', () => {
+    const found = cli(story, dir, ['scan', '.env']);
+    expect(found.code).toBe(1);
+    expect(found.stdout).toBe('.env:2:14 url-password post…\n');
+    expect(found.stdout + found.stderr).not.toContain(dbPassword);
+
+    const lockfile = cli(story, dir, ['scan', 'package-lock.json']);
+    expect(lockfile.code, lockfile.stdout + lockfile.stderr).toBe(0);
+    expect(lockfile.stdout).toBe('');
   });
 
   it('reads standard input when no file is named, or for "-"', () => {

@@ -1,16 +1,22 @@
 /**
  * Credential scanning (DLP) for text that is about to leave the machine or be recorded: declared context sent to
- * the worker, and failure fields kept in a receipt. Three detectors:
+ * the worker, and failure fields kept in a receipt. Four detectors:
  *   - secretlint's recommended preset (provider-specific shapes), loaded lazily because it is heavy;
  *   - a PEM private-key header on its own (secretlint only flags a complete BEGIN…END block, but a header alone
  *     already says key material is nearby);
+ *   - a password in a URL's userinfo, any scheme (secretlint's basicauth only knows http(s)/ftp and passwords of
+ *     `[-a-zA-Z0-9_]`, so database and broker URLs, and passwords with symbols, passed);
  *   - an entropy backstop for random-looking tokens no provider rule knows, with an explicit allowlist for the
- *     shapes that are high-volume and harmless (hex digests, git object ids, UUIDs).
+ *     shapes that are high-volume and harmless (hex digests, git object ids, UUIDs, integrity digests of lockfiles,
+ *     HTML and go.sum).
  * A finding never carries the secret: only a masked preview.
  */
 
 export interface CredentialFinding {
-  /** Detector name: a secretlint rule (`github`, `aws`, `privatekey`, …), `private-key-header` or `entropy`. */
+  /**
+   * Detector name: a secretlint rule (`github`, `aws`, `privatekey`, `basicauth`, …), `private-key-header`,
+   * `url-password` or `entropy`.
+   */
   rule: string;
   /** 1-based line of the finding's first character. */
   line: number;
@@ -48,18 +54,29 @@ export async function scanForCredentials(text: string, opts: ScanOptions = {}): 
   });
 }
 
-/** All findings with their character ranges, sorted by position; an entropy hit inside a rule hit is dropped. */
+/**
+ * All findings with their character ranges, sorted by position. A URL password that a secretlint rule already
+ * reports (basicauth on an http URL, a provider token used as the password) is dropped, so one secret is one
+ * finding; so is an entropy hit inside any rule hit.
+ */
 async function locateCredentials(text: string, opts: ScanOptions): Promise<LocatedFinding[]> {
   if (text.length === 0) return [];
-  const ruleHits = [...(await secretlintFindings(text, opts.source)), ...privateKeyHeaderFindings(text)];
-  const entropyHits = entropyFindings(text).filter(
-    (hit) => !ruleHits.some((rule) => hit.start < rule.end && rule.start < hit.end),
-  );
+  const secretlintHits = await secretlintFindings(text, opts.source);
+  const ruleHits = [
+    ...secretlintHits,
+    ...privateKeyHeaderFindings(text),
+    ...withoutOverlaps(urlPasswordFindings(text), secretlintHits),
+  ];
+  const entropyHits = withoutOverlaps(entropyFindings(text), ruleHits);
   const all = [...ruleHits, ...entropyHits].sort((a, b) => a.start - b.start || b.end - a.end);
   // secretlint's privatekey block and our header rule both fire on a full PEM block: keep the first.
   return all.filter(
     (hit, index) => !all.slice(0, index).some((other) => other.start <= hit.start && hit.end <= other.end),
   );
+}
+
+function withoutOverlaps(hits: LocatedFinding[], others: LocatedFinding[]): LocatedFinding[] {
+  return hits.filter((hit) => !others.some((other) => hit.start < other.end && other.start < hit.end));
 }
 
 // --- secretlint -------------------------------------------------------------------------------------------
@@ -126,12 +143,70 @@ function privateKeyHeaderFindings(text: string): LocatedFinding[] {
   }));
 }
 
+// --- password in a URL --------------------------------------------------------------------------------------
+
+// RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ); userinfo = *( unreserved / pct-encoded /
+// sub-delims / ":" ), the password being what follows the first ':'. The look-behind keeps a scheme from starting
+// mid-word (`git+https` is one scheme); `//` is required, so scp-style `git@host:org/repo` and e-mail addresses
+// never match. Template syntaxes (`${VAR}`, `{{var}}`, `<password>`, `%VAR%`) hold characters outside userinfo, so
+// a URL carrying one never matches either. Bounded repeats bound the backtracking on a hostile line.
+const URL_USERINFO =
+  /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2}){0,256}:(?<password>(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2}){1,256})@/g;
+
+// Words documentation puts where a password goes, compared lowercased without `_`/`-` (`YOUR_PASSWORD`,
+// `change-me`). Deliberately short: a real password may be short or weak (`pw`, `hunter2`, `postgres`), and a miss
+// sends a credential out while a false hit only refuses a unit until its context is fixed.
+const PLACEHOLDER_PASSWORDS = new Set([
+  'password',
+  'passwd',
+  'pass',
+  'secret',
+  'changeme',
+  'redacted',
+  'yourpassword',
+  'mypassword',
+]);
+// `$DB_PASSWORD` (shell, .env interpolation) and `$(DB_PASSWORD)` (make): a reference, not a value. Upper case only,
+// since a real password may start with `$` (`$Summer2024`).
+const VARIABLE_REFERENCE = /^\$(?:[A-Z_][A-Z0-9_]*|\([A-Za-z_][A-Za-z0-9_]*\))$/;
+// What a log or a doc writes for a password it hides: `****`, `xxx`, `...`.
+const MASK = /^(?:\*+|x+|X+|\.+)$/;
+
+/** A password that stands for one rather than being one: a placeholder word, a variable reference, a mask. */
+export function isPlaceholderPassword(password: string): boolean {
+  return (
+    PLACEHOLDER_PASSWORDS.has(password.toLowerCase().replace(/[-_]/g, '')) ||
+    VARIABLE_REFERENCE.test(password) ||
+    MASK.test(password)
+  );
+}
+
+/**
+ * `scheme://user:password@…` with a real-looking password. The range runs from the scheme to the end of the
+ * password, so the preview shows the scheme (as basicauth's does), never a character of the password.
+ */
+function urlPasswordFindings(text: string): LocatedFinding[] {
+  return [...text.matchAll(URL_USERINFO)]
+    .filter((match) => !isPlaceholderPassword(match.groups?.password ?? ''))
+    .map((match) => ({ rule: 'url-password', start: match.index, end: match.index + match[0].length - 1 }));
+}
+
 // --- entropy backstop -----------------------------------------------------------------------------------------
 
 // `=` only as base64 padding at the end, so `NAME=value` splits into the name and the value.
 const TOKEN_RUN = /[A-Za-z0-9+/_-]+={0,2}/g;
 const HEX_DIGEST = /^(?:[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128}|[0-9A-F]{40}|[0-9A-F]{64}|[0-9A-F]{128})$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// Subresource-Integrity form (npm/pnpm/yarn lockfiles, HTML `integrity=`): the algorithm, then the standard base64
+// of exactly its digest's length, padding and the zero bits before it included (sha1 28 characters, sha256 44,
+// sha384 64, sha512 88). A token that merely starts with `sha512-` but has another length is still scanned.
+const SRI_DIGEST =
+  /^(?:sha1-[A-Za-z0-9+/]{26}[AEIMQUYcgkosw048]=|sha256-[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=|sha384-[A-Za-z0-9+/]{64}|sha512-[A-Za-z0-9+/]{85}[AQgw]==)$/;
+// go.sum's `h1:` hash is a sha256 in standard base64; the `h1:` is outside the token, so the caller passes what
+// precedes it.
+const BASE64_SHA256 = /^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/;
+const GO_SUM_HASH_PREFIX = /(?:^|[^A-Za-z0-9+/_-])h1:$/;
+const PREFIX_LOOKBACK = 4;
 
 /** Shannon entropy of the token over its own character frequencies, in bits per character. */
 export function shannonEntropy(token: string): number {
@@ -146,16 +221,25 @@ export function shannonEntropy(token: string): number {
   return bits;
 }
 
-/** Hex digests (sha1/sha256/sha512; git object ids are sha1/sha256) and UUIDs are identifiers, not secrets. */
-export function isAllowlistedToken(token: string): boolean {
-  return HEX_DIGEST.test(token) || UUID.test(token);
+/**
+ * Hex digests (sha1/sha256/sha512; git object ids are sha1/sha256), UUIDs and integrity digests are identifiers,
+ * not secrets. `precededBy` is the text just before the token (a few characters are enough).
+ */
+export function isAllowlistedToken(token: string, precededBy = ''): boolean {
+  return (
+    HEX_DIGEST.test(token) ||
+    UUID.test(token) ||
+    SRI_DIGEST.test(token) ||
+    (BASE64_SHA256.test(token) && GO_SUM_HASH_PREFIX.test(precededBy))
+  );
 }
 
 function entropyFindings(text: string): LocatedFinding[] {
   const findings: LocatedFinding[] = [];
   for (const match of text.matchAll(TOKEN_RUN)) {
     const token = match[0];
-    if (token.length < ENTROPY_MIN_LENGTH || isAllowlistedToken(token)) continue;
+    const precededBy = text.slice(Math.max(0, match.index - PREFIX_LOOKBACK), match.index);
+    if (token.length < ENTROPY_MIN_LENGTH || isAllowlistedToken(token, precededBy)) continue;
     if (shannonEntropy(token) >= ENTROPY_MIN_BITS_PER_CHAR) {
       findings.push({ rule: 'entropy', start: match.index, end: match.index + token.length });
     }

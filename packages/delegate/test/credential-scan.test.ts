@@ -3,7 +3,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../../../test/support/paths.js';
-import { isAllowlistedToken, scanForCredentials, shannonEntropy } from '../src/credential-scan.js';
+import {
+  isAllowlistedToken,
+  isPlaceholderPassword,
+  scanForCredentials,
+  shannonEntropy,
+} from '../src/credential-scan.js';
 
 // Secret-shaped values are assembled at runtime so no credential-looking literal sits in the repository.
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -20,6 +25,11 @@ function shuffled(alphabet: string): string {
 const githubToken = () => ['ghp', randomFrom(ALNUM, 36)].join('_');
 const awsKeyId = () => ['AK', 'IA', randomFrom('ABCDEFGHIJKLMNOPQRSTUVWXYZ234567', 16)].join('');
 const pemHeader = (kind: string) => ['-----BEGIN', kind, 'PRIVATE', 'KEY-----'].join(' ');
+/** `scheme://user:password@rest`, joined at runtime. */
+const credentialUrl = (scheme: string, user: string, password: string, rest: string) =>
+  `${scheme}://${[user, password].join(':')}@${rest}`;
+/** Standard base64 of a digest of random bytes: the shape lockfiles, SRI and go.sum carry. */
+const base64Digest = (algorithm: string) => createHash(algorithm).update(randomBytes(16)).digest('base64');
 
 describe('scanForCredentials: provider rules', () => {
   it('flags a GitHub token with its line and column, and the finding does not carry the token', async () => {
@@ -83,5 +93,162 @@ describe('scanForCredentials: entropy backstop and its allowlist', () => {
     }
     const prose = 'add a password field to the login form; read the api key from an environment variable';
     expect(await scanForCredentials(prose)).toEqual([]);
+  });
+});
+
+describe('scanForCredentials: passwords in URLs (url-password)', () => {
+  const SCHEMES = [
+    'postgres',
+    'postgresql',
+    'mysql',
+    'mongodb',
+    'mongodb+srv',
+    'redis',
+    'rediss',
+    'amqp',
+    'amqps',
+  ];
+
+  it('flags a password in a database or broker URL of any scheme; the preview is the scheme, never the password', async () => {
+    for (const scheme of SCHEMES) {
+      const password = randomFrom(ALNUM, 12);
+      const text = `# app\nDATABASE_URL=${credentialUrl(scheme, 'admin', password, 'db.example.com:5432/app')}\n`;
+      const findings = await scanForCredentials(text);
+      expect(findings, scheme).toEqual([
+        { rule: 'url-password', line: 2, column: 14, preview: `${scheme.slice(0, 4)}…` },
+      ]);
+      expect(JSON.stringify(findings)).not.toContain(password);
+    }
+  });
+
+  it('flags an https password with symbols basicauth does not match; a plain one stays a single basicauth finding', async () => {
+    const symbolic = `${randomFrom(ALNUM, 4)}!${randomFrom(ALNUM, 3)}$${randomFrom(ALNUM, 5)}`;
+    const withSymbols = await scanForCredentials(
+      `${credentialUrl('https', 'deploy', symbolic, 'git.example.com/x.git')}\n`,
+    );
+    expect(withSymbols).toEqual([{ rule: 'url-password', line: 1, column: 1, preview: 'http…' }]);
+
+    const plain = await scanForCredentials(
+      `${credentialUrl('https', 'admin', randomFrom(ALNUM, 12), 'db.example.com/prod')}\n`,
+    );
+    expect(plain).toEqual([{ rule: 'basicauth', line: 1, column: 1, preview: 'http…' }]);
+  });
+
+  it('one finding per secret: a long random password is not also an entropy hit, a provider token keeps its rule', async () => {
+    const long = await scanForCredentials(
+      credentialUrl('redis', 'default', shuffled(ALNUM).slice(0, 32), 'cache:6379'),
+    );
+    expect(long.map((f) => f.rule)).toEqual(['url-password']);
+    // basicauth covers an https URL whatever else fires inside it; elsewhere the provider rule names the token.
+    const https = await scanForCredentials(
+      credentialUrl('git+https', 'x-access-token', githubToken(), 'github.com/o/r'),
+    );
+    expect(https.map((f) => f.rule)).toEqual(['basicauth']);
+    const amqps = await scanForCredentials(
+      credentialUrl('amqps', 'ci', githubToken(), 'broker.example.com/'),
+    );
+    expect(amqps.map((f) => f.rule)).toEqual(['github']);
+  });
+
+  it('flags a short password, a password-only URL (no user), percent-encoded symbols and a colon in the password', async () => {
+    for (const url of [
+      credentialUrl('mysql', 'root', 'k9', '10.0.0.5/app'),
+      credentialUrl('redis', '', randomFrom(ALNUM, 10), 'localhost:6379/0'),
+      credentialUrl(
+        'postgresql',
+        'app',
+        `${randomFrom(ALNUM, 5)}%40${randomFrom(ALNUM, 5)}`,
+        '/app?host=/run/pg',
+      ),
+      credentialUrl(
+        'amqp',
+        'guest',
+        `${randomFrom(ALNUM, 5)}:${randomFrom(ALNUM, 5)}`,
+        'rabbit.internal:5672/',
+      ),
+      credentialUrl('postgres', 'postgres', 'postgres', 'localhost/test'), // a default is still a password
+    ])
+      expect(
+        (await scanForCredentials(`url: "${url}"\n`)).map((f) => f.rule),
+        url,
+      ).toEqual(['url-password']);
+  });
+
+  it('does not flag placeholders, template URLs, a user without a password, scp-style remotes or e-mail addresses (controls)', async () => {
+    const controls = [
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a .env interpolation, not a template placeholder
+      ...['${DB_PASSWORD}', '$DB_PASSWORD', '$(DB_PASSWORD)', '<password>', '{{password}}', '%DB_PASS%'].map(
+        (pw) => credentialUrl('postgres', 'app', pw, 'db.example.com:5432/app'),
+      ),
+      ...['password', 'PASSWORD', 'pass', 'YOUR_PASSWORD', 'changeme', 'secret', '****', 'xxx'].map((pw) =>
+        credentialUrl('mongodb+srv', 'user', pw, 'cluster0.example.net/db'),
+      ),
+      'postgres://$PGUSER:$PGPASSWORD@$PGHOST/app',
+      'postgres://%s:%s@%s/%s',
+      'ssh://git@github.com/org/repo.git',
+      'https://user@git.example.com/org/repo.git',
+      'postgres://db.example.com:5432/app',
+      'http://localhost:8080/path@v2',
+      'git@github.com:org/repo.git',
+      'mailto:admin@example.com',
+      'write to admin@example.com or ops+alerts@example.co.uk',
+    ];
+    for (const line of controls) expect(await scanForCredentials(`${line}\n`), line).toEqual([]);
+  });
+
+  it('isPlaceholderPassword: words, variable references and masks stand for a password; real-looking ones do not', () => {
+    for (const pw of [
+      'password',
+      'Passwd',
+      'your-password',
+      'CHANGE_ME',
+      'redacted',
+      '$DB_PASSWORD',
+      '$(PW)',
+      '***',
+      'x',
+    ])
+      expect(isPlaceholderPassword(pw), pw).toBe(true);
+    for (const pw of ['pw', 'hunter2', 'postgres', 'password1', '$Summer2024', 'S3cr!t$Pass', 'xyz'])
+      expect(isPlaceholderPassword(pw), pw).toBe(false);
+  });
+});
+
+describe('scanForCredentials: integrity digests (lockfiles, SRI, go.sum)', () => {
+  it('does not flag base64 integrity digests of their exact length: npm, pnpm, HTML SRI and go.sum lines', async () => {
+    const text = [
+      `      "integrity": "sha512-${base64Digest('sha512')}"`,
+      `    resolution: {integrity: sha512-${base64Digest('sha512')}}`,
+      `      integrity: sha1-${base64Digest('sha1')}`,
+      `<script src="/a.js" integrity="sha384-${base64Digest('sha384')} sha256-${base64Digest('sha256')}"></script>`,
+      `github.com/stretchr/testify v1.8.4 h1:${base64Digest('sha256')}`,
+      `github.com/stretchr/testify v1.8.4/go.mod h1:${base64Digest('sha256')}`,
+      `h1:${base64Digest('sha256')}`,
+    ].join('\n');
+    expect(await scanForCredentials(text)).toEqual([]);
+  });
+
+  it('the allowlist is length-exact per algorithm: another length after sha512-, or a secret on an integrity line, is found', async () => {
+    // Distinct characters, so the entropy of each control is high however the draw falls.
+    const secret = shuffled(`${ALNUM}+/`).slice(0, 60);
+    const sha256 = createHash('sha256').update('x').digest('base64');
+    expect(shannonEntropy(sha256)).toBeGreaterThanOrEqual(4.5);
+    const controls = [
+      `"integrity": "sha512-${secret}"`, // 60 characters: no digest's length
+      `"integrity": "sha512-${sha256}"`, // a sha256's length under the sha512 name
+      `"integrity": "${secret.slice(0, 40)}"`,
+      `module v1.0.0 h1:${secret.slice(0, 40)}`,
+      `module v1.0.0 xh1:${sha256}`,
+      `API_SECRET=${sha256}`, // a bare base64 sha256 is what many API secrets look like
+    ];
+    for (const line of controls)
+      expect(
+        (await scanForCredentials(`${line}\n`)).map((f) => f.rule),
+        line,
+      ).toEqual(['entropy']);
+    expect(isAllowlistedToken(`sha512-${base64Digest('sha512')}`)).toBe(true);
+    expect(isAllowlistedToken(sha256, ' h1:')).toBe(true);
+    expect(isAllowlistedToken(sha256)).toBe(false);
+    expect(isAllowlistedToken(`sha384-${secret.slice(0, 63)}`)).toBe(false);
   });
 });

@@ -8,8 +8,10 @@ Usage: delegate-git scan [<file>…] [--json]
 
 Scans files, or standard input when no file is named (or the file is "-"), for credentials with the detectors
 \`delegate\` runs before any context leaves the machine and before a failure is recorded: secretlint's recommended
-rules (cloud, GitHub, Slack, npm… tokens), private-key headers, and random-looking tokens of 20 characters or more
-at 4.5 bits a character or more (hex digests, git object ids and UUIDs excepted). Each finding is printed as
+rules (cloud, GitHub, Slack, npm… tokens), private-key headers, passwords in URLs of any scheme
+(scheme://user:password@host; placeholders such as $DB_PASSWORD, changeme or **** excepted), and random-looking
+tokens of 20 characters or more at 4.5 bits a character or more (hex digests, git object ids, UUIDs and the
+integrity digests of lockfiles, HTML and go.sum excepted). Each finding is printed as
 <file>:<line>:<column> <rule> <preview>; the preview is the first 4 characters, never the secret.
 
 Exit codes: 0 nothing found, 1 at least one finding, 2 a file could not be read (nothing is scanned then).
