@@ -657,6 +657,12 @@ describe('attest: confirmation and usage', () => {
     const missing = attest(story, dir, 'approve', ['src/missing.ts']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('src/missing.ts is not a file in the work tree');
+    // The git directory holds no file of the work tree: its config may carry a remote's token (rt52 f05).
+    const gitDir = attest(story, dir, 'approve', ['.git/config']);
+    expect(gitDir.code).toBe(2);
+    expect(gitDir.stderr).toContain(
+      '.git/config is inside a git directory (.git), which no commit can hold.',
+    );
     expect(ledgerTip(story, dir)).toBe(tip);
   });
 });

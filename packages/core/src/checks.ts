@@ -615,7 +615,15 @@ export function toRepositoryPath(top: string, cwd: string, p: string): string {
   const rel = inside(top, abs) ?? inside(top, path.join(physical(path.dirname(abs)), path.basename(abs)));
   if (rel === null)
     throw new DelegateGitError('USAGE', `${p} is outside the repository at ${top}. Name a file inside it.`);
-  return rel.split(path.sep).join('/');
+  const named = rel.split(path.sep).join('/');
+  // git refuses such a path in any tree or index (its verify_path, whatever the case): no commit can hold it, and a
+  // record of it would carry a hash of local git state (a config holding a remote's token) into the shared ledger.
+  if (named.split('/').some((segment) => segment.toLowerCase() === '.git'))
+    throw new DelegateGitError(
+      'USAGE',
+      `${p} is inside a git directory (.git), which no commit can hold. Name a file of the work tree.`,
+    );
+  return named;
 }
 
 /** `abs` relative to `top` when it lies beneath it (`..weird.ts` does; `../x` does not); null for `top` itself or anywhere else. */

@@ -31,4 +31,13 @@ describe('toRepositoryPath', () => {
     expect(toRepositoryPath(top, top, 'src/new/b.ts')).toBe('src/new/b.ts');
     expect(() => toRepositoryPath(top, base, path.join(base, 'elsewhere', 'a.ts'))).toThrow(/outside/);
   });
+
+  it('refuses a path inside a git directory, whatever its case (rt52 f05); a name that only starts with .git is a file', () => {
+    for (const inGitDir of ['.git/config', '.GIT/config', 'sub/.git/HEAD', '.git'])
+      expect(() => toRepositoryPath(top, top, inGitDir), inGitDir).toThrow(
+        /is inside a git directory \(\.git\), which no commit can hold/,
+      );
+    expect(toRepositoryPath(top, top, '.gitignore')).toBe('.gitignore');
+    expect(toRepositoryPath(top, top, 'src/.github/x.yml')).toBe('src/.github/x.yml');
+  });
 });
