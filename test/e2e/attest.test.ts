@@ -666,3 +666,31 @@ describe('attest: confirmation and usage', () => {
     expect(ledgerTip(story, dir)).toBe(tip);
   });
 });
+
+describe('attest: which personal key signs when none is named', () => {
+  it('of two personal keys, the only one the trust root lets review signs; with two that may, it asks which (exit 2)', () => {
+    const own = makeStory('delegate-git-attest-choice-');
+    try {
+      const dir = makeWorkTree(own, 'choice');
+      adopt(own, dir, ['src/**']); // the operator's key: the only reviewer
+      generateKey(own, dir, 'elsewhere'); // a personal key of another project: not in this trust root
+      writeFiles(dir, { 'src/c.ts': 'export const c = 1;\n' });
+      const unnamed = ['attest', '--approve', 'src/c.ts', '--yes'];
+
+      const signed = cli(own, dir, unnamed);
+      expect(signed.code, signed.stderr).toBe(0);
+      expect(signed.stdout).toContain(`Recorded approval by ${OPERATOR}`);
+
+      // Control: a second key that may review too, and the choice is the person's.
+      addKeys(own, dir, [{ name: 'second', roles: ['reviewer'] }]);
+      writeFiles(dir, { 'src/d.ts': 'export const d = 1;\n' });
+      const tip = ledgerTip(own, dir);
+      const asked = cli(own, dir, ['attest', '--approve', 'src/d.ts', '--yes']);
+      expect(asked.code).toBe(2);
+      expect(asked.stderr).toMatch(/there are 3 signing keys in .* so which one to use is ambiguous/);
+      expect(ledgerTip(own, dir)).toBe(tip);
+    } finally {
+      own.cleanup();
+    }
+  });
+});

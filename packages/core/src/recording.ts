@@ -8,7 +8,7 @@ import { DelegateGitError } from './errors.js';
 import type { WaitingGit } from './git.js';
 import type { NotesLedger } from './notes-ledger.js';
 import { decodeRecord } from './record.js';
-import type { SigningKey } from './signing-key.js';
+import { listSigningKeys, loadSigningKey, SIGNING_KEY_ENV, type SigningKey } from './signing-key.js';
 import type { Statement, Subject } from './statement.js';
 import { keyRefusal, type Role, type TrustRoot } from './trust-root.js';
 
@@ -79,6 +79,31 @@ export function assertKeyMaySign(trustRoot: TrustRoot, key: SigningKey, role: Ro
     );
   }
   return trusted.name;
+}
+
+/**
+ * The signing key to sign as `role` with: the one named (or in DELEGATE_GIT_SIGNING_KEY), else the only personal key,
+ * else, among several, the only one the trust root lets sign as `role` now. A person who keeps a key per project (or
+ * a retired one) is not asked to name the only one that could sign here. Several that could: the choice stays theirs.
+ */
+export function signingKeyFor(
+  trustRoot: TrustRoot,
+  role: Role,
+  name: string | undefined,
+  env: NodeJS.ProcessEnv,
+): ReturnType<typeof loadSigningKey> {
+  if (name !== undefined || env[SIGNING_KEY_ENV]?.trim()) return loadSigningKey(name, env);
+  const names = listSigningKeys(env);
+  if (names.length <= 1) return loadSigningKey(undefined, env);
+  const may = names.filter((candidate) => {
+    try {
+      const trusted = trustRoot.byKeyid(loadSigningKey(candidate, env).key.publicKey.keyid);
+      return trusted !== undefined && keyRefusal(trusted, role, Date.now()) === null;
+    } catch {
+      return false; // unreadable: not the one to pick for the person (named, it says what is wrong)
+    }
+  });
+  return loadSigningKey(may.length === 1 ? may[0] : undefined, env);
 }
 
 /** Signs a statement and returns the envelope with its note line. */

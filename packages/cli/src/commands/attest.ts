@@ -12,12 +12,12 @@ import {
   keyRefusal,
   loadGovernance,
   loadPathIndex,
-  loadSigningKey,
   Repository,
   type ReviewPredicate,
   recordStatements,
   reviewStatement,
   rfc3339,
+  signingKeyFor,
   stagedFiles,
   toRepositoryPath,
   worktreeBlobs,
@@ -38,7 +38,8 @@ Before signing it shows each path, its sha256, every record already on that cont
 version that was promoted last. Your name and email in the record come from the trust root, not from git.
   --staged       review the staged content of every staged governed file (otherwise the work-tree content)
   -m <comment>   a comment carried in the record
-  --key <name>   which of your signing keys to use
+  --key <name>   which of your signing keys to use (default: your only key, else the only one the trust root
+                 lets review)
   --yes          sign without confirming (needed where there is no terminal to ask on)
   --json         {"decision","reviewer","files":[{"path","sha256","gitBlob","before","governed","records",
                   "reviewed","lastPromoted","envelope"}],"notesCommit"} (one signed record per file)
@@ -88,7 +89,7 @@ export default {
         ? gitSnapshot(top, repo.objects, null, repo.env)
         : checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env);
       const governance = await loadGovernance(snapshot);
-      const { key } = loadSigningKey(values.key, io.env);
+      const { key } = signingKeyFor(governance.trustRoot, 'reviewer', values.key, io.env);
       const { targets, submodules } = values.staged
         ? await stagedTargets(repo)
         : { targets: await worktreeTargets(repo, top, io.cwd, positionals), submodules: [] };

@@ -23,7 +23,8 @@ Exit 0 for UNIT_PASSED (and NO_CHANGES), 1 for any other verdict, 2 for bad inpu
 nothing; while it is recorded, it finishes the record first. It says which, and exits 128 + the signal's number.
 Killed outright (SIGKILL, a crash, a power cut), it cannot: the next delegate in the worktree puts back what the
 worker wrote from a copy it kept, each file only while it still holds what the worker wrote, and says so.
-  --key <name>   the delegator key to sign with (default: config signingKey, else your only key)
+  --key <name>   the delegator key to sign with (default: config signingKey, else your only key, else the
+                 only one the trust root lets delegate)
   --json         the receipt as JSON
 
 Example:
@@ -61,14 +62,12 @@ export default {
         verdictExitCode,
       },
       { loadGovernance },
-      { assertKeyMaySign },
-      { loadSigningKey },
+      { assertKeyMaySign, signingKeyFor },
       { checkoutSnapshot },
     ] = await Promise.all([
       import('@delegate-git/delegate'),
       import('@delegate-git/core/governance'),
       import('@delegate-git/core/recording'),
-      import('@delegate-git/core/signing-key'),
       import('@delegate-git/core/snapshot'),
     ]);
     const unit = parseUnit(await readUnitFile(path.resolve(io.cwd, unitFile), unitFile), unitFile);
@@ -82,7 +81,12 @@ export default {
       const governance = await loadGovernance(
         checkoutSnapshot(repo.layout.topLevel, repo.layout.gitDir, repo.objects, repo.env),
       );
-      const { key } = loadSigningKey(values.key ?? settings.signingKey ?? undefined, io.env);
+      const { key } = signingKeyFor(
+        governance.trustRoot,
+        'delegator',
+        values.key ?? settings.signingKey ?? undefined,
+        io.env,
+      );
       assertKeyMaySign(governance.trustRoot, key, 'delegator', governance.policy.keysDir);
       // Asked while the worker writes; said after the receipt, where the user looks next.
       const hooks = hooksNotRun(repo);
