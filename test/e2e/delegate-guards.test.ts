@@ -457,6 +457,10 @@ describe('delegate-git config', () => {
     ['worker.colour', 'blue', 'has unknown field(s) "colour"'],
     ['worker.endpoint', 'notaurl', 'worker.endpoint: must be an http:// or https:// URL'],
     ['worker.endpoint', 'ftp://127.0.0.1/v1', 'worker.endpoint: must be an http:// or https:// URL'],
+    // Kept in plain text and shown: a secret belongs in the environment (worker.apiKeyEnv). A user alone is no secret.
+    ['worker.endpoint', 'http://me:s3cret@127.0.0.1:1234/v1', 'worker.endpoint: must not hold a password'],
+    // A name, as keygen made it: never a path (`../../x`) into or out of the keys directory.
+    ['signingKey', '../../x', 'signingKey: must be a key name'],
   ])(
     'a bad value is refused with exit 2 and nothing changes: config set %s %s',
     async (key, value, named) => {

@@ -27,7 +27,7 @@ const SEED_LENGTH = 32;
 /** DER PKCS#8 PrivateKeyInfo header for an Ed25519 seed (RFC 8410 §7); the 32 seed bytes follow. */
 const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 /** Also a file name and a word in commands: it starts as the trust root's names do, never with `.` or `-`. */
-const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const KEY_SUFFIX = '.key';
 const KEYGEN_HINT = 'Create one with `delegate-git keygen <name>`, or set ' + SIGNING_KEY_ENV + '.';
 

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { describeIssue } from '@delegate-git/core/schema';
+import { KEY_NAME } from '@delegate-git/core/signing-key';
 import * as z from 'zod/mini';
 
 /**
@@ -26,9 +27,15 @@ const settingsSchema = z.strictObject({
   worker: z.prefault(
     z.strictObject({
       endpoint: z._default(
-        z
-          .string()
-          .check(z.refine(isHttpUrl, 'must be an http:// or https:// URL, like http://127.0.0.1:1234/v1')),
+        z.string().check(
+          z.refine(isHttpUrl, 'must be an http:// or https:// URL, like http://127.0.0.1:1234/v1'),
+          // Kept in plain text in the state directory, and shown in receipts: a password belongs in the
+          // environment, where worker.apiKeyEnv names it.
+          z.refine(
+            (text) => !hasPassword(text),
+            'must not hold a password (user:password@): put the secret in an environment variable and name it with worker.apiKeyEnv',
+          ),
+        ),
         'http://127.0.0.1:1234/v1',
       ),
       model: z._default(z.string(), 'local-model'),
@@ -53,10 +60,30 @@ const settingsSchema = z.strictObject({
   emitAllowlist: z._default(z.array(z.string()), []),
   unitScope: z._default(z.enum(['enforce', 'off']), 'enforce'),
   retryContext: z._default(z.enum(['auto', 'off']), 'auto'),
-  signingKey: z._default(z.nullable(z.string()), null),
+  signingKey: z._default(
+    z.nullable(
+      z
+        .string()
+        .check(
+          z.regex(
+            KEY_NAME,
+            'must be a key name (1 to 64 letters, digits, ".", "_" or "-", starting with a letter or a digit), as `delegate-git keygen` made it',
+          ),
+        ),
+    ),
+    null,
+  ),
 });
 
 export type OperatorSettings = z.infer<typeof settingsSchema>;
+
+function hasPassword(text: string): boolean {
+  try {
+    return new URL(text).password !== '';
+  } catch {
+    return false;
+  }
+}
 
 function isHttpUrl(text: string): boolean {
   try {
