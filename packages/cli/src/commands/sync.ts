@@ -38,6 +38,20 @@ const ATTEMPTS = 5;
 const LOST_RACE =
   /^\[rejected\] \((?:non-fast-forward|fetch first)\)$|^\[remote rejected\] \((?:cannot lock ref|failed to update ref|incorrect old value)/;
 
+const HOOK_DECLINED = /^\[remote rejected\] \(pre-receive hook declined\)/;
+
+/** Whether the remote's ledger is no longer `fetched` (null: it had none); false when the remote cannot be asked. */
+async function remoteMoved(
+  remote: string,
+  fetched: string | null,
+  opts: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<boolean> {
+  const listed = await gitTry(['ls-remote', remote, LEDGER_REF], opts);
+  if (listed.code !== 0) return false;
+  const now = listed.stdout.toString('utf8').split(/\s/)[0] || null;
+  return now !== fetched;
+}
+
 export default {
   summary: 'merge the ledger with a remote (fetch, union of both, push without force)',
   help,
@@ -103,8 +117,13 @@ export default {
               `record, taken in or made here. Check that ${remote} (\`git remote get-url --push ${remote}\`) can be ` +
               'reached and written, then run sync again.',
           );
-        // "[remote rejected]" by a server hook is final; only a lost race is worth another round.
-        if (!LOST_RACE.test(status)) {
+        // "[remote rejected]" by a server hook is final; only a lost race is worth another round. The server's hook
+        // refuses a push whose old id the ledger no longer holds (push-claims.ts): declined while the remote's ledger
+        // moved since this round's fetch, the push lost a race, whatever the hook said.
+        if (
+          !LOST_RACE.test(status) &&
+          !(HOOK_DECLINED.test(status) && (await remoteMoved(remote, theirs, opts)))
+        ) {
           io.err(`delegate-git sync: the push to ${remote} was refused:\n${pushed.stderr}`);
           return 1;
         }
