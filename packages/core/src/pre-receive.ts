@@ -86,6 +86,11 @@ export interface PushJudgement {
 
 const ZERO = /^0+$/;
 
+/** A judgement before anything is judged: what judgePush fills in, and all a push refused on its commands gets. */
+export function emptyJudgement(refusals: PushRefusal[] = []): PushJudgement {
+  return { refusals, bootstrap: false, changingRules: [], commits: 0, files: 0, noteLines: 0 };
+}
+
 export interface JudgePushOptions {
   /**
    * The commit of the protected branch, when not the one HEAD names: `verify --since` judges a revision as a push
@@ -99,14 +104,7 @@ export async function judgePush(
   updates: RefUpdate[],
   opts: JudgePushOptions = {},
 ): Promise<PushJudgement> {
-  const result: PushJudgement = {
-    refusals: [],
-    bootstrap: false,
-    changingRules: [],
-    commits: 0,
-    files: 0,
-    noteLines: 0,
-  };
+  const result = emptyJudgement();
   const reads = new PushReads(repo, updates, opts.defaultBranchAt);
   try {
     return await judgeWith(reads, updates, result);

@@ -3,7 +3,6 @@
 
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
-import type { PushJudgement } from '@delegate-git/core/pre-receive';
 import { type QuickAnswer, quickPreCommit, rememberIndexTree } from '@delegate-git/core/quiet-commit';
 import type { Repository } from '@delegate-git/core/repository';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
@@ -142,32 +141,22 @@ async function afterPull(io: Io): Promise<number> {
 /** The refusals the pusher is shown one by one: a crafted push may hold a hundred thousand (rt41 f02). */
 const SHOWN_REFUSALS = 200;
 
-/** A push refused before it was judged (its commands do not hold): nothing else about it is known. */
-const NOTHING_JUDGED: PushJudgement = {
-  refusals: [],
-  bootstrap: false,
-  changingRules: [],
-  commits: 0,
-  files: 0,
-  noteLines: 0,
-};
-
 async function preReceive(io: Io): Promise<number> {
   await sizeThreadPool();
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  const [{ judgePush, LEDGER_REF }, { parseRefUpdates, refusedClaims }, { Repository }] = await Promise.all([
-    import('@delegate-git/core/pre-receive'),
-    import('@delegate-git/core/push-claims'),
-    import('@delegate-git/core/repository'),
-  ]);
+  const [{ emptyJudgement, judgePush, LEDGER_REF }, { parseRefUpdates, refusedClaims }, { Repository }] =
+    await Promise.all([
+      import('@delegate-git/core/pre-receive'),
+      import('@delegate-git/core/push-claims'),
+      import('@delegate-git/core/repository'),
+    ]);
   const updates = parseRefUpdates(Buffer.concat(chunks).toString('utf8'));
   const repo = await Repository.open(io.cwd, io.env, io.err);
   try {
     // The commands are the pusher's word until they are checked against the refs: only then is the push judged.
     const claims = await refusedClaims(repo, updates);
-    const result =
-      claims.length > 0 ? { ...NOTHING_JUDGED, refusals: claims } : await judgePush(repo, updates);
+    const result = claims.length > 0 ? emptyJudgement(claims) : await judgePush(repo, updates);
     if (result.bootstrap)
       io.err(
         'delegate-git: no policy was in force yet; this push was judged by its own policy (first push).\n',
