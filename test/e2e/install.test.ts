@@ -129,22 +129,24 @@ describe('init: an existing pre-commit hook', () => {
 describe('init: where git runs hooks', () => {
   it('installs into core.hooksPath (made absolute) when it is set', () => {
     const dir = makeWorkTree(story, 'hookspath');
-    gitOk(story, dir, ['config', 'core.hooksPath', '.githooks']);
+    // Inside the git directory, where no checkout writes (one in the work tree is refused, below).
+    gitOk(story, dir, ['config', 'core.hooksPath', '.git/own-hooks']);
     const init = cliOk(story, dir, ['init', '--protect', 'src/**']);
-    const installed = path.join(dir, '.githooks', 'pre-commit');
+    const hooks = path.join(dir, '.git', 'own-hooks');
+    const installed = path.join(hooks, 'pre-commit');
     expect(init.stdout).toContain(`installed the pre-commit hook: ${installed}`);
     expect(init.stdout).toContain(
       `installed the pre-merge-commit hook: ${installed.replace(/pre-commit$/, 'pre-merge-commit')}`,
     );
     expect(fs.readFileSync(installed, 'utf8')).toContain(MARKER);
-    expect(fs.readFileSync(path.join(dir, '.githooks', 'pre-merge-commit'), 'utf8')).toContain(MARKER);
+    expect(fs.readFileSync(path.join(hooks, 'pre-merge-commit'), 'utf8')).toContain(MARKER);
     // The hooks after a pull, which take in the records it fetched, go to the same place.
     for (const name of ['post-merge', 'post-rewrite']) {
-      expect(init.stdout).toContain(`installed the ${name} hook: ${path.join(dir, '.githooks', name)}`);
-      expect(fs.readFileSync(path.join(dir, '.githooks', name), 'utf8')).toContain(`hook ${name}`);
+      expect(init.stdout).toContain(`installed the ${name} hook: ${path.join(hooks, name)}`);
+      expect(fs.readFileSync(path.join(hooks, name), 'utf8')).toContain(`hook ${name}`);
     }
     expect(fs.existsSync(path.join(dir, '.git', 'hooks', 'pre-commit'))).toBe(false);
-    expect(gitOk(story, dir, ['config', 'core.hooksPath'])).toBe(path.join(dir, '.githooks'));
+    expect(gitOk(story, dir, ['config', 'core.hooksPath'])).toBe(hooks);
 
     gitOk(story, dir, ['add', '.delegate-git']);
     expect(commit(story, dir, 'adopt').code).toBe(0);
@@ -927,7 +929,7 @@ describe('init: core.hooksPath this clone does not own', () => {
 
   it('a core.hooksPath init installed into, changed afterwards, makes attest warn too (rt50 f02); control: changed back', () => {
     const dir = makeWorkTree(story, 'hookspath-moved');
-    gitOk(story, dir, ['config', 'core.hooksPath', '.githooks']);
+    gitOk(story, dir, ['config', 'core.hooksPath', '.git/githooks']);
     cliOk(story, dir, ['init', '--protect', 'src/**']);
     gitOk(story, dir, ['add', '.delegate-git']);
     expect(commit(story, dir, 'adopt').code).toBe(0);
@@ -937,17 +939,17 @@ describe('init: core.hooksPath this clone does not own', () => {
     };
     const warning = "warning: git does not run delegate-git's commit hook in this repository";
     expect(approve('src/before.ts')).not.toContain(warning);
-    gitOk(story, dir, ['config', 'core.hooksPath', '.other-hooks']);
+    gitOk(story, dir, ['config', 'core.hooksPath', '.git/other-hooks']);
     expect(approve('src/moved.ts')).toContain(
-      `${warning}: core.hooksPath is set to .other-hooks in the local git configuration, so git runs the hooks in ${path.join(dir, '.other-hooks')}, not those init installed in ${path.join(dir, '.githooks')}`,
+      `${warning}: core.hooksPath is set to .git/other-hooks in the local git configuration, so git runs the hooks in ${path.join(dir, '.git', 'other-hooks')}, not those init installed in ${path.join(dir, '.git', 'githooks')}`,
     );
     gitOk(story, dir, ['config', '--unset', 'core.hooksPath']);
     expect(approve('src/unset.ts')).toContain(`${warning}: core.hooksPath is no longer set`);
-    gitOk(story, dir, ['config', 'core.hooksPath', path.join(dir, '.githooks')]);
+    gitOk(story, dir, ['config', 'core.hooksPath', path.join(dir, '.git', 'githooks')]);
     expect(approve('src/back.ts')).not.toContain(warning);
   });
 
-  it('refuses a repository-local core.hooksPath outside the repository (~/githooks, shared by each that sets it); control: ~ inside it installs', () => {
+  it('refuses a repository-local core.hooksPath outside the repository (~/githooks, shared by each that sets it); control: ~ inside its git directory installs', () => {
     const home = path.join(story.root, 'tilde-home');
     const sharedRan = path.join(story.root, 'tilde-shared-ran.txt');
     executable(path.join(home, 'githooks', 'pre-commit'), `#!/bin/sh\necho ran >> '${sharedRan}'\n`);
@@ -968,11 +970,11 @@ describe('init: core.hooksPath this clone does not own', () => {
     expect(commitWith(other, 'other repository', { ...story.env, HOME: home }).code).toBe(0);
     expect(lines(sharedRan)).toHaveLength(1);
 
-    // `~` expanded as git does, to a directory inside this repository: installed there.
-    const env = { ...story.env, HOME: dir };
+    // `~` expanded as git does, to a directory inside this repository's git directory: installed there.
+    const env = { ...story.env, HOME: path.join(dir, '.git') };
     const init = cli(story, dir, ['init', '--protect', 'src/**'], env);
     expect(init.code, init.stderr).toBe(0);
-    const installed = path.join(dir, 'githooks', 'pre-commit');
+    const installed = path.join(dir, '.git', 'githooks', 'pre-commit');
     expect(init.stdout).toContain(`installed the pre-commit hook: ${installed}`);
     expect(fs.readFileSync(installed, 'utf8')).toContain(MARKER);
     expect(fs.existsSync(path.join(dir, '~'))).toBe(false);
@@ -982,6 +984,239 @@ describe('init: core.hooksPath this clone does not own', () => {
     const gated = commitWith(dir, 'unpromoted', env);
     expect(gated.code).not.toBe(0);
     expect(gated.stderr).toContain('NOT PROMOTED  src/a.ts');
+  });
+});
+
+describe('init: a hooks directory in the work tree that git does not track (rt52 f01)', () => {
+  /** A branch (a pull request under review) that tracks a script of its own at `.githooks/pre-commit`. */
+  function branchWithHooks(dir: string, ran: string): void {
+    gitOk(story, dir, ['checkout', '-q', '-b', 'pr']);
+    executable(path.join(dir, '.githooks', 'pre-commit'), `#!/bin/sh\necho ran >> '${ran}'\nexit 0\n`);
+    gitOk(story, dir, ['add', '-f', '.githooks/pre-commit']);
+    gitOk(story, dir, [
+      '-c',
+      'core.hooksPath=/dev/null',
+      'commit',
+      '-q',
+      '-m',
+      'a branch that tracks a hook',
+    ]);
+    gitOk(story, dir, ['checkout', '-q', 'main']);
+  }
+
+  it.each([
+    ['ignored', '.githooks/\n'],
+    ['untracked', ''],
+  ])(
+    'refuses a core.hooksPath inside the work tree that is %s, writing nothing, also from a linked worktree',
+    (kind, ignore) => {
+      const dir = makeWorkTree(story, `in-work-tree-${kind}`);
+      writeFiles(dir, { '.gitignore': ignore, 'README.md': 'hi\n' });
+      gitOk(story, dir, ['add', '.']);
+      gitOk(story, dir, ['commit', '-q', '-m', 'base']);
+      const own = `#!/bin/sh\necho mine\n`;
+      executable(path.join(dir, '.githooks', 'pre-commit'), own);
+      gitOk(story, dir, ['config', 'core.hooksPath', '.githooks']);
+
+      const refused = cli(story, dir, ['init', '--protect', 'src/**']);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(
+        `core.hooksPath is .githooks, a directory inside the work tree ${dir} that git does not track`,
+      );
+      expect(refused.stderr).toContain('checking out a branch that tracks .githooks/pre-commit replaces');
+      expect(refused.stderr).toContain('git config --unset core.hooksPath');
+      expect(refused.stderr).toContain('Nothing was written.');
+      expect(tree(path.join(dir, '.githooks'))).toEqual({ 'pre-commit': `100755 ${own}` });
+      expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+      expect(gitOk(story, dir, ['config', 'core.hooksPath'])).toBe('.githooks');
+
+      // Made absolute (as an older init did), and init run in a linked worktree: still the main work tree's.
+      gitOk(story, dir, ['config', 'core.hooksPath', path.join(dir, '.githooks')]);
+      const linked = path.join(story.root, `in-work-tree-${kind}-linked`);
+      gitOk(story, dir, ['worktree', 'add', '-q', '-b', 'linked', linked]);
+      const refusedThere = cli(story, linked, ['init', '--protect', 'src/**']);
+      expect(refusedThere.code).toBe(2);
+      expect(refusedThere.stderr).toContain(
+        `a directory inside the work tree ${dir} that git does not track`,
+      );
+      expect(fs.existsSync(path.join(linked, '.delegate-git'))).toBe(false);
+    },
+  );
+
+  it('control: with core.hooksPath unset as the refusal says, the gate survives checking out a branch that tracks .githooks/pre-commit', async () => {
+    const dir = makeWorkTree(story, 'in-work-tree-way-out');
+    writeFiles(dir, { '.gitignore': '.githooks/\n', 'README.md': 'hi\n' });
+    gitOk(story, dir, ['add', '.']);
+    gitOk(story, dir, ['commit', '-q', '-m', 'base']);
+    const mine = path.join(story.root, 'way-out-mine-ran.txt');
+    executable(path.join(dir, '.githooks', 'pre-commit'), `#!/bin/sh\necho ran >> '${mine}'\n`);
+    gitOk(story, dir, ['config', 'core.hooksPath', '.githooks']);
+    expect(cli(story, dir, ['init', '--protect', 'src/**']).code).toBe(2);
+
+    // The way out: the hook of one's own moved into the git directory, core.hooksPath unset.
+    fs.renameSync(path.join(dir, '.githooks', 'pre-commit'), path.join(dir, '.git', 'hooks', 'pre-commit'));
+    gitOk(story, dir, ['config', '--unset', 'core.hooksPath']);
+    adopt(story, dir, ['src/**']);
+    expect(lines(mine)).toHaveLength(1); // chained, and run by the adopting commit
+
+    const ran = path.join(story.root, 'way-out-branch-ran.txt');
+    branchWithHooks(dir, ran);
+    gitOk(story, dir, ['checkout', '-q', 'pr']);
+    gitOk(story, dir, ['checkout', '-q', 'main']);
+    stage(dir, { 'src/x.ts': 'export const x = 1;\n' });
+    const refused = commit(story, dir, 'unpromoted');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/x.ts');
+    await recordVerdict(story, dir, 'src/x.ts');
+    expect(commit(story, dir, 'promoted').code).toBe(0);
+    expect(lines(ran)).toHaveLength(0); // the branch's script never ran
+    expect(lines(mine)).toHaveLength(3);
+  });
+
+  it('refuses a .git/hooks that links to an ignored directory in the work tree; control: a directory of its own installs', () => {
+    const dir = makeWorkTree(story, 'hooks-link-in-work-tree');
+    writeFiles(dir, { '.gitignore': 'githooks/\n' });
+    executable(path.join(dir, 'githooks', 'pre-commit'), '#!/bin/sh\nexit 0\n');
+    fs.rmSync(path.join(dir, '.git', 'hooks'), { recursive: true, force: true });
+    fs.symlinkSync('../githooks', path.join(dir, '.git', 'hooks'));
+    const refused = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      `.git/hooks links to githooks, a directory inside the work tree ${dir} that git does not track`,
+    );
+    expect(refused.stderr).toContain('Make .git/hooks a directory of its own');
+    expect(fs.readdirSync(path.join(dir, 'githooks'))).toEqual(['pre-commit']);
+    expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+
+    fs.rmSync(path.join(dir, '.git', 'hooks'));
+    fs.mkdirSync(path.join(dir, '.git', 'hooks'));
+    const init = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(init.code, init.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(dir, '.git', 'hooks', 'pre-commit'), 'utf8')).toContain(MARKER);
+  });
+
+  it('a hook an earlier init put in such a directory makes attest warn, and once a checkout removed it, init refuses and says why; control: in the git directory, no warning', () => {
+    const dir = makeWorkTree(story, 'in-work-tree-earlier');
+    writeFiles(dir, { '.gitignore': '.githooks/\n' });
+    gitOk(story, dir, ['add', '.gitignore']);
+    gitOk(story, dir, ['commit', '-q', '-m', 'base']);
+    gitOk(story, dir, ['config', 'core.hooksPath', '.git/githooks']);
+    adopt(story, dir, ['src/**']);
+    const approve = (file: string) => {
+      writeFiles(dir, { [file]: `export const at = '${file}';\n` });
+      return cliOk(story, dir, ['attest', '--approve', file, '--key', OPERATOR, '--yes']).stderr;
+    };
+    expect(approve('src/before.ts')).not.toContain('warning');
+
+    // What an earlier init left: its hooks in .githooks, ignored, and recorded as where it installed them.
+    const hooks = path.join(dir, '.githooks');
+    fs.renameSync(path.join(dir, '.git', 'githooks'), hooks);
+    gitOk(story, dir, ['config', 'core.hooksPath', hooks]);
+    fs.writeFileSync(path.join(dir, '.git', 'delegate-git', 'hooks-dir'), `${hooks}\n`);
+    expect(approve('src/earlier.ts')).toContain(
+      `delegate-git attest: warning: delegate-git's commit hook is in ${hooks}, inside the work tree ${dir}: a checkout of a branch that tracks a file there replaces the hook`,
+    );
+
+    // What it warns of: the branch's script replaces the hook, then goes, and an unpromoted file commits.
+    const ran = path.join(story.root, 'earlier-branch-ran.txt');
+    branchWithHooks(dir, ran);
+    gitOk(story, dir, ['checkout', '-q', 'pr']);
+    gitOk(story, dir, ['checkout', '-q', 'main']);
+    expect(fs.existsSync(path.join(hooks, 'pre-commit'))).toBe(false);
+    stage(dir, { 'src/unchecked.ts': 'export const u = 1;\n' });
+    expect(commit(story, dir, 'unpromoted, and no hook to say so').code).toBe(0);
+    expect(approve('src/after-checkout.ts')).toContain(
+      'where init installed it, no longer runs delegate-git',
+    );
+    const refused = cli(story, dir, ['init']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('a directory inside the work tree');
+
+    // Control: the hooks in the git directory again, where no checkout writes.
+    gitOk(story, dir, ['config', '--unset', 'core.hooksPath']);
+    cliOk(story, dir, ['init']);
+    expect(approve('src/in-git-dir.ts')).not.toContain('warning');
+  });
+});
+
+describe('init run again: a hook of its own edited by hand (rt52 f04)', () => {
+  const GATE_LINE = 'if [ -x "$DELEGATE_GIT_NODE" ] && [ -f "$DELEGATE_GIT_CLI" ]; then';
+  /** The hook as it was after an upgrade moved the CLI init recorded. */
+  const moved = (text: string) =>
+    text.replace(/^DELEGATE_GIT_CLI=.*$/m, "DELEGATE_GIT_CLI='/nonexistent/old/delegate-git.js'");
+
+  it('keeps an edited hook as pre-commit.kept and says so, never over an earlier copy; control: an unedited one from an older location, or an earlier release of the same wording, is replaced with no copy', async () => {
+    const dir = makeWorkTree(story, 'edited-hook');
+    adopt(story, dir, ['src/**']);
+    const hook = path.join(dir, '.git', 'hooks', 'pre-commit');
+    const fresh = fs.readFileSync(hook, 'utf8');
+    expect(fresh.split('\n')[2]).toMatch(/^# fingerprint: [0-9a-f]{64} /);
+
+    // Controls: the CLI moved (what the hook's own message says to run init for), and the same hook as a release
+    // before fingerprints wrote it: replaced as it was, no copy, no word.
+    for (const older of [moved(fresh), moved(fresh).replace(/^# fingerprint: .*\n/m, '')]) {
+      fs.writeFileSync(hook, older);
+      const init = cliOk(story, dir, ['init']);
+      expect(init.stdout).toContain(`installed the pre-commit hook: ${hook}\n`);
+      expect(fs.readFileSync(hook, 'utf8')).toBe(fresh);
+      expect(fs.readdirSync(path.dirname(hook)).filter((f) => f.includes('.kept'))).toEqual([]);
+    }
+
+    // Lines of the user's, before the gate runs: kept beside the new hook, and init says where.
+    const marker = path.join(story.root, 'edited-hook-ran.txt');
+    const step = `echo user-step >> '${marker}' # my addition`;
+    const edited = moved(fresh).replace(GATE_LINE, `${step}\n${GATE_LINE}`);
+    fs.writeFileSync(hook, edited);
+    const init = cliOk(story, dir, ['init']);
+    expect(init.stdout).toContain(
+      `installed the pre-commit hook: ${hook} (the hook there had lines changed since init wrote it: it is kept as ${hook}.kept, which git does not run; move lines of your own to ${hook}.chained, which the hook runs first)`,
+    );
+    expect(fs.readFileSync(`${hook}.kept`, 'utf8')).toBe(edited);
+    expect(fs.readFileSync(hook, 'utf8')).toBe(fresh);
+    // Run again, nothing more is kept; edited again, the first copy stays and the second goes beside it.
+    expect(cliOk(story, dir, ['init']).stdout).not.toContain('kept as');
+    fs.writeFileSync(hook, `${fresh}# another line\n`);
+    expect(cliOk(story, dir, ['init']).stdout).toContain(`it is kept as ${hook}.kept-2,`);
+    expect(fs.readFileSync(`${hook}.kept`, 'utf8')).toBe(edited);
+    expect(fs.readFileSync(`${hook}.kept-2`, 'utf8')).toBe(`${fresh}# another line\n`);
+
+    // A release before fingerprints, in other words than this one's: kept, and said so without claiming an edit.
+    fs.writeFileSync(
+      hook,
+      moved(fresh)
+        .replace(/^# fingerprint: .*\n/m, '')
+        .replace('Refuses', 'Stops'),
+    );
+    expect(cliOk(story, dir, ['init']).stdout).toContain(
+      `(the hook there had lines this release does not write (your own, or the wording of the release that wrote it): it is kept as ${hook}.kept-3,`,
+    );
+
+    // The gate runs as before; the step moved to .chained as init says runs first.
+    executable(`${hook}.chained`, `#!/bin/sh\n${step}\n`);
+    stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+    const refused = commit(story, dir, 'unpromoted');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/a.ts');
+    await recordVerdict(story, dir, 'src/a.ts');
+    expect(commit(story, dir, 'promoted').code).toBe(0);
+    expect(lines(marker)).toHaveLength(2);
+  });
+
+  it('init --server keeps an edited pre-receive the same way; control: an unedited one is replaced with no copy', () => {
+    const server = makeServer(story, 'edited-pre-receive.git');
+    const hook = path.join(server, 'hooks', 'pre-receive');
+    const fresh = fs.readFileSync(hook, 'utf8');
+    fs.writeFileSync(hook, moved(fresh));
+    const plain = JSON.parse(cliOk(story, server, ['init', '--server', '--json']).stdout);
+    expect(plain.kept).toBeNull();
+    expect(fs.readFileSync(hook, 'utf8')).toBe(fresh);
+
+    const edited = fresh.replace('input=$(cat)', 'input=$(cat)\necho audit >&2');
+    fs.writeFileSync(hook, edited);
+    const init = cliOk(story, server, ['init', '--server']);
+    expect(init.stdout).toContain(`installed ${hook} (the hook there had lines changed since init wrote it`);
+    expect(fs.readFileSync(`${hook}.kept`, 'utf8')).toBe(edited);
+    expect(fs.readFileSync(hook, 'utf8')).toBe(fresh);
   });
 });
 

@@ -1,9 +1,11 @@
 /**
  * Installing the hook scripts where git will actually run them: husky's hook files when the repository uses
  * husky, else the hooks directory git uses (core.hooksPath, or the common .git/hooks shared by every worktree).
- * An existing foreign hook is kept and chained, never replaced. A hooks directory that is not this clone's alone
- * (core.hooksPath from the global or system config, or a directory the repository tracks) is refused, not written.
+ * An existing foreign hook is kept and chained, never replaced; one of ours edited by hand is kept beside the new one.
+ * A hooks directory that is not this clone's alone (core.hooksPath from the global or system config, or a directory
+ * the repository tracks), or one in the work tree that a checkout can write, is refused, not written.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { chmod, cp, mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -11,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { DelegateGitError, gitText, gitTry, type Repository } from '@delegate-git/core';
 import { relativeWithin } from '@delegate-git/core/path-within';
 import { writeFileAtomic } from './fs.js';
-import { configuredHooksPath, installedHooksRecord, isOurs } from './hooks-in-effect.js';
+import { checkoutWrites, configuredHooksPath, installedHooksRecord, isOurs } from './hooks-in-effect.js';
 
 /**
  * The scripts of hooks/, put into each bundle by scripts/build.mjs: the single-file server build has nothing beside
@@ -65,12 +67,65 @@ function hookText(name: HookName, cli: HookCli): string {
   const text = __DELEGATE_GIT_HOOKS__[TEMPLATE[name]];
   // @HOOK@ is one of HookName's fixed words, safe anywhere in the script; the paths come from where Node and this
   // package happen to be installed, so they are substituted as quoted words (the template leaves them unquoted).
-  return text
-    .replaceAll('@HOOK@', name)
-    .replaceAll('@DELEGATE_GIT_CLI@', shellQuote(cli.entry))
-    .replaceAll('@DELEGATE_GIT_COPIED_FROM@', shellQuote(cli.copiedFrom ?? ''))
-    .replaceAll('@DELEGATE_GIT_COPIED_TO@', shellQuote(cli.copiedTo ?? ''))
-    .replaceAll('@DELEGATE_GIT_NODE@', shellQuote(process.execPath));
+  return withFingerprint(
+    text
+      .replaceAll('@HOOK@', name)
+      .replaceAll('@DELEGATE_GIT_CLI@', shellQuote(cli.entry))
+      .replaceAll('@DELEGATE_GIT_COPIED_FROM@', shellQuote(cli.copiedFrom ?? ''))
+      .replaceAll('@DELEGATE_GIT_COPIED_TO@', shellQuote(cli.copiedTo ?? ''))
+      .replaceAll('@DELEGATE_GIT_NODE@', shellQuote(process.execPath)),
+  );
+}
+
+/**
+ * The lines recording where init found Node and the CLI (`DELEGATE_GIT_CLI='...'`, a quoted word that may span lines):
+ * they change whenever the CLI moves (an upgrade, npx's cache), and init writes them anew.
+ */
+const RECORDED_PATH = /^(DELEGATE_GIT_[A-Z_]+)=(?:'(?:[^']|'\\'')*'|.*)$/gm;
+/** The line holding a hook's fingerprint (third in every hook this release writes), with its end. */
+const FINGERPRINT = /^# fingerprint: ([0-9a-f]{64})\b.*(?:\n|$)/m;
+
+/**
+ * A hook as compared for hand edits: its recorded paths and its fingerprint line left out. Every release must leave
+ * out the same, or the hooks of the releases before it would all look edited.
+ */
+function withoutPlaces(text: string): string {
+  return text.replace(RECORDED_PATH, '$1=').replace(FINGERPRINT, '');
+}
+
+function fingerprint(text: string): string {
+  return createHash('sha256').update(withoutPlaces(text)).digest('hex');
+}
+
+/**
+ * The hook with its fingerprint as the third line: a later init, of whatever release and wording, then tells a hook
+ * its writer left as it was (replaced without a word) from one a user added lines to (kept beside it).
+ */
+function withFingerprint(text: string): string {
+  const [shebang, marker, ...rest] = text.split('\n');
+  const line = `# fingerprint: ${fingerprint(text)} (of this script, its paths aside: init keeps a copy of one edited by hand before it writes it again)`;
+  return [shebang, marker, line, ...rest].join('\n');
+}
+
+/**
+ * Whether `existing`, a hook of ours, holds what init would not write again, and why; null when it differs from
+ * `fresh` only in the paths it records (an earlier init, before the CLI moved) or its writer's fingerprint still
+ * matches it (an earlier release, in its own wording).
+ */
+function editedHook(existing: string, fresh: string): string | null {
+  if (withoutPlaces(existing) === withoutPlaces(fresh)) return null;
+  const recorded = FINGERPRINT.exec(existing)?.[1];
+  if (recorded === undefined)
+    return 'lines this release does not write (your own, or the wording of the release that wrote it)';
+  return recorded === fingerprint(existing) ? null : 'lines changed since init wrote it';
+}
+
+/** `<file>.kept`, or `.kept-2` and on where that is taken: a copy kept earlier is never written over. */
+function keptName(file: string): string {
+  for (let n = 1; ; n++) {
+    const name = n === 1 ? `${file}.kept` : `${file}.kept-${n}`;
+    if (!lstatSync(name, { throwIfNoEntry: false })) return name;
+  }
 }
 
 /**
@@ -161,27 +216,37 @@ async function refuseTracked(repo: Repository, workTree: string, source: string)
   );
 }
 
+/** A hook installHookFile wrote, and where it kept the one it replaced when that held lines of the user's. */
+export interface InstalledHook {
+  file: string;
+  kept: { file: string; why: string } | null;
+}
+
 /**
- * Writes `<dir>/<name>`, moving a foreign hook aside to `<name>.chained` (which ours runs first). The new hook is
- * written before the old one moves, and the old one is put back if ours cannot be put in its place: a gate must
- * never be left without the hook that was there.
+ * Writes `<dir>/<name>`, moving a foreign hook aside to `<name>.chained` (which ours runs first), and one of ours that
+ * was edited by hand to `<name>.kept` (running it too would run the gate twice, once with a CLI that may be gone).
+ * The new hook is written before the old one moves, and the old one is put back if ours cannot be put in its place: a
+ * gate must never be left without the hook that was there.
  */
 export async function installHookFile(
   dir: string,
   name: HookName,
   cli: HookCli = { entry: cliEntry(), copiedFrom: null },
-): Promise<string> {
+): Promise<InstalledHook> {
   const file = path.join(dir, name);
   refuseOccupied([file]);
   const text = hookText(name, cli);
   const chained = `${file}.chained`;
-  const foreign = existsSync(file) && !(await isOurs(file));
+  const existing = existsSync(file) ? await readFile(file, 'utf8') : null;
+  const foreign = existing !== null && !(await isOurs(file));
   if (foreign && existsSync(chained)) {
     throw new DelegateGitError(
       'IO',
       `${file} is not delegate-git's and ${chained} already exists, so the existing hook cannot be chained safely. Merge them by hand, then run init again.`,
     );
   }
+  const edited = existing !== null && !foreign ? editedHook(existing, text) : null;
+  const aside = foreign ? chained : edited ? keptName(file) : null;
   const ready = `${file}.delegate-git-${process.pid}`;
   await mkdir(dir, { recursive: true });
   try {
@@ -189,18 +254,24 @@ export async function installHookFile(
     await chmod(ready, 0o755);
     // The mode goes with it: the hook runs a .chained file only when executable, so one the user had disabled
     // (git skips a hook that is not executable) stays disabled.
-    if (foreign) await rename(file, chained);
+    if (aside) await rename(file, aside);
     try {
       await rename(ready, file);
     } catch (error) {
-      if (foreign) await rename(chained, file);
+      if (aside) await rename(aside, file);
       throw error;
     }
   } finally {
     await rm(ready, { force: true });
   }
   await refreshSavedCopies(file, text);
-  return file;
+  return { file, kept: edited && aside ? { file: aside, why: edited } : null };
+}
+
+/** What init says of a hook whose earlier content it kept, or '' when it kept none. */
+export function keptNote({ file, kept }: InstalledHook): string {
+  if (!kept) return '';
+  return `the hook there had ${kept.why}: it is kept as ${kept.file}, which git does not run; move lines of your own to ${file}.chained, which the hook runs first`;
 }
 
 /**
@@ -231,7 +302,9 @@ export interface ClientHookPlan {
  *
  * Refuses (writing nothing) a hooks directory this clone does not own: a core.hooksPath from the global or system
  * config is every repository's hooks directory, and a hooks directory holding tracked files is the team's, where a
- * script naming this machine's paths does not belong. An untracked directory in the work tree is this clone's.
+ * script naming this machine's paths does not belong. An untracked directory in the work tree is this clone's, but
+ * any checkout may replace or delete what is in it. husky's generated `_` is one too, and is used all the same: init
+ * adds its line to husky's committed scripts, which a branch can change anyway (docs/threat-model.md).
  */
 export async function planClientHooks(repo: Repository): Promise<ClientHookPlan> {
   const top = repo.layout.topLevel!;
@@ -240,10 +313,13 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
   if (!configured) {
     const plan = { dir: path.join(repo.layout.commonDir, 'hooks'), cli, configured, husky: null };
     await refuseShared(plan.dir, [top, repo.layout.commonDir], CLIENT_WAY_OUT);
-    // `ln -s ../githooks .git/hooks`: the team's hooks, as with a core.hooksPath the repository tracks.
+    // `ln -s ../githooks .git/hooks`: the team's hooks, as with a core.hooksPath the repository tracks; or, not
+    // tracked, a directory a checkout writes.
     if (lstatSync(plan.dir, { throwIfNoEntry: false })?.isSymbolicLink()) {
       const target = await realpath(plan.dir);
-      await refuseTeamHooks(repo, top, target, `.git/hooks links to ${path.relative(top, target) || '.'}`);
+      const named = `.git/hooks links to ${path.relative(top, target) || '.'}`;
+      await refuseTeamHooks(repo, top, target, named);
+      await refuseCheckoutWritable(repo, top, plan.dir, named, LINKED_IN_WORK_TREE_WAY_OUT);
     }
     refuseOccupied(hookFiles(repo, plan));
     return plan;
@@ -263,6 +339,15 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
   else {
     await refuseShared(dir, [...worktrees, repo.layout.commonDir], CONFIGURED_WAY_OUT);
     await refuseTeamHooks(repo, top, dir, `core.hooksPath is ${value}`);
+    // Not for husky's generated `_`: what runs from there is husky's, and its committed scripts are the branch's.
+    await refuseCheckoutWritable(
+      repo,
+      top,
+      dir,
+      `core.hooksPath is ${value}`,
+      IN_WORK_TREE_WAY_OUT,
+      worktrees,
+    );
   }
   const plan = { dir, cli, configured, husky };
   refuseOccupied(hookFiles(repo, plan));
@@ -362,6 +447,35 @@ async function refuseTeamHooks(repo: Repository, top: string, dir: string, named
   );
 }
 
+/**
+ * Refuses a hooks directory in a work tree that the repository does not track (refuseTeamHooks has refused one it
+ * does): git takes its files, ignored or untracked, for its own to replace. A checkout of a branch that tracks
+ * `<dir>/pre-commit` puts that branch's script where the gate was, and checking out a branch without it again deletes
+ * the file: every commit from then on runs a branch's program, or no gate at all, and nothing says so.
+ */
+async function refuseCheckoutWritable(
+  repo: Repository,
+  top: string,
+  dir: string,
+  named: string,
+  wayOut: string,
+  worktrees: readonly string[] = [top],
+): Promise<void> {
+  const within = await checkoutWrites(dir, worktrees, [repo.layout.commonDir, repo.layout.gitDir]);
+  if (within === null) return;
+  const { workTree, rel: shown } = within;
+  throw new DelegateGitError(
+    'USAGE',
+    `${named}, a directory inside the work tree ${workTree} that git does not track (ignored or untracked): git takes the files there for its own to replace, so checking out a branch that tracks ${shown}/pre-commit replaces delegate-git's hook with that branch's script, and checking out a branch without it deletes the hook, without a word either time; commits would then run the branch's program, or no gate at all. Nothing was written. ${wayOut}`,
+  );
+}
+
+const IN_WORK_TREE_WAY_OUT =
+  "Unset core.hooksPath (`git config --unset core.hooksPath`) so git runs the hooks in the git directory, or point it at a directory outside the work tree that is this repository's alone, inside its git directory (`git config core.hooksPath .git/hooks`), moving any hook of your own from there first (init keeps it and runs it before the gate); then run init again.";
+
+const LINKED_IN_WORK_TREE_WAY_OUT =
+  'Make .git/hooks a directory of its own rather than a link into the work tree, moving any hook of your own into it (init keeps it and runs it before the gate), and run init again.';
+
 /** The files installClientHooks writes (or appends to) for a plan. */
 function hookFiles(repo: Repository, { dir, husky }: Pick<ClientHookPlan, 'dir' | 'husky'>): string[] {
   if (!husky) return CLIENT_HOOKS.map((name) => path.join(dir, name));
@@ -447,16 +561,21 @@ export async function installClientHooks(
     installed[name] = [
       plan.husky
         ? await appendHuskyLine(repo, top, plan.husky, dir, name, cli)
-        : await installHookFile(dir, name, cli),
+        : said(await installHookFile(dir, name, cli)),
     ];
   // husky 9 generates no pre-merge-commit in .husky/_, so git would never run .husky/pre-merge-commit: ours goes
   // there (git ignores that directory's content). Should husky one day write its own, it runs the line above.
   const generated = path.join(dir, 'pre-merge-commit');
   if (plan.husky && path.basename(dir) === '_' && (!existsSync(generated) || (await isOurs(generated))))
-    installed['pre-merge-commit'].push(await installHookFile(dir, 'pre-merge-commit', cli));
+    installed['pre-merge-commit'].push(said(await installHookFile(dir, 'pre-merge-commit', cli)));
   // Where git ran hooks when they were installed: a later core.hooksPath elsewhere is said (hooks-in-effect.ts).
   await writeFileAtomic(installedHooksRecord(repo.layout.commonDir), `${dir}\n`);
   return installed;
+}
+
+/** An installed hook as init names it. */
+function said(hook: InstalledHook): string {
+  return hook.kept ? `${hook.file} (${keptNote(hook)})` : hook.file;
 }
 
 /**
@@ -487,7 +606,7 @@ async function appendHuskyLine(
   name: ClientHook,
   cli: HookCli,
 ): Promise<string> {
-  await installHookFile(path.join(repo.layout.commonDir, 'delegate-git', 'hooks'), name, cli);
+  const runner = await installHookFile(path.join(repo.layout.commonDir, 'delegate-git', 'hooks'), name, cli);
   const file = path.join(husky, name);
   const line = huskyLine(name);
   const exists = existsSync(file);
@@ -499,7 +618,7 @@ async function appendHuskyLine(
   const before = runsLast(placed, line)
     ? ''
     : '; the gate runs before the rest of that script, so a command after it that restages files (a formatter) commits content the gate did not judge: move the line after such commands yourself';
-  return `${path.relative(top, file)} (husky; core.hooksPath set to ${hooksDir} so linked worktrees run it too${before})`;
+  return `${path.relative(top, file)} (husky; core.hooksPath set to ${hooksDir} so linked worktrees run it too${before}${runner.kept ? `; ${keptNote(runner)}` : ''})`;
 }
 
 /** A top-level line after which nothing in the script runs (`exec npx lint-staged`, `exit 0`, `return 0` in dash). */

@@ -8,6 +8,7 @@ import { constants } from 'node:fs';
 import { access, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { gitFailure, gitTry, type Repository } from '@delegate-git/core';
+import { relativeWithin } from '@delegate-git/core/path-within';
 
 /** The first two lines of every hook this package writes (the second names the hook: `# delegate-git hook (x).`). */
 const SHEBANG = '#!/bin/sh';
@@ -17,6 +18,35 @@ const MARKER = '# delegate-git hook (';
 export async function isOurs(file: string): Promise<boolean> {
   const [first, second] = (await readFile(file, 'utf8')).split('\n', 2);
   return first === SHEBANG && (second?.startsWith(MARKER) ?? false);
+}
+
+/**
+ * Where in a work tree (of `workTrees`) a checkout there can write `dir`, or null: a directory inside a work tree and
+ * not inside a git directory (`gitDirs`), whose files git does not track (the caller knows that), is one git takes for
+ * its own to replace or delete on checkout, ignored or not. Both the path as named and the directory it resolves to
+ * count: a link from the git directory into the work tree, or one in the work tree into the git directory, which a
+ * checkout can replace with a directory of a branch's own.
+ */
+export async function checkoutWrites(
+  dir: string,
+  workTrees: readonly string[],
+  gitDirs: readonly string[],
+): Promise<{ workTree: string; rel: string } | null> {
+  // The nearest of them around `file` decides (a git directory over a work tree at the same place: a bare one).
+  const inside = (trees: readonly string[], gits: readonly string[], file: string) => {
+    const around = (root: string) => relativeWithin(root, file) !== null;
+    const tree = trees.filter(around).sort((a, b) => b.length - a.length)[0];
+    if (tree === undefined || gits.some((git) => around(git) && git.length >= tree.length)) return null;
+    return { workTree: workTrees[trees.indexOf(tree)]!, rel: relativeWithin(tree, file) || '.' };
+  };
+  const named = inside(workTrees, gitDirs, path.resolve(dir));
+  if (named) return named;
+  const [real, trees, gits] = await Promise.all([
+    realDir(dir),
+    Promise.all(workTrees.map(realDir)),
+    Promise.all(gitDirs.map(realDir)),
+  ]);
+  return inside(trees, gits, real);
 }
 
 /** core.hooksPath with the scope it is set in; `--type=path` expands `~` as git does when it runs hooks. */
@@ -42,8 +72,9 @@ export function installedHooksRecord(commonDir: string): string {
 /**
  * Why git does not run the commit hook init installed, or null when it does, or when init installed none (`--no-hook`):
  * git now runs the hooks of another directory (a core.hooksPath set, changed or unset since), or the pre-commit there
- * no longer runs delegate-git (replaced, or no longer executable). One git process; never throws (a warning must not
- * fail the command it rides on).
+ * no longer runs delegate-git (replaced, or no longer executable); or it runs it, but from a directory of the work
+ * tree, where the next checkout may replace or delete it. One git process; never throws (a warning must not fail the
+ * command it rides on).
  */
 export async function hooksNotRun(repo: Repository): Promise<string | null> {
   const top = repo.layout.topLevel;
@@ -57,7 +88,7 @@ export async function hooksNotRun(repo: Repository): Promise<string | null> {
   if (installed === null) return null;
   const configured = await configuredHooksPath(repo, top).catch(() => null);
   const dir = configured ? path.resolve(top, configured.value) : own;
-  if (await runsGate(dir)) return null;
+  if (await runsGate(dir)) return await replaceableByCheckout(repo, top, dir, configured !== null);
   const unchecked =
     'Commits here are not checked before they are made (the server and CI still judge what is pushed).';
   if ((await realDir(dir)) === (await realDir(installed)))
@@ -66,6 +97,26 @@ export async function hooksNotRun(repo: Repository): Promise<string | null> {
     ? `core.hooksPath is set to ${configured.value} in the ${configured.scope} git configuration, so git runs the hooks in ${dir}`
     : `core.hooksPath is no longer set, so git runs the hooks in ${dir}`;
   return `git does not run delegate-git's commit hook in this repository: ${runs}, not those init installed in ${installed}. ${unchecked} Point git back at them (\`git config core.hooksPath ${installed}\`), or add a line running \`delegate-git hook pre-commit\` to ${path.join(dir, 'pre-commit')}.`;
+}
+
+/**
+ * Why the hook git runs now may stop running at the next checkout: it is ours, in a directory of the work tree (where
+ * init used to install when core.hooksPath named one, and now refuses to), and a branch that tracks a file there
+ * replaces it with its own script, or deletes it, with no word to anyone.
+ */
+async function replaceableByCheckout(
+  repo: Repository,
+  top: string,
+  dir: string,
+  configured: boolean,
+): Promise<string | null> {
+  if (!(await isOurs(path.join(dir, 'pre-commit')).catch(() => false))) return null;
+  const { commonDir, gitDir } = repo.layout;
+  // The main work tree, seen from a linked one, without asking git for the list (a warning costs one git process).
+  const trees = path.basename(commonDir) === '.git' ? [top, path.dirname(commonDir)] : [top];
+  const within = await checkoutWrites(dir, trees, [commonDir, gitDir]).catch(() => null);
+  if (within === null) return null;
+  return `delegate-git's commit hook is in ${dir}, inside the work tree ${within.workTree}: a checkout of a branch that tracks a file there replaces the hook with that branch's script, or deletes it, without a word, and commits are then not checked (the server and CI still judge what is pushed). ${configured ? 'Unset core.hooksPath (`git config --unset core.hooksPath`) so git runs the hooks in the git directory, or point it at a directory there,' : `Make ${dir} a directory of its own rather than a link into the work tree,`} and run \`delegate-git init\` again.`;
 }
 
 /** hooksNotRun's reason as the warning `command` prints, or '' when git runs the hook. */

@@ -42,6 +42,7 @@ import {
   installClientHooks,
   installHookCli,
   installHookFile,
+  keptNote,
   planClientHooks,
   planHookCli,
   serverHooksDir,
@@ -502,7 +503,8 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
     );
   }
   const dir = await serverHooksDir(repo);
-  const file = await installHookFile(dir, 'pre-receive', await installHookCli(repo, await planHookCli(repo)));
+  const hook = await installHookFile(dir, 'pre-receive', await installHookCli(repo, await planHookCli(repo)));
+  const file = hook.file;
   const opts = { cwd: repo.cwd, env: repo.env };
   // For a `git notes merge` run here by hand; the hook itself refuses a forced update or a deletion of the ledger.
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
@@ -512,10 +514,13 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
   await gitText(['config', 'delegate-git.server', 'true'], opts);
   // New refs are judged by the default branch's policy, so the branch HEAD names must be the one pushed first.
   const head = (await gitTry(['symbolic-ref', '-q', 'HEAD'], opts)).stdout.toString().trim();
-  if (asJson) io.out(`${JSON.stringify({ hook: file, defaultBranch: head || null }, null, 2)}\n`);
+  if (asJson)
+    io.out(
+      `${JSON.stringify({ hook: file, kept: hook.kept?.file ?? null, defaultBranch: head || null }, null, 2)}\n`,
+    );
   else
     io.out(
-      `  installed ${file}\n  pushes are now judged by the policy and trust root in force on this repository\n` +
+      `  installed ${file}${hook.kept ? ` (${keptNote(hook)})` : ''}\n  pushes are now judged by the policy and trust root in force on this repository\n` +
         `  new refs are judged by the policy of the default branch, ${head || '(none: HEAD is detached)'}: push the adopting commit to that branch,\n` +
         '  or point HEAD at yours (git symbolic-ref HEAD refs/heads/<branch>)\n',
     );
