@@ -1176,7 +1176,7 @@ describe('pre-receive: the commands of a push are checked before they are believ
     expect
       .soft(pushed.stderr)
       .toContain(
-        `delegate-git: refused ${LEDGER}: named 2 times in one push; a push names each ref once (git push does), so this one is not judged`,
+        `delegate-git: refused ${LEDGER}: named 2 times in one push; a push names each ref once (git push does), so this one is not judged\ndelegate-git: push refused.\n`,
       );
     serverUnchanged();
   });

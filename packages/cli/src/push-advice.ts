@@ -30,6 +30,7 @@ export function pushRefusalAdvice(
       `This push also changes the policy or the trust root (${changingRules.join(', ')}), but a push is judged by the rules in force on its branch before it: push the rules change on its own first.`,
     );
   if (lines) out.push(REFUSED_LINE);
-  else if (content.length === 0 && refusals.some((r) => r.ref === ledgerRef)) out.push(SYNC);
+  else if (content.length === 0 && refusals.some((r) => r.ref === ledgerRef && r.kind !== 'repeated ref'))
+    out.push(SYNC);
   return out;
 }

@@ -89,6 +89,9 @@ describe('pushRefusalAdvice', () => {
       pushRefusalAdvice([{ ref: LEDGER_REF, reason: 'not a fast-forward' }], [], LEDGER_REF)[0],
     ).toContain('run `delegate-git sync`');
     expect(pushRefusalAdvice([{ ref: 'refs/heads/x', reason: 'no policy' }], [], LEDGER_REF)).toEqual([]);
+    // A ledger named twice in one push is no ledger to catch up with: sync would not help.
+    const repeated = { ref: LEDGER_REF, reason: 'named 2 times in one push', kind: 'repeated ref' as const };
+    expect(pushRefusalAdvice([repeated], [], LEDGER_REF)).toEqual([]);
   });
 
   it('a refused line is told how it may enter, or how to leave it behind: sync, which keeps every line, is not offered', () => {

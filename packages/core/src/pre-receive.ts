@@ -66,9 +66,10 @@ export interface PushRefusal {
   reason: string;
   /**
    * For a refused path: what it needs (no kind: content to promote). `ledger line`: a line the ledger update adds that
-   * may not enter it.
+   * may not enter it. `repeated ref`: a ref the push's commands name more than once (a client of one's own), which no
+   * advice about the ledger helps.
    */
-  kind?: RefusalKind | 'ledger line';
+  kind?: RefusalKind | 'ledger line' | 'repeated ref';
   /** Refused by the rules the push brings, not by those in force (refusedByPushedRules): pushing those first is no way out. */
   byPushedRules?: true;
 }

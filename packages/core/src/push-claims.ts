@@ -42,6 +42,7 @@ export function repeatedRefs(updates: readonly RefUpdate[]): PushRefusal[] {
     .filter(([, count]) => count > 1)
     .map(([ref, count]) => ({
       ref,
+      kind: 'repeated ref' as const,
       reason: `named ${count} times in one push; a push names each ref once (git push does), so this one is not judged`,
     }));
 }

@@ -47,6 +47,7 @@ describe('repeatedRefs', () => {
     ).toEqual([
       {
         ref: LEDGER,
+        kind: 'repeated ref',
         reason:
           'named 2 times in one push; a push names each ref once (git push does), so this one is not judged',
       },
