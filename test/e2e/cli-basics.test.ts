@@ -993,7 +993,7 @@ describe('every command', () => {
     expect(both.stderr).toContain('Choose one of --json or --markdown.');
   });
 
-  it('log -n 0 shows nothing and says nothing false; report --html refuses a directory that does not exist, creating none', () => {
+  it('log -n 0 shows nothing and says nothing false; report --html refuses a directory that does not exist, creating none, and replaces only a report of its own', () => {
     const none = cli(story, inside, ['log', '-n', '0']);
     expect(none.code).toBe(0);
     expect(none.stdout).toBe('');
@@ -1006,6 +1006,19 @@ describe('every command', () => {
     const written = cli(story, inside, ['report', '--html', path.join(inside, 'r.html')]);
     expect(written.code, written.stderr).toBe(0);
     expect(fs.existsSync(path.join(inside, 'r.html'))).toBe(true);
+    // A report written before is replaced (control); a file of the user's, or a directory, is not.
+    fs.writeFileSync(
+      path.join(inside, 'r.html'),
+      fs.readFileSync(path.join(inside, 'r.html'), 'utf8').replace('<body', '<!-- old --><body'),
+    );
+    expect(cli(story, inside, ['report', '--html', 'r.html']).code).toBe(0);
+    expect(fs.readFileSync(path.join(inside, 'r.html'), 'utf8')).not.toContain('<!-- old -->');
+    fs.writeFileSync(path.join(inside, 'notes.html'), '<p>mine</p>\n');
+    const mine = cli(story, inside, ['report', '--html', 'notes.html']);
+    expect(mine.code).toBe(2);
+    expect(mine.stderr).toContain('notes.html exists and is not an HTML report delegate-git wrote');
+    expect(fs.readFileSync(path.join(inside, 'notes.html'), 'utf8')).toBe('<p>mine</p>\n');
+    expect(cli(story, inside, ['report', '--html', '.']).code).toBe(2);
   });
 
   it('outside a git repository exits 2 saying so; keygen needs no repository', async () => {

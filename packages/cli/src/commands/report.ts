@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { collectLedgerStats, type LedgerStats, Repository, rulesFor, TOOL } from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
@@ -15,7 +15,8 @@ tokens spent on local workers; file versions promoted by a passing verdict versu
 is counted once and only if it verifies against the trust root in the work tree (HEAD's in a bare repository);
 the others are counted apart, with their reasons.
   --json          the aggregation, for machines
-  --html <file>   also write a self-contained HTML report with charts (no network needed to view it)
+  --html <file>   also write a self-contained HTML report with charts (no network needed to view it); an
+                  existing file is replaced only when it is such a report
 
 Example:
   delegate-git report
@@ -60,6 +61,12 @@ export default {
           'report',
           `The directory ${path.dirname(file)} does not exist; --html writes into an existing one.`,
         );
+      // A mistyped name (`--html README.md`) must not replace a file of the user's: only a report written before is.
+      if (!replaceable(file))
+        throw usageError(
+          'report',
+          `${file} exists and is not an HTML report delegate-git wrote, so --html leaves it as it is. Name another file, or move that one away first.`,
+        );
       const html = renderReportHtml(stats, {
         repository,
         ledgerTip,
@@ -75,5 +82,25 @@ export default {
     return 0;
   },
 } satisfies CommandModule;
+
+/** The mark every report renderReportHtml writes carries near its top (report-html.ts). */
+const GENERATOR = '<meta name="generator" content="delegate-git ';
+
+/** Whether --html may write `file`: nothing is there, or a report of ours is (a regular file whose head has our mark). */
+function replaceable(file: string): boolean {
+  const stat = lstatSync(file, { throwIfNoEntry: false });
+  if (stat === undefined) return true;
+  if (!stat.isFile()) return false;
+  const head = Buffer.alloc(1024);
+  const fd = openSync(file, 'r');
+  try {
+    return head
+      .subarray(0, readSync(fd, head, 0, head.length, 0))
+      .toString('utf8')
+      .includes(GENERATOR);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 async function* noEntries(): AsyncIterable<{ annotated: string; lines: string[] }> {}
