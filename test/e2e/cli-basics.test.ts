@@ -831,7 +831,7 @@ describe('a ledger ref that names no notes commit', () => {
 });
 
 describe('show', () => {
-  it('decodes and verifies each record on a path or a blob; a stranger-signed line shows as invalid', () => {
+  it('decodes and verifies each record on a path or a blob (as git names one); a stranger-signed line shows as invalid', () => {
     const dir = copyWorkTree(story, base, 'show');
     const byPath = json<ShowJson>(cliOk(story, dir, ['show', 'src/a.ts', '--json']));
     expect(byPath).toMatchObject({ target: 'src/a.ts', blob: blobA });
@@ -846,6 +846,20 @@ describe('show', () => {
     ]);
     const byBlob = json<ShowJson>(cliOk(story, dir, ['show', blobA, '--json']));
     expect(byBlob).toEqual({ ...byPath, target: blobA });
+    // As git names a blob: abbreviated, or by stage (or revision) and path.
+    expect(json<ShowJson>(cliOk(story, dir, ['show', blobA.slice(0, 10), '--json']))).toEqual({
+      ...byPath,
+      target: blobA.slice(0, 10),
+    });
+    gitOk(story, dir, ['add', 'src/a.ts']);
+    expect(json<ShowJson>(cliOk(story, dir, ['show', ':src/a.ts', '--json'])).blob).toBe(blobA);
+    for (const unknown of ['0'.repeat(40), 'src/gone.ts', 'HEAD']) {
+      const missing = cli(story, dir, ['show', unknown]);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain(
+        `${unknown} is neither a file in the work tree nor a blob git knows here`,
+      );
+    }
 
     const policyId = JSON.parse(fs.readFileSync(path.join(dir, POLICY_PATH), 'utf8')).repositoryId as string;
     const stranger = testKey({ name: 'mallory', roles: ['delegator'] });

@@ -1,3 +1,5 @@
+import { lstatSync } from 'node:fs';
+import path from 'node:path';
 import {
   decodeRecord,
   gitTry,
@@ -11,15 +13,17 @@ import { type CommandModule, type Io, json, parseCommandArgs, usageError } from 
 import { governanceInForce } from '../governance-in-force.js';
 
 const help = `
-Usage: delegate-git show <path | blob id> [--json]
+Usage: delegate-git show <path | blob> [--json]
 
-Decodes every record in the ledger on that content (the work-tree content of a path, or a blob id) and
+Decodes every record in the ledger on that content (the work-tree content of a path, or a blob named as git
+names one: its id, abbreviated or not, or a name such as HEAD~2:src/parser.ts) and
 verifies each one against the trust root in the work tree (or HEAD's in a bare repository):
 who signed, what kind of record, which verdict or decision, when, and whether it counts.
 
 Example:
   delegate-git show src/parser.ts
   delegate-git show 3b18e512dba79e4c8300dd08aeb37f8e728b8dad --json
+  delegate-git show main:src/parser.ts
 `;
 
 export default {
@@ -31,30 +35,7 @@ export default {
     if (!target || extra.length > 0) throw usageError('show', 'Name exactly one path or blob id.');
     const repo = await Repository.open(io.cwd, io.env, io.err);
     try {
-      const opts = { cwd: repo.cwd, env: repo.env };
-      let blob: string;
-      let label: string;
-      const isId =
-        /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(target) &&
-        (await gitTry(['cat-file', '-e', `${target}^{blob}`], opts)).code === 0;
-      if (isId) {
-        blob = target;
-        label = target;
-      } else {
-        if (repo.layout.topLevel === null) throw usageError('show', 'In a bare repository, name a blob id.');
-        label = toRepositoryPath(repo.layout.topLevel, io.cwd, target);
-        // Staged as `git add` would (the blob stored, as check --path does); hashed where the store is read-only.
-        const top = repo.layout.topLevel;
-        const [id] = await worktreeBlobs(top, [label], { env: repo.env, write: true }).catch(() =>
-          worktreeBlobs(top, [label], { env: repo.env, write: false }),
-        );
-        if (!id)
-          throw usageError(
-            'show',
-            `${label} is not a file in the work tree; name a file there or a blob id.`,
-          );
-        blob = id;
-      }
+      const { blob, label } = await shownBlob(repo, io.cwd, target);
       const governance = await governanceInForce(repo);
       const lines = await repo.ledger.linesOn(blob);
       const records = lines.map((line) => {
@@ -97,3 +78,42 @@ export default {
     }
   },
 } satisfies CommandModule;
+
+const FULL_ID = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+
+/**
+ * The blob `target` names: a full blob id; else a file in the work tree (its content as `git add` would store it);
+ * else whatever git resolves to a blob (an abbreviated id, `HEAD:src/a.ts`), as `git show` takes it.
+ */
+async function shownBlob(
+  repo: Repository,
+  cwd: string,
+  target: string,
+): Promise<{ blob: string; label: string }> {
+  const opts = { cwd: repo.cwd, env: repo.env };
+  if (FULL_ID.test(target) && (await gitTry(['cat-file', '-e', `${target}^{blob}`], opts)).code === 0)
+    return { blob: target, label: target };
+  const top = repo.layout.topLevel;
+  if (top !== null && lstatSync(path.resolve(cwd, target), { throwIfNoEntry: false })) {
+    const label = toRepositoryPath(top, cwd, target);
+    // Staged as `git add` would (the blob stored, as check --path does); hashed where the store is read-only.
+    const [id] = await worktreeBlobs(top, [label], { env: repo.env, write: true }).catch(() =>
+      worktreeBlobs(top, [label], { env: repo.env, write: false }),
+    );
+    if (!id) throw usageError('show', `${label} is not a file (a directory?); name a file or a blob.`);
+    return { blob: id, label };
+  }
+  // One line of input names one object: a name holding a line break is none git would resolve.
+  if (!target.includes('\n')) {
+    const found = await gitTry(['cat-file', '--batch-check=%(objecttype) %(objectname)'], {
+      ...opts,
+      input: `${target}\n`,
+    });
+    const [type, id] = found.stdout.toString().trim().split(' ');
+    if (found.code === 0 && type === 'blob' && id !== undefined) return { blob: id, label: target };
+  }
+  throw usageError(
+    'show',
+    `${target} is neither a file in the work tree nor a blob git knows here (a blob id, abbreviated or not, or a name such as HEAD:src/a.ts). Name one of those; \`git ls-files\` lists the files.`,
+  );
+}
