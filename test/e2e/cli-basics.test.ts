@@ -853,6 +853,13 @@ describe('show', () => {
     });
     gitOk(story, dir, ['add', 'src/a.ts']);
     expect(json<ShowJson>(cliOk(story, dir, ['show', ':src/a.ts', '--json'])).blob).toBe(blobA);
+    // Relative to where the user stands, as git reads it; a name no file system holds goes to git, not to a stack trace.
+    expect(json<ShowJson>(cliOk(story, path.join(dir, 'src'), ['show', ':./a.ts', '--json'])).blob).toBe(
+      blobA,
+    );
+    const long = cli(story, dir, ['show', `HEAD:${'x'.repeat(300)}`]);
+    expect(long.code).toBe(2);
+    expect(long.stderr).toContain('is neither a file in the work tree nor a blob git knows here');
     for (const unknown of ['0'.repeat(40), 'src/gone.ts', 'HEAD']) {
       const missing = cli(story, dir, ['show', unknown]);
       expect(missing.code).toBe(2);
@@ -1033,6 +1040,9 @@ describe('every command', () => {
     expect(mine.stderr).toContain('notes.html exists and is not an HTML report delegate-git wrote');
     expect(fs.readFileSync(path.join(inside, 'notes.html'), 'utf8')).toBe('<p>mine</p>\n');
     expect(cli(story, inside, ['report', '--html', '.']).code).toBe(2);
+    const empty = cli(story, inside, ['report', '--html', '']);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain('--html needs a file name');
   });
 
   it('outside a git repository exits 2 saying so; keygen needs no repository', async () => {

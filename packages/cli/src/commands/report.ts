@@ -53,7 +53,10 @@ export default {
     } finally {
       await repo.close();
     }
-    if (values.html) {
+    if (values.html !== undefined) {
+      // `--html "$OUT"` with OUT unset must not end in silence and no report.
+      if (values.html === '')
+        throw usageError('report', '--html needs a file name; it was given an empty one.');
       const file = path.resolve(io.cwd, values.html);
       // As any tool writing a file: into a directory that exists (a typo must not make a tree of directories).
       if (!existsSync(path.dirname(file)))

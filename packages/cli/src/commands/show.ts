@@ -79,6 +79,15 @@ export default {
   },
 } satisfies CommandModule;
 
+/** Whether something is at `file`; a name the file system cannot hold (too long, under a file) is for git to resolve. */
+function inWorkTree(file: string): boolean {
+  try {
+    return lstatSync(file, { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 const FULL_ID = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 /**
@@ -94,7 +103,7 @@ async function shownBlob(
   if (FULL_ID.test(target) && (await gitTry(['cat-file', '-e', `${target}^{blob}`], opts)).code === 0)
     return { blob: target, label: target };
   const top = repo.layout.topLevel;
-  if (top !== null && lstatSync(path.resolve(cwd, target), { throwIfNoEntry: false })) {
+  if (top !== null && inWorkTree(path.resolve(cwd, target))) {
     const label = toRepositoryPath(top, cwd, target);
     // Staged as `git add` would (the blob stored, as check --path does); hashed where the store is read-only.
     const [id] = await worktreeBlobs(top, [label], { env: repo.env, write: true }).catch(() =>
@@ -105,8 +114,10 @@ async function shownBlob(
   }
   // One line of input names one object: a name holding a line break is none git would resolve.
   if (!target.includes('\n')) {
+    // From where the user stands: git reads `HEAD:./a.ts` and `:./a.ts` relative to it.
     const found = await gitTry(['cat-file', '--batch-check=%(objecttype) %(objectname)'], {
-      ...opts,
+      cwd,
+      env: repo.env,
       input: `${target}\n`,
     });
     const [type, id] = found.stdout.toString().trim().split(' ');
