@@ -1,45 +1,26 @@
 // `delegate-git delegate` interrupted (rt49 f01): a signal while the unit's verification runs puts back every file the
 // worker wrote and records nothing, and says so in one paragraph; one while the worker answers writes nothing. The
 // command exits as a shell reports the signal (128 + its number). Before, it exited saying nothing, left the files
-// written with no verdict, and the next run of the unit blamed the worker for them. Built CLI as a child process,
-// real signals, a real HTTP worker on 127.0.0.1, temp repositories.
+// written with no verdict, and the next run of the unit blamed the worker for them. A file that cannot be put back
+// keeps the copy of what it held, named (rt53 f01: it went with the journal). Built CLI as a child process, real
+// signals, a real HTTP worker on 127.0.0.1, temp repositories.
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import {
-  type DelegateRepo,
-  fileBlock,
-  makeDelegateRepo,
-  patchBlock,
-  type Receipt,
-} from '../support/delegate-repo.js';
-import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
+import { describe, expect, test } from 'vitest';
+import { type DelegateRepo, fileBlock, patchBlock, type Receipt } from '../support/delegate-repo.js';
+import { ledgerTip, until, verifying, waitingVerification, workerSession } from '../support/delegate-runs.js';
 import { isAlive } from '../support/processes.js';
 
 const ORIGINAL_A = 'export function a() {\n  return 1;\n}\n';
 /** Read-only for others, unlike what the umask gives a new file: put back, the mode must be this one. */
 const MODE_A = 0o640;
 
-let worker: FakeWorker;
-const repos: DelegateRepo[] = [];
-
-beforeAll(async () => {
-  worker = await startFakeWorker();
-});
-
-afterEach(() => {
-  for (const repo of repos.splice(0)) repo.cleanup();
-});
-
-afterAll(async () => {
-  await worker?.close();
-});
+const session = workerSession();
 
 async function freshRepo(): Promise<DelegateRepo> {
-  const repo = await makeDelegateRepo({ workerUrl: worker.url, files: { 'src/a.js': ORIGINAL_A } });
-  repos.push(repo);
+  const repo = await session.repo({ files: { 'src/a.js': ORIGINAL_A } });
   fs.chmodSync(path.join(repo.dir, 'src/a.js'), MODE_A);
   return repo;
 }
@@ -54,34 +35,16 @@ function reply(): string {
 
 /**
  * The unit: its verification writes `sentinel` (its own pid in it, so the test can see it ended) and then waits
- * `waitMs`, long enough to be interrupted, or not at all.
+ * `waitMs`, long enough to be interrupted, or not at all; `before` runs first (waitingVerification).
  */
-function unit(repo: DelegateRepo, sentinel: string, waitMs: number): string {
-  const script = `require('fs').writeFileSync(${JSON.stringify(sentinel)}, String(process.pid)); setTimeout(() => {}, ${waitMs})`;
+function unit(repo: DelegateRepo, sentinel: string, waitMs: number, before = ''): string {
   return repo.writeUnit({
     taskName: 'interrupted',
     instruction: 'Make a return 2 and add b.',
     targetFiles: ['src/a.js', 'src/new/b.js'],
-    runVerification: `node -e ${JSON.stringify(script)}`,
+    runVerification: waitingVerification(sentinel, waitMs, before),
     verificationRepeats: 1,
   });
-}
-
-/** Polls (never a fixed sleep) until `ready`, for at most 20 s. */
-async function until(ready: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-function ledgerTip(repo: DelegateRepo): string | null {
-  try {
-    return repo.gitText(['rev-parse', '-q', '--verify', 'refs/notes/delegations']);
-  } catch {
-    return null;
-  }
 }
 
 /** Every `*.lock` file under the git directory (a git or delegate-git stopped while holding it). */
@@ -91,6 +54,10 @@ function locksLeft(repo: DelegateRepo): string[] {
     .readdirSync(gitDir, { recursive: true })
     .map(String)
     .filter((name) => name.endsWith('.lock'));
+}
+
+function escaped(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 function modeOf(repo: DelegateRepo, file: string): number {
@@ -108,14 +75,10 @@ describe('interrupted while the verification runs', () => {
       const repo = await freshRepo();
       const sentinel = path.join(repo.root, `verifying-${signal}`);
       const tipBefore = ledgerTip(repo);
-      worker.enqueue({ content: reply() });
+      session.worker.enqueue({ content: reply() });
 
       const run = repo.start(['delegate', unit(repo, sentinel, 30_000), '--json']);
-      await until(
-        () => fs.existsSync(sentinel) && fs.readFileSync(sentinel, 'utf8') !== '',
-        'the verification',
-      );
-      const verifier = Number(fs.readFileSync(sentinel, 'utf8'));
+      const verifier = await verifying(sentinel);
       // What the interrupt must undo is there: the files were written before the command ran.
       expect(repo.read('src/a.js')).toContain('return 2;');
       expect(repo.exists('src/new/b.js')).toBe(true);
@@ -138,9 +101,12 @@ describe('interrupted while the verification runs', () => {
       expect.soft(ledgerTip(repo)).toBe(tipBefore);
       expect.soft(locksLeft(repo)).toEqual([]);
       expect.soft(repo.gitText(['status', '--porcelain'])).toBe('');
+      // Every file put back: the journal of what they held went with the run, nothing of it is set aside.
+      expect.soft(fs.readdirSync(path.join(repo.stateDir, 'unrecorded'))).toEqual([]);
+      expect.soft(fs.existsSync(path.join(repo.stateDir, 'unrecorded-kept'))).toBe(false);
 
       // The same unit again, its verification quick: the worker's files are new again, and the verdict recorded.
-      worker.enqueue({ content: reply() });
+      session.worker.enqueue({ content: reply() });
       const again = await repo.cli(['delegate', unit(repo, `${sentinel}-again`, 0), '--json']);
       expect.soft(again.stderr).toBe('');
       expect.soft(again.code).toBe(0);
@@ -156,11 +122,58 @@ describe('interrupted while the verification runs', () => {
     },
   );
 
+  test('SIGINT, a file that cannot be put back: what it held (an uncommitted edit) is kept in unrecorded-kept and named, not removed with the run', async () => {
+    const repo = await freshRepo();
+    const edited = ORIGINAL_A.replace('return 1;', 'return 1; // mine, not committed');
+    repo.write('src/a.js', edited);
+    const sentinel = path.join(repo.root, 'verifying-blocked');
+    session.worker.enqueue({
+      content:
+        patchBlock('src/a.js', [['  return 1; // mine, not committed', '  return 2;']]) +
+        fileBlock('src/new/b.js', 'export const b = 2;'),
+    });
+    // The command makes src/a.js a directory: no file can be renamed over it, so a.js cannot be put back (as a full
+    // disk refuses it, for any user).
+    const blocking =
+      "require('fs').rmSync('src/a.js'); require('fs').mkdirSync('src/a.js/inside', { recursive: true }); ";
+
+    const run = repo.start(['delegate', unit(repo, sentinel, 30_000, blocking), '--json']);
+    await verifying(sentinel);
+    run.child.kill('SIGINT');
+    const result = await run.result;
+
+    expect.soft(result.code).toBe(130);
+    const kept = result.stderr.match(/what it held before is kept in (\S+)\)/)?.[1];
+    expect(kept).toBeDefined();
+    expect
+      .soft(result.stderr)
+      .toMatch(
+        new RegExp(
+          `^delegate-git delegate: interrupted \\(SIGINT\\) while verifying, and not every file the worker wrote could be put back: src/a\\.js \\(E[A-Z]+: [^;]*; what it held before is kept in ${escaped(kept!)}\\) is left as the worker wrote it, with no verdict recorded\\. The other 1 file\\(s\\) \\(src/new/b\\.js\\) were put back as they were\\. Nothing was recorded\\. Put back what is left by hand from the copy named, then run the unit again; remove the copy once done\\.\n$`,
+        ),
+      );
+    expect.soft(kept!.startsWith(path.join(repo.stateDir, 'unrecorded-kept') + path.sep)).toBe(true);
+    expect.soft(fs.readFileSync(kept!, 'utf8')).toBe(edited);
+    expect.soft(repo.exists('src/new')).toBe(false);
+    expect.soft(fs.readdirSync(path.join(repo.stateDir, 'unrecorded'))).toEqual([]);
+
+    // Set aside, it is no journal to act on: the next delegate says nothing of it, and the copy stays.
+    fs.rmSync(path.join(repo.dir, 'src/a.js'), { recursive: true });
+    session.worker.enqueue({ content: fileBlock('src/c.js', 'export const c = 3;') });
+    const next = await repo.cli([
+      'delegate',
+      repo.writeUnit({ taskName: 'next', instruction: 'Add c.', targetFiles: ['src/c.js'] }),
+      '--json',
+    ]);
+    expect.soft(next.stderr).toBe('');
+    expect.soft(fs.readFileSync(kept!, 'utf8')).toBe(edited);
+  });
+
   test('control: the same unit, not interrupted, writes the files and records the verdict', async () => {
     const repo = await freshRepo();
     const sentinel = path.join(repo.root, 'verifying-control');
     const tipBefore = ledgerTip(repo);
-    worker.enqueue({ content: reply() });
+    session.worker.enqueue({ content: reply() });
 
     const result = await repo.start(['delegate', unit(repo, sentinel, 0), '--json']).result;
 
@@ -234,8 +247,7 @@ describe('interrupted while the worker answers', () => {
   test('SIGINT: the reply is abandoned, nothing is written or recorded, the command exits 130 and says so', async () => {
     const held = await startHeldWorker(reply());
     try {
-      const repo = await makeDelegateRepo({ workerUrl: held.url, files: { 'src/a.js': ORIGINAL_A } });
-      repos.push(repo);
+      const repo = await session.repo({ workerUrl: held.url, files: { 'src/a.js': ORIGINAL_A } });
       const sentinel = path.join(repo.root, 'never-verified');
       const tipBefore = ledgerTip(repo);
 
@@ -287,7 +299,7 @@ describe('interrupted while the verdict is recorded', () => {
     const lock = path.join(repo.dir, '.git', 'refs', 'notes', 'delegations.lock');
     fs.mkdirSync(path.dirname(lock), { recursive: true });
     fs.writeFileSync(lock, '');
-    worker.enqueue({ content: reply() });
+    session.worker.enqueue({ content: reply() });
 
     const run = repo.start(['delegate', unit(repo, sentinel, 0), '--json']);
     await until(

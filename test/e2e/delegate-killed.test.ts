@@ -2,45 +2,33 @@
 // files are on disk, with no verdict, in place of what they held (a user's uncommitted edit among them). Before, that
 // was lost. Now the run keeps a copy of what the files held (in .git/delegate-git/unrecorded/) before it writes, and
 // the next delegate in the worktree puts the files back, each only while it still holds what the worker wrote, and
-// says so. Built CLI as a child process, real SIGKILL, a real HTTP worker on 127.0.0.1, temp repositories.
+// says so. Only the run's own verdict keeps its files (rt53 f07: a reviewer's rejection did), and then the copies are
+// kept all the same; journals of several dead runs are undone newest first (rt53 f03); a journal is acted on only as a
+// run writes it (rt53 f02: a planted one wrote outside the work tree, into .git, with a setuid bit). Built CLI as a
+// child process, real SIGKILL, a real HTTP worker on 127.0.0.1, temp repositories.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import {
-  type DelegateRepo,
-  fileBlock,
-  makeDelegateRepo,
-  patchBlock,
-  type Receipt,
-} from '../support/delegate-repo.js';
-import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
+import { describe, expect, test } from 'vitest';
+import { verdictStatement } from '../../packages/core/src/statement.js';
+import { type DelegateRepo, fileBlock, patchBlock, type Receipt } from '../support/delegate-repo.js';
+import { ledgerTip, verifying, waitingVerification, workerSession } from '../support/delegate-runs.js';
 import { isAlive } from '../support/processes.js';
+import { signedLine, subjectOf, testKey } from '../support/records.js';
 
 const COMMITTED_A = 'export function a() {\n  return 1;\n}\n';
 /** The user's own edit, not committed: what a killed run must not lose. */
 const EDITED_A = 'export function a() {\n  return 1; // mine\n}\n';
+/** src/a.js as the worker's patch leaves it. */
+const WORKER_A = COMMITTED_A.replace('return 1;', 'return 2;');
 const MODE_A = 0o640;
+const INSTRUCTION = 'Make a return 2 and add b.';
 
-let worker: FakeWorker;
-const repos: DelegateRepo[] = [];
-
-beforeAll(async () => {
-  worker = await startFakeWorker();
-});
-
-afterEach(() => {
-  for (const repo of repos.splice(0)) repo.cleanup();
-});
-
-afterAll(async () => {
-  await worker?.close();
-});
+const session = workerSession();
 
 async function freshRepo(): Promise<DelegateRepo> {
-  const repo = await makeDelegateRepo({ workerUrl: worker.url, files: { 'src/a.js': COMMITTED_A } });
-  repos.push(repo);
+  const repo = await session.repo({ files: { 'src/a.js': COMMITTED_A } });
   repo.write('src/a.js', EDITED_A);
   fs.chmodSync(path.join(repo.dir, 'src/a.js'), MODE_A);
   return repo;
@@ -55,13 +43,12 @@ function reply(): string {
 
 /** Its verification writes `sentinel` (its pid) and waits `waitMs`. */
 function unit(repo: DelegateRepo, sentinel: string, waitMs: number, name = 'killed'): string {
-  const script = `require('fs').writeFileSync(${JSON.stringify(sentinel)}, String(process.pid)); setTimeout(() => {}, ${waitMs})`;
   return repo.writeUnit(
     {
       taskName: name,
-      instruction: 'Make a return 2 and add b.',
+      instruction: INSTRUCTION,
       targetFiles: ['src/a.js', 'src/new/b.js'],
-      runVerification: `node -e ${JSON.stringify(script)}`,
+      runVerification: waitingVerification(sentinel, waitMs),
       verificationRepeats: 1,
     },
     `${name}.json`,
@@ -70,7 +57,7 @@ function unit(repo: DelegateRepo, sentinel: string, waitMs: number, name = 'kill
 
 /** A unit that writes only src/c.js: the run after the killed one, whose own files are not the killed run's. */
 function otherUnit(repo: DelegateRepo): string {
-  worker.enqueue({ content: fileBlock('src/c.js', 'export const c = 3;') });
+  session.worker.enqueue({ content: fileBlock('src/c.js', 'export const c = 3;') });
   return repo.writeUnit(
     {
       taskName: 'next',
@@ -83,44 +70,36 @@ function otherUnit(repo: DelegateRepo): string {
   );
 }
 
-async function until(ready: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-function ledgerTip(repo: DelegateRepo): string | null {
-  try {
-    return repo.gitText(['rev-parse', '-q', '--verify', 'refs/notes/delegations']);
-  } catch {
-    return null;
-  }
-}
-
 /** Runs the unit and kills the delegate with SIGKILL (and its verification) once the files are written. */
 async function killedWhileVerifying(repo: DelegateRepo): Promise<number> {
   const sentinel = path.join(repo.root, 'verifying');
-  worker.enqueue({ content: reply() });
+  session.worker.enqueue({ content: reply() });
   const run = repo.start(['delegate', unit(repo, sentinel, 30_000), '--json']);
-  await until(() => fs.existsSync(sentinel) && fs.readFileSync(sentinel, 'utf8') !== '', 'the verification');
+  const verifier = await verifying(sentinel);
   run.child.kill('SIGKILL');
   const result = await run.result;
   expect(result.signal).toBe('SIGKILL');
-  process.kill(Number(fs.readFileSync(sentinel, 'utf8')), 'SIGKILL');
+  process.kill(verifier, 'SIGKILL');
   // What was lost before: the user's edit is gone from the work tree, and nothing is recorded.
-  expect(repo.read('src/a.js')).toBe(COMMITTED_A.replace('return 1;', 'return 2;'));
+  expect(repo.read('src/a.js')).toBe(WORKER_A);
   expect(repo.exists('src/new/b.js')).toBe(true);
   return run.child.pid!;
 }
 
-function notice(pid: number, rest: string): RegExp {
-  const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+function escaped(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** The paragraph the next delegate says of run `pid` (of the unit `name`): the start of a line, `rest` and its end. */
+function notice(pid: number, rest: string, name = 'killed'): RegExp {
   return new RegExp(
-    `^An earlier \`delegate-git delegate\` of "killed" \\(process ${pid}, started [0-9T:.-]+Z\\) stopped before it could finish \\(killed, or the machine went down\\)\\. ${escaped(rest)}\n`,
+    `^An earlier \`delegate-git delegate\` of "${name}" \\(process ${pid}, started [0-9T:.-]+Z\\) stopped before it could finish \\(killed, or the machine went down\\)\\. ${escaped(rest)}\n`,
+    'm',
   );
 }
+
+const PUT_BACK_BOTH =
+  "Its verdict was never recorded, so the worker's files were put back as they were before it: src/a.js, src/new/b.js.";
 
 describe('a delegate killed while its verification runs', () => {
   test('the next delegate puts back what the worker wrote (the user edit, its mode; the new file and its directory gone) and says so', async () => {
@@ -131,14 +110,7 @@ describe('a delegate killed while its verification runs', () => {
 
     const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
 
-    expect
-      .soft(next.stderr)
-      .toMatch(
-        notice(
-          pid,
-          "Its verdict was never recorded, so the worker's files were put back as they were before it: src/a.js, src/new/b.js.",
-        ),
-      );
+    expect.soft(next.stderr).toMatch(notice(pid, PUT_BACK_BOTH));
     expect.soft(next.code).toBe(0);
     expect.soft(fs.readFileSync(path.join(repo.dir, 'src/a.js'), 'utf8')).toBe(EDITED_A);
     expect.soft(fs.statSync(path.join(repo.dir, 'src/a.js')).mode & 0o7777).toBe(MODE_A);
@@ -181,42 +153,118 @@ describe('a delegate killed while its verification runs', () => {
     expect.soft(third.stderr).toBe('');
     expect.soft(repo.read('src/a.js')).toBe(later);
   });
+
+  test('a reviewer rejecting what the worker wrote, after the kill, is no record of the run: its files are put back all the same', async () => {
+    const repo = await freshRepo();
+    const pid = await killedWhileVerifying(repo);
+    const rejected = await repo.cli(['attest', '--reject', 'src/a.js', '-m', 'not this', '--yes']);
+    expect(rejected.code).toBe(0);
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    expect.soft(next.stderr).toMatch(notice(pid, PUT_BACK_BOTH));
+    expect.soft(repo.read('src/a.js')).toBe(EDITED_A);
+    expect.soft(repo.exists('src/new')).toBe(false);
+    expect.soft(fs.existsSync(path.join(repo.stateDir, 'unrecorded-kept'))).toBe(false);
+  });
+
+  test('a verdict of the same unit on the same bytes signed by another key (synced from another clone) is no record of the run either', async () => {
+    const repo = await freshRepo();
+    const pid = await killedWhileVerifying(repo);
+    const elsewhere = testKey({ name: 'elsewhere', roles: ['delegator'] });
+    const file = subjectOf('src/a.js', WORKER_A);
+    const line = signedLine(
+      elsewhere,
+      verdictStatement([file], {
+        verdict: 'UNIT_PASSED',
+        unit: { name: 'killed', instructionSha256: sha256(INSTRUCTION) },
+        repository: { id: 'another-clone' },
+        createdAt: new Date().toISOString(),
+      }),
+    );
+    repo.git(['notes', '--ref=delegations', 'add', '-m', line, file.gitBlob]);
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    expect.soft(next.stderr).toMatch(notice(pid, PUT_BACK_BOTH));
+    expect.soft(repo.read('src/a.js')).toBe(EDITED_A);
+  });
 });
 
-/** A journal as a run leaves it, for the cases a kill cannot be timed to reach. */
-function writeJournal(
+function sha256(content: string | Buffer): string {
+  return createHash('sha256').update(content).digest('hex');
+}
+
+function bootId(): string {
+  return fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+}
+
+/** Writes `journal` (raw: anything a file can hold) and its copies as the journal `name`; returns its directory. */
+function plantJournal(
   repo: DelegateRepo,
-  journal: { pid: number; boot?: string | null; ledgerTip: string | null },
-  files: Array<{ path: string; previous: string | null }>,
+  name: string,
+  journal: unknown,
+  copies: Record<string, string> = {},
 ): string {
-  const dir = path.join(repo.stateDir, 'unrecorded', `${journal.pid}-handmade`);
+  const dir = path.join(repo.stateDir, 'unrecorded', name);
   fs.mkdirSync(dir, { recursive: true });
-  files.forEach((f, i) => {
-    if (f.previous !== null) fs.writeFileSync(path.join(dir, String(i)), f.previous);
-  });
-  const boot = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  for (const [copy, content] of Object.entries(copies)) fs.writeFileSync(path.join(dir, copy), content);
   fs.writeFileSync(
     path.join(dir, 'journal.json'),
-    JSON.stringify({
-      version: 1,
+    typeof journal === 'string' ? journal : JSON.stringify(journal),
+  );
+  return dir;
+}
+
+interface HandmadeJournal {
+  pid: number;
+  boot?: string | null;
+  ledgerTip: string | null;
+  /** The directory's name under unrecorded/ (default `<pid>-handmade`). */
+  name?: string;
+  taskName?: string;
+  started?: string;
+  /** Given: a version 2 journal, naming the run as a run of this build does; else version 1 (an earlier build). */
+  run?: { keyid: string; instructionSha256: string; monotonic: string };
+}
+
+interface HandmadeFile {
+  path: string;
+  /** What the file held before the run (null: the run created it). */
+  previous: string | null;
+  mode?: number;
+  /** What the worker wrote (default: what the file holds now). */
+  written?: string;
+}
+
+/** A journal as a run leaves it, for the cases a kill cannot be timed to reach. */
+function writeJournal(repo: DelegateRepo, journal: HandmadeJournal, files: HandmadeFile[]): string {
+  const copies: Record<string, string> = {};
+  files.forEach((f, i) => {
+    if (f.previous !== null) copies[String(i)] = f.previous;
+  });
+  return plantJournal(
+    repo,
+    journal.name ?? `${journal.pid}-handmade`,
+    {
+      version: journal.run ? 2 : 1,
       pid: journal.pid,
-      boot: journal.boot === undefined ? boot : journal.boot,
-      started: '2026-12-03T00:00:00.000Z',
-      taskName: 'killed',
+      boot: journal.boot === undefined ? bootId() : journal.boot,
+      started: journal.started ?? '2026-12-03T00:00:00.000Z',
+      ...(journal.run ?? {}),
+      taskName: journal.taskName ?? 'killed',
       ledgerTip: journal.ledgerTip,
       files: files.map((f, i) => ({
         path: f.path,
         absolute: path.join(repo.dir, f.path),
         inRepository: true,
-        written: createHash('sha256')
-          .update(fs.readFileSync(path.join(repo.dir, f.path)))
-          .digest('hex'),
-        previous: f.previous === null ? null : { copy: String(i), mode: 0o644 },
+        written: sha256(f.written ?? fs.readFileSync(path.join(repo.dir, f.path))),
+        previous: f.previous === null ? null : { copy: String(i), mode: f.mode ?? 0o644 },
       })),
       createdDirs: [],
-    }),
+    },
+    copies,
   );
-  return dir;
 }
 
 function deadPid(): number {
@@ -228,27 +276,63 @@ function deadPid(): number {
   return pid;
 }
 
+/** The keyid a delegate of this repository signs with: the one on the record it made of `file`. */
+function signingKeyid(repo: DelegateRepo, file: string): string {
+  const line = repo.noteLines(repo.gitText(['hash-object', file]))[0]!;
+  return (JSON.parse(line) as { signatures: Array<{ keyid: string }> }).signatures[0]!.keyid;
+}
+
 describe('journals the next delegate finds (hand-made, as a run leaves them)', () => {
-  test('a run killed after its record was written: its files stay as recorded', async () => {
+  test('a run killed after its record was written: its files stay as recorded, and what they held before is kept and named, unless they hold it now', async () => {
     const repo = await freshRepo();
     const tipBefore = ledgerTip(repo);
-    worker.enqueue({ content: reply() });
+    session.worker.enqueue({ content: reply() });
     const recorded = await repo.cli(['delegate', unit(repo, path.join(repo.root, 'quick'), 0), '--json']);
     expect(recorded.code).toBe(0);
-    const pid = deadPid();
-    writeJournal(repo, { pid, ledgerTip: tipBefore }, [{ path: 'src/a.js', previous: EDITED_A }]);
+    const files = () => [
+      { path: 'src/a.js', previous: EDITED_A },
+      // Held these very bytes before: nothing of it to keep.
+      { path: 'src/new/b.js', previous: repo.read('src/new/b.js') },
+    ];
+    // A journal of an earlier build (version 1, its run known by the unit's name only), then one of this build.
+    const journals: Array<HandmadeJournal['run']> = [
+      undefined,
+      {
+        keyid: signingKeyid(repo, 'src/a.js'),
+        instructionSha256: sha256(INSTRUCTION),
+        monotonic: String(process.hrtime.bigint()),
+      },
+    ];
+    for (const run of journals) {
+      const pid = deadPid();
+      writeJournal(repo, { pid, ledgerTip: tipBefore, run }, files());
 
-    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+      const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
 
-    expect
-      .soft(next.stderr)
-      .toMatch(notice(pid, 'Its verdict had been recorded, so its files stay as recorded.'));
-    expect.soft(repo.read('src/a.js')).toBe(COMMITTED_A.replace('return 1;', 'return 2;'));
+      const version = run ? 'version 2' : 'version 1';
+      const kept = next.stderr.match(/src\/a\.js in (\S+)\.\n/)?.[1];
+      expect(kept, version).toBeDefined();
+      expect
+        .soft(next.stderr, version)
+        .toMatch(
+          notice(
+            pid,
+            `Its verdict had been recorded, so its files stay as recorded. What they held before it is kept all the same: src/a.js in ${kept}.`,
+          ),
+        );
+      expect.soft(repo.read('src/a.js'), version).toBe(WORKER_A);
+      expect
+        .soft(kept!.startsWith(path.join(repo.stateDir, 'unrecorded-kept') + path.sep), version)
+        .toBe(true);
+      expect.soft(fs.readFileSync(kept!, 'utf8'), version).toBe(EDITED_A);
+      expect.soft(fs.readdirSync(path.join(repo.stateDir, 'unrecorded')), version).toEqual([]);
+      fs.rmSync(path.join(repo.dir, 'src/c.js'), { force: true }); // the next run writes it anew
+    }
   });
 
   test('control: the same journal with the record older than the run puts the file back', async () => {
     const repo = await freshRepo();
-    worker.enqueue({ content: reply() });
+    session.worker.enqueue({ content: reply() });
     const recorded = await repo.cli(['delegate', unit(repo, path.join(repo.root, 'quick'), 0), '--json']);
     expect(recorded.code).toBe(0);
     const pid = deadPid();
@@ -290,5 +374,284 @@ describe('journals the next delegate finds (hand-made, as a run leaves them)', (
     const after = await repo.cli(['delegate', otherUnit(repo), '--json']);
     expect.soft(after.stderr).toContain("the worker's files were put back as they were before it: src/a.js.");
     expect.soft(repo.read('src/a.js')).toBe(EDITED_A);
+  });
+
+  test('two runs that wrote one file, both dead: replayed newest first, whatever order the directory lists them in, so the file is back as the user had it', async () => {
+    const A_TEXT = EDITED_A.replace('return 1;', "return 'A';");
+    const B_TEXT = A_TEXT.replace("return 'A';", "return 'B';");
+    const cases = [
+      // Journals of an earlier build (version 1): by the wall clock. Each order of names and of creation once: one
+      // of the two lists the older journal first, on any file system.
+      { names: ['1-journal', '2-journal'], olderFirst: true, clocks: null },
+      { names: ['2-journal', '1-journal'], olderFirst: false, clocks: null },
+      // This build's journals: by the monotonic clock, here against a wall clock that was set back between them.
+      { names: ['2-journal', '1-journal'], olderFirst: false, clocks: ['1000', '2000'] },
+    ] as const;
+    const repo = await freshRepo();
+    for (const { names, olderFirst, clocks } of cases) {
+      repo.write('src/a.js', B_TEXT);
+      fs.rmSync(path.join(repo.dir, 'src/c.js'), { force: true }); // the run writes it anew
+      const [older, newer] = [deadPid(), deadPid()];
+      const run = (name: string, monotonic: string | undefined) =>
+        monotonic === undefined
+          ? undefined
+          : { keyid: 'a'.repeat(64), instructionSha256: sha256(name), monotonic };
+      const make = {
+        older: () =>
+          writeJournal(
+            repo,
+            {
+              pid: older,
+              name: names[0],
+              taskName: 'A',
+              ledgerTip: null,
+              started: clocks ? '2026-12-03T00:00:09.000Z' : '2026-12-03T00:00:01.000Z',
+              run: run('A', clocks?.[0]),
+            },
+            [{ path: 'src/a.js', previous: EDITED_A, written: A_TEXT, mode: MODE_A }],
+          ),
+        // It wrote over the older run's worker bytes: those are what it keeps as the file's previous content.
+        newer: () =>
+          writeJournal(
+            repo,
+            {
+              pid: newer,
+              name: names[1],
+              taskName: 'B',
+              ledgerTip: null,
+              started: '2026-12-03T00:00:02.000Z',
+              run: run('B', clocks?.[1]),
+            },
+            [{ path: 'src/a.js', previous: A_TEXT, written: B_TEXT, mode: MODE_A }],
+          ),
+      };
+      if (olderFirst) {
+        make.older();
+        make.newer();
+      } else {
+        make.newer();
+        make.older();
+      }
+
+      const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+      const putBack =
+        "Its verdict was never recorded, so the worker's files were put back as they were before it: src/a.js.";
+      const which = `${names.join(', ')}${clocks ? ', monotonic' : ''}`;
+      expect.soft(next.stderr, which).toMatch(notice(newer, putBack, 'B'));
+      expect.soft(next.stderr, which).toMatch(notice(older, putBack, 'A'));
+      expect.soft(next.stderr.indexOf('"B"'), which).toBeLessThan(next.stderr.indexOf('"A"'));
+      expect.soft(repo.read('src/a.js'), which).toBe(EDITED_A);
+      expect.soft(fs.existsSync(path.join(repo.stateDir, 'unrecorded-kept')), which).toBe(false);
+    }
+  });
+});
+
+describe('journals that are not as a run leaves them (planted in .git, damaged, or of a moved path)', () => {
+  test('a journal naming files outside the work tree, in .git, or a copy outside itself is refused: named, left in place, nothing touched; a sound one beside it is acted on, with no setuid bit', async () => {
+    const repo = await freshRepo();
+    const outside = path.join(repo.root, 'outside');
+    fs.mkdirSync(path.join(outside, 'emptydir'), { recursive: true });
+    const victim = path.join(outside, 'victim.txt');
+    const victim2 = path.join(outside, 'victim2.txt');
+    fs.writeFileSync(victim, 'victim\n');
+    fs.writeFileSync(victim2, 'victim2\n');
+    const description = path.join(repo.dir, '.git', 'description');
+    const descriptionBefore = fs.readFileSync(description, 'utf8');
+    const hashOf = (file: string) => sha256(fs.readFileSync(file));
+    const planted = (name: string, files: object[], createdDirs: string[], copies: Record<string, string>) =>
+      plantJournal(
+        repo,
+        name,
+        {
+          version: 1,
+          pid: deadPid(),
+          boot: bootId(),
+          started: '2026-12-03T00:00:00.000Z',
+          taskName: 'planted',
+          ledgerTip: null,
+          files,
+          createdDirs,
+        },
+        copies,
+      );
+    const outsideDir = planted(
+      '1-outside',
+      [
+        {
+          path: victim,
+          absolute: victim,
+          inRepository: false,
+          written: hashOf(victim),
+          previous: { copy: '0', mode: 0o6755 },
+        },
+        { path: victim2, absolute: victim2, inRepository: false, written: hashOf(victim2), previous: null },
+        {
+          path: '.git/description',
+          absolute: description,
+          inRepository: true,
+          written: hashOf(description),
+          previous: { copy: '2', mode: 0o644 },
+        },
+      ],
+      [path.join(outside, 'emptydir')],
+      { '0': '#!/bin/sh\necho PWNED\n', '2': 'PWNED\n' },
+    );
+    const up = '../'.repeat(path.join(repo.stateDir, 'unrecorded', '2-copy').split(path.sep).length);
+    const copyDir = planted(
+      '2-copy',
+      [
+        {
+          path: 'src/a.js',
+          absolute: path.join(repo.dir, 'src/a.js'),
+          inRepository: true,
+          written: hashOf(path.join(repo.dir, 'src/a.js')),
+          previous: { copy: `${up}etc/hostname`, mode: 0o644 },
+        },
+      ],
+      [],
+      {},
+    );
+    const soundPid = deadPid();
+    repo.write('src/a.js', WORKER_A);
+    writeJournal(repo, { pid: soundPid, name: '3-sound', ledgerTip: null }, [
+      { path: 'src/a.js', previous: EDITED_A, mode: 0o4750 },
+    ]);
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    const refused = (dir: string, problems: string) =>
+      new RegExp(
+        `^A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${escaped(dir)}, is not as a run leaves one, so nothing was done with it: ${problems}\\. It is left as it is: if a run of yours left it, its numbered files hold what the files it names held before that run\\. Remove the directory once you no longer need it\\.$`,
+        'm',
+      );
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        refused(
+          outsideDir,
+          [
+            `files.0.absolute ${escaped(victim)} is outside the work tree ${escaped(fs.realpathSync(repo.dir))} and every emitAllowlist root`,
+            `files.1.absolute ${escaped(victim2)} is outside the work tree ${escaped(fs.realpathSync(repo.dir))} and every emitAllowlist root`,
+            `files.2.absolute ${escaped(description)} is inside a git directory`,
+            `field createdDirs.0 ${escaped(path.join(outside, 'emptydir'))} is outside the work tree ${escaped(fs.realpathSync(repo.dir))} and every emitAllowlist root`,
+          ].join('; '),
+        ),
+      );
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        refused(copyDir, 'field files\\.0\\.previous\\.copy must be the number of a copy in the journal'),
+      );
+    expect.soft(fs.readFileSync(victim, 'utf8')).toBe('victim\n');
+    expect.soft(fs.statSync(victim).mode & 0o7000).toBe(0);
+    expect.soft(fs.existsSync(victim2)).toBe(true);
+    expect.soft(fs.existsSync(path.join(outside, 'emptydir'))).toBe(true);
+    expect.soft(fs.readFileSync(description, 'utf8')).toBe(descriptionBefore);
+    // Control: the sound journal beside them is acted on, its file put back without the setuid bit.
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        notice(
+          soundPid,
+          "Its verdict was never recorded, so the worker's files were put back as they were before it: src/a.js.",
+        ),
+      );
+    expect.soft(repo.read('src/a.js')).toBe(EDITED_A);
+    expect.soft(fs.statSync(path.join(repo.dir, 'src/a.js')).mode & 0o7777).toBe(0o750);
+    expect.soft(next.code).toBe(0);
+    // Left in place, and named again by the next run.
+    expect.soft(fs.existsSync(path.join(outsideDir, 'journal.json'))).toBe(true);
+    expect.soft(fs.existsSync(path.join(copyDir, 'journal.json'))).toBe(true);
+    const again = await repo.cli(['delegate', otherUnit(repo), '--json']);
+    expect.soft(again.stderr).toMatch(refused(outsideDir, '.*'));
+    expect.soft(again.stderr).toMatch(refused(copyDir, '.*'));
+  });
+
+  test('a journal that is not JSON, or lacks a field, is named on every run: never skipped, never a crash', async () => {
+    const repo = await freshRepo();
+    const broken = plantJournal(repo, '1-broken', '{"version":1,"pid":', { '0': EDITED_A });
+    const pid = deadPid();
+    const dir = writeJournal(repo, { pid, name: '2-no-created-dirs', ledgerTip: null }, [
+      { path: 'src/a.js', previous: EDITED_A },
+    ]);
+    const { createdDirs: _dropped, ...lacking } = JSON.parse(
+      fs.readFileSync(path.join(dir, 'journal.json'), 'utf8'),
+    );
+    fs.writeFileSync(path.join(dir, 'journal.json'), JSON.stringify(lacking));
+
+    for (const run of [1, 2]) {
+      fs.rmSync(path.join(repo.dir, 'src/c.js'), { force: true }); // the run writes it anew
+      const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+      expect.soft(next.code, `run ${run}`).toBe(0);
+      expect
+        .soft(next.stderr, `run ${run}`)
+        .toMatch(
+          new RegExp(
+            `^A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${escaped(broken)}, is not as a run leaves one, so nothing was done with it: its journal\\.json is not JSON \\(.+\\)\\. It is left as it is`,
+            'm',
+          ),
+        );
+      expect
+        .soft(next.stderr, `run ${run}`)
+        .toMatch(
+          new RegExp(
+            `^A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${escaped(dir)}, is not as a run leaves one, so nothing was done with it: field createdDirs must be array \\(got nothing\\)\\. It is left as it is`,
+            'm',
+          ),
+        );
+      expect.soft(repo.read('src/a.js'), `run ${run}`).toBe(EDITED_A);
+    }
+    expect.soft(fs.readFileSync(path.join(broken, '0'), 'utf8')).toBe(EDITED_A);
+  });
+
+  test('a journaled file whose path leads through a symbolic link now is not written through it: left, its copy kept and named', async () => {
+    const repo = await freshRepo();
+    const outside = path.join(repo.root, 'outside');
+    fs.mkdirSync(outside);
+    fs.writeFileSync(path.join(outside, 'x.js'), 'outside\n');
+    fs.symlinkSync(outside, path.join(repo.dir, 'src', 'link'));
+    const pid = deadPid();
+    writeJournal(repo, { pid, ledgerTip: null }, [{ path: 'src/link/x.js', previous: 'PWNED\n' }]);
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    const kept = next.stderr.match(/what it held before is kept in (\S+)\)/)?.[1];
+    expect(kept).toBeDefined();
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        notice(
+          pid,
+          `Its verdict was never recorded. Left as they are: src/link/x.js (its path leads through a symbolic link now; what it held before is kept in ${kept}). The gates refuse what the worker wrote until it is delegated again or reviewed.`,
+        ),
+      );
+    expect.soft(fs.readFileSync(path.join(outside, 'x.js'), 'utf8')).toBe('outside\n');
+    expect.soft(fs.readFileSync(kept!, 'utf8')).toBe('PWNED\n');
+  });
+});
+
+describe('a journal recovery cannot finish', () => {
+  test('a journal recovery cannot finish (unrecorded-kept is a file, not a directory) is named and left for the next run; the delegate goes on', async () => {
+    const repo = await freshRepo();
+    repo.write('src/a.js', 'export function a() {\n  return 3; // edited after the run\n}\n');
+    const pid = deadPid();
+    const dir = writeJournal(repo, { pid, ledgerTip: null }, [
+      { path: 'src/a.js', previous: EDITED_A, written: WORKER_A },
+    ]);
+    fs.writeFileSync(path.join(repo.stateDir, 'unrecorded-kept'), 'in the way\n');
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        new RegExp(
+          `^Putting back the files of an earlier \`delegate-git delegate\` that stopped before it could finish, from its journal ${escaped(dir)}, failed part-way: .+\\. The journal is left as it is, and the next delegate tries again; its numbered files hold what the files it names held before that run\\.$`,
+          'm',
+        ),
+      );
+    expect.soft(next.code).toBe(0);
+    expect.soft(fs.readFileSync(path.join(dir, '0'), 'utf8')).toBe(EDITED_A);
   });
 });

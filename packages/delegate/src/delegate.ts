@@ -273,14 +273,25 @@ class Delegation {
     return (this.opts.interrupt?.received ?? null) !== null;
   }
 
-  /** Puts back every file written, and says which could not be. */
+  /**
+   * Puts back every file written, and says which could not be. The journal of a file left as the worker wrote it
+   * holds the only copy of what it held: set aside and named, not removed as the run ends.
+   */
   private async undo(step: 'verifying' | 'recording', recordFailure?: string): Promise<InterruptedError> {
-    const unrestored = putBack(this.written).map((u) => ({
+    const left = putBack(this.written);
+    const kept = this.setAside(left.map((u) => u.file.absolute));
+    const unrestored = left.map((u) => ({
       path: repositoryPathOf(this.top, u.file.absolute),
       reason: u.reason,
+      copy: kept.get(u.file.absolute) ?? null,
     }));
     await this.offerAgainIfPossible();
     return this.interruption({ step, written: this.writtenPaths(), unrestored, recordFailure });
+  }
+
+  /** Where what each of `absolutes` held is kept (unrecorded-writes.ts), now that the run leaves them unrestored. */
+  private setAside(absolutes: readonly string[]): ReadonlyMap<string, string> {
+    return absolutes.length === 0 || this.journal === null ? new Map() : this.journal.setAside(absolutes);
   }
 
   /** The attempt was void: the failure locations it took stand for the next one. */
@@ -427,8 +438,11 @@ class Delegation {
     this.receipt.errors = [...emission.errors, ...plan.errors];
     this.receipt.duplicates = plan.duplicates;
     if (plan.files.length > 0) {
-      this.written = applyWritePlan(plan, (files, createdDirs) => {
-        this.journal = this.keepJournal(files, createdDirs, ledgerTip);
+      this.written = applyWritePlan(plan, {
+        beforeWriting: (files, createdDirs) => {
+          this.journal = this.keepJournal(files, createdDirs, ledgerTip);
+        },
+        setAside: (absolutes) => this.setAside(absolutes),
       });
       this.writers.hashers = new ContentHashers(
         opts.repo,
@@ -447,7 +461,13 @@ class Delegation {
     try {
       return WriteJournal.keep(
         repo.stateDir,
-        { taskName: this.unit.taskName, ledgerTip },
+        {
+          taskName: this.unit.taskName,
+          // What the verdict statement says of the run: the next delegate tells its record from others by them.
+          instructionSha256: sha256Of(Buffer.from(this.unit.instruction, 'utf8')),
+          keyid: this.opts.signingKey.publicKey.keyid,
+          ledgerTip,
+        },
         files.map(({ file, previous }) => {
           const inTop = repositoryPathOf(this.top, file.absolute);
           const inRepository = isRepositoryPath(inTop);

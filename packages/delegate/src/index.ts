@@ -5,6 +5,7 @@ export * from './delegate.js';
 export * from './emission.js';
 export * from './interruption.js';
 export * from './interruption-notice.js';
+export * from './journal-rules.js';
 export * from './operator-config.js';
 export * from './patch.js';
 export * from './progress.js';

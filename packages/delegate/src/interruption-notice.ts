@@ -3,7 +3,7 @@
  * whether anything was recorded, and what to do next. Without it an interrupted run said nothing, and the next
  * run blamed the worker for the files the interrupted one left.
  */
-import { shownPath } from '@delegate-git/core/shown-path';
+import { shownPath, shownText } from '@delegate-git/core/shown-path';
 
 export type InterruptedRun =
   /** Before a file was written: the worker's request (if sent) was abandoned. */
@@ -15,7 +15,8 @@ export type InterruptedRun =
   | {
       step: 'verifying' | 'recording';
       written: readonly string[];
-      unrestored: ReadonlyArray<{ path: string; reason: string }>;
+      /** `copy`: where what the file held before is kept (null: the worker created it, or nothing could be kept). */
+      unrestored: ReadonlyArray<{ path: string; reason: string; copy?: string | null }>;
       recordFailure?: string;
     }
   /** While recording: the interrupt waited for the record, which is complete (`recorded` false: nothing to record). */
@@ -40,12 +41,21 @@ export function interruptionNotice(signal: NodeJS.Signals, run: InterruptedRun):
     return `${where}: the ${workerWrote(run.written)} were put back as they were, and nothing was recorded. ${RUN_AGAIN}`;
   const left = new Set(run.unrestored.map((u) => u.path));
   const restored = run.written.filter((p) => !left.has(p));
-  const unrestored = run.unrestored.map((u) => `${shownPath(u.path)} (${u.reason.replace(/\.$/, '')})`);
+  const unrestored = run.unrestored.map(
+    (u) =>
+      `${shownPath(u.path)} (${u.reason.replace(/\.$/, '')}${u.copy ? `; what it held before is kept in ${shownText(u.copy)}` : ''})`,
+  );
+  // git status shows which files differ from the last commit, not what an uncommitted one held: that is in the copy.
+  const copied = run.unrestored.filter((u) => u.copy).length;
+  const byHand =
+    copied === 0
+      ? 'Put back or delete what is left by hand (git status shows it), then run the unit again.'
+      : `Put back what is left by hand from the ${copied === 1 ? 'copy' : 'copies'} named${copied < run.unrestored.length ? ' and delete what the worker created' : ''}, then run the unit again; remove the ${copied === 1 ? 'copy' : 'copies'} once done.`;
   return (
     `${where}, and not every file the worker wrote could be put back: ${unrestored.join(', ')} ` +
     `${run.unrestored.length === 1 ? 'is' : 'are'} left as the worker wrote ${run.unrestored.length === 1 ? 'it' : 'them'}, with no verdict recorded. ` +
     (restored.length > 0 ? `The other ${filesNamed(restored)} were put back as they were. ` : '') +
-    `Nothing was recorded. Put back or delete what is left by hand (git status shows it), then run the unit again.`
+    `Nothing was recorded. ${byHand}`
   );
 }
 

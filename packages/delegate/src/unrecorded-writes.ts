@@ -5,14 +5,28 @@
  * write, what each file held is kept under the worktree's state directory beside a journal naming it, and the journal
  * goes when the run ends. The next delegate finds the journals of runs that died and puts their files back, each only
  * while it still holds what the worker wrote: an edit made since is the user's, and stays (its earlier content is
- * kept, and said where).
+ * kept, and said where). A copy of what a file held is never deleted while the file holds something else: where a
+ * file stays as the worker wrote it (its record landed after all, or it could not be put back), the copy is kept in
+ * `unrecorded-kept` and named.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { gitText } from '@delegate-git/core/git';
+import { decodeRecord } from '@delegate-git/core/record';
 import type { Repository } from '@delegate-git/core/repository';
-import { shownPath } from '@delegate-git/core/shown-path';
+import { shownLine, shownPath, shownText } from '@delegate-git/core/shown-path';
+import { canonicaliseAgainst, canonicalisePath } from './containment.js';
+import {
+  checkJournal,
+  isOwnVerdict,
+  type Journal,
+  type JournalBounds,
+  type JournalCheck,
+  type JournaledFile,
+  type JournalRun,
+  replayOrder,
+} from './journal-rules.js';
 import { removeIfEmpty, writeAtomically } from './write-plan.js';
 import { errorCode } from './write-target.js';
 
@@ -20,32 +34,10 @@ const JOURNALS = 'unrecorded';
 /** Journals whose files could not all be put back: their copies stay here, named in the notice, until removed. */
 const KEPT = 'unrecorded-kept';
 const JOURNAL_FILE = 'journal.json';
-
-export interface JournaledFile {
-  /** As the notice shows it: relative to the repository's top level, or absolute outside it. */
-  path: string;
-  absolute: string;
-  /** True for a path inside the repository: what a record can name. */
-  inRepository: boolean;
-  /** sha256 of the bytes the worker's file was given. */
-  written: string;
-  /** The name of the copy of what the file held, and its permission bits; null when the write created it. */
-  previous: { copy: string; mode: number } | null;
-}
-
-interface Journal {
-  version: 1;
-  pid: number;
-  /** The boot the process ran in (Linux): a pid alive after a reboot is some other process. */
-  boot: string | null;
-  started: string;
-  taskName: string;
-  /** The ledger's tip before the write: a record made after it is the run's own. */
-  ledgerTip: string | null;
-  files: JournaledFile[];
-  /** Directories the writes create, outermost first: removed again when left empty. */
-  createdDirs: string[];
-}
+/** Far more than a run's journal holds (a few hundred bytes a file); a larger one is no journal a run made. */
+const MAX_JOURNAL_BYTES = 32 * 1024 * 1024;
+/** How a run names the directory it makes its journal in, before it is renamed into place. */
+const UNFINISHED = /^\.(\d+)-[0-9a-f]+\.tmp$/;
 
 export interface FileToWrite {
   path: string;
@@ -57,7 +49,15 @@ export interface FileToWrite {
 
 /** One run's journal, kept until the run ends (`end`), whatever its verdict: only a run that dies leaves it. */
 export class WriteJournal {
-  private constructor(private readonly dir: string) {}
+  /** Where `setAside` moved the journal; then the run no longer removes it. */
+  private setAsideIn: string | null = null;
+
+  private constructor(
+    private readonly stateDir: string,
+    private readonly dir: string,
+    /** Each journaled file's copy of what it held, by absolute path (none for a file the write creates). */
+    private readonly copies: ReadonlyMap<string, string>,
+  ) {}
 
   /**
    * Keeps what each file holds and the journal naming it, whole before any file is written: written into a directory
@@ -65,7 +65,7 @@ export class WriteJournal {
    */
   static keep(
     stateDir: string,
-    run: { taskName: string; ledgerTip: string | null },
+    run: JournalRun & { ledgerTip: string | null },
     files: readonly FileToWrite[],
     createdDirs: readonly string[],
   ): WriteJournal {
@@ -75,20 +75,25 @@ export class WriteJournal {
     const making = path.join(root, `.${name}.tmp`);
     fs.mkdirSync(making, { mode: 0o700 });
     try {
-      const journal: Journal = {
-        version: 1,
+      const journal = {
+        version: 2,
         pid: process.pid,
         boot: bootId(),
         started: new Date().toISOString(),
+        monotonic: process.hrtime.bigint().toString(),
         taskName: run.taskName,
+        instructionSha256: run.instructionSha256,
+        keyid: run.keyid,
         ledgerTip: run.ledgerTip,
-        files: files.map((file, i) => ({
-          path: file.path,
-          absolute: file.absolute,
-          inRepository: file.inRepository,
-          written: sha256Of(file.content),
-          previous: file.previous && { copy: String(i), mode: file.previous.mode },
-        })),
+        files: files.map(
+          (file, i): JournaledFile => ({
+            path: file.path,
+            absolute: file.absolute,
+            inRepository: file.inRepository,
+            written: sha256Of(file.content),
+            previous: file.previous && { copy: String(i), mode: file.previous.mode },
+          }),
+        ),
         createdDirs: [...createdDirs],
       };
       files.forEach((file, i) => {
@@ -100,16 +105,39 @@ export class WriteJournal {
       fs.rmSync(making, { recursive: true, force: true });
       throw error;
     }
-    return new WriteJournal(path.join(root, name));
+    const copies = new Map<string, string>();
+    files.forEach((file, i) => {
+      if (file.previous) copies.set(file.absolute, String(i));
+    });
+    return new WriteJournal(stateDir, path.join(root, name), copies);
+  }
+
+  /**
+   * Files the run could not put back (an interrupt, a write that failed part-way): the journal holds the only copy of
+   * what they held, so it is not removed but set aside in `unrecorded-kept`, where no later run acts on it. Says where
+   * each one's copy is; a file the write created has none, and with no copy to keep the journal ends as usual (`end`).
+   */
+  setAside(absolutes: readonly string[]): Map<string, string> {
+    const held = absolutes.filter((a) => this.copies.has(a));
+    if (held.length === 0) return new Map();
+    let dir = this.dir;
+    try {
+      dir = moveToKept(this.stateDir, this.dir);
+    } catch {
+      // Left where it is (a full disk can refuse even a new directory): the next delegate recovers from it there.
+    }
+    this.setAsideIn = dir;
+    return new Map(held.map((a) => [a, path.join(dir, this.copies.get(a)!)]));
   }
 
   end(): void {
-    fs.rmSync(this.dir, { recursive: true, force: true });
+    if (this.setAsideIn === null) fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
 /** What the next delegate found of a run that died before its verdict was recorded, and did about it. */
 export interface StoppedDelegation {
+  kind: 'stopped';
   taskName: string;
   pid: number;
   started: string;
@@ -118,79 +146,166 @@ export interface StoppedDelegation {
   putBack: string[];
   /** Files changed since the worker wrote them (or that could not be put back): left as they are. */
   left: Array<{ path: string; why: string; copy: string | null }>;
+  /** Of files that stay as recorded: where what they held before the run is kept. */
+  kept: Array<{ path: string; copy: string }>;
 }
 
 /**
- * Puts back the files of every delegate in this worktree that died before recording its verdict, and says what it
- * did. Journals of runs still alive (another delegate at work) are left alone.
+ * A journal the next delegate did not act on (`refused`), or could not finish acting on (`failed`: a file system or
+ * git error part-way), and why: left where it is for the user to look at.
  */
-export async function recoverStoppedDelegations(repo: Repository): Promise<StoppedDelegation[]> {
+export interface RefusedJournal {
+  kind: 'refused' | 'failed';
+  dir: string;
+  problems: string[];
+}
+
+export type FoundJournal = StoppedDelegation | RefusedJournal;
+
+/**
+ * Puts back the files of every delegate in this worktree that died before recording its verdict, newest first, and
+ * says what it did. Journals of runs still alive (another delegate at work) are left alone; a journal that is not
+ * one a run could have made (journal-rules.ts) is named, and left alone too. `emitAllowlist`: the operator's
+ * setting, the roots outside the work tree a run may have written in.
+ */
+export async function recoverStoppedDelegations(
+  repo: Repository,
+  opts: { emitAllowlist?: readonly string[] } = {},
+): Promise<FoundJournal[]> {
   const root = path.join(repo.stateDir, JOURNALS);
   let names: string[];
   try {
-    names = fs.readdirSync(root);
+    names = fs.readdirSync(root).sort();
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return [];
     throw error;
   }
-  const found: StoppedDelegation[] = [];
+  const bounds = boundsOf(repo, opts.emitAllowlist ?? []);
+  const found: FoundJournal[] = [];
+  const stopped: Array<{ name: string; dir: string; journal: Journal; key: Journal }> = [];
   for (const name of names) {
     const dir = path.join(root, name);
-    if (name.endsWith('.tmp')) {
+    const unfinished = UNFINISHED.exec(name);
+    if (unfinished) {
       // A journal never finished: its run wrote no file yet. Removed once that run is gone.
-      if (!isRunning(Number(name.slice(1).split('-')[0]), bootId()))
-        fs.rmSync(dir, { recursive: true, force: true });
+      if (!isRunning(Number(unfinished[1]), bootId())) fs.rmSync(dir, { recursive: true, force: true });
       continue;
     }
-    const journal = readJournal(dir);
-    if (journal === null || isRunning(journal.pid, journal.boot)) continue;
-    found.push(await recover(repo, dir, journal));
+    const read = readJournal(dir, bounds);
+    if (!read.ok) found.push({ kind: 'refused', dir, problems: read.problems });
+    else if (!isRunning(read.journal.pid, read.journal.boot))
+      stopped.push({ name, dir, journal: read.journal, key: read.journal });
+  }
+  for (const s of replayOrder(stopped)) {
+    try {
+      found.push(await recover(repo, s.dir, s.journal));
+    } catch (error) {
+      // One journal that cannot be dealt with must not stop the others, nor the delegate that found it.
+      found.push({ kind: 'failed', dir: s.dir, problems: [(error as Error).message] });
+    }
   }
   return found;
 }
 
+/** Where a run of this repository could have written (canonical, as the run's own paths are). */
+function boundsOf(repo: Repository, emitAllowlist: readonly string[]): JournalBounds {
+  const top = canonicalisePath(repo.layout.topLevel!);
+  const writableRoots = emitAllowlist
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .flatMap((entry) => {
+      try {
+        return [canonicaliseAgainst(top, entry)];
+      } catch {
+        return []; // a link loop: nothing could have been written under it
+      }
+    });
+  const gitDirs = [
+    ...new Set([repo.layout.gitDir, repo.layout.commonDir].map((d) => canonicalisePath(path.resolve(d)))),
+  ];
+  return { top, writableRoots, gitDirs };
+}
+
 async function recover(repo: Repository, dir: string, journal: Journal): Promise<StoppedDelegation> {
   const stopped: StoppedDelegation = {
+    kind: 'stopped',
     taskName: journal.taskName,
     pid: journal.pid,
     started: journal.started,
     recorded: false,
     putBack: [],
     left: [],
+    kept: [],
   };
-  const unchanged = journal.files.filter((file) => holds(file.absolute, file.written));
+  // A run's paths are canonical: one that leads through a symbolic link now is not the file the run wrote, and
+  // nothing is written or removed through it.
+  const elsewhere = new Set(journal.files.filter((f) => !isCanonical(f.absolute)));
+  const unchanged = journal.files.filter((f) => !elsewhere.has(f) && holds(f.absolute, f.written));
   if (await recordedSince(repo, journal, unchanged)) {
     stopped.recorded = true;
-    fs.rmSync(dir, { recursive: true, force: true });
+    // The files stay as recorded. What they held before is kept all the same, unless it is what they hold now: the
+    // record judged the worker's bytes, and the user's earlier version (uncommitted, perhaps) may still be wanted.
+    const differ = journal.files.filter((f) => f.previous && !holdsCopy(dir, f));
+    const kept = settle(repo, dir, differ);
+    for (const f of differ) stopped.kept.push({ path: f.path, copy: kept.get(f)! });
     return stopped;
   }
+  const left: Array<{ file: JournaledFile; why: string }> = [];
   for (const file of journal.files) {
-    const copy = file.previous && path.join(dir, file.previous.copy);
+    if (elsewhere.has(file)) {
+      left.push({ file, why: 'its path leads through a symbolic link now' });
+      continue;
+    }
     if (!unchanged.includes(file)) {
-      stopped.left.push({ path: file.path, why: 'changed since the worker wrote it', copy });
+      left.push({ file, why: 'changed since the worker wrote it' });
       continue;
     }
     try {
       if (file.previous === null) fs.rmSync(file.absolute, { force: true });
-      else writeAtomically(file.absolute, fs.readFileSync(copy!), file.previous.mode);
+      else writeAtomically(file.absolute, readCopy(dir, file), file.previous.mode);
       stopped.putBack.push(file.path);
     } catch (error) {
-      stopped.left.push({ path: file.path, why: (error as Error).message, copy });
+      left.push({ file, why: (error as Error).message });
     }
   }
-  for (const created of [...journal.createdDirs].reverse()) removeIfEmpty(created);
-  if (stopped.left.some((l) => l.copy !== null)) {
-    const kept = path.join(repo.stateDir, KEPT, path.basename(dir));
-    fs.mkdirSync(path.dirname(kept), { recursive: true, mode: 0o700 });
-    fs.renameSync(dir, kept);
-    for (const l of stopped.left) if (l.copy) l.copy = path.join(kept, path.basename(l.copy));
-  } else fs.rmSync(dir, { recursive: true, force: true });
+  for (const created of [...journal.createdDirs].reverse()) if (isCanonical(created)) removeIfEmpty(created);
+  const kept = settle(
+    repo,
+    dir,
+    left.flatMap((l) => (l.file.previous ? [l.file] : [])),
+  );
+  stopped.left = left.map(({ file, why }) => ({ path: file.path, why, copy: kept.get(file) ?? null }));
   return stopped;
 }
 
 /**
- * Whether the ledger took a record on a file as the worker wrote it after the run began: the run died between its
- * record and the journal's removal, and its files stand as recorded. One file is enough: a record names them all.
+ * The journal once recovery is done with it: moved to `unrecorded-kept` when `keep` names files whose copy must
+ * stay (where each one is then), else removed.
+ */
+function settle(repo: Repository, dir: string, keep: readonly JournaledFile[]): Map<JournaledFile, string> {
+  if (keep.length === 0) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    return new Map();
+  }
+  const kept = moveToKept(repo.stateDir, dir);
+  return new Map(keep.map((f) => [f, path.join(kept, f.previous!.copy)]));
+}
+
+function moveToKept(stateDir: string, dir: string): string {
+  const root = path.join(stateDir, KEPT);
+  fs.mkdirSync(root, { recursive: true, mode: 0o700 });
+  let kept = path.join(root, path.basename(dir));
+  // A name taken already (a hand-made journal's, or one kept on another boot by a pid used again) is not merged into.
+  if (fs.existsSync(kept)) kept = `${kept}-${randomBytes(4).toString('hex')}`;
+  fs.renameSync(dir, kept);
+  return kept;
+}
+
+/**
+ * Whether the ledger took this very run's verdict on a file as the worker wrote it after the run began: the run died
+ * between its record and the journal's removal, and its files stand as recorded. Any other line on those bytes (a
+ * review, approving or rejecting; another unit's verdict synced from another clone) says nothing of this run. One
+ * file is enough: the run's record names them all.
  */
 async function recordedSince(
   repo: Repository,
@@ -206,14 +321,31 @@ async function recordedSince(
   });
   const now = await repo.ledger.linesOn(blob);
   if (now.length === 0) return false;
-  const before = journal.ledgerTip === null ? [] : await repo.ledger.linesOn(blob, journal.ledgerTip);
-  return now.some((line) => !before.includes(line));
+  let before: string[] = [];
+  try {
+    if (journal.ledgerTip !== null) before = await repo.ledger.linesOn(blob, journal.ledgerTip);
+  } catch {
+    // The tip is no notes commit here (a ledger rewritten since): no line is taken for older than the run for it.
+  }
+  const older = new Set(before);
+  return now.some((line) => {
+    if (older.has(line)) return false;
+    const decoded = decodeRecord(line);
+    return decoded.ok && isOwnVerdict(decoded.record, journal, { path: file.path, gitBlob: blob });
+  });
 }
 
 /** The paragraph that says what was found and done, for the operator. */
-export function stoppedNotice(s: StoppedDelegation): string {
-  const run = `An earlier \`delegate-git delegate\` of "${s.taskName}" (process ${s.pid}, started ${s.started}) stopped before it could finish (killed, or the machine went down).`;
-  if (s.recorded) return `${run} Its verdict had been recorded, so its files stay as recorded.\n`;
+export function stoppedNotice(s: FoundJournal): string {
+  if (s.kind !== 'stopped') return s.kind === 'failed' ? failedNotice(s) : refusedNotice(s);
+  const run = `An earlier \`delegate-git delegate\` of "${shownText(s.taskName)}" (process ${s.pid}, started ${shownText(s.started)}) stopped before it could finish (killed, or the machine went down).`;
+  if (s.recorded) {
+    const kept =
+      s.kept.length === 0
+        ? ''
+        : ` What they held before it is kept all the same: ${s.kept.map((k) => `${shownPath(k.path)} in ${shownText(k.copy)}`).join(', ')}.`;
+    return `${run} Its verdict had been recorded, so its files stay as recorded.${kept}\n`;
+  }
   const parts = [`${run} Its verdict was never recorded`];
   if (s.putBack.length > 0)
     parts.push(
@@ -222,7 +354,8 @@ export function stoppedNotice(s: StoppedDelegation): string {
   parts.push('.');
   if (s.left.length > 0) {
     const left = s.left.map(
-      (l) => `${shownPath(l.path)} (${l.why}${l.copy ? `; what it held before is kept in ${l.copy}` : ''})`,
+      (l) =>
+        `${shownPath(l.path)} (${shownLine(l.why)}${l.copy ? `; what it held before is kept in ${shownText(l.copy)}` : ''})`,
     );
     parts.push(
       ` Left as they are: ${left.join(', ')}. The gates refuse what the worker wrote until it is delegated again or reviewed.`,
@@ -231,14 +364,71 @@ export function stoppedNotice(s: StoppedDelegation): string {
   return `${parts.join('')}\n`;
 }
 
-function readJournal(dir: string): Journal | null {
+function failedNotice(s: RefusedJournal): string {
+  return `Putting back the files of an earlier \`delegate-git delegate\` that stopped before it could finish, from its journal ${shownText(s.dir)}, failed part-way: ${s.problems.map((p) => shownLine(p)).join('; ')}. The journal is left as it is, and the next delegate tries again; its numbered files hold what the files it names held before that run.\n`;
+}
+
+function refusedNotice(s: RefusedJournal): string {
+  return `A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${shownText(s.dir)}, is not as a run leaves one, so nothing was done with it: ${s.problems.map((p) => shownLine(p)).join('; ')}. It is left as it is: if a run of yours left it, its numbered files hold what the files it names held before that run. Remove the directory once you no longer need it.\n`;
+}
+
+/** The journal in `dir`, checked (journal-rules.ts), or what is wrong with it. */
+function readJournal(dir: string, bounds: JournalBounds): JournalCheck {
+  let text: string;
   try {
-    const journal = JSON.parse(fs.readFileSync(path.join(dir, JOURNAL_FILE), 'utf8')) as Journal;
-    return journal.version === 1 && Number.isInteger(journal.pid) && Array.isArray(journal.files)
-      ? journal
-      : null;
+    if (!fs.lstatSync(dir).isDirectory()) return refusal('it is not a directory');
+    text = readRegularFile(path.join(dir, JOURNAL_FILE), MAX_JOURNAL_BYTES).toString('utf8');
+  } catch (error) {
+    return refusal(
+      errorCode(error) === 'ENOENT'
+        ? `it holds no ${JOURNAL_FILE}`
+        : `its ${JOURNAL_FILE} cannot be read (${(error as Error).message})`,
+    );
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    return refusal(`its ${JOURNAL_FILE} is not JSON (${(error as Error).message})`);
+  }
+  return checkJournal(raw, bounds);
+}
+
+function refusal(problem: string): JournalCheck {
+  return { ok: false, problems: [problem] };
+}
+
+/** The copy of what `file` held, from the journal in `dir`: a regular file there, never one a link points to. */
+function readCopy(dir: string, file: JournaledFile): Buffer {
+  return readRegularFile(path.join(dir, file.previous!.copy), Number.MAX_SAFE_INTEGER);
+}
+
+/** Whether `file` holds what its copy says it held before the run. */
+function holdsCopy(dir: string, file: JournaledFile): boolean {
+  try {
+    return holds(file.absolute, sha256Of(readCopy(dir, file)));
   } catch {
-    return null; // never made whole (renamed into place last), or not ours: nothing to act on
+    return false;
+  }
+}
+
+function readRegularFile(file: string, maxBytes: number): Buffer {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile()) throw new Error(`${file} is not a regular file`);
+    if (stat.size > maxBytes) throw new Error(`${file} is ${stat.size} bytes, more than a journal holds`);
+    return fs.readFileSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function isCanonical(absolute: string): boolean {
+  try {
+    return canonicalisePath(absolute) === absolute;
+  } catch {
+    return false; // a link loop
   }
 }
 

@@ -318,17 +318,27 @@ export interface FileBeforeWrite {
   previous: AppliedWrite['previous'];
 }
 
+/** What `applyWritePlan` tells its caller, and asks of it, around the writes. */
+export interface WriteHooks {
+  /**
+   * Given every file with what it holds, and the directories the writes will create (outermost first), before the
+   * first byte is written: a journal that outlives the process (unrecorded-writes.ts). If it throws, nothing is
+   * written.
+   */
+  beforeWriting?: (files: readonly FileBeforeWrite[], createdDirs: readonly string[]) => void;
+  /**
+   * Given the files (absolute paths) a failed write could not put back: where what each held is kept, so that the
+   * error can say so (a copy held only in memory would go with the process).
+   */
+  setAside?: (absolutes: readonly string[]) => ReadonlyMap<string, string>;
+}
+
 /**
  * Writes every planned file atomically, creating parent directories, and returns what it wrote (for `putBack`).
  * If any write fails, the files already written are put back and the error is thrown: a unit's files land
- * together or not at all. `beforeWriting` is given every file with what it holds, and the directories the writes
- * will create (outermost first), before the first byte is written: a journal that outlives the process
- * (unrecorded-writes.ts); if it throws, nothing is written.
+ * together or not at all.
  */
-export function applyWritePlan(
-  plan: WritePlan,
-  beforeWriting?: (files: readonly FileBeforeWrite[], createdDirs: readonly string[]) => void,
-): AppliedWrite[] {
+export function applyWritePlan(plan: WritePlan, hooks: WriteHooks = {}): AppliedWrite[] {
   const before = plan.files.map((file) => {
     try {
       return { file, previous: readPrevious(file.absolute) };
@@ -336,7 +346,7 @@ export function applyWritePlan(
       throw couldNotWrite(file, error, 'nothing was changed');
     }
   });
-  beforeWriting?.(before, missingDirectories(plan.files.map((f) => path.dirname(f.absolute))));
+  hooks.beforeWriting?.(before, missingDirectories(plan.files.map((f) => path.dirname(f.absolute))));
   const applied: AppliedWrite[] = [];
   for (const { file, previous } of before) {
     let createdDirs: string[] = [];
@@ -347,17 +357,28 @@ export function applyWritePlan(
       applied.push({ file, previous, createdDirs });
     } catch (error) {
       for (const dir of createdDirs.reverse()) removeIfEmpty(dir);
-      const unrestored = putBack(applied).map((u) => `${u.file.path} (${u.reason})`);
-      throw couldNotWrite(
-        file,
-        error,
-        unrestored.length === 0
-          ? `the ${applied.length} file(s) already written were restored; nothing was changed`
-          : `restoring these files also failed, check them by hand: ${unrestored.join(', ')}`,
-      );
+      const unrestored = putBack(applied);
+      const kept =
+        unrestored.length > 0 ? hooks.setAside?.(unrestored.map((u) => u.file.absolute)) : undefined;
+      throw couldNotWrite(file, error, partialWriteOutcome(applied.length, unrestored, kept ?? new Map()));
     }
   }
   return applied;
+}
+
+/** What became of the files a failed `applyWritePlan` had written before the write that failed. */
+export function partialWriteOutcome(
+  written: number,
+  unrestored: ReadonlyArray<{ file: Pick<PlannedFile, 'path' | 'absolute'>; reason: string }>,
+  kept: ReadonlyMap<string, string>,
+): string {
+  if (unrestored.length === 0)
+    return `the ${written} file(s) already written were restored; nothing was changed`;
+  const named = unrestored.map((u) => {
+    const copy = kept.get(u.file.absolute);
+    return `${u.file.path} (${u.reason}${copy ? `; what it held before is kept in ${copy}` : ''})`;
+  });
+  return `restoring these files also failed, check them by hand: ${named.join(', ')}`;
 }
 
 function couldNotWrite(file: PlannedFile, error: unknown, outcome: string): DelegateGitError {

@@ -27,6 +27,32 @@ describe('interruptionNotice: what an interrupted delegation says', () => {
     );
   });
 
+  it('while verifying, a file that could not be put back: the copy of what it held is named', () => {
+    expect(
+      interruptionNotice('SIGINT', {
+        step: 'verifying',
+        written: ['src/a.js', 'src/b.js'],
+        unrestored: [
+          { path: 'src/a.js', reason: 'ENOSPC: no space left on device, write', copy: '/r/.git/kept/1-ab/0' },
+        ],
+      }),
+    ).toBe(
+      'interrupted (SIGINT) while verifying, and not every file the worker wrote could be put back: src/a.js (ENOSPC: no space left on device, write; what it held before is kept in /r/.git/kept/1-ab/0) is left as the worker wrote it, with no verdict recorded. The other 1 file(s) (src/b.js) were put back as they were. Nothing was recorded. Put back what is left by hand from the copy named, then run the unit again; remove the copy once done.',
+    );
+    expect(
+      interruptionNotice('SIGTERM', {
+        step: 'verifying',
+        written: ['src/a.js', 'src/new.js'],
+        unrestored: [
+          { path: 'src/a.js', reason: 'EIO', copy: '/k/0' },
+          { path: 'src/new.js', reason: 'EIO', copy: null },
+        ],
+      }),
+    ).toMatch(
+      /Put back what is left by hand from the copy named and delete what the worker created, then run the unit again; remove the copy once done\.$/,
+    );
+  });
+
   it('while recording, when the record could not be completed', () => {
     expect(
       interruptionNotice('SIGHUP', {

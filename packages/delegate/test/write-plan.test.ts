@@ -4,7 +4,13 @@ import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type Emission, type EmittedFile, parseEmission } from '../src/emission.js';
-import { applyWritePlan, planWrites, putBack, type WritePlanOptions } from '../src/write-plan.js';
+import {
+  applyWritePlan,
+  partialWriteOutcome,
+  planWrites,
+  putBack,
+  type WritePlanOptions,
+} from '../src/write-plan.js';
 
 const F = '```';
 const original = 'export function add(a, b) {\n  return a + b;\n}\n';
@@ -482,5 +488,23 @@ describe('putBack: a written plan undone (an interrupted delegation)', () => {
     expect(unrestored[0]?.reason).toMatch(/directory/i);
     // The other file was still put back.
     expect(read('src/a.ts')).toBe(original);
+  });
+});
+
+describe('partialWriteOutcome: what a failed write says of the files written before it', () => {
+  it('all restored', () => {
+    expect(partialWriteOutcome(2, [], new Map())).toBe(
+      'the 2 file(s) already written were restored; nothing was changed',
+    );
+  });
+
+  it('one not restored: named, with where what it held is kept (the journal, set aside) when it is', () => {
+    const unrestored = [
+      { file: { path: 'src/a.js', absolute: '/w/src/a.js' }, reason: 'EIO: i/o error' },
+      { file: { path: 'src/n.js', absolute: '/w/src/n.js' }, reason: 'EBUSY' },
+    ];
+    expect(partialWriteOutcome(2, unrestored, new Map([['/w/src/a.js', '/w/.git/kept/1/0']]))).toBe(
+      'restoring these files also failed, check them by hand: src/a.js (EIO: i/o error; what it held before is kept in /w/.git/kept/1/0), src/n.js (EBUSY)',
+    );
   });
 });

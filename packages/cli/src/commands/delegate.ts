@@ -20,9 +20,10 @@ operator settings (\`delegate-git config\`), never the unit's.
 
 Exit 0 for UNIT_PASSED (and NO_CHANGES), 1 for any other verdict, 2 for bad input or setup. Interrupted
 (Ctrl-C, SIGTERM, SIGHUP) before the verdict is recorded, it puts back the files the worker wrote and records
-nothing; while it is recorded, it finishes the record first. It says which, and exits 128 + the signal's number.
-Killed outright (SIGKILL, a crash, a power cut), it cannot: the next delegate in the worktree puts back what the
-worker wrote from a copy it kept, each file only while it still holds what the worker wrote, and says so.
+nothing (a file it cannot put back is named, with where the copy of what it held is kept); while it is recorded, it
+finishes the record first. It says which, and exits 128 + the signal's number. Killed outright (SIGKILL, a crash, a
+power cut), it cannot: the next delegate in the worktree puts back what the worker wrote from a copy it kept, each
+file only while it still holds what the worker wrote, and says so.
   --key <name>   the delegator key to sign with (default: config signingKey, else your only key, else the
                  only one the trust root lets delegate)
   --json         the receipt as JSON
@@ -75,9 +76,11 @@ export default {
     try {
       if (repo.layout.topLevel === null)
         throw new DelegateGitError('USAGE', 'Run `delegate-git delegate` in a clone with a work tree.');
-      // A delegate that was killed left the worker's files with no verdict: put back before anything else is written.
-      for (const stopped of await recoverStoppedDelegations(repo)) io.err(stoppedNotice(stopped));
       const settings = loadSettings(path.join(repo.stateDir, 'config.json'), io.env);
+      // A delegate that was killed left the worker's files with no verdict: put back before anything else is written.
+      // The settings first: a journal naming a file outside the work tree is acted on only in an emitAllowlist root.
+      for (const found of await recoverStoppedDelegations(repo, { emitAllowlist: settings.emitAllowlist }))
+        io.err(stoppedNotice(found));
       const governance = await loadGovernance(
         checkoutSnapshot(repo.layout.topLevel, repo.layout.gitDir, repo.objects, repo.env),
       );

@@ -1,0 +1,256 @@
+/**
+ * What the next delegate may believe of a journal a stopped run left (unrecorded-writes.ts), decided without touching
+ * the disk. A journal lies in the state directory, which whoever can write `.git` can fill: a shared repository with
+ * a group-writable `.git`, or a verification command. Acted on as it says, a planted one overwrote a file outside the
+ * work tree with a setuid bit, deleted another, wrote into `.git` and read its "copy" from anywhere; a hand-edited
+ * one missing a field crashed every later delegate. So every field is checked, every path must be one the run could
+ * have written, and a journal that fails is named to the user, never acted on.
+ */
+import path from 'node:path';
+import { relativeWithin } from '@delegate-git/core/path-within';
+import { isRepositoryPath, type LedgerRecord } from '@delegate-git/core/record';
+import { describeIssue, rfc3339Utc } from '@delegate-git/core/schema';
+import * as z from 'zod/mini';
+import { entersGitDir } from './containment.js';
+
+export interface JournaledFile {
+  /** As the notice shows it: relative to the repository's top level, or absolute outside it. */
+  path: string;
+  absolute: string;
+  /** True for a path inside the repository: what a record can name. */
+  inRepository: boolean;
+  /** sha256 of the bytes the worker's file was given. */
+  written: string;
+  /** The name of the copy of what the file held, and its permission bits; null when the write created it. */
+  previous: { copy: string; mode: number } | null;
+}
+
+/** Who the run was, as its verdict statement names it: what tells its own record from any other on the same blob. */
+export interface JournalRun {
+  taskName: string;
+  /** sha256 of the unit's instruction (the statement's `unit.instructionSha256`); null in a version 1 journal. */
+  instructionSha256: string | null;
+  /** The keyid of the key the run signs with; null in a version 1 journal. */
+  keyid: string | null;
+}
+
+export interface Journal extends JournalRun {
+  version: 1 | 2;
+  pid: number;
+  /** The boot the process ran in (Linux): a pid alive after a reboot is some other process. */
+  boot: string | null;
+  started: string;
+  /**
+   * The system's monotonic clock (ns) when the journal was made: within one boot it orders journals even when the
+   * wall clock stepped or two runs wrote in the same millisecond. null in a version 1 journal.
+   */
+  monotonic: bigint | null;
+  /** The ledger's tip before the write: a record made after it may be the run's own. */
+  ledgerTip: string | null;
+  files: JournaledFile[];
+  /** Directories the writes create, outermost first: removed again when left empty. */
+  createdDirs: string[];
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+const sha256Hex = z.string().check(z.regex(HEX64, 'must be a sha256 digest in lower-case hex'));
+// Lexical checks only: whether the path leads through a link today is the recovery's to check, on the disk.
+const absolutePath = z
+  .string()
+  .check(
+    z.refine(
+      (p) => !p.includes('\0') && path.isAbsolute(p) && path.normalize(p) === p,
+      'must be an absolute, normalised path',
+    ),
+  );
+
+const journalSchema = z.strictObject({
+  version: z.union([z.literal(1), z.literal(2)]),
+  pid: z.int().check(z.positive()),
+  boot: z.nullable(z.string()),
+  started: rfc3339Utc,
+  taskName: z.string(),
+  instructionSha256: z.optional(sha256Hex),
+  keyid: z.optional(sha256Hex),
+  monotonic: z.optional(z.string().check(z.regex(/^\d{1,30}$/, 'must be a decimal count of nanoseconds'))),
+  ledgerTip: z.nullable(
+    z.string().check(z.regex(/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/, 'must be a commit id in hex')),
+  ),
+  files: z.array(
+    z.strictObject({
+      path: z.string(),
+      absolute: absolutePath,
+      inRepository: z.boolean(),
+      written: sha256Hex,
+      previous: z.nullable(
+        z.strictObject({
+          // A plain number: a name with `/` or `..` would read the "copy" from anywhere.
+          copy: z.string().check(z.regex(/^\d{1,9}$/, 'must be the number of a copy in the journal')),
+          mode: z.int().check(z.minimum(0), z.maximum(0o7777)),
+        }),
+      ),
+    }),
+  ),
+  createdDirs: z.array(absolutePath),
+});
+
+/** Where the run could have written: the work tree, the operator's emitAllowlist roots, never a git directory. */
+export interface JournalBounds {
+  /** The work tree's top level, canonical. */
+  top: string;
+  /** The emitAllowlist roots, canonical. */
+  writableRoots: readonly string[];
+  /** The repository's git directories (gitDir and commonDir), canonical. */
+  gitDirs: readonly string[];
+}
+
+export type JournalCheck = { ok: true; journal: Journal } | { ok: false; problems: string[] };
+
+/** Problems listed at most: one is enough to refuse, a few help to see what happened. */
+const PROBLEMS_SHOWN = 5;
+
+/**
+ * The journal `raw` (parsed JSON) describes, if every field is as a run writes it and every path is one the run
+ * could have written; else what is wrong. Permission bits are cut to 0o777: a put-back file never gets a setuid,
+ * setgid or sticky bit from a journal.
+ */
+export function checkJournal(raw: unknown, bounds: JournalBounds): JournalCheck {
+  const parsed = journalSchema.safeParse(raw, { reportInput: true });
+  if (!parsed.success)
+    return {
+      ok: false,
+      problems: limited(
+        parsed.error.issues.map((issue) => {
+          const where = issue.path.length > 0 ? `field ${issue.path.map(String).join('.')}` : 'the journal';
+          return `${where} ${describeIssue(issue)}`;
+        }),
+      ),
+    };
+  const j = parsed.data;
+  const problems: string[] = [];
+  if (j.version === 2)
+    for (const field of ['instructionSha256', 'keyid', 'monotonic'] as const)
+      if (j[field] === undefined) problems.push(`field ${field} is missing (a version 2 journal has it)`);
+  const seen = new Set<string>();
+  const copies = new Set<string>();
+  j.files.forEach((file, i) => {
+    const where = `files.${i}`;
+    const outside =
+      file.absolute === bounds.top || bounds.writableRoots.includes(file.absolute)
+        ? 'is a directory the run writes in, not a file'
+        : placeProblem(file.absolute, bounds);
+    if (outside) problems.push(`${where}.absolute ${file.absolute} ${outside}`);
+    if (seen.has(file.absolute)) problems.push(`${where}.absolute ${file.absolute} is named twice`);
+    seen.add(file.absolute);
+    const rel = relativeWithin(bounds.top, file.absolute);
+    const inRepository = rel !== null && rel !== '' && isRepositoryPath(rel.split(path.sep).join('/'));
+    // What the notice shows and what the record is looked up by must be the file acted on.
+    const shown = inRepository ? rel!.split(path.sep).join('/') : file.absolute;
+    if (file.inRepository !== inRepository || file.path !== shown)
+      problems.push(`${where}.path does not name ${file.absolute} as a run names it`);
+    if (file.previous) {
+      if (copies.has(file.previous.copy)) problems.push(`${where}.previous.copy is another file's copy`);
+      copies.add(file.previous.copy);
+    }
+  });
+  j.createdDirs.forEach((dir, i) => {
+    const outside = dir === bounds.top ? 'is the top level itself' : placeProblem(dir, bounds);
+    if (outside) problems.push(`field createdDirs.${i} ${dir} ${outside}`);
+  });
+  if (problems.length > 0) return { ok: false, problems: limited(problems) };
+  return {
+    ok: true,
+    journal: {
+      version: j.version,
+      pid: j.pid,
+      boot: j.boot,
+      started: j.started,
+      taskName: j.taskName,
+      instructionSha256: j.instructionSha256 ?? null,
+      keyid: j.keyid ?? null,
+      monotonic: j.monotonic === undefined ? null : BigInt(j.monotonic),
+      ledgerTip: j.ledgerTip,
+      files: j.files.map((f) => ({
+        ...f,
+        previous: f.previous && { copy: f.previous.copy, mode: f.previous.mode & 0o777 },
+      })),
+      createdDirs: j.createdDirs,
+    },
+  };
+}
+
+/** Why a run could not have written `absolute`, or null if it could. */
+function placeProblem(absolute: string, bounds: JournalBounds): string | null {
+  if (entersGitDir(absolute, bounds.gitDirs)) return 'is inside a git directory';
+  const roots = [bounds.top, ...bounds.writableRoots];
+  if (!roots.some((root) => relativeWithin(root, absolute) !== null))
+    return `is outside the work tree ${bounds.top} and every emitAllowlist root`;
+  return null;
+}
+
+function limited(problems: string[]): string[] {
+  return problems.length <= PROBLEMS_SHOWN
+    ? problems
+    : [...problems.slice(0, PROBLEMS_SHOWN), `${problems.length - PROBLEMS_SHOWN} more problem(s)`];
+}
+
+/** What orders journals: `started` (milliseconds, wall clock), and within one boot the monotonic clock. */
+export interface ReplayKey {
+  boot: string | null;
+  started: string;
+  monotonic: bigint | null;
+}
+
+/**
+ * The order to replay journals in, newest first: a run that wrote over another's file kept the other's worker bytes
+ * as what the file held, so undoing the newer first brings the file back to the older run's bytes, which that run's
+ * journal then undoes. In the other order the older run finds the file changed, leaves it and blames the user, and
+ * the newer one puts back the older worker's bytes.
+ *
+ * Journals of one boot are ordered by the monotonic clock when all of them have it (version 2); else, and between
+ * boots (a boot's journals against another's by the newest of each), by the wall clock. Ties go by `name`, so the
+ * order never depends on how a directory lists its entries.
+ */
+export function replayOrder<T extends { name: string; key: ReplayKey }>(journals: readonly T[]): T[] {
+  const wall = (t: T) => Date.parse(t.key.started);
+  const newestFirst = (a: number | bigint, b: number | bigint) => (a < b ? 1 : a > b ? -1 : 0);
+  const byName = (a: T, b: T) => (a.name < b.name ? 1 : a.name > b.name ? -1 : 0);
+  const boots = new Map<string, T[]>();
+  for (const j of journals) {
+    // Without a boot id the monotonic clock says nothing across processes: each such journal stands alone.
+    const boot = j.key.boot === null ? `\0${j.name}` : j.key.boot;
+    boots.set(boot, [...(boots.get(boot) ?? []), j]);
+  }
+  const groups = [...boots.values()].map((group) => {
+    const monotonic = group.every((j) => j.key.monotonic !== null);
+    const sorted = [...group].sort(
+      (a, b) =>
+        (monotonic ? newestFirst(a.key.monotonic!, b.key.monotonic!) : newestFirst(wall(a), wall(b))) ||
+        byName(a, b),
+    );
+    return { newest: Math.max(...group.map(wall)), sorted };
+  });
+  groups.sort((a, b) => newestFirst(a.newest, b.newest) || byName(a.sorted[0]!, b.sorted[0]!));
+  return groups.flatMap((g) => g.sorted);
+}
+
+/**
+ * Whether `record`, a line on the blob the run wrote at `subject`, is that run's own verdict: a verdict (a review,
+ * approving or rejecting, is someone's judgement of the files, not the run's), on that path and blob, of the unit
+ * the run delegated, signed with the run's key. The statement carries no id of the run; what it does carry is
+ * matched, so another unit's verdict on the same bytes (synced from another clone) does not count either.
+ */
+export function isOwnVerdict(
+  record: LedgerRecord,
+  run: JournalRun,
+  subject: { path: string; gitBlob: string },
+): boolean {
+  // decodeRecord reads a line as a verdict only when its predicateType is urn:delegate-git:verdict:v1.
+  if (record.kind !== 'verdict') return false;
+  if (!record.subjects.some((s) => s.path === subject.path && s.gitBlob === subject.gitBlob)) return false;
+  const unit = record.predicate.unit as { name?: unknown; instructionSha256?: unknown } | undefined;
+  if (typeof unit !== 'object' || unit === null || unit.name !== run.taskName) return false;
+  if (run.instructionSha256 !== null && unit.instructionSha256 !== run.instructionSha256) return false;
+  if (run.keyid !== null && record.envelope.signatures[0]?.keyid !== run.keyid) return false;
+  return true;
+}
