@@ -532,6 +532,34 @@ describe('delegate-git config', () => {
     expect(worker.requests.length).toBe(requests); // the worker was never called
   });
 
+  test('an endpoint from the environment may not hold a password either (rt53 f06): delegate and config get refuse it, never printing it; control: a user name alone is taken', async () => {
+    const secret = ['S3cret', 'Pw'].join('');
+    const withPassword = worker.url.replace('http://', `http://u:${secret}@`);
+    const requests = worker.requests.length;
+    const refused = await repo.delegate(creating('src/never.js'), {
+      env: { DELEGATE_GIT_WORKER_ENDPOINT: withPassword },
+    });
+    const got = await repo.cli(['config', 'get', 'worker.endpoint'], {
+      env: { DELEGATE_GIT_WORKER_ENDPOINT: withPassword },
+    });
+    for (const run of [refused, got]) {
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(
+        `DELEGATE_GIT_WORKER_ENDPOINT ("${worker.url.replace('http://', 'http://u:***@')}") must not hold a password (user:password@): put the secret in an environment variable and name it with worker.apiKeyEnv. Fix or unset it.`,
+      );
+      expect(run.stdout + run.stderr).not.toContain(secret);
+    }
+    expect(worker.requests.length).toBe(requests); // the worker was never called
+    expect(fs.existsSync(path.join(repo.dir, 'src', 'never.js'))).toBe(false);
+
+    const userOnly = worker.url.replace('http://', 'http://u@');
+    const taken = await repo.cli(['config', 'get', 'worker.endpoint'], {
+      env: { DELEGATE_GIT_WORKER_ENDPOINT: userOnly },
+    });
+    expect(taken.code, taken.stderr).toBe(0);
+    expect(JSON.parse(taken.stdout)).toBe(userOnly);
+  });
+
   test('control: a good value for the same key is written', async () => {
     expect((await repo.cli(['config', 'set', 'verification.repeats', '5'])).code).toBe(0);
     expect(

@@ -2,20 +2,26 @@
  * Symbolic links and submodules whose own path no protect glob matches, but beneath which (checked out) files the
  * globs do match would appear. Each gate (pre-commit `check --staged`, the server's pre-receive, CI `verify`) judges
  * such a link as if protected: a governed symbolic link is promoted, like a file, by an approval of its content (the
- * target's text, as git stores it); a governed submodule is refused. Each refusal is paired with a control that
- * passes.
+ * target's text, as git stores it); a governed submodule is refused. A path named beyond a symbolic link
+ * (`src/gd/config` with `src/gd -> ../.git`) is refused by check --path, attest and show, as git refuses it. Each
+ * refusal is paired with a control that passes.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  adopt,
   cli,
   cliOk,
   commit,
   gitOk,
   gitRun,
+  LEDGER,
   makeStory,
+  makeWorkTree,
+  noteLines,
+  refTip,
   type Story,
   writeFiles,
 } from '../support/cli-story.js';
@@ -165,5 +171,86 @@ describe('protect src/**/*.js with protectDeletes', () => {
 
     gitOk(story, work, ['rm', '-q', 'docs/link']);
     acceptedByEveryGate(story, work, 'drop the link outside');
+  });
+});
+
+describe('a path named beyond a committed symbolic link to a directory (rt53 f05)', () => {
+  let story: Story;
+  let work: string;
+
+  beforeAll(() => {
+    story = makeStory();
+    work = makeWorkTree(story, 'beyond');
+    adopt(story, work, ['src/**']);
+    // A remote whose URL holds a token: what a record of .git/config's blob would carry a hash of into the ledger.
+    gitOk(story, work, [
+      'config',
+      'remote.origin.url',
+      `https://user:${['token', 'of', 'a', 'remote'].join('-')}@example.com/x.git`,
+    ]);
+    writeFiles(work, { 'src/a.js': 'export const a = 1;\n', 'lib/x.js': 'export const x = 1;\n' });
+    link(work, 'src/gd', '../.git');
+    link(work, 'src/lib', '../lib');
+    gitOk(story, work, ['add', 'src', 'lib']);
+    expect(commit(story, work, 'links', ['--no-verify']).code).toBe(0);
+    // git itself never takes such a path.
+    expect(gitRun(story, work, ['add', 'src/gd/config']).stderr).toContain('is beyond a symbolic link');
+  });
+
+  afterAll(() => story.cleanup());
+
+  it('check --path, attest and show refuse it with exit 2, naming the link; nothing is recorded', () => {
+    const tip = refTip(story, work, LEDGER);
+    const config = gitOk(story, work, ['hash-object', '.git/config']).trim();
+    for (const [named, link] of [
+      ['src/gd/config', 'src/gd'],
+      ['src/lib/x.js', 'src/lib'],
+    ] as const) {
+      const message = `${named} is beyond a symbolic link (${link}), so it is no file of the repository`;
+      for (const args of [
+        ['check', '--path', named],
+        ['check', '--path', named, '--json'],
+        ['attest', '--approve', named, '--yes'],
+        ['attest', '--reject', named, '-m', 'no', '--yes'],
+        ['show', named],
+      ]) {
+        const run = cli(story, work, args);
+        expect(run.code, `${args.join(' ')}: ${run.stdout}${run.stderr}`).toBe(2);
+        expect(run.stderr).toContain(message);
+      }
+    }
+    // Named from the link's directory, relative to it.
+    const relative = cli(story, path.join(work, 'src'), ['attest', '--approve', 'gd/config', '--yes']);
+    expect(relative.code).toBe(2);
+    expect(relative.stderr).toContain('gd/config is beyond a symbolic link (src/gd)');
+    expect(refTip(story, work, LEDGER)).toBe(tip);
+    expect(noteLines(story, work, config)).toEqual([]);
+  });
+
+  it('control: a link itself, the file where it really is, and a plain path are checked, approved and shown', () => {
+    for (const named of ['src/gd', 'src/lib', 'lib/x.js', 'src/a.js']) {
+      const checked = cli(story, work, ['check', '--path', named]);
+      expect(checked.stderr, named).not.toContain('beyond a symbolic link');
+      expect([0, 1], `check --path ${named}: ${checked.stdout}${checked.stderr}`).toContain(checked.code);
+    }
+    const approved = cliOk(story, work, [
+      'attest',
+      '--approve',
+      'src/gd',
+      'src/lib',
+      'src/a.js',
+      '--yes',
+      '--json',
+    ]);
+    // A link is approved as git stores it: a blob of its target's text, never what it points to.
+    const blobs = JSON.parse(approved.stdout).files.map((f: { gitBlob: string }) => f.gitBlob);
+    expect(blobs).toContain(createHash('sha1').update('blob 7\0../.git').digest('hex'));
+    expect(blobs).toContain(createHash('sha1').update('blob 6\0../lib').digest('hex'));
+    for (const named of ['src/gd', 'src/lib', 'src/a.js']) {
+      expect(cli(story, work, ['check', '--path', named]).code, named).toBe(0);
+      const shown = cli(story, work, ['show', named]);
+      expect(shown.code, `show ${named}: ${shown.stderr}`).toBe(0);
+    }
+    expect(cli(story, work, ['show', 'lib/x.js']).code).toBe(0);
   });
 });

@@ -66,6 +66,42 @@ describe('delegate-git scan', () => {
     expect(lockfile.stdout).toBe('');
   });
 
+  it('finds a URL password holding #, ?, /, ^, | or [, or after a user name holding @ (rt53 f04); URLs with `:` and `@` in the path, remotes, addresses and templates pass', () => {
+    // Joined at runtime: the red team's strings, and the symbols it named.
+    const url = (scheme: string, user: string, password: string, rest: string) =>
+      `${scheme}://${[user, password].join(':')}@${rest}`;
+    const found = [
+      url('postgres', 'app', 'Tr0ub4dor#3x', 'db.internal:5432/app'),
+      url('postgres', 'app', 'Tr0ub4dor?3x', 'db.internal/app'),
+      url('postgres', 'app', 'Tr0ub/4dor3x', 'db.internal/app'),
+      url('mysql', 'root', 'Tr0ub^4dor3x', 'db/app'),
+      url('smtp', 'alerts@example.com', 'Tr0ub4dor3x', 'smtp.example.com:587'),
+      url('mysql', 'root', 'Tr0ub|4dor3x', 'db/app'),
+      url('mysql', 'root', 'Tr0ub[4dor3x', 'db/app'),
+    ];
+    for (const line of found) {
+      const run = cli(story, dir, ['scan'], story.env, `DATABASE_URL=${line}\n`);
+      expect(run.code, line).toBe(1);
+      expect(run.stdout).toBe(`-:1:14 url-password ${line.slice(0, 4)}…\n`);
+      expect(run.stdout + run.stderr).not.toContain('Tr0ub');
+    }
+    const controls = [
+      'https://example.com/a@b',
+      'https://host/x:y@z',
+      'http://localhost:8080/path@v2',
+      'git@github.com:org/repo.git',
+      'user@host:path',
+      'Write to admin@example.com: it answers within a day.',
+      '[docs](https://example.com/a:b@c)',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell interpolation, not a template placeholder
+      'http://user:${PASSWORD}@host',
+      'postgres://user:<password>@host',
+    ].join('\n');
+    const clean = cli(story, dir, ['scan'], story.env, `${controls}\n`);
+    expect(clean.code, clean.stdout).toBe(0);
+    expect(clean.stdout).toBe('');
+  });
+
   it('reads standard input when no file is named, or for "-"', () => {
     const text = `KEY=${token}\n`;
     for (const args of [['scan'], ['scan', '-']]) {

@@ -623,7 +623,30 @@ export function toRepositoryPath(top: string, cwd: string, p: string): string {
       'USAGE',
       `${p} is inside a git directory (.git), which no commit can hold. Name a file of the work tree.`,
     );
+  // git's rule too ("beyond a symbolic link"): no commit holds a file under a link, and hashing through one reads
+  // wherever it leads, the git directory included (`src/gd -> ../.git` made `src/gd/config` its config; rt53 f05).
+  // The last component may be a link: git tracks a link as a file, and it is hashed as its target's text.
+  const link = directoriesOf(named).find((dir) => isSymbolicLink(path.join(top, dir)));
+  if (link !== undefined)
+    throw new DelegateGitError(
+      'USAGE',
+      `${p} is beyond a symbolic link (${link}), so it is no file of the repository: git never reads a file through a link, and the link may lead anywhere, the git directory included. Name the file where it really is, or the link itself.`,
+    );
   return named;
+}
+
+/** The directories above a repository path, shallowest first: `a/b/c` gives `a`, `a/b`. */
+function directoriesOf(named: string): string[] {
+  const segments = named.split('/');
+  return segments.slice(1).map((_, i) => segments.slice(0, i + 1).join('/'));
+}
+
+function isSymbolicLink(file: string): boolean {
+  try {
+    return lstatSync(file).isSymbolicLink();
+  } catch {
+    return false; // nothing there (or a file where a directory was named): no link to pass through
+  }
 }
 
 /** `abs` relative to `top` when it lies beneath it (`..weird.ts` does; `../x` does not); null for `top` itself or anywhere else. */

@@ -14,6 +14,14 @@ fs.writeFileSync(path.join(top, 'src', 'a.ts'), 'a');
 fs.symlinkSync(top, path.join(base, 'link'));
 fs.writeFileSync(path.join(base, 'outside.ts'), 'o');
 fs.symlinkSync(path.join(base, 'outside.ts'), path.join(top, 'src', 'to-outside.ts'));
+// Links to directories: to the git directory, to one of the work tree, and one to nothing.
+fs.mkdirSync(path.join(top, '.git'));
+fs.writeFileSync(path.join(top, '.git', 'config'), '[core]\n');
+fs.mkdirSync(path.join(top, 'lib'));
+fs.writeFileSync(path.join(top, 'lib', 'x.ts'), 'x');
+fs.symlinkSync('../.git', path.join(top, 'src', 'gd'));
+fs.symlinkSync('../lib', path.join(top, 'src', 'lib'));
+fs.symlinkSync('../nowhere', path.join(top, 'src', 'dangling'));
 
 describe('toRepositoryPath', () => {
   it('places a file whose name starts with two dots inside; `..`, `../x` and the top itself are outside', () => {
@@ -39,5 +47,24 @@ describe('toRepositoryPath', () => {
       );
     expect(toRepositoryPath(top, top, '.gitignore')).toBe('.gitignore');
     expect(toRepositoryPath(top, top, 'src/.github/x.yml')).toBe('src/.github/x.yml');
+  });
+
+  it('refuses a path beyond a symbolic link, as git does (rt53 f05); a link itself, or a path that passes none, is taken', () => {
+    for (const [beyond, link] of [
+      ['src/gd/config', 'src/gd'],
+      ['src/lib/x.ts', 'src/lib'],
+      ['src/dangling/y.ts', 'src/dangling'],
+    ] as const)
+      expect(() => toRepositoryPath(top, top, beyond), beyond).toThrow(
+        `${beyond} is beyond a symbolic link (${link}), so it is no file of the repository`,
+      );
+    // Named from inside the link's directory, relative to it.
+    expect(() => toRepositoryPath(top, path.join(top, 'src'), 'gd/config')).toThrow(
+      'gd/config is beyond a symbolic link (src/gd)',
+    );
+    // Controls: the links themselves (git tracks a link as a file), the file where it really is, a file under a file.
+    for (const named of ['src/gd', 'src/lib', 'src/dangling', 'src/to-outside.ts', 'lib/x.ts', 'src/a.ts'])
+      expect(toRepositoryPath(top, top, named), named).toBe(named);
+    expect(toRepositoryPath(top, top, 'src/a.ts/b')).toBe('src/a.ts/b');
   });
 });

@@ -145,13 +145,58 @@ function privateKeyHeaderFindings(text: string): LocatedFinding[] {
 
 // --- password in a URL --------------------------------------------------------------------------------------
 
-// RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ); userinfo = *( unreserved / pct-encoded /
-// sub-delims / ":" ), the password being what follows the first ':'. The look-behind keeps a scheme from starting
-// mid-word (`git+https` is one scheme); `//` is required, so scp-style `git@host:org/repo` and e-mail addresses
-// never match. Template syntaxes (`${VAR}`, `{{var}}`, `<password>`, `%VAR%`) hold characters outside userinfo, so
-// a URL carrying one never matches either. Bounded repeats bound the backtracking on a hostile line.
-const URL_USERINFO =
-  /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2}){0,256}:(?<password>(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2}){1,256})@/g;
+// RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ). The look-behind keeps a scheme from starting
+// mid-word (`git+https` is one scheme), which also keeps the scan linear: two starts never share a run. `//` is
+// required, so scp-style `git@host:org/repo`, `user@host:path` and e-mail addresses never match.
+const URL_SCHEME_START = /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*:\/\//g;
+// What ends the text a URL can own: white space, the quotes code and JSON wrap a URL in, and the characters that
+// open or close a template (`${VAR}`, `{{var}}`, `<password>`, `<%= pw %>`). A password holding one of these is
+// taken for a template, as before; one holding anything else (`#`, `?`, `/`, `^`, `|`, `[`, `@`) is a password.
+const URL_RUN = /[^\s"`<>{}]{0,1024}/y;
+// Real user names and passwords are far shorter; the bounds keep a hostile line (many `://`, many `@`) linear.
+const MAX_USERINFO = 512;
+// RFC 3986 ends the authority at the first `/`, `?` or `#`.
+const AUTHORITY_END = /[/?#]/g;
+// Characters no user name in a URL holds, but a path, a query, a quoted list or a markdown link around a URL does:
+// `https://host/x:y@z` has no user `host/x`, `[a](https://x.com)[b](mailto:u@h)` no user `x.com)[b](mailto`.
+const NOT_IN_USER = /[/?#[\]()'",\\]/;
+// `host:8080/path@v2`: a port and a path, not a password `8080/path`. (A password of digits, then `/`, `?` or `#`,
+// is missed: the price of not flagging every URL with a port and an `@` in its path.)
+const PORT_THEN_PATH = /^\d*[/?#]/;
+
+/**
+ * The password of the userinfo that `rest` (what follows `scheme://`, up to where the URL's text ends) starts with,
+ * and the offset of the `@` that ends it; undefined when there is none.
+ *
+ * Passwords in `.env` files are often generated and rarely percent-encoded (`Tr0ub4dor#3x`, `a/b?c`), and SMTP or
+ * AMQP user names are often raw e-mail addresses (`alerts@example.com`), so the RFC's userinfo characters and its
+ * first-`@` rule would miss them. The userinfo ends instead at the first `@` that has a `:` before it and whose host
+ * (up to the next `/`, `?` or `#`) holds no further `@`: `smtp://a@b.com:secret@smtp.host` splits at the second `@`,
+ * while `https://u:password@registry/@scope/pkg` splits at the first (the later `@` is in the path). The user name
+ * is what precedes the first `:`; the password, everything after it.
+ */
+export function urlUserinfoPassword(rest: string): { password: string; at: number } | undefined {
+  const colon = rest.indexOf(':');
+  if (colon === -1) return undefined;
+  let end = -1; // the first `/`, `?` or `#` after the `@` tried; only moves forward, so the loop stays linear
+  for (let at = rest.indexOf('@', colon + 1); at !== -1 && at <= MAX_USERINFO; ) {
+    if (end <= at) {
+      AUTHORITY_END.lastIndex = at + 1;
+      end = AUTHORITY_END.exec(rest)?.index ?? rest.length;
+    }
+    const next = rest.indexOf('@', at + 1);
+    // The host after this `@` runs into another `@`: this one is inside the userinfo (a password holding `@`).
+    if (next !== -1 && next < end) {
+      at = next;
+      continue;
+    }
+    const password = rest.slice(colon + 1, at);
+    if (password === '' || NOT_IN_USER.test(rest.slice(0, colon)) || PORT_THEN_PATH.test(password))
+      return undefined;
+    return { password, at };
+  }
+  return undefined;
+}
 
 // Words documentation puts where a password goes, compared lowercased without `_`/`-` (`YOUR_PASSWORD`,
 // `change-me`). Deliberately short: a real password may be short or weak (`pw`, `hunter2`, `postgres`), and a miss
@@ -169,14 +214,23 @@ const PLACEHOLDER_PASSWORDS = new Set([
 // `$DB_PASSWORD` (shell, .env interpolation) and `$(DB_PASSWORD)` (make): a reference, not a value. Upper case only,
 // since a real password may start with `$` (`$Summer2024`).
 const VARIABLE_REFERENCE = /^\$(?:[A-Z_][A-Z0-9_]*|\([A-Za-z_][A-Za-z0-9_]*\))$/;
+// The other template slots a password may stand in, whole: `%DB_PASS%` (cmd), `%s` and `%(password)s` (printf,
+// Python), `@DB_PASSWORD@` (autoconf, CMake), `[YOUR-PASSWORD]` (what hosted databases print in a sample URL).
+// Their characters are outside RFC 3986 userinfo, so the scan skipped them before it took raw symbols in a password.
+const TEMPLATE_SLOT =
+  /^(?:%[A-Za-z_][A-Za-z0-9_]*%|%[sdvq]|%\([A-Za-z_][A-Za-z0-9_]*\)s|@[A-Za-z_][A-Za-z0-9_]*@|\[[A-Za-z][A-Za-z_-]*\])$/;
 // What a log or a doc writes for a password it hides: `****`, `xxx`, `...`.
 const MASK = /^(?:\*+|x+|X+|\.+)$/;
 
-/** A password that stands for one rather than being one: a placeholder word, a variable reference, a mask. */
+/**
+ * A password that stands for one rather than being one: a placeholder word, a variable reference, a template slot,
+ * a mask.
+ */
 export function isPlaceholderPassword(password: string): boolean {
   return (
     PLACEHOLDER_PASSWORDS.has(password.toLowerCase().replace(/[-_]/g, '')) ||
     VARIABLE_REFERENCE.test(password) ||
+    TEMPLATE_SLOT.test(password) ||
     MASK.test(password)
   );
 }
@@ -186,9 +240,16 @@ export function isPlaceholderPassword(password: string): boolean {
  * password, so the preview shows the scheme (as basicauth's does), never a character of the password.
  */
 function urlPasswordFindings(text: string): LocatedFinding[] {
-  return [...text.matchAll(URL_USERINFO)]
-    .filter((match) => !isPlaceholderPassword(match.groups?.password ?? ''))
-    .map((match) => ({ rule: 'url-password', start: match.index, end: match.index + match[0].length - 1 }));
+  const findings: LocatedFinding[] = [];
+  for (const match of text.matchAll(URL_SCHEME_START)) {
+    const restStart = match.index + match[0].length;
+    URL_RUN.lastIndex = restStart;
+    const run = URL_RUN.exec(text)?.[0] ?? '';
+    const found = urlUserinfoPassword(run);
+    if (found === undefined || isPlaceholderPassword(found.password)) continue;
+    findings.push({ rule: 'url-password', start: match.index, end: restStart + found.at });
+  }
+  return findings;
 }
 
 // --- entropy backstop -----------------------------------------------------------------------------------------

@@ -23,18 +23,18 @@ const milliseconds = () =>
       ),
     );
 
+// Kept in plain text in the state directory, and shown in receipts and by `config get`: a password belongs in the
+// environment, where worker.apiKeyEnv names it. One reason for the settings file and the environment's override.
+const PASSWORD_IN_ENDPOINT =
+  'must not hold a password (user:password@): put the secret in an environment variable and name it with worker.apiKeyEnv';
+
 const settingsSchema = z.strictObject({
   worker: z.prefault(
     z.strictObject({
       endpoint: z._default(
         z.string().check(
           z.refine(isHttpUrl, 'must be an http:// or https:// URL, like http://127.0.0.1:1234/v1'),
-          // Kept in plain text in the state directory, and shown in receipts: a password belongs in the
-          // environment, where worker.apiKeyEnv names it.
-          z.refine(
-            (text) => !hasPassword(text),
-            'must not hold a password (user:password@): put the secret in an environment variable and name it with worker.apiKeyEnv',
-          ),
+          z.refine((text) => !hasPassword(text), PASSWORD_IN_ENDPOINT),
         ),
         'http://127.0.0.1:1234/v1',
       ),
@@ -85,6 +85,13 @@ function hasPassword(text: string): boolean {
   }
 }
 
+/** The URL with its password masked, to name it in a message without printing the secret. */
+function withoutPassword(text: string): string {
+  const url = new URL(text);
+  url.password = '***';
+  return url.href;
+}
+
 function isHttpUrl(text: string): boolean {
   try {
     const { protocol } = new URL(text);
@@ -133,6 +140,12 @@ export function loadSettings(file: string, env: NodeJS.ProcessEnv = process.env)
     throw new DelegateGitError(
       'CONFIG',
       `DELEGATE_GIT_WORKER_ENDPOINT (${JSON.stringify(endpoint)}) must be an http:// or https:// URL, like http://127.0.0.1:1234/v1. Fix or unset it.`,
+    );
+  // The same rule as the file's: the override is printed by `config get` and recorded in receipts as well.
+  if (endpoint && hasPassword(endpoint))
+    throw new DelegateGitError(
+      'CONFIG',
+      `DELEGATE_GIT_WORKER_ENDPOINT (${JSON.stringify(withoutPassword(endpoint))}) ${PASSWORD_IN_ENDPOINT}. Fix or unset it.`,
     );
   if (endpoint) settings.worker.endpoint = endpoint;
   if (env.DELEGATE_GIT_WORKER_MODEL) settings.worker.model = env.DELEGATE_GIT_WORKER_MODEL;

@@ -8,6 +8,7 @@ import {
   isPlaceholderPassword,
   scanForCredentials,
   shannonEntropy,
+  urlUserinfoPassword,
 } from '../src/credential-scan.js';
 
 // Secret-shaped values are assembled at runtime so no credential-looking literal sits in the repository.
@@ -196,7 +197,92 @@ describe('scanForCredentials: passwords in URLs (url-password)', () => {
     for (const line of controls) expect(await scanForCredentials(`${line}\n`), line).toEqual([]);
   });
 
-  it('isPlaceholderPassword: words, variable references and masks stand for a password; real-looking ones do not', () => {
+  it('flags a password holding symbols outside RFC 3986 userinfo, or after a user name holding a raw @ (rt53 f04)', async () => {
+    // The red team's five, joined at runtime, and the other symbols it named.
+    const found = [
+      credentialUrl('postgres', 'app', 'Tr0ub4dor#3x', 'db.internal:5432/app'),
+      credentialUrl('postgres', 'app', 'Tr0ub4dor?3x', 'db.internal/app'),
+      credentialUrl('postgres', 'app', 'Tr0ub/4dor3x', 'db.internal/app'),
+      credentialUrl('mysql', 'root', 'Tr0ub^4dor3x', 'db/app'),
+      credentialUrl('smtp', 'alerts@example.com', 'Tr0ub4dor3x', 'smtp.example.com:587'),
+      credentialUrl('mysql', 'root', 'Tr0ub|4dor3x', 'db/app'),
+      credentialUrl('mysql', 'root', 'Tr0ub[4dor3x', 'db/app'),
+      credentialUrl('amqp', 'ops@example.com', `${randomFrom(ALNUM, 4)}#${randomFrom(ALNUM, 4)}`, 'mq:5672/'),
+      credentialUrl('postgres', 'app', `${randomFrom(ALNUM, 4)}@${randomFrom(ALNUM, 4)}`, 'db/app'), // a raw @
+      credentialUrl('redis', 'default', `${randomFrom(ALNUM, 4)}%${randomFrom(ALNUM, 4)}`, 'cache:6379'),
+    ];
+    for (const url of found) {
+      const findings = await scanForCredentials(`DATABASE_URL=${url}\n`);
+      expect(findings, url).toEqual([
+        { rule: 'url-password', line: 1, column: 14, preview: `${url.slice(0, 4)}…` },
+      ]);
+    }
+    // In quotes, in a markdown link and at the end of a sentence, too.
+    const url = credentialUrl('postgres', 'app', 'Tr0ub4dor#3x', 'db.internal/app');
+    for (const line of [`"${url}"`, `'${url}'`, `[db](${url})`, `see <${url}>.`])
+      expect(
+        (await scanForCredentials(`${line}\n`)).map((f) => f.rule),
+        line,
+      ).toEqual(['url-password']);
+  });
+
+  it('does not flag URLs whose path or query holds `:` and `@`, scp remotes, e-mail addresses, links, or templates (controls)', async () => {
+    const controls = [
+      'https://example.com/a@b',
+      'https://host/x:y@z',
+      'https://host/path?q=a:b@c',
+      'https://host#a:b@c',
+      'https://host:443/x@y',
+      'https://me@host.example.com:8080/a@b',
+      'ssh://git@github.com:22/org/repo@v1',
+      'https://medium.com/@user',
+      'https://unpkg.com/@scope/pkg@1.2.3/dist/x.js',
+      'http://[::1]:8080/a@b',
+      'git@github.com:org/repo.git',
+      'user@host:path',
+      'scp build.tar.gz deploy@host:/srv/www/',
+      'Mail admin@example.com: it answers within a day.',
+      '[docs](https://example.com/a:b@c)',
+      '[site](https://example.com)[mail](mailto:ops@example.com)',
+      "urls = ('https://example.com','a:b@c')",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell interpolation, not a template placeholder
+      'http://user:${PASSWORD}@host',
+      'postgres://user:<password>@host',
+      'postgres://user:<%= db_password %>@host',
+      'postgres://app:%(password)s@db/app',
+      'postgres://app:@DB_PASSWORD@@db/app',
+      `postgres://${['postgres', '[YOUR-PASSWORD]'].join(':')}@db.example.supabase.co:5432/postgres`,
+      // A user and a password that stand for one, with a later `@` in the path: the userinfo ends at the first.
+      credentialUrl('https', 'user', 'password', 'registry.example.com/@scope/pkg'),
+    ];
+    for (const line of controls) expect(await scanForCredentials(`${line}\n`), line).toEqual([]);
+  });
+
+  it('urlUserinfoPassword: the userinfo ends at the first `@` after a `:` whose host holds no further `@`', () => {
+    expect(urlUserinfoPassword('app:p@ss@db/x')).toEqual({ password: 'p@ss', at: 8 });
+    expect(urlUserinfoPassword('a@b.com:pw#1@smtp.host:587')).toEqual({ password: 'pw#1', at: 12 });
+    expect(urlUserinfoPassword('u:pw@host/a@b')).toEqual({ password: 'pw', at: 4 });
+    expect(urlUserinfoPassword(':pw@host')).toEqual({ password: 'pw', at: 3 });
+    for (const rest of ['host/x:y@z', 'localhost:8080/path@v2', 'git@host', 'u:@host', 'host:5432/app', ''])
+      expect(urlUserinfoPassword(rest), rest).toBeUndefined();
+  });
+
+  it('stays linear on long hostile lines: no `@`, many `:`, many `@`, many `://` (100 kB each)', async () => {
+    for (const line of [
+      'a'.repeat(100_000),
+      'a:'.repeat(50_000),
+      `x://a:${'@'.repeat(100_000)}`,
+      'a://@'.repeat(20_000),
+      'a://b:@/'.repeat(12_500),
+      `https://${'u:'.repeat(50_000)}`,
+    ]) {
+      const started = performance.now();
+      await scanForCredentials(line);
+      expect(performance.now() - started, line.slice(0, 12)).toBeLessThan(2_000);
+    }
+  });
+
+  it('isPlaceholderPassword: words, variable references, template slots and masks stand for a password; real-looking ones do not', () => {
     for (const pw of [
       'password',
       'Passwd',
@@ -207,9 +293,26 @@ describe('scanForCredentials: passwords in URLs (url-password)', () => {
       '$(PW)',
       '***',
       'x',
+      '%DB_PASS%',
+      '%s',
+      '%(password)s',
+      '@DB_PASSWORD@',
+      '[YOUR-PASSWORD]',
     ])
       expect(isPlaceholderPassword(pw), pw).toBe(true);
-    for (const pw of ['pw', 'hunter2', 'postgres', 'password1', '$Summer2024', 'S3cr!t$Pass', 'xyz'])
+    for (const pw of [
+      'pw',
+      'hunter2',
+      'postgres',
+      'password1',
+      '$Summer2024',
+      'S3cr!t$Pass',
+      'xyz',
+      '%Tr0ub4dor',
+      '[Tr0ub4dor3x]',
+      'Tr0ub[4]dor',
+      '@Tr0ub4dor',
+    ])
       expect(isPlaceholderPassword(pw), pw).toBe(false);
   });
 });

@@ -12,12 +12,13 @@ Operator settings for delegation, local to this clone (.git/delegate-git/config.
 unit can never change them). Values are JSON where they parse as JSON of the type the setting takes, else
 strings. Times are in milliseconds, from 1 to 2147483647 (Node's longest timer). Two 'config set' at once
 take turns (config.json.lock beside the file), so neither loses the other's setting.
-Keys: worker.endpoint (default http://127.0.0.1:1234/v1), worker.model, worker.apiKeyEnv, worker.timeoutMs
+Keys: worker.endpoint (default http://127.0.0.1:1234/v1; no user:password@, name the secret with
+worker.apiKeyEnv), worker.model, worker.apiKeyEnv, worker.timeoutMs
 (default 300000), worker.idleTimeoutMs (the longest silence once the reply has begun, default 120000),
 worker.maxTokens, verification.approval (ask | allow | deny), verification.allowlist (programs),
 verification.repeats (1..20, default 3; the least a unit gets), verification.timeoutMs (default 30000), coherence (a command or null),
 emitAllowlist, unitScope (enforce | off), retryContext (auto | off), signingKey (a key name).
-Environment overrides: DELEGATE_GIT_WORKER_ENDPOINT, DELEGATE_GIT_WORKER_MODEL.
+Environment overrides: DELEGATE_GIT_WORKER_ENDPOINT (the same rules as worker.endpoint), DELEGATE_GIT_WORKER_MODEL.
 
 Example:
   delegate-git config set worker.endpoint http://127.0.0.1:11434/v1
