@@ -1567,3 +1567,285 @@ describe('init: a directory where a hook goes', () => {
     expect(cli(story, server, ['init', '--server']).code).toBe(0);
   });
 });
+
+/** attest's stderr for a new file in `dir`: where hooksNotRun's warnings are printed. */
+function approveIn(dir: string, file: string): string {
+  writeFiles(dir, { [file]: `export const at = '${file}';\n` });
+  const run = cli(story, dir, ['attest', '--approve', file, '--key', OPERATOR, '--yes']);
+  expect(run.code, run.stderr).toBe(0);
+  return run.stderr;
+}
+
+const NOT_RUN = "warning: git does not run delegate-git's commit hook in this repository";
+
+describe('init: core.hooksPath set to the empty string (rt54 f04)', () => {
+  it('is refused, not taken for unset, on a client and a server; set so after init, attest warns; control: unset, the gate installs and runs', () => {
+    const dir = makeWorkTree(story, 'empty-hookspath');
+    commitBeforeAdoption(story, dir);
+    gitOk(story, dir, ['config', 'core.hooksPath', '']);
+    const refused = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      'core.hooksPath is set to the empty string in the local git configuration. That does not unset it: git then looks for each hook at /<hook>',
+    );
+    expect(refused.stderr).toContain('Unset it (`git config --unset core.hooksPath`)');
+    expect(refused.stderr).toContain('Nothing was written.');
+    expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+    expect(fs.existsSync(path.join(dir, '.git', 'hooks', 'pre-commit'))).toBe(false);
+
+    const server = makeServer(story, 'empty-hookspath.git', { hook: false });
+    gitOk(story, server, ['config', 'core.hooksPath', '']);
+    const serverRefused = cli(story, server, ['init', '--server']);
+    expect(serverRefused.code).toBe(2);
+    expect(serverRefused.stderr).toContain('core.hooksPath is set to the empty string');
+    expect(fs.readdirSync(server).filter((f) => f.startsWith('pre-receive'))).toEqual([]);
+
+    // Control: unset as the refusal says, the gate installs, runs, and nothing is warned of.
+    gitOk(story, dir, ['config', '--unset', 'core.hooksPath']);
+    adopt(story, dir, ['src/**']);
+    expect(approveIn(dir, 'src/before.ts')).not.toContain('warning');
+    stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+    expect(commit(story, dir, 'unpromoted').stderr).toContain('NOT PROMOTED  src/a.ts');
+
+    // Emptied after init: git runs no hook, and attest says so.
+    gitOk(story, dir, ['config', 'core.hooksPath', '']);
+    expect(approveIn(dir, 'src/after.ts')).toContain(
+      `${NOT_RUN}: core.hooksPath is set to the empty string in the local git configuration, so git looks for each hook at /<hook> and runs none`,
+    );
+    expect(commit(story, dir, 'unpromoted, and no hook runs').code).toBe(0);
+  });
+});
+
+describe('init: a husky folder git ignores (rt54 f08)', () => {
+  it('refuses an ignored .husky, or husky-like _ in an ignored folder, as any ignored hooks directory, and an ignored husky hook file; control: not ignored, it installs, gates and names the files to commit', () => {
+    const dir = makeWorkTree(story, 'husky-ignored');
+    writeFiles(dir, { '.gitignore': '.husky/\n' });
+    gitOk(story, dir, ['add', '.gitignore']);
+    gitOk(story, dir, ['commit', '-q', '-m', 'base']);
+    fs.mkdirSync(path.join(dir, '.husky'));
+    gitOk(story, dir, ['config', 'core.hooksPath', '.husky']);
+    const refused = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      `core.hooksPath is .husky, a directory inside the work tree ${dir} that git does not track`,
+    );
+    expect(refused.stderr).toContain('Nothing was written.');
+    expect(tree(path.join(dir, '.husky'))).toEqual({});
+    expect(fs.existsSync(path.join(dir, '.delegate-git'))).toBe(false);
+
+    // husky 9's generated `_`, with a runner naming husky, in a folder git ignores.
+    writeFiles(dir, { '.githooks/_/h': '# husky\n' });
+    fs.appendFileSync(path.join(dir, '.git', 'info', 'exclude'), '.githooks/\n');
+    gitOk(story, dir, ['config', 'core.hooksPath', '.githooks/_']);
+    const generated = cli(story, dir, ['init', '--protect', 'src/**']);
+    expect(generated.code).toBe(2);
+    expect(generated.stderr).toContain('core.hooksPath is .githooks/_, a directory inside the work tree');
+
+    // A husky folder of its own, one hook file of which git ignores.
+    const one = huskyRepository('husky-ignored-file', 'echo lint\n');
+    writeFiles(one, { '.gitignore': '.husky/pre-merge-commit\n' });
+    const file = cli(story, one, ['init', '--protect', 'src/**']);
+    expect(file.code).toBe(2);
+    expect(file.stderr).toContain('git ignores .husky/pre-merge-commit (and does not track it)');
+    expect(file.stderr).toContain('git check-ignore -v .husky/pre-merge-commit');
+    expect(fs.existsSync(path.join(one, '.delegate-git'))).toBe(false);
+
+    // Control: .husky no longer ignored, init writes the gate there, says to commit it, and it runs.
+    writeFiles(dir, { '.gitignore': '' });
+    gitOk(story, dir, ['config', 'core.hooksPath', '.husky']);
+    const init = cliOk(story, dir, ['init', '--protect', 'src/**']);
+    const files = ['pre-commit', 'pre-merge-commit', 'post-merge', 'post-rewrite'].map((h) => `.husky/${h}`);
+    expect(init.stdout).toContain(`git add .delegate-git/policy.json .delegate-git/keys ${files.join(' ')}`);
+    gitOk(story, dir, ['add', '.gitignore', '.delegate-git', '.husky']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+    stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+    expect(commit(story, dir, 'unpromoted').stderr).toContain('NOT PROMOTED  src/a.ts');
+  });
+
+  it('a hook that only mentions the gate, or may end before it runs it, makes attest warn; control: a line of its own running it', () => {
+    const dir = makeWorkTree(story, 'mentions-gate');
+    adopt(story, dir, ['src/**']);
+    const hooks = path.join(dir, '.git', 'team-hooks');
+    gitOk(story, dir, ['config', 'core.hooksPath', hooks]);
+    const call = `'${process.execPath}' '${storyCli}' hook pre-commit`;
+    const warned = [
+      `exit 0 # ${call}`,
+      `true || ${call}`,
+      `exit 0\n# the gate:\n${call}`,
+      `: ${call}; exit 0`,
+    ];
+    for (const [i, script] of warned.entries()) {
+      executable(path.join(hooks, 'pre-commit'), `#!/bin/sh\n${script}\n`);
+      expect(approveIn(dir, `src/mention-${i}.ts`), script).toContain(
+        `${NOT_RUN}: core.hooksPath is set to ${hooks}`,
+      );
+    }
+    for (const [i, script] of [`echo lint\n${call} || exit $?`, `exec ${call} "$@"`].entries()) {
+      executable(path.join(hooks, 'pre-commit'), `#!/bin/sh\n${script}\n`);
+      expect(approveIn(dir, `src/runs-${i}.ts`), script).not.toContain('warning');
+    }
+  });
+});
+
+describe('init: a git directory inside the work tree under another name (rt54 f03)', () => {
+  it('refuses --separate-git-dir into the work tree, and .git a link to a directory there, writing nothing; control: the git directory outside the work tree installs and gates', () => {
+    const top = path.join(story.root, 'gitdir-inside');
+    const gd = path.join(top, 'gd');
+    gitOk(story, story.root, ['init', '-q', '-b', 'main', `--separate-git-dir=${gd}`, top]);
+    writeFiles(top, { '.gitignore': 'gd/\n' });
+    for (const args of [['--protect', 'src/**'], ['--no-hook']]) {
+      const refused = cli(story, top, ['init', ...args]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(
+        `The git directory ${gd} lies inside the work tree ${top} under a name other than .git`,
+      );
+      expect(refused.stderr).toContain('a branch that tracks gd/hooks/pre-commit replaces');
+      expect(refused.stderr).toContain('git init --separate-git-dir=');
+      expect(refused.stderr).toContain('Nothing was written.');
+    }
+    expect(fs.existsSync(path.join(top, '.delegate-git'))).toBe(false);
+    expect(fs.existsSync(path.join(gd, 'hooks', 'pre-commit'))).toBe(false);
+
+    const linked = makeWorkTree(story, 'gitdir-link');
+    fs.renameSync(path.join(linked, '.git'), path.join(linked, '.gs'));
+    fs.symlinkSync('.gs', path.join(linked, '.git'));
+    const refused = cli(story, linked, ['init', '--protect', 'src/**']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      `The git directory ${path.join(linked, '.gs')} lies inside the work tree`,
+    );
+
+    // Controls: the same link to a git directory outside the work tree, and a separate one outside it.
+    const outside = path.join(story.root, 'gitdir-link-outside.git');
+    fs.renameSync(path.join(linked, '.gs'), outside);
+    fs.rmSync(path.join(linked, '.git'));
+    fs.symlinkSync(outside, path.join(linked, '.git'));
+    expect(cli(story, linked, ['init', '--protect', 'src/**', '--no-hook']).code).toBe(0);
+    const apart = path.join(story.root, 'gitdir-apart');
+    const apartGit = path.join(story.root, 'gitdir-apart.git');
+    gitOk(story, story.root, ['init', '-q', '-b', 'main', `--separate-git-dir=${apartGit}`, apart]);
+    adopt(story, apart, ['src/**']);
+    expect(fs.readFileSync(path.join(apartGit, 'hooks', 'pre-commit'), 'utf8')).toContain(MARKER);
+    stage(apart, { 'src/a.ts': 'export const a = 1;\n' });
+    expect(commit(story, apart, 'unpromoted').stderr).toContain('NOT PROMOTED  src/a.ts');
+  });
+});
+
+describe('init: a hook that is a symbolic link (rt54 f01)', () => {
+  it("chains a pre-merge-commit linked to the user's pre-commit, so merges still run the user's checks; control: commits run them, and init again changes nothing", () => {
+    const dir = makeWorkTree(story, 'linked-merge-hook');
+    commitBeforeAdoption(story, dir);
+    const hooks = path.join(dir, '.git', 'hooks');
+    const ran = path.join(story.root, 'linked-merge-hook-ran.txt');
+    executable(path.join(hooks, 'pre-commit'), `#!/bin/sh\nbasename "$0" >> '${ran}'\n`);
+    fs.symlinkSync('pre-commit', path.join(hooks, 'pre-merge-commit'));
+    const init = adopt(story, dir, ['src/**']);
+    const chained = path.join(hooks, 'pre-merge-commit.chained');
+    expect(init.stdout).toContain(
+      `installed the pre-merge-commit hook: ${path.join(hooks, 'pre-merge-commit')} (the hook there, not delegate-git's (a link to pre-commit.chained), is now ${chained}, which the hook runs first)`,
+    );
+    expect(fs.readlinkSync(chained)).toBe('pre-commit.chained');
+    expect(fs.readFileSync(path.join(hooks, 'pre-merge-commit'), 'utf8')).toContain(MARKER);
+    expect(lines(ran)).toEqual(['pre-commit.chained']);
+
+    gitOk(story, dir, ['checkout', '-q', '-b', 'side']);
+    stage(dir, { 'side.txt': 'side\n' });
+    expect(commit(story, dir, 'side').code).toBe(0);
+    gitOk(story, dir, ['checkout', '-q', 'main']);
+    stage(dir, { 'main.txt': 'main\n' });
+    expect(commit(story, dir, 'main').code).toBe(0);
+    const merged = gitRun(story, dir, ['merge', '--no-ff', '--no-edit', 'side']);
+    expect(merged.code, merged.stderr).toBe(0);
+    expect(lines(ran).at(-1)).toBe('pre-merge-commit.chained');
+
+    const before = installedState(dir);
+    cliOk(story, dir, ['init']);
+    expect(installedState(dir)).toEqual(before);
+  });
+});
+
+describe('init: a hook of its own edited where its paths are (rt54 f02, f10)', () => {
+  it('keeps one with a line added after the shebang as .kept, not chained: with the Node it recorded gone, init again lets commits through', () => {
+    const dir = makeWorkTree(story, 'edited-after-shebang');
+    adopt(story, dir, ['src/**']);
+    const hook = path.join(dir, '.git', 'hooks', 'pre-commit');
+    const fresh = fs.readFileSync(hook, 'utf8');
+    const edited = fresh
+      .replace('#!/bin/sh\n', '#!/bin/sh\nexport PATH="$HOME/bin:$PATH"  # my tools\n')
+      .replace(/^DELEGATE_GIT_NODE=.*$/m, `DELEGATE_GIT_NODE='${path.join(story.root, 'gone', 'node')}'`);
+    fs.writeFileSync(hook, edited);
+    stage(dir, { 'README.md': 'free\n' });
+    expect(commit(story, dir, 'with the Node gone').stderr).toContain('is gone');
+
+    const init = cliOk(story, dir, ['init']);
+    expect(init.stdout).toContain(
+      `(the hook there had lines changed since init wrote it: it is kept as ${hook}.kept,`,
+    );
+    expect(fs.existsSync(`${hook}.chained`)).toBe(false);
+    expect(fs.readFileSync(`${hook}.kept`, 'utf8')).toBe(edited);
+    expect(fs.readFileSync(hook, 'utf8')).toBe(fresh);
+    const passed = commit(story, dir, 'after init again');
+    expect(passed.code, passed.stderr).toBe(0);
+  });
+
+  it('keeps one with a command added on the line of a recorded path; control: only the path changed, it is replaced with no copy', () => {
+    const dir = makeWorkTree(story, 'edited-path-line');
+    adopt(story, dir, ['src/**']);
+    const hook = path.join(dir, '.git', 'hooks', 'pre-commit');
+    const fresh = fs.readFileSync(hook, 'utf8');
+    const line = /^DELEGATE_GIT_NODE=.*$/m.exec(fresh)![0];
+    const edited = fresh.replace(line, `${line}; export NODE_OPTIONS=--max-old-space-size=8192`);
+    fs.writeFileSync(hook, edited);
+    expect(cliOk(story, dir, ['init']).stdout).toContain(`it is kept as ${hook}.kept,`);
+    expect(fs.readFileSync(`${hook}.kept`, 'utf8')).toBe(edited);
+    expect(fs.readFileSync(hook, 'utf8')).toBe(fresh);
+
+    fs.writeFileSync(hook, fresh.replace(line, "DELEGATE_GIT_NODE='/elsewhere/bin/node'"));
+    expect(cliOk(story, dir, ['init']).stdout).not.toContain('kept as');
+    expect(fs.readFileSync(hook, 'utf8')).toBe(fresh);
+    expect(fs.existsSync(`${hook}.kept-2`)).toBe(false);
+  });
+});
+
+describe('init: git configuration from a file in the work tree (rt54 f09)', () => {
+  it('refuses a core.hooksPath set in an included file of the work tree, and attest warns of one a branch set there after init; control: set in .git/config, it installs', () => {
+    const dir = makeWorkTree(story, 'included-config');
+    writeFiles(dir, { '.gitconfig': '[pull]\n\trebase = true\n' });
+    gitOk(story, dir, ['add', '.gitconfig']);
+    gitOk(story, dir, ['commit', '-q', '-m', 'team config']);
+    gitOk(story, dir, ['config', 'include.path', '../.gitconfig']);
+    const init = cliOk(story, dir, ['init', '--protect', 'src/**']);
+    expect(init.stderr).toContain(
+      'delegate-git init: warning: git reads configuration from .gitconfig, in the work tree: a branch that changes it',
+    );
+    gitOk(story, dir, ['add', '.delegate-git']);
+    expect(commit(story, dir, 'adopt').code).toBe(0);
+    expect(approveIn(dir, 'src/before.ts')).not.toContain('warning');
+
+    // A branch's .gitconfig sends git to hooks of its own, even ones that run the gate.
+    const config = path.join(dir, '.gitconfig');
+    writeFiles(dir, { '.gitconfig': '[core]\n\thooksPath = tools/hooks\n' });
+    executable(
+      path.join(dir, 'tools', 'hooks', 'pre-commit'),
+      `#!/bin/sh\n'${process.execPath}' '${storyCli}' hook pre-commit\n`,
+    );
+    expect(approveIn(dir, 'src/after.ts')).toContain(
+      `warning: core.hooksPath is set to tools/hooks in ${config}, a file inside the work tree ${dir}: a branch that changes that file changes where git runs hooks from`,
+    );
+    const refused = cli(story, dir, ['init']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      `core.hooksPath is set to tools/hooks in ${config}, a file inside the work tree ${dir} that the git configuration includes`,
+    );
+    expect(refused.stderr).toContain('Nothing was written.');
+
+    // Control: the hooks path set in .git/config itself.
+    writeFiles(dir, { '.gitconfig': '[pull]\n\trebase = true\n' });
+    gitOk(story, dir, ['config', 'core.hooksPath', '.git/own-hooks']);
+    const own = cli(story, dir, ['init']);
+    expect(own.code, own.stderr).toBe(0);
+    expect(own.stdout).toContain(
+      `installed the pre-commit hook: ${path.join(dir, '.git', 'own-hooks', 'pre-commit')}`,
+    );
+  });
+});

@@ -7,13 +7,22 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs';
-import { chmod, cp, mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, readFile, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DelegateGitError, gitText, gitTry, type Repository } from '@delegate-git/core';
+import { DelegateGitError, gitFailure, gitText, gitTry, type Repository } from '@delegate-git/core';
 import { relativeWithin } from '@delegate-git/core/path-within';
 import { writeFileAtomic } from './fs.js';
-import { checkoutWrites, configuredHooksPath, installedHooksRecord, isOurs } from './hooks-in-effect.js';
+import { huskyLine, huskyLinesBefore, runsLast, withHuskyLine } from './hook-script.js';
+import {
+  type ConfiguredHooksPath,
+  checkoutWrites,
+  configuredHooksPath,
+  installedHooksRecord,
+  isOurs,
+  isOurText,
+  unsetHooksPath,
+} from './hooks-in-effect.js';
 
 /**
  * The scripts of hooks/, put into each bundle by scripts/build.mjs: the single-file server build has nothing beside
@@ -79,9 +88,11 @@ function hookText(name: HookName, cli: HookCli): string {
 
 /**
  * The lines recording where init found Node and the CLI (`DELEGATE_GIT_CLI='...'`, a quoted word that may span lines):
- * they change whenever the CLI moves (an upgrade, npx's cache), and init writes them anew.
+ * they change whenever the CLI moves (an upgrade, npx's cache), and init writes them anew. Only the value is left out,
+ * and only as a word alone to the end of its line, quoted as init quotes it or a plain word with nothing the shell
+ * reads in it: anything a user added on the line (`; my-scan`) is an edit (rt54 f10).
  */
-const RECORDED_PATH = /^(DELEGATE_GIT_[A-Z_]+)=(?:'(?:[^']|'\\'')*'|.*)$/gm;
+const RECORDED_PATH = /^(DELEGATE_GIT_[A-Z_]+)=(?:'(?:[^']|'\\'')*'|[^\s'"\\;&|<>()`$]*)$/gm;
 /** The line holding a hook's fingerprint (third in every hook this release writes), with its end. */
 const FINGERPRINT = /^# fingerprint: ([0-9a-f]{64})\b.*(?:\n|$)/m;
 
@@ -216,10 +227,14 @@ async function refuseTracked(repo: Repository, workTree: string, source: string)
   );
 }
 
-/** A hook installHookFile wrote, and where it kept the one it replaced when that held lines of the user's. */
+/**
+ * A hook installHookFile wrote; where it kept the one it replaced when that held lines of the user's; and where it
+ * moved a foreign one, which the new hook runs first.
+ */
 export interface InstalledHook {
   file: string;
   kept: { file: string; why: string } | null;
+  chained?: string;
 }
 
 /**
@@ -227,6 +242,11 @@ export interface InstalledHook {
  * was edited by hand to `<name>.kept` (running it too would run the gate twice, once with a CLI that may be gone).
  * The new hook is written before the old one moves, and the old one is put back if ours cannot be put in its place: a
  * gate must never be left without the hook that was there.
+ *
+ * A hook that is a symbolic link is foreign, whatever it leads to: the link is the user's way of running a script, not
+ * a hook of ours to write over (rt54 f01). One leading to a sibling hook of ours by name (`pre-merge-commit ->
+ * pre-commit`, so merges run the user's commit checks) would lead, once init installed there, to our own hook: its
+ * chained copy leads where that hook's user script went instead, `pre-commit.chained`, whichever init installs first.
  */
 export async function installHookFile(
   dir: string,
@@ -237,9 +257,10 @@ export async function installHookFile(
   refuseOccupied([file]);
   const text = hookText(name, cli);
   const chained = `${file}.chained`;
-  const existing = existsSync(file) ? await readFile(file, 'utf8') : null;
-  const foreign = existing !== null && !(await isOurs(file));
-  if (foreign && existsSync(chained)) {
+  const link = lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() ?? false;
+  const existing = !link && existsSync(file) ? await readFile(file, 'utf8') : null;
+  const foreign = link || (existing !== null && !isOurText(existing));
+  if (foreign && lstatSync(chained, { throwIfNoEntry: false })) {
     throw new DelegateGitError(
       'IO',
       `${file} is not delegate-git's and ${chained} already exists, so the existing hook cannot be chained safely. Merge them by hand, then run init again.`,
@@ -247,6 +268,7 @@ export async function installHookFile(
   }
   const edited = existing !== null && !foreign ? editedHook(existing, text) : null;
   const aside = foreign ? chained : edited ? keptName(file) : null;
+  const sibling = link ? await siblingHookChain(dir, file) : null;
   const ready = `${file}.delegate-git-${process.pid}`;
   await mkdir(dir, { recursive: true });
   try {
@@ -264,12 +286,41 @@ export async function installHookFile(
   } finally {
     await rm(ready, { force: true });
   }
+  if (sibling) await relink(chained, sibling);
   await refreshSavedCopies(file, text);
-  return { file, kept: edited && aside ? { file: aside, why: edited } : null };
+  return {
+    file,
+    kept: edited && aside ? { file: aside, why: edited } : null,
+    ...(foreign ? { chained } : {}),
+  };
 }
 
-/** What init says of a hook whose earlier content it kept, or '' when it kept none. */
-export function keptNote({ file, kept }: InstalledHook): string {
+/**
+ * Where the chained copy of the link `file` should lead when the link leads to a hook of this package's names in the
+ * same directory (`pre-commit`, or the `pre-commit.chained` an earlier run moved it to): that hook's `.chained`, the
+ * user's script once init has installed there, by a relative name as the user's link was. Null for any other link.
+ */
+async function siblingHookChain(dir: string, file: string): Promise<string | null> {
+  const realDir = await realpath(dir);
+  // A link to nothing (no pre-commit yet) leads by its own text.
+  const target = await realpath(file).catch(() => path.resolve(realDir, readlinkSync(file)));
+  if (path.dirname(target) !== realDir || path.basename(target) === path.basename(file)) return null;
+  const hook = path.basename(target).replace(/\.chained$/, '');
+  return (Object.keys(TEMPLATE) as string[]).includes(hook) ? `${hook}.chained` : null;
+}
+
+/** Replaces the link `file` with one to `target`, never leaving no link there. */
+async function relink(file: string, target: string): Promise<void> {
+  const next = `${file}.delegate-git-${process.pid}`;
+  await rm(next, { force: true });
+  await symlink(target, next);
+  await rename(next, file);
+}
+
+/** What init says of a hook whose earlier content it kept or chained, or '' when there was none. */
+export function keptNote({ file, kept, chained }: InstalledHook): string {
+  if (chained)
+    return `the hook there, not delegate-git's${lstatSync(chained, { throwIfNoEntry: false })?.isSymbolicLink() ? ` (a link to ${readlinkSync(chained)})` : ''}, is now ${chained}, which the hook runs first`;
   if (!kept) return '';
   return `the hook there had ${kept.why}: it is kept as ${kept.file}, which git does not run; move lines of your own to ${file}.chained, which the hook runs first`;
 }
@@ -289,8 +340,8 @@ export interface ClientHookPlan {
   /** The hooks directory, absolute. */
   dir: string;
   cli: CliPlan;
-  /** core.hooksPath when set: its value (`~` expanded) and the config scope it comes from. */
-  configured: { value: string; scope: string } | null;
+  /** core.hooksPath when set: its value (`~` expanded) and the config scope and file it comes from. */
+  configured: ConfiguredHooksPath | null;
   /** husky's directory (`.husky`, or where `husky <dir>` put it) when the repository uses husky, absolute. */
   husky: string | null;
 }
@@ -324,6 +375,7 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
     refuseOccupied(hookFiles(repo, plan));
     return plan;
   }
+  refuseEmptyHooksPath(configured, 'init');
   const { value, scope } = configured;
   if (scope !== 'local' && scope !== 'worktree') {
     throw new DelegateGitError(
@@ -334,9 +386,12 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
   const dir = path.resolve(top, value);
   // init made the path absolute into the work tree it ran in: each worktree of this repository is this repository.
   const worktrees = await worktreeTops(repo, top);
+  await refuseSetInWorkTree(repo, configured, worktrees);
   const husky = await huskyDirOf(repo, worktrees, dir);
-  if (husky) await refuseShared(husky, [top], HUSKY_WAY_OUT);
-  else {
+  if (husky) {
+    await refuseShared(husky, [top], HUSKY_WAY_OUT);
+    await refuseIgnoredHuskyFiles(repo, top, husky);
+  } else {
     await refuseShared(dir, [...worktrees, repo.layout.commonDir], CONFIGURED_WAY_OUT);
     await refuseTeamHooks(repo, top, dir, `core.hooksPath is ${value}`);
     // Not for husky's generated `_`: what runs from there is husky's, and its committed scripts are the branch's.
@@ -360,7 +415,9 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
  * husky's directory when `hooksDir` is one husky set, as this worktree checks it out (`worktrees[0]`): `<dir>/_`,
  * generated by husky (`husky` sets `.husky/_`, `husky frontend/.husky` a folder's) and so not tracked, holding husky
  * 9's runner `h` or husky 8's `husky.sh`; or `.husky` itself (husky 4 to 8 without `_`). Its hooks are the committed
- * `<dir>/<hook>`: `_` is written again by every `npm install`.
+ * `<dir>/<hook>`: `_` is written again by every `npm install`. `<dir>` must not be ignored: its scripts are committed,
+ * or init says to commit them (huskyFilesToCommit), and git refuses to check out a branch's file over one not yet
+ * committed, as it does not over an ignored one.
  */
 async function huskyDirOf(
   repo: Repository,
@@ -373,7 +430,9 @@ async function huskyDirOf(
   if (rel === undefined || rel === null) return null;
   const top = worktrees[0]!;
   const here = path.join(top, rel);
-  if (!generated) return path.basename(here) === '.husky' && existsSync(here) ? here : null;
+  // An ignored one is no husky's, whose scripts are committed: it is refused as any such directory (rt54 f08).
+  if (!existsSync(here) || (await ignored(repo, top, [here])).length > 0) return null;
+  if (!generated) return path.basename(here) === '.husky' ? here : null;
   const isRunner = (file: string) => {
     try {
       return readFileSync(path.join(hooksDir, file), 'utf8').includes('husky');
@@ -403,6 +462,73 @@ const HUSKY_WAY_OUT =
 
 const CLIENT_WAY_OUT =
   'Give this repository hooks of its own (a directory in place of the link; the shared hooks then no longer run here unless you chain them yourself) and run init again, or add to the shared pre-commit and pre-merge-commit hooks a line that runs `delegate-git hook pre-commit` (`hook pre-merge-commit` in the other) only where .delegate-git/policy.json exists, and run `delegate-git init --no-hook`.';
+
+/**
+ * Refuses core.hooksPath set to the empty string: git (2.39 at least) then looks for each hook at `/<hook>` and runs
+ * none, so a gate installed in .git/hooks, where an unset one sends git, would never run (rt54 f04).
+ */
+function refuseEmptyHooksPath(configured: ConfiguredHooksPath, command: 'init' | 'init --server'): void {
+  if (configured.value !== '') return;
+  const own =
+    configured.scope === 'local'
+      ? ''
+      : `, or give this repository a hooks path of its own (\`git config core.hooksPath ${command === 'init' ? '.git/hooks' : 'hooks'}\` here)`;
+  throw new DelegateGitError(
+    'USAGE',
+    `core.hooksPath is set to the empty string in the ${configured.scope} git configuration. That does not unset it: git then looks for each hook at /<hook> (the empty path joined to the hook's name) and runs none, so delegate-git's hook would never run, wherever init put it. Nothing was written. Unset it (\`${unsetHooksPath(configured.scope)}\`)${own}, and run \`delegate-git ${command}\` again.`,
+  );
+}
+
+/**
+ * Refuses core.hooksPath set in a file of the work tree (a team's `.gitconfig` that .git/config includes): a branch
+ * that changes the file moves git to hooks of its own, as soon as it is checked out (rt54 f09).
+ */
+async function refuseSetInWorkTree(
+  repo: Repository,
+  configured: ConfiguredHooksPath,
+  worktrees: readonly string[],
+): Promise<void> {
+  if (configured.origin === null) return;
+  const within = await checkoutWrites(configured.origin, worktrees, [
+    repo.layout.commonDir,
+    repo.layout.gitDir,
+  ]);
+  if (within === null) return;
+  throw new DelegateGitError(
+    'USAGE',
+    `core.hooksPath is set to ${configured.value} in ${configured.origin}, a file inside the work tree ${within.workTree} that the git configuration includes: a branch that changes that file changes where git runs hooks from as soon as it is checked out, and commits then run that branch's hooks, or none, without a word. Nothing was written. Take core.hooksPath out of ${within.rel} (and keep the hooks path in .git/config itself, or leave it unset so git runs .git/hooks), or stop including that file, then run init again.`,
+  );
+}
+
+/**
+ * Refuses husky hook files init would write that git ignores (and does not track): never committed, they are a
+ * branch's to replace on checkout, without a word, and no other clone runs the gate from them.
+ */
+async function refuseIgnoredHuskyFiles(repo: Repository, top: string, husky: string): Promise<void> {
+  const files = await ignored(
+    repo,
+    top,
+    CLIENT_HOOKS.map((name) => path.join(husky, name)),
+  );
+  if (files.length === 0) return;
+  throw new DelegateGitError(
+    'USAGE',
+    `git ignores ${files.join(', ')} (and does not track ${files.length > 1 ? 'them' : 'it'}): init would add the gate's line to husky's hook scripts there, which are then never committed, so no other clone runs the gate, and checking out a branch that tracks one replaces it with that branch's script without a word. Nothing was written. Stop ignoring ${files.length > 1 ? 'them' : 'it'} (\`git check-ignore -v ${files.join(' ')}\` names the rule) and run init again.`,
+  );
+}
+
+/** Which of `files` (absolute, in the work tree `top`) git ignores, as paths from `top`: tracked files are never. */
+async function ignored(repo: Repository, top: string, files: readonly string[]): Promise<string[]> {
+  const rels = files.flatMap((file) => {
+    const rel = relativeWithin(top, file);
+    return rel ? [rel] : [];
+  });
+  if (rels.length === 0) return [];
+  const args = ['check-ignore', '-z', '--stdin'];
+  const result = await gitTry(args, { cwd: top, env: repo.env, input: `${rels.join('\0')}\0` });
+  if (result.code > 1) throw gitFailure(args, result);
+  return result.stdout.toString('utf8').split('\0').filter(Boolean);
+}
 
 /**
  * Refuses the default hooks directory when it resolves to a place outside this repository (`owners`: its work tree
@@ -520,6 +646,7 @@ export async function serverHooksDir(repo: Repository): Promise<string> {
     await refuseShared(dir, [repo.layout.commonDir], wayOut);
     return dir;
   }
+  refuseEmptyHooksPath(configured, 'init --server');
   const { value, scope } = configured;
   if (scope !== 'local' && scope !== 'worktree') {
     throw new DelegateGitError(
@@ -575,7 +702,31 @@ export async function installClientHooks(
 
 /** An installed hook as init names it. */
 function said(hook: InstalledHook): string {
-  return hook.kept ? `${hook.file} (${keptNote(hook)})` : hook.file;
+  const note = keptNote(hook);
+  return note ? `${hook.file} (${note})` : hook.file;
+}
+
+/**
+ * The configuration files git reads here that lie in a work tree a checkout writes (a team's `.gitconfig` that
+ * .git/config includes), relative to this one's top: a branch that changes one changes this clone's configuration as
+ * soon as it is checked out: where git runs hooks from, a program git runs (rt54 f09).
+ */
+export async function configInWorkTree(repo: Repository): Promise<string[]> {
+  const top = repo.layout.topLevel!;
+  const listed = await gitText(['config', '--list', '--show-origin', '-z'], { cwd: top, env: repo.env });
+  // Entries are `<origin>\0<key>\n<value>\0`: the origins are the even fields.
+  const files = new Set(
+    listed
+      .split('\0')
+      .filter((field, i) => i % 2 === 0 && field.startsWith('file:'))
+      .map((field) => path.resolve(top, field.slice('file:'.length))),
+  );
+  const trees = await worktreeTops(repo, top);
+  const found: string[] = [];
+  for (const file of files)
+    if (await checkoutWrites(file, trees, [repo.layout.commonDir, repo.layout.gitDir]))
+      found.push(path.relative(top, file));
+  return found;
 }
 
 /**
@@ -619,82 +770,4 @@ async function appendHuskyLine(
     ? ''
     : '; the gate runs before the rest of that script, so a command after it that restages files (a formatter) commits content the gate did not judge: move the line after such commands yourself';
   return `${path.relative(top, file)} (husky; core.hooksPath set to ${hooksDir} so linked worktrees run it too${before}${runner.kept ? `; ${keptNote(runner)}` : ''})`;
-}
-
-/** A top-level line after which nothing in the script runs (`exec npx lint-staged`, `exit 0`, `return 0` in dash). */
-const ENDS_SCRIPT = /^(?:exec|exit|return)(?:\s|$)/;
-/**
- * Anywhere else (in a branch, after `;` or `&&`), any of those, or what may run them unseen (`eval`, a sourced
- * script), or a here-document: no later line can be known to run.
- */
-const MAY_END_SCRIPT = /(?:^|[\s;&|()])(?:exec|exit|return|eval|source|\.)(?:[\s;)]|$)|<</;
-/** A line that carries on into the next (`lint &&`, `a |`, a continued line): nothing can go between them. */
-const CARRIES_ON = /(?:&&|\|\||\||\\)\s*$/;
-/** A closing `exit` or `return` whose status is the last command's: one placed before it would change that status. */
-const PASSES_STATUS_ON = /^(?:exit|return)(?:\s+"?\$\?"?)?\s*(?:[;#].*)?$/;
-/** husky 8's own first line, sourcing its setup script (which only sets husky up). */
-const HUSKY_SETUP = /^\.\s+"\$\(dirname -- "\$0"\)\/_\/husky\.sh"\s*$/;
-
-/**
- * The line init adds to `.husky/<name>`: it runs this clone's installed hook, which knows where its delegate-git is;
- * in a clone that has not run init, a delegate-git on PATH or in the project's node_modules (husky 8 does not put
- * that on PATH); in neither, it says to run init and refuses the commit, as a hook that cannot judge must. It ends
- * the script when the gate refuses, as husky 8 without `sh -e` (or a script that sets `+e`) would not.
- */
-export function huskyLine(name: string): string {
-  const runner = `"$(git rev-parse --git-common-dir)/delegate-git/hooks/${name}"`;
-  const missing = name.startsWith('post-')
-    ? 'the records this pull fetched were not taken in'
-    : 'the commit is refused';
-  const advice = `delegate-git: this clone has not run \`npx delegate-git init\` and has no delegate-git installed, so husky cannot run its ${name} gate: ${missing}. Run \`npx delegate-git init\` here.`;
-  return `h=${runner}; if [ -x "$h" ]; then "$h" || exit $?; elif d=$(PATH="node_modules/.bin:$PATH"; command -v delegate-git); then "$d" hook ${name} || exit $?; else echo '${advice}' >&2; exit 1; fi`;
-}
-
-/** The lines earlier releases added, which init replaces. */
-function huskyLinesBefore(name: string): string[] {
-  const runner = `h="$(git rev-parse --git-common-dir)/delegate-git/hooks/${name}"`;
-  return [
-    `${runner}; if [ -x "$h" ]; then "$h"; else npx --no-install delegate-git hook ${name}; fi`,
-    // npx asks the registry for a package it does not find, and fails with npm's error, not ours.
-    `${runner}; if [ -x "$h" ]; then "$h" || exit $?; else npx --no-install delegate-git hook ${name} || exit $?; fi`,
-  ];
-}
-
-/**
- * `script` with the gate's line where it runs: at the end, so that what the script does first (a formatter restaging
- * files) is what the gate judges; before a closing `exec`, or an `exit` or `return` with a status of its own, that is
- * the last command at the top level; or, where the script may end elsewhere (an `exit` in a branch, or followed by
- * more lines, which may be a branch's end), where the line before would carry on into it (`&&`, `|`, `\`), or where
- * the closing `exit` passes on the last command's status (`exit`, `exit $?`), first: after the shebang and husky 8's
- * setup line (which runs the script again from its start). The lines init wrote before (`earlier`, and `line`
- * itself) are taken out and `line` placed again. Only init's own line counts: a script that merely names the gate
- * (in an `echo`, say) may not run it.
- */
-export function withHuskyLine(script: string, line: string, earlier: readonly string[] = []): string {
-  const lines = script.split('\n').filter((l) => l !== line && !earlier.includes(l));
-  const isCode = (l: string) => l.trim() !== '' && !/^\s*#/.test(l);
-  const last = lines.findLastIndex(isCode);
-  const end = last !== -1 && ENDS_SCRIPT.test(lines[last]!) ? last : -1;
-  const before = end === -1 ? lines : lines.slice(0, end);
-  const carriedOn = end > 0 && CARRIES_ON.test(lines[before.findLastIndex(isCode)] ?? '');
-  const mayEnd = before.some((l) => isCode(l) && MAY_END_SCRIPT.test(l) && !HUSKY_SETUP.test(l));
-  const at =
-    mayEnd || carriedOn || (end !== -1 && PASSES_STATUS_ON.test(lines[end]!)) ? firstLine(lines) : end;
-  if (at !== -1) return [...lines.slice(0, at), line, ...lines.slice(at)].join('\n');
-  const rest = lines.join('\n');
-  return `${rest}${rest === '' || rest.endsWith('\n') ? '' : '\n'}${line}\n`;
-}
-
-/** Where the first command goes: after the shebang, and after husky 8's setup line when the script opens with it. */
-function firstLine(lines: readonly string[]): number {
-  const shebang = lines[0]?.startsWith('#!') ? 1 : 0;
-  const setup = lines.findIndex((l, i) => i >= shebang && l.trim() !== '');
-  return setup !== -1 && HUSKY_SETUP.test(lines[setup]!) ? setup + 1 : shebang;
-}
-
-/** Whether `line`, placed in `script`, runs after every other command of it (at most a closing `exit` follows). */
-export function runsLast(script: string, line: string): boolean {
-  const code = script.split('\n').filter((l) => l.trim() !== '' && !/^\s*#/.test(l));
-  const closing = code.at(-1)!;
-  return closing === line || (code.at(-2) === line && /^(?:exit|return)(?:\s|$)/.test(closing));
 }

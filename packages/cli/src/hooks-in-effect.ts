@@ -7,17 +7,27 @@
 import { constants } from 'node:fs';
 import { access, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { gitFailure, gitTry, type Repository } from '@delegate-git/core';
+import { gitFailure, gitTry, type Repository, type RepositoryLayout } from '@delegate-git/core';
 import { relativeWithin } from '@delegate-git/core/path-within';
+import { callsGate } from './hook-script.js';
 
-/** The first two lines of every hook this package writes (the second names the hook: `# delegate-git hook (x).`). */
-const SHEBANG = '#!/bin/sh';
-const MARKER = '# delegate-git hook (';
+/** The second line of every hook this package writes, naming the hook: `# delegate-git hook (pre-commit). ...`. */
+const MARKER = /^# delegate-git hook \([a-z-]+\)/;
+/** How far down a hook of ours may have been pushed by lines a user added above it (`export PATH=...`, `set -x`). */
+const MARKED_WITHIN = 6;
 
-/** Ours by its first two lines, not by a mention anywhere: a user's hook may well name delegate-git's. */
+/**
+ * Ours by its marker line near the top, not by a mention anywhere: a user's hook may well name delegate-git's. The
+ * marker may have moved down a line or two (a user's `export PATH=...` after the shebang): such a hook is still ours,
+ * edited, and init keeps it as `.kept` rather than chain it, where it would run the gate first with a Node that may be
+ * gone. (installHookFile does not ask this of a symbolic link: it chains one, whatever it leads to.)
+ */
 export async function isOurs(file: string): Promise<boolean> {
-  const [first, second] = (await readFile(file, 'utf8')).split('\n', 2);
-  return first === SHEBANG && (second?.startsWith(MARKER) ?? false);
+  return isOurText(await readFile(file, 'utf8'));
+}
+
+export function isOurText(text: string): boolean {
+  return text.split('\n', MARKED_WITHIN).some((line) => MARKER.test(line));
 }
 
 /**
@@ -32,11 +42,13 @@ export async function checkoutWrites(
   workTrees: readonly string[],
   gitDirs: readonly string[],
 ): Promise<{ workTree: string; rel: string } | null> {
-  // The nearest of them around `file` decides (a git directory over a work tree at the same place: a bare one).
+  // The nearest of them around `file` decides (a git directory over a work tree at the same place: a bare one). A git
+  // directory inside the work tree shelters its files only under the name git refuses to check out (gitDirShelters).
   const inside = (trees: readonly string[], gits: readonly string[], file: string) => {
     const around = (root: string) => relativeWithin(root, file) !== null;
     const tree = trees.filter(around).sort((a, b) => b.length - a.length)[0];
-    if (tree === undefined || gits.some((git) => around(git) && git.length >= tree.length)) return null;
+    const shelters = (git: string) => around(git) && git.length >= tree!.length && gitDirShelters(tree!, git);
+    if (tree === undefined || gits.some(shelters)) return null;
     return { workTree: workTrees[trees.indexOf(tree)]!, rel: relativeWithin(tree, file) || '.' };
   };
   const named = inside(workTrees, gitDirs, path.resolve(dir));
@@ -49,19 +61,63 @@ export async function checkoutWrites(
   return inside(trees, gits, real);
 }
 
-/** core.hooksPath with the scope it is set in; `--type=path` expands `~` as git does when it runs hooks. */
+/**
+ * Whether a git directory at `git`, inside the work tree `tree` (or at its top, a bare repository's), is out of reach
+ * of a checkout there: git refuses to check out a path with a component named `.git` (in any case), and nothing else.
+ * A git directory named otherwise in the work tree (`git init --separate-git-dir=gd`, `.git` a link to `.gs`) holds
+ * files a branch that tracks `gd/hooks/pre-commit` or `gd/config` writes.
+ */
+export function gitDirShelters(tree: string, git: string): boolean {
+  const rel = relativeWithin(tree, git);
+  return rel === null || rel === '' || rel.split(path.sep).some((part) => part.toLowerCase() === '.git');
+}
+
+/**
+ * The git directory of `layout` (common, or this worktree's) that lies inside its work tree under a name git checks
+ * out into, as named or as its links resolve; null when none does (the usual `.git`, or one outside the work tree).
+ */
+export async function gitDirInWorkTree(layout: RepositoryLayout): Promise<string | null> {
+  const top = layout.topLevel;
+  if (top === null) return null;
+  const realTop = await realDir(top);
+  for (const git of new Set([layout.commonDir, layout.gitDir])) {
+    if (!gitDirShelters(top, git)) return git;
+    const real = await realDir(git);
+    if (!gitDirShelters(realTop, real)) return real;
+  }
+  return null;
+}
+
+/** core.hooksPath as git reads it for this repository. */
+export interface ConfiguredHooksPath {
+  /** `~` expanded (`--type=path`), as git does when it runs hooks; '' when set to the empty string. */
+  value: string;
+  /** The configuration it comes from: local, worktree, global, system, command. */
+  scope: string;
+  /** The file it is set in, absolute (a file that .git/config includes, say); null when not from a file (`-c`). */
+  origin: string | null;
+}
+
+/**
+ * core.hooksPath with the scope and file it is set in; null when it is not set. Set to the empty string it is still
+ * set: git (2.39 at least) then looks for each hook at `/<hook>` and runs none.
+ */
 export async function configuredHooksPath(
   repo: Repository,
   top: string,
-): Promise<{ value: string; scope: string } | null> {
-  const args = ['config', '--show-scope', '--type=path', '--get', 'core.hooksPath'];
+): Promise<ConfiguredHooksPath | null> {
+  const args = ['config', '-z', '--show-scope', '--show-origin', '--type=path', '--get', 'core.hooksPath'];
   const result = await gitTry(args, { cwd: top, env: repo.env });
   if (result.code === 1) return null; // not set
   if (result.code !== 0) throw gitFailure(args, result);
-  const line = result.stdout.toString('utf8').replace(/\n$/, '');
-  const tab = line.indexOf('\t');
-  const value = line.slice(tab + 1);
-  return value ? { value, scope: line.slice(0, tab) } : null;
+  const [scope = '', origin = '', value = ''] = result.stdout.toString('utf8').split('\0');
+  const file = origin.startsWith('file:') ? path.resolve(top, origin.slice('file:'.length)) : null;
+  return { value, scope, origin: file };
+}
+
+/** The command that unsets core.hooksPath where `scope` sets it. */
+export function unsetHooksPath(scope: string): string {
+  return `git config${scope === 'local' ? '' : ` --${scope}`} --unset core.hooksPath`;
 }
 
 /** Where init records the hooks directory it installed into (the one git ran hooks from then). */
@@ -86,17 +142,60 @@ export async function hooksNotRun(repo: Repository): Promise<string | null> {
     recorded?.replace(/\n$/, '') ||
     ((await isOurs(path.join(own, 'pre-commit')).catch(() => false)) ? own : null);
   if (installed === null) return null;
-  const configured = await configuredHooksPath(repo, top).catch(() => null);
-  const dir = configured ? path.resolve(top, configured.value) : own;
-  if (await runsGate(dir)) return await replaceableByCheckout(repo, top, dir, configured !== null);
   const unchecked =
     'Commits here are not checked before they are made (the server and CI still judge what is pushed).';
-  if ((await realDir(dir)) === (await realDir(installed)))
-    return `git does not run delegate-git's commit hook in this repository: ${path.join(dir, 'pre-commit')}, where init installed it, no longer runs delegate-git (it was replaced, or is not executable). ${unchecked} Run \`delegate-git init\` again to put it back.`;
+  const exposed = await gitDirInWorkTree(repo.layout).catch(() => null);
+  if (exposed !== null) return gitDirInWorkTreeReason(exposed, top, 'warning');
+  const configured = await configuredHooksPath(repo, top).catch(() => null);
+  if (configured?.value === '')
+    return `git does not run delegate-git's commit hook in this repository: core.hooksPath is set to the empty string in the ${configured.scope} git configuration, so git looks for each hook at /<hook> and runs none, not those init installed in ${installed}. ${unchecked} Unset it (\`${unsetHooksPath(configured.scope)}\`).`;
+  const dir = configured ? path.resolve(top, configured.value) : own;
+  // A file a checkout writes (a team's .gitconfig that .git/config includes): a branch decides where hooks run.
+  const from =
+    configured?.origin &&
+    (await checkoutWrites(configured.origin, workTrees(repo, top), [
+      repo.layout.commonDir,
+      repo.layout.gitDir,
+    ]));
+  const setIn = from
+    ? ` in ${configured.origin}, a file inside the work tree ${from.workTree}`
+    : configured
+      ? ` in the ${configured.scope} git configuration`
+      : '';
+  if (await runsGate(dir)) {
+    if (from)
+      return `core.hooksPath is set to ${configured.value}${setIn}: a branch that changes that file changes where git runs hooks from, and from then on commits run that branch's hooks, or none, without a word (the server and CI still judge what is pushed). Take core.hooksPath out of ${configured.origin} (or stop including that file) and run \`delegate-git init\` again.`;
+    return await replaceableByCheckout(repo, top, dir, configured !== null);
+  }
+  if ((await realDir(dir)) === (await realDir(installed)) && !from)
+    return `git does not run delegate-git's commit hook in this repository: ${path.join(dir, 'pre-commit')}, where init installed it, no longer runs delegate-git (it was replaced, is not executable, or may end before it runs the gate). ${unchecked} Run \`delegate-git init\` again to put it back.`;
   const runs = configured
-    ? `core.hooksPath is set to ${configured.value} in the ${configured.scope} git configuration, so git runs the hooks in ${dir}`
+    ? `core.hooksPath is set to ${configured.value}${setIn}, so git runs the hooks in ${dir}`
     : `core.hooksPath is no longer set, so git runs the hooks in ${dir}`;
-  return `git does not run delegate-git's commit hook in this repository: ${runs}, not those init installed in ${installed}. ${unchecked} Point git back at them (\`git config core.hooksPath ${installed}\`), or add a line running \`delegate-git hook pre-commit\` to ${path.join(dir, 'pre-commit')}.`;
+  const wayBack = from
+    ? `Take core.hooksPath out of ${configured!.origin} (or stop including that file) and run \`delegate-git init\` again.`
+    : `Point git back at them (\`git config core.hooksPath ${installed}\`), or add a line running \`delegate-git hook pre-commit\` to ${path.join(dir, 'pre-commit')}, on a line of its own before anything that may end the script.`;
+  return `git does not run delegate-git's commit hook in this repository: ${runs}, not those init installed in ${installed}. ${unchecked} ${wayBack}`;
+}
+
+/**
+ * Why a layout whose git directory lies in its work tree under a name other than `.git` is unsafe, for init's refusal
+ * or a command's warning: a branch writes its hooks and its config (core.fsmonitor, say: a program git runs).
+ */
+export function gitDirInWorkTreeReason(gitDir: string, top: string, as: 'refusal' | 'warning'): string {
+  const rel = relativeWithin(top, gitDir) || '.';
+  const what = `The git directory ${gitDir} lies inside the work tree ${top} under a name other than .git, and git protects only that name from a checkout: a branch that tracks ${rel}/hooks/pre-commit replaces delegate-git's hook with its own script, and one that tracks ${rel}/config changes this clone's git configuration (a program for git to run, a hooks path), without a word.`;
+  const way =
+    'Move the git directory out of the work tree (`git init --separate-git-dir=<a directory outside it>` moves it and leaves a .git file pointing there)';
+  return as === 'refusal'
+    ? `${what} Nothing was written. ${way}, then run init again.`
+    : `${what} Commits here may not be checked before they are made (the server and CI still judge what is pushed). ${way}, and run \`delegate-git init\` again.`;
+}
+
+/** The work trees a warning knows without asking git for the list: this one, and the main one seen from a linked one. */
+function workTrees(repo: Repository, top: string): string[] {
+  const { commonDir } = repo.layout;
+  return path.basename(commonDir) === '.git' ? [top, path.dirname(commonDir)] : [top];
 }
 
 /**
@@ -112,9 +211,7 @@ async function replaceableByCheckout(
 ): Promise<string | null> {
   if (!(await isOurs(path.join(dir, 'pre-commit')).catch(() => false))) return null;
   const { commonDir, gitDir } = repo.layout;
-  // The main work tree, seen from a linked one, without asking git for the list (a warning costs one git process).
-  const trees = path.basename(commonDir) === '.git' ? [top, path.dirname(commonDir)] : [top];
-  const within = await checkoutWrites(dir, trees, [commonDir, gitDir]).catch(() => null);
+  const within = await checkoutWrites(dir, workTrees(repo, top), [commonDir, gitDir]).catch(() => null);
   if (within === null) return null;
   return `delegate-git's commit hook is in ${dir}, inside the work tree ${within.workTree}: a checkout of a branch that tracks a file there replaces the hook with that branch's script, or deletes it, without a word, and commits are then not checked (the server and CI still judge what is pushed). ${configured ? 'Unset core.hooksPath (`git config --unset core.hooksPath`) so git runs the hooks in the git directory, or point it at a directory there,' : `Make ${dir} a directory of its own rather than a link into the work tree,`} and run \`delegate-git init\` again.`;
 }
@@ -129,8 +226,9 @@ async function realDir(dir: string): Promise<string> {
 }
 
 /**
- * Whether git runs the gate from `dir`: its pre-commit is executable, and is ours or has a line (not a comment) calling
- * the gate, as the lines init and its refusals give do; or, for husky's generated `_`, husky's committed script has.
+ * Whether git runs the gate from `dir`: its pre-commit is executable, and is ours or has a line of its own calling the
+ * gate before anything that may end the script (callsGate), as the lines init and its refusals give do; or, for husky's
+ * generated `_`, husky's committed script has.
  */
 async function runsGate(dir: string): Promise<boolean> {
   const file = path.join(dir, 'pre-commit');
@@ -143,18 +241,6 @@ async function runsGate(dir: string): Promise<boolean> {
     return false;
   if ((await isOurs(file).catch(() => false)) || callsGate(await readText(file))) return true;
   return path.basename(dir) === '_' && callsGate(await readText(path.join(path.dirname(dir), 'pre-commit')));
-}
-
-/** `delegate-git ... hook pre-commit`, or husky's line running the hook init installed in the git directory. */
-function callsGate(script: string): boolean {
-  return script
-    .split('\n')
-    .some(
-      (line) =>
-        !/^\s*#/.test(line) &&
-        (/delegate-git\S*\s+hook\s+pre-commit\b/.test(line) ||
-          line.includes('/delegate-git/hooks/pre-commit')),
-    );
 }
 
 function readText(file: string): Promise<string> {

@@ -1,6 +1,6 @@
 // Where init puts the gate's line in a husky hook: it must run, so never after the line that ends the script.
 import { describe, expect, it } from 'vitest';
-import { huskyLine, runsLast, withHuskyLine } from '../src/hook-install.js';
+import { huskyLine, runsLast, withHuskyLine } from '../src/hook-script.js';
 
 const LINE = huskyLine('pre-commit');
 const place = (script: string) => withHuskyLine(script, LINE);

@@ -38,6 +38,7 @@ import { refuseAdoptionInAnotherWorktree, refuseSecondAdoption } from '../adopti
 import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import {
+  configInWorkTree,
   huskyFilesToCommit,
   installClientHooks,
   installHookCli,
@@ -47,7 +48,7 @@ import {
   planHookCli,
   serverHooksDir,
 } from '../hook-install.js';
-import { installedHooksRecord } from '../hooks-in-effect.js';
+import { gitDirInWorkTree, gitDirInWorkTreeReason, installedHooksRecord } from '../hooks-in-effect.js';
 import { fetchKeepingLedger, sayingWhenSlow, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
 import { writesLedger } from '../ledger-restore.js';
 import { type NewKey, registeredKeyFile, registerKey } from '../trust-files.js';
@@ -75,9 +76,13 @@ first wrote, as a rerun does, or fails (nothing written) when the first holds th
     merge; and the post-merge and post-rewrite hooks, which after a 'git pull' (a rebase or a fast-forward
     too) take the records it fetched into this clone's ledger, so that the ledger can be pushed. They go into
     husky when the repository uses it, else where git runs hooks; an existing hook is chained, never
-    replaced. Refused, before anything is written, when core.hooksPath comes from the global or system git
-    config (every repository's hooks) or names a directory the repository tracks: add a
-    'delegate-git hook pre-commit' line to those hooks yourself and use --no-hook.
+    replaced (a hook that is a symbolic link is chained too). Refused, before anything is written, when
+    core.hooksPath comes from the global or system git config (every repository's hooks) or names a directory
+    the repository tracks: add a 'delegate-git hook pre-commit' line to those hooks yourself and use --no-hook;
+    and when it is set to the empty string (git then runs no hook), set in a file of the work tree, or names a
+    directory in the work tree git does not track (a checkout replaces what is there);
+  - refuses a git directory inside the work tree under a name other than .git (a checkout writes its hooks and
+    config), and warns of any git configuration file read from the work tree.
 
 Options:
   --protect <glob>   paths that must be promoted whether or not they were ever delegated (repeatable);
@@ -146,7 +151,11 @@ async function initClient(
   values: { protect?: string[]; key?: string; 'keys-dir'?: string; 'no-hook'?: boolean; json?: boolean },
   io: Io,
 ): Promise<number> {
-  // Where the hooks go is settled first: a hooks directory init must not write to is refused before the key,
+  // A git directory a checkout writes into (its hooks, its config, the ledger's refs) is refused first, with or without
+  // hooks: nothing init sets up there would hold.
+  const exposed = await gitDirInWorkTree(repo.layout);
+  if (exposed !== null) throw new DelegateGitError('USAGE', gitDirInWorkTreeReason(exposed, top, 'refusal'));
+  // Where the hooks go is settled next: a hooks directory init must not write to is refused before the key,
   // the key file or the policy exist, so nothing is left half set up.
   const hooks = values['no-hook'] ? null : await planClientHooks(repo);
   const done: string[] = [];
@@ -207,6 +216,11 @@ async function initClient(
       done.push(`installed the ${name} hook: ${where.join(', ')}`);
   } else await rm(installedHooksRecord(repo.layout.commonDir), { force: true }); // hooks of the user's own making
   const husky = hooks ? await huskyFilesToCommit(repo, hooks) : [];
+  const inWorkTree = await configInWorkTree(repo);
+  if (inWorkTree.length > 0)
+    io.err(
+      `delegate-git init: warning: git reads configuration from ${inWorkTree.join(', ')}, in the work tree: a branch that changes ${inWorkTree.length > 1 ? 'one' : 'it'} changes this clone's git configuration as soon as it is checked out, such as where git runs hooks from (attest, delegate and sync then warn that the gate does not run) or a program git runs itself (core.fsmonitor). Include a copy kept outside the work tree instead.\n`,
+    );
   // Adopting a repository with history: what it holds under the policy was judged by nobody, and every gate
   // judges it (the first push judges every file of the adopting tip, verify every file of a revision).
   const present = created ? await protectedFilesPresent(top, policy, io.env) : [];
@@ -505,6 +519,7 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
   const dir = await serverHooksDir(repo);
   const hook = await installHookFile(dir, 'pre-receive', await installHookCli(repo, await planHookCli(repo)));
   const file = hook.file;
+  const note = keptNote(hook);
   const opts = { cwd: repo.cwd, env: repo.env };
   // For a `git notes merge` run here by hand; the hook itself refuses a forced update or a deletion of the ledger.
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
@@ -520,7 +535,7 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
     );
   else
     io.out(
-      `  installed ${file}${hook.kept ? ` (${keptNote(hook)})` : ''}\n  pushes are now judged by the policy and trust root in force on this repository\n` +
+      `  installed ${file}${note ? ` (${note})` : ''}\n  pushes are now judged by the policy and trust root in force on this repository\n` +
         `  new refs are judged by the policy of the default branch, ${head || '(none: HEAD is detached)'}: push the adopting commit to that branch,\n` +
         '  or point HEAD at yours (git symbolic-ref HEAD refs/heads/<branch>)\n',
     );
