@@ -425,7 +425,10 @@ describe('report --html', () => {
     out = path.join(story.root, 'reports', 'ledger.html');
     fs.mkdirSync(path.dirname(out), { recursive: true });
     // A report an older release wrote there is replaced (a file of the user's is not: cli-basics.test.ts).
-    fs.writeFileSync(out, '<!doctype html>\n<meta name="generator" content="delegate-git 0.0.1">\nan older report');
+    fs.writeFileSync(
+      out,
+      '<!doctype html>\n<meta name="generator" content="delegate-git 0.0.1">\nan older report',
+    );
     const run = cliOk(story, dir, ['report', '--html', out]);
     expect(run.stderr).toContain(`Wrote the HTML report to ${out}`);
     html = fs.readFileSync(out, 'utf8');
