@@ -607,6 +607,9 @@ footer{color:var(--muted);font-size:12.5px;margin-top:24px;line-height:1.6}
 @media print{body{background:#fff}.card,.kpi,details{break-inside:avoid}}
 `;
 
+/** How a report says it is delegate-git's, near its top: `report --html` replaces only a file that holds it. */
+export const GENERATOR_MARK = '<meta name="generator" content="delegate-git ';
+
 export function renderReportHtml(stats: LedgerStats, ctx: ReportContext): string {
   const d = stats.delegations;
   const period =
@@ -738,7 +741,7 @@ export function renderReportHtml(stats: LedgerStats, ctx: ReportContext): string
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
-<meta name="generator" content="delegate-git ${esc(ctx.toolVersion)}">
+${GENERATOR_MARK}${esc(ctx.toolVersion)}">
 <title>${esc(`Ledger report · ${ctx.repository}`)}</title>
 <style>${CSS}</style>
 </head>

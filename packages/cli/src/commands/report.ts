@@ -5,7 +5,7 @@ import { type CommandModule, type Io, json, parseCommandArgs, usageError } from 
 import { writeFileAtomic } from '../fs.js';
 import { governanceInForce } from '../governance-in-force.js';
 import { renderReportText } from '../ledger-report-text.js';
-import { renderReportHtml } from '../report-html.js';
+import { GENERATOR_MARK, renderReportHtml } from '../report-html.js';
 
 const help = `
 Usage: delegate-git report [--json] [--html <file>]
@@ -86,9 +86,6 @@ export default {
   },
 } satisfies CommandModule;
 
-/** The mark every report renderReportHtml writes carries near its top (report-html.ts). */
-const GENERATOR = '<meta name="generator" content="delegate-git ';
-
 /** Whether --html may write `file`: nothing is there, or a report of ours is (a regular file whose head has our mark). */
 function replaceable(file: string): boolean {
   const stat = lstatSync(file, { throwIfNoEntry: false });
@@ -100,7 +97,7 @@ function replaceable(file: string): boolean {
     return head
       .subarray(0, readSync(fd, head, 0, head.length, 0))
       .toString('utf8')
-      .includes(GENERATOR);
+      .includes(GENERATOR_MARK);
   } finally {
     closeSync(fd);
   }
