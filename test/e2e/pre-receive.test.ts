@@ -759,6 +759,55 @@ describe('pre-receive: a ref cannot choose the policy that judges another', () =
   });
 });
 
+describe('pre-receive: a push moving many branches at once', () => {
+  it('judges each branch by its own commits (walked together): a commit another branch held is still judged where it moves; the branches without refusals land alone', () => {
+    const { server, work } = adoptedPair('many-branches');
+    const branches = ['fwd', 'unpromoted', 'onto', 'held', 'back'];
+    for (const b of branches) {
+      gitOk(story, work, ['checkout', '-q', '-b', b, 'main']);
+      stageFile(work, `src/${b}.ts`, `export const ${b} = 1;\n`);
+      cliOk(story, work, ['attest', '--approve', `src/${b}.ts`, '--yes']);
+      expect(commit(story, work, `${b}: promoted`).code).toBe(0);
+    }
+    const first = gitRun(story, work, ['push', '--atomic', 'origin', ...branches, LEDGER]);
+    expect(first.code, first.stderr).toBe(0);
+    // Since it landed, a reviewer rejects what 'held' holds: the branch itself is not judged again, but a branch
+    // moved onto its commit brings that content anew.
+    gitOk(story, work, ['checkout', '-q', 'held']);
+    cliOk(story, work, ['attest', '--reject', 'src/held.ts', '-m', 'not this', '--yes']);
+
+    gitOk(story, work, ['checkout', '-q', 'fwd']);
+    stageFile(work, 'src/fwd.ts', 'export const fwd = 2;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/fwd.ts', '--yes']);
+    expect(commit(story, work, 'fwd: promoted again').code).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'unpromoted']);
+    stageFile(work, 'src/unpromoted.ts', 'export const unpromoted = 2;\n');
+    expect(commit(story, work, 'unpromoted: hook skipped', ['--no-verify']).code).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'onto']);
+    gitOk(story, work, ['reset', '-q', '--hard', 'held']);
+    gitOk(story, work, ['checkout', '-q', 'back']);
+    gitOk(story, work, ['reset', '-q', '--hard', 'main']);
+
+    const all = ['+fwd', '+unpromoted', '+onto', '+back'];
+    const before = branches.map((b) => refTip(story, server, b));
+    const refused = gitRun(story, work, ['push', '--atomic', 'origin', ...all, LEDGER]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(
+      refusedLine('refs/heads/unpromoted', 'src/unpromoted.ts', 'approved by alice for another version'),
+    );
+    expect(refused.stderr).toMatch(/refused refs\/heads\/onto [0-9a-f]{12} src\/held\.ts: .*reject/);
+    expect(refused.stderr).not.toMatch(/refused refs\/heads\/(fwd|back)\b/);
+    expect(branches.map((b) => refTip(story, server, b))).toEqual(before);
+
+    // Control: the same push without the two refused branches lands, each branch where it was pushed.
+    const accepted = gitRun(story, work, ['push', '--atomic', 'origin', '+fwd', '+back', LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(refTip(story, server, 'fwd')).toBe(refTip(story, work, 'fwd'));
+    expect(refTip(story, server, 'back')).toBe(refTip(story, server, 'main'));
+    gitOk(story, work, ['checkout', '-q', 'main']);
+  });
+});
+
 describe('pre-receive: history from before the policy', () => {
   it('accepts a new tag on a branch that predates the policy; a commit new to the repository under it is judged', () => {
     const server = makeServer(story, 'legacy.git', { hook: false });

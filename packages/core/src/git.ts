@@ -331,6 +331,8 @@ export interface GitObject {
   content: Buffer;
 }
 
+const NO_CONTENT = Buffer.alloc(0);
+
 interface PendingRead {
   object: string;
   resolve: (value: GitObject | null) => void;
@@ -356,9 +358,13 @@ export class CatFileBatch {
   private stderr = '';
   private closing = false;
 
-  constructor(opts: { cwd: string; env?: NodeJS.ProcessEnv }) {
+  /** `headersOnly`: `cat-file --batch-check`, each object's id and type with no content (empty). */
+  private readonly headersOnly: boolean;
+
+  constructor(opts: { cwd: string; env?: NodeJS.ProcessEnv; headersOnly?: boolean }) {
     this.cwd = opts.cwd;
     this.env = opts.env;
+    this.headersOnly = opts.headersOnly === true;
   }
 
   /** The object, or null when it does not exist. `object` is anything git names an object by, e.g. `<rev>:<path>`. */
@@ -407,7 +413,8 @@ export class CatFileBatch {
   private start(): ChildProcessWithoutNullStreams {
     // A gc'd ledger stores note blobs as long delta chains; git's default delta base cache (96 MB) thrashes on
     // them. Measured on 50,000 notes: 8.1 s with the default, 1.9 s with 256 MB. It is a cache limit, not an allocation.
-    const child = startGit(['-c', 'core.deltaBaseCacheLimit=256m', 'cat-file', '--batch'], {
+    const mode = this.headersOnly ? '--batch-check' : '--batch';
+    const child = startGit(['-c', 'core.deltaBaseCacheLimit=256m', 'cat-file', mode], {
       cwd: this.cwd,
       env: this.env,
     });
@@ -421,7 +428,7 @@ export class CatFileBatch {
     child.on('error', (error) => this.fail(spawnError(error, this.cwd)));
     child.on('close', (code) => {
       if (this.queue.length > 0 || code !== 0) {
-        this.fail(gitFailure(['cat-file', '--batch'], { code: code ?? 1, stderr: this.stderr }));
+        this.fail(gitFailure(['cat-file', mode], { code: code ?? 1, stderr: this.stderr }));
       }
     });
     return child;
@@ -475,6 +482,11 @@ export class CatFileBatch {
         if (!oid || !type || size === undefined || !/^\d+$/.test(size)) {
           this.fail(new DelegateGitError('GIT', `git cat-file printed an unexpected header: ${header}`));
           return;
+        }
+        if (this.headersOnly) {
+          this.queue.shift();
+          pending.resolve({ oid, type, content: NO_CONTENT });
+          continue;
         }
         this.current = { oid, type, size: Number(size) };
       }

@@ -176,7 +176,7 @@ export class NotesLedger {
    * change at each of a thousand commits started a git for each); many get a reader of their own, which reads beside
    * the owner's (the gates read contents there meanwhile).
    */
-  private async withReader<T>(
+  protected async withReader<T>(
     at: string | undefined,
     use: (reader: NotesTree | null, batch: CatFileBatch) => Promise<T>,
     few = false,

@@ -37,12 +37,14 @@ import {
 } from './push-ledger-check.js';
 import {
   changesBetween,
+  changesBetweenMany,
   changesFrom,
   filesAt,
   type Introduced,
   type NewChanges,
   type NewCommits,
   newChanges,
+  newChangesOfMany,
   treeRefChanges,
   walkNewCommits,
 } from './pushed-changes.js';
@@ -134,7 +136,11 @@ async function judgeWith(
   // awaited where it is needed.
   const unheld = once(() => unheldCommits(reads, contentUpdates));
   const newRefCommits = once(() => walkNewRefs(reads, contentUpdates, unheld));
-  const changes = contentUpdates.map((u) => early(changesOf(reads, u, unheld, newRefCommits)));
+  const heldRefCommits = once(() => walkHeldRefs(reads, contentUpdates));
+  const changes = contentUpdates.map((u) =>
+    early(changesOf(reads, u, unheld, newRefCommits, heldRefCommits)),
+  );
+  const tipDiffs = once(() => diffHeldTips(reads, contentUpdates));
   const forNotesRead = early(governanceInForce(reads, null, result, contentUpdates));
   const ledger = notesUpdate
     ? startLedgerCheck(
@@ -190,7 +196,7 @@ async function judgeWith(
     promotions: change && ledger ? early(ledger.promotions()) : Promise.resolve(null),
   };
   for (const [i, update] of contentUpdates.entries())
-    await judgeRefUpdate(reads, update, changes[i]!, after, result);
+    await judgeRefUpdate(reads, update, changes[i]!, tipDiffs, after, result);
   return result;
 }
 
@@ -303,6 +309,8 @@ class PushReads {
    * and every line waits for the trust root.
    */
   private readonly governanceReader: CatFileBatch;
+  /** Which object a name has, without its content (the default branch's copy of each file a branch brings). */
+  readonly objectIds: CatFileBatch;
 
   constructor(
     readonly repo: Repository,
@@ -312,6 +320,7 @@ class PushReads {
     if (defaultBranchAt !== undefined) this.head = Promise.resolve(defaultBranchAt);
     this.blobs = new KeptObjects(repo.objects, { cwd: repo.cwd, env: repo.env });
     this.governanceReader = new CatFileBatch({ cwd: repo.cwd, env: repo.env });
+    this.objectIds = new CatFileBatch({ cwd: repo.cwd, env: repo.env, headersOnly: true });
   }
 
   /** Starts the reads `governanceInForce` will make for this update (a governance not used in the end is dropped). */
@@ -323,7 +332,7 @@ class PushReads {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.blobs.close(), this.governanceReader.close()]);
+    await Promise.all([this.blobs.close(), this.governanceReader.close(), this.objectIds.close()]);
   }
 
   /** The commit `rev` (a full id or a full ref name) names, or null when it names none. */
@@ -725,12 +734,23 @@ class LedgerReadAt extends NotesLedger {
   override linesOnMany(blobs: string[], at?: string): Promise<Map<string, string[]>> {
     return at === this.tree.at ? this.tree.linesOnMany(blobs) : super.linesOnMany(blobs, at);
   }
+
+  // Every ref's judging reads notes at this tip: through the tree already open, not a git of its own each time (a
+  // push of a hundred branches started a hundred).
+  protected override withReader<T>(
+    at: string | undefined,
+    use: (reader: NotesTree | null, batch: CatFileBatch) => Promise<T>,
+    few = false,
+  ): Promise<T> {
+    return at === this.tree.at ? use(this.tree, this.tree.batch) : super.withReader(at, use, few);
+  }
 }
 
 async function judgeRefUpdate(
   reads: PushReads,
   u: RefUpdate,
   changes: Promise<NewChanges>,
+  tipDiffs: () => Promise<HeldRefAnswers<TipsDiff>>,
   after: LedgerAfter,
   result: PushJudgement,
 ) {
@@ -740,7 +760,8 @@ async function judgeRefUpdate(
     return;
   }
   const own = await previousTip(reads, u);
-  const betweenTips = own === null ? null : changesBetween(reads.repo, own, u.newId);
+  const betweenTips =
+    own === null ? null : tipDiffs().then((d) => d.get(u) ?? changesBetween(reads.repo, own, u.newId));
   betweenTips?.catch(() => {}); // awaited below
   const brought = await changes;
   const between = await betweenTips;
@@ -998,13 +1019,8 @@ async function notOnDefaultBranch(
   if (head === null || head === own || files.length === 0) return [...files];
   // cat-file reads one name per line: a path holding a line break is simply judged.
   const paths = [...new Set(files.map((f) => f.path))].filter((p) => !/[\n\r]/.test(p));
-  const out = await git(['cat-file', '--batch-check=%(objectname)'], {
-    cwd: reads.repo.cwd,
-    env: reads.repo.env,
-    input: paths.map((p) => `${head}:${p}\n`).join(''),
-  });
-  const ids = out.toString('utf8').split('\n');
-  const held = new Map(paths.map((p, i) => [p, ids[i]]));
+  const ids = await Promise.all(paths.map((p) => reads.objectIds.read(`${head}:${p}`)));
+  const held = new Map(paths.map((p, i) => [p, ids[i]?.oid]));
   return files.filter((f) => held.get(f.path) !== f.blob);
 }
 
@@ -1083,6 +1099,7 @@ async function changesOf(
   u: RefUpdate,
   unheld: () => Promise<ReadonlySet<string>>,
   newRefCommits: () => Promise<NewCommits>,
+  heldRefCommits: () => Promise<HeldRefAnswers<NewChanges>>,
 ): Promise<NewChanges> {
   if (await adopts(reads, u)) return NOTHING_NEW; // judged at its tip
   const tip = await reads.commit(u.newId);
@@ -1090,6 +1107,8 @@ async function changesOf(
   const own = await previousTip(reads, u);
   if (own === null)
     return (await unheld()).has(tip) ? changesFrom(reads.repo, tip, await newRefCommits()) : NOTHING_NEW;
+  const walked = (await heldRefCommits()).get(u);
+  if (walked) return walked;
   const [adopted] = await adoptedTip(reads);
   const head = adopted ?? (await reads.headCommit());
   return newChanges(reads.repo, tip, [own, ...(head !== null && head !== own ? [head] : [])]);
@@ -1123,6 +1142,55 @@ async function walkNewRefs(
 }
 
 const NOTHING_NEW: NewChanges = { introduced: [], deleted: [], commits: 0 };
+
+/** Answers made together for the refs of a push that held a commit before it; a ref not there is asked alone. */
+type HeldRefAnswers<T> = ReadonlyMap<RefUpdate, T>;
+type TipsDiff = Pick<NewChanges, 'introduced' | 'deleted'>;
+
+/**
+ * The refs judged by their walk (not adopted, held a commit before, now name one) with their tips, when there are
+ * several: each asked alone costs a git process or two, and a push moving hundreds of branches started hundreds.
+ */
+async function heldRefs(
+  reads: PushReads,
+  updates: readonly RefUpdate[],
+): Promise<Array<{ u: RefUpdate; tip: string; own: string }>> {
+  const found = await Promise.all(
+    updates.map(async (u) => {
+      if (await adopts(reads, u)) return [];
+      const [tip, own] = await Promise.all([reads.commit(u.newId), previousTip(reads, u)]);
+      return tip !== null && own !== null ? [{ u, tip, own }] : [];
+    }),
+  );
+  const refs = found.flat();
+  return refs.length >= 2 ? refs : [];
+}
+
+/** changesOf for every ref `heldRefs` finds, in one walk (newChangesOfMany). */
+async function walkHeldRefs(
+  reads: PushReads,
+  updates: readonly RefUpdate[],
+): Promise<HeldRefAnswers<NewChanges>> {
+  const refs = await heldRefs(reads, updates);
+  if (refs.length === 0) return new Map();
+  const [adopted] = await adoptedTip(reads);
+  const head = adopted ?? (await reads.headCommit());
+  const walked = await newChangesOfMany(reads.repo, refs, head === null ? [] : [head]);
+  return new Map(refs.map((r, i) => [r.u, walked[i]!]));
+}
+
+/** The change between the old and the new tip of every ref `heldRefs` finds, in one diff (changesBetweenMany). */
+async function diffHeldTips(
+  reads: PushReads,
+  updates: readonly RefUpdate[],
+): Promise<HeldRefAnswers<TipsDiff>> {
+  const refs = await heldRefs(reads, updates);
+  const diffs = await changesBetweenMany(
+    reads.repo,
+    refs.map((r) => ({ from: r.own, to: r.tip })),
+  );
+  return new Map(refs.map((r, i) => [r.u, diffs[i]!]));
+}
 
 /** The commit the adopting update of this push brings (what the default branch will hold), as a list of none or one. */
 async function adoptedTip(reads: PushReads): Promise<string[]> {

@@ -47,9 +47,54 @@ export async function changesBetween(
     cwd: repo.cwd,
     env: repo.env,
   });
+  return tipsChanges(splitZ(out), from, to);
+}
+
+/**
+ * changesBetween for many pairs of commits, in one `git diff-tree --stdin` for them all: a push moving hundreds of
+ * branches started a git for each. Answers in the order of `pairs`.
+ */
+export async function changesBetweenMany(
+  repo: Repository,
+  pairs: ReadonlyArray<{ from: string; to: string }>,
+): Promise<Array<Pick<NewChanges, 'introduced' | 'deleted'>>> {
+  if (pairs.length === 0) return [];
+  // "<commit> <parent>" diffs that parent against the commit; --always prints each pair's header, even with nothing
+  // changed, so the answers line up with the pairs.
+  const out = await git(['diff-tree', '--stdin', '--always', '-r', '-z', '--no-renames'], {
+    cwd: repo.cwd,
+    env: repo.env,
+    input: pairs.map((p) => `${p.to} ${p.from}\n`).join(''),
+  });
+  const fields = splitZ(out);
+  const answers: Array<Pick<NewChanges, 'introduced' | 'deleted'>> = [];
+  let pending: string[] | null = null;
+  const flush = () => {
+    if (pending === null) return;
+    const pair = pairs[answers.length]!;
+    answers.push(tipsChanges(pending, pair.from, pair.to));
+  };
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i]!;
+    if (field.startsWith(':')) {
+      // A change: its path follows (no renames here, so always one).
+      pending?.push(field, fields[++i] ?? '');
+    } else if (field !== '') {
+      flush();
+      pending = [];
+    }
+  }
+  flush();
+  if (answers.length !== pairs.length)
+    throw new Error(`git diff-tree answered ${answers.length} of ${pairs.length} pairs of commits`);
+  return answers;
+}
+
+/** The raw diff of `from` against `to`, as what `to` brings and removes. */
+function tipsChanges(fields: string[], from: string, to: string): Pick<NewChanges, 'introduced' | 'deleted'> {
   const introduced: Introduced[] = [];
   const deleted: Introduced[] = [];
-  for (const c of parseRawDiff(splitZ(out))) {
+  for (const c of parseRawDiff(fields)) {
     if (c.status === 'D')
       deleted.push({ path: c.path, blob: c.blob, commit: to, removesLink: c.removesLink });
     else
@@ -87,8 +132,17 @@ export async function walkNewCommits(
   tips: readonly string[],
   held: readonly string[] | null,
 ): Promise<NewCommits> {
+  return loggedCommits(repo, tips, ['--not', ...(held ?? ['--exclude=refs/notes/*', '--all'])]);
+}
+
+/** `git log` of the commits `revisions` (on its stdin) and `selection` name, each with what it brings. */
+async function loggedCommits(
+  repo: Repository,
+  revisions: readonly string[],
+  selection: readonly string[],
+): Promise<NewCommits> {
   const walked = new Map<string, WalkedCommit>();
-  if (tips.length === 0) return walked;
+  if (revisions.length === 0) return walked;
   const out = await git(
     [
       'log',
@@ -101,10 +155,9 @@ export async function walkNewCommits(
       '--diff-merges=first-parent',
       '--format=%x01%H %P',
       '--stdin',
-      '--not',
-      ...(held ?? ['--exclude=refs/notes/*', '--all']),
+      ...selection,
     ],
-    { cwd: repo.cwd, env: repo.env, input: `${tips.join('\n')}\n` },
+    { cwd: repo.cwd, env: repo.env, input: `${revisions.join('\n')}\n` },
   );
   let at: WalkedCommit | null = null;
   let commit = '';
@@ -154,14 +207,41 @@ export async function walkNewCommits(
  * would list).
  */
 export async function changesFrom(repo: Repository, tip: string, walked: NewCommits): Promise<NewChanges> {
-  const listed = new Set<string>();
-  const stack = walked.has(tip) ? [tip] : [];
+  return changesOfListed(
+    repo,
+    walked,
+    reachedWithin((c) => walked.get(c)?.parents, tip),
+  );
+}
+
+/**
+ * The commits reached from `from` by following parents while `parentsOf` knows them (undefined: outside the set),
+ * never entering `stop` (the commits behind a ref's old tip, which holds what lies behind them too).
+ */
+function reachedWithin(
+  parentsOf: (commit: string) => readonly string[] | undefined,
+  from: string,
+  stop: ReadonlySet<string> = new Set(),
+): Set<string> {
+  const reached = new Set<string>();
+  const stack = [from];
   while (stack.length > 0) {
     const commit = stack.pop()!;
-    if (listed.has(commit)) continue;
-    listed.add(commit);
-    for (const parent of walked.get(commit)!.parents) if (walked.has(parent)) stack.push(parent);
+    if (reached.has(commit) || stop.has(commit)) continue;
+    const parents = parentsOf(commit);
+    if (parents === undefined) continue;
+    reached.add(commit);
+    for (const parent of parents) stack.push(parent);
   }
+  return reached;
+}
+
+/** What the commits `listed` (all in `walked`) bring, in the order `walked` lists them. */
+async function changesOfListed(
+  repo: Repository,
+  walked: NewCommits,
+  listed: ReadonlySet<string>,
+): Promise<NewChanges> {
   if (listed.size === 0) return { introduced: [], deleted: [], commits: 0 };
   const introduced: Introduced[] = [];
   const deleted: Introduced[] = [];
@@ -175,6 +255,44 @@ export async function changesFrom(repo: Repository, tip: string, walked: NewComm
   for (const { change, deletion } of await notTakenFromHeld(repo, merged, listed))
     (deletion ? deleted : introduced).push(change);
   return { introduced, deleted, commits: listed.size };
+}
+
+/**
+ * newChanges for many refs that held a commit before the push, each with its own old tip: what each ref's new tip
+ * brings that neither its old tip nor `held` reaches. In two git processes for them all (a push moving hundreds of
+ * branches started a walk each, rt53: 54 s for a mirror push rewinding 599 refs): one lists, with their parents,
+ * the commits behind every new and old tip that `held` does not reach; each ref's share is then found by following
+ * parents among them (a commit reached from a tip and not from `held` is among them, and so is every commit between
+ * the two), and one `git log` diffs the commits some ref brings. Answers in the order of `refs`.
+ */
+export async function newChangesOfMany(
+  repo: Repository,
+  refs: ReadonlyArray<{ tip: string; own: string }>,
+  held: readonly string[],
+): Promise<NewChanges[]> {
+  const listing = await git(['rev-list', '--parents', '--stdin'], {
+    cwd: repo.cwd,
+    env: repo.env,
+    input: [...refs.flatMap((r) => [r.tip, r.own]), ...held.map((h) => `^${h}`)]
+      .map((r) => `${r}\n`)
+      .join(''),
+  });
+  const parents = new Map<string, string[]>();
+  for (const line of listing.toString('latin1').split('\n')) {
+    const [commit, ...ofIt] = line.split(' ');
+    if (commit) parents.set(commit, ofIt);
+  }
+  const parentsOf = (commit: string) => parents.get(commit);
+  const listed = refs.map((r) => reachedWithin(parentsOf, r.tip, reachedWithin(parentsOf, r.own)));
+  const brought = new Set(listed.flatMap((l) => [...l]));
+  // Newest first, as the listing has them (a walk of one ref alone may order commits of the same date otherwise;
+  // the order only decides which of several commits bringing one content a refusal names).
+  const walked = await loggedCommits(
+    repo,
+    [...parents.keys()].filter((c) => brought.has(c)),
+    ['--no-walk=unsorted'],
+  );
+  return Promise.all(listed.map((l) => changesOfListed(repo, walked, l)));
 }
 
 /** What the commits behind the commit `tip` that `held` does not reach bring (null: that no ref reaches, notes refs aside). */

@@ -192,6 +192,25 @@ describe('writeBlob and CatFileBatch', () => {
     }
   });
 
+  it('headersOnly names each object and its type, without its content; control: the same reads with content', async () => {
+    const r = repo();
+    r.commit({ 'file.txt': 'committed\n', 'dir/b.txt': 'b\n' });
+    const requests = ['HEAD:file.txt', 'HEAD:no-such-file', 'HEAD:dir', 'HEAD', 'HEAD:dir/b.txt'];
+    const headers = new CatFileBatch({ cwd: r.dir, env, headersOnly: true });
+    const full = new CatFileBatch({ cwd: r.dir, env });
+    try {
+      const [checked, read] = await Promise.all([headers.readMany(requests), full.readMany(requests)]);
+      expect(checked.map((o) => o && { oid: o.oid, type: o.type })).toEqual(
+        read.map((o) => o && { oid: o.oid, type: o.type }),
+      );
+      expect(checked.map((o) => o?.type ?? null)).toEqual(['blob', null, 'tree', 'commit', 'blob']);
+      expect(checked.every((o) => o === null || o.content.length === 0)).toBe(true);
+      expect(read[0]?.content.toString()).toBe('committed\n');
+    } finally {
+      await Promise.all([headers.close(), full.close()]);
+    }
+  });
+
   it('pipelines many reads, large objects and missing ones included, answering each in order', async () => {
     const r = repo();
     const big = Buffer.alloc(3 * 1024 * 1024 + 7, 'x');
