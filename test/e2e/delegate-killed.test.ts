@@ -1,18 +1,20 @@
 // `delegate-git delegate` killed outright (SIGKILL: no handler runs) while its unit's verification runs: the worker's
 // files are on disk, with no verdict, in place of what they held (a user's uncommitted edit among them). Before, that
 // was lost. Now the run keeps a copy of what the files held (in .git/delegate-git/unrecorded/) before it writes, and
-// the next delegate in the worktree puts the files back, each only while it still holds what the worker wrote, and
-// says so. Only the run's own verdict keeps its files (rt53 f07: a reviewer's rejection did), and then the copies are
-// kept all the same; journals of several dead runs are undone newest first (rt53 f03); a journal is acted on only as a
-// run writes it (rt53 f02: a planted one wrote outside the work tree, into .git, with a setuid bit). Built CLI as a
-// child process, real SIGKILL, a real HTTP worker on 127.0.0.1, temp repositories.
+// the next delegate in the worktree puts the files back, each only while it still holds what the worker wrote and the
+// user has not staged or committed it so (they kept it), and says so. Only the run's own verdict keeps its files
+// (rt53 f07: a reviewer's rejection did), and then the copies are kept all the same; journals of several dead runs
+// are undone newest first (rt53 f03); a journal is acted on only as a run writes it (rt53 f02: a planted one wrote
+// outside the work tree, into .git, with a setuid bit), and one refused is named once its process is gone, as made
+// elsewhere when the repository was moved. Built CLI as a child process, real SIGKILL, a real HTTP worker on
+// 127.0.0.1, temp repositories.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { verdictStatement } from '../../packages/core/src/statement.js';
-import { type DelegateRepo, fileBlock, patchBlock, type Receipt } from '../support/delegate-repo.js';
+import { type DelegateRepo, fileBlock, patchBlock, type Receipt, runCli } from '../support/delegate-repo.js';
 import { ledgerTip, verifying, waitingVerification, workerSession } from '../support/delegate-runs.js';
 import { isAlive } from '../support/processes.js';
 import { signedLine, subjectOf, testKey } from '../support/records.js';
@@ -188,6 +190,61 @@ describe('a delegate killed while its verification runs', () => {
 
     expect.soft(next.stderr).toMatch(notice(pid, PUT_BACK_BOTH));
     expect.soft(repo.read('src/a.js')).toBe(EDITED_A);
+  });
+
+  test('a worker file the user staged after the kill (git add) stays as the worker wrote it, what it held before kept and named; an unstaged one beside it is put back', async () => {
+    const repo = await freshRepo();
+    const pid = await killedWhileVerifying(repo);
+    repo.git(['add', 'src/a.js']);
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    const kept = next.stderr.match(/what it held before is kept in (\S+)\)/)?.[1];
+    expect(kept).toBeDefined();
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        notice(
+          pid,
+          `Its verdict was never recorded, so the worker's files were put back as they were before it: src/new/b.js. Left as they are: src/a.js (staged or committed since the worker wrote it; what it held before is kept in ${kept}). The gates refuse what the worker wrote until it is delegated again or reviewed.`,
+        ),
+      );
+    expect.soft(next.code).toBe(0);
+    expect.soft(repo.read('src/a.js')).toBe(WORKER_A);
+    expect.soft(repo.gitText(['show', ':src/a.js'])).toBe(WORKER_A.trimEnd());
+    // Control: the file the user did not stage is put back as before.
+    expect.soft(repo.exists('src/new')).toBe(false);
+    expect.soft(kept!.startsWith(path.join(repo.stateDir, 'unrecorded-kept') + path.sep)).toBe(true);
+    expect.soft(fs.readFileSync(kept!, 'utf8')).toBe(EDITED_A);
+    const third = await repo.cli(['delegate', otherUnit(repo), '--json']);
+    expect.soft(third.stderr).toBe('');
+    expect.soft(repo.read('src/a.js')).toBe(WORKER_A);
+  });
+
+  test('worker files the user committed after the kill stay, even one unstaged again (HEAD alone holds it): neither undone nor deleted', async () => {
+    const repo = await freshRepo();
+    const pid = await killedWhileVerifying(repo);
+    repo.git(['add', 'src/a.js', 'src/new/b.js']);
+    repo.git(['commit', '-q', '--no-verify', '-m', 'keep what the worker wrote']);
+    repo.git(['rm', '-q', '--cached', 'src/new/b.js']);
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    const kept = next.stderr.match(/what it held before is kept in (\S+)\)/)?.[1];
+    expect(kept).toBeDefined();
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        notice(
+          pid,
+          `Its verdict was never recorded. Left as they are: src/a.js (staged or committed since the worker wrote it; what it held before is kept in ${kept}), src/new/b.js (staged or committed since the worker wrote it). The gates refuse what the worker wrote until it is delegated again or reviewed.`,
+        ),
+      );
+    expect.soft(next.code).toBe(0);
+    expect.soft(repo.read('src/a.js')).toBe(WORKER_A);
+    expect.soft(repo.read('src/new/b.js')).toBe('export const b = 2;\n');
+    expect.soft(fs.readFileSync(kept!, 'utf8')).toBe(EDITED_A);
+    expect.soft(fs.readdirSync(path.join(repo.stateDir, 'unrecorded'))).toEqual([]);
   });
 });
 
@@ -566,6 +623,94 @@ describe('journals that are not as a run leaves them (planted in .git, damaged, 
     const again = await repo.cli(['delegate', otherUnit(repo), '--json']);
     expect.soft(again.stderr).toMatch(refused(outsideDir, '.*'));
     expect.soft(again.stderr).toMatch(refused(copyDir, '.*'));
+  });
+
+  test('a refused journal of a process still running (another delegate at work) is not named until that process is gone; never acted on', async () => {
+    const repo = await freshRepo();
+    const outside = path.join(repo.root, 'outside.txt');
+    fs.writeFileSync(outside, 'outside\n');
+    const refusedJournal = (name: string, pid: number, boot: string) =>
+      plantJournal(repo, name, {
+        version: 1,
+        pid,
+        boot,
+        started: '2026-12-03T00:00:00.000Z',
+        taskName: 'refused',
+        ledgerTip: null,
+        files: [
+          {
+            path: outside,
+            absolute: outside,
+            inRepository: false,
+            written: sha256('outside\n'),
+            previous: null,
+          },
+        ],
+        createdDirs: [],
+      });
+    const named = (dir: string) =>
+      new RegExp(
+        `^A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${escaped(dir)}, is not as a run leaves one, so nothing was done with it: files\\.0\\.absolute ${escaped(outside)} is outside the work tree`,
+        'm',
+      );
+    const live = refusedJournal('1-live', process.pid, bootId());
+    // Controls: a pid no process has, and the same pid in an earlier boot, are runs that are over.
+    const dead = refusedJournal('2-dead', deadPid(), bootId());
+    const earlierBoot = refusedJournal('3-earlier-boot', process.pid, 'an-earlier-boot');
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    expect.soft(next.code).toBe(0);
+    expect.soft(next.stderr).not.toContain(live);
+    expect.soft(next.stderr).toMatch(named(dead));
+    expect.soft(next.stderr).toMatch(named(earlierBoot));
+    expect.soft(fs.existsSync(path.join(live, 'journal.json'))).toBe(true);
+
+    // Its process gone, it is named, and still never acted on.
+    const journal = JSON.parse(fs.readFileSync(path.join(live, 'journal.json'), 'utf8'));
+    fs.writeFileSync(path.join(live, 'journal.json'), JSON.stringify({ ...journal, pid: deadPid() }));
+    fs.rmSync(path.join(repo.dir, 'src/c.js'), { force: true }); // the run writes it anew
+    const after = await repo.cli(['delegate', otherUnit(repo), '--json']);
+    expect.soft(after.stderr).toMatch(named(live));
+    expect.soft(fs.readFileSync(outside, 'utf8')).toBe('outside\n');
+  });
+
+  test('a repository moved (renamed) after the kill: its journal is named as made at the old place, with each copy to put back by hand; nothing is touched', async () => {
+    const repo = await freshRepo();
+    await killedWhileVerifying(repo);
+    const old = fs.realpathSync(repo.dir);
+    const moved = path.join(repo.root, 'moved');
+    fs.renameSync(repo.dir, moved);
+    const top = fs.realpathSync(moved);
+    const unrecorded = path.join(moved, '.git', 'delegate-git', 'unrecorded');
+    const [name] = fs.readdirSync(unrecorded);
+    const dir = path.join(unrecorded, name!);
+
+    const next = await runCli(['delegate', otherUnit(repo), '--json'], { cwd: moved, env: repo.env });
+
+    expect.soft(next.code).toBe(0);
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        new RegExp(
+          `^${escaped(
+            `A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${dir}, was made when the repository was at ${old}, and it is at ${top} now: its paths name the old place, so nothing was done with it. The files it names may still hold what that run's worker wrote. To undo it by hand, put back what each held before that run (a path in the repository is under ${top} now): src/a.js from ${path.join(dir, '0')}, src/new/b.js (that run created it: remove it). Then remove the directory ${dir}.`,
+          )}$`,
+          'm',
+        ),
+      );
+    expect.soft(fs.readFileSync(path.join(moved, 'src/a.js'), 'utf8')).toBe(WORKER_A);
+    expect.soft(fs.existsSync(path.join(moved, 'src/new/b.js'))).toBe(true);
+    expect.soft(fs.readFileSync(path.join(dir, '0'), 'utf8')).toBe(EDITED_A);
+
+    // Done as the notice says, the next run has nothing more to say.
+    fs.copyFileSync(path.join(dir, '0'), path.join(moved, 'src/a.js'));
+    fs.rmSync(path.join(moved, 'src/new'), { recursive: true });
+    fs.rmSync(dir, { recursive: true });
+    fs.rmSync(path.join(moved, 'src/c.js'), { force: true }); // the run writes it anew
+    const after = await runCli(['delegate', otherUnit(repo), '--json'], { cwd: moved, env: repo.env });
+    expect.soft(after.stderr).toBe('');
+    expect.soft(fs.readFileSync(path.join(moved, 'src/a.js'), 'utf8')).toBe(EDITED_A);
   });
 
   test('a journal that is not JSON, or lacks a field, is named on every run: never skipped, never a crash', async () => {

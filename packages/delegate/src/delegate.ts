@@ -461,6 +461,7 @@ class Delegation {
     try {
       return WriteJournal.keep(
         repo.stateDir,
+        this.top,
         {
           taskName: this.unit.taskName,
           // What the verdict statement says of the run: the next delegate tells its record from others by them.

@@ -35,7 +35,7 @@ export interface JournalRun {
 }
 
 export interface Journal extends JournalRun {
-  version: 1 | 2;
+  version: 1 | 2 | 3;
   pid: number;
   /** The boot the process ran in (Linux): a pid alive after a reboot is some other process. */
   boot: string | null;
@@ -50,6 +50,8 @@ export interface Journal extends JournalRun {
   files: JournaledFile[];
   /** Directories the writes create, outermost first: removed again when left empty. */
   createdDirs: string[];
+  /** The work tree's top level (canonical) the run wrote in; null before version 3. */
+  top: string | null;
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -65,7 +67,7 @@ const absolutePath = z
   );
 
 const journalSchema = z.strictObject({
-  version: z.union([z.literal(1), z.literal(2)]),
+  version: z.union([z.literal(1), z.literal(2), z.literal(3)]),
   pid: z.int().check(z.positive()),
   boot: z.nullable(z.string()),
   started: rfc3339Utc,
@@ -92,7 +94,11 @@ const journalSchema = z.strictObject({
     }),
   ),
   createdDirs: z.array(absolutePath),
+  top: z.optional(absolutePath),
 });
+
+/** The fields that name the process a journal is of, read alone: what a journal refused otherwise may still say. */
+const writerSchema = z.object({ pid: z.int().check(z.positive()), boot: z.nullable(z.string()) });
 
 /** Where the run could have written: the work tree, the operator's emitAllowlist roots, never a git directory. */
 export interface JournalBounds {
@@ -104,33 +110,98 @@ export interface JournalBounds {
   gitDirs: readonly string[];
 }
 
-export type JournalCheck = { ok: true; journal: Journal } | { ok: false; problems: string[] };
+export type JournalCheck = { ok: true; journal: Journal } | JournalRefusal;
+
+export interface JournalRefusal {
+  ok: false;
+  problems: string[];
+  /** The process that wrote it, when its pid and boot can still be read: while it runs, the run is not over. */
+  writer?: JournalWriter;
+  /**
+   * A journal that is as a run leaves one where it was made, in a repository moved (renamed) since: where that was,
+   * and what it names (each file as the notice shows it, and its copy's number; null for a file the run created).
+   */
+  moved?: { from: string; files: Array<{ path: string; copy: string | null }> };
+}
+
+export interface JournalWriter {
+  pid: number;
+  boot: string | null;
+}
 
 /** Problems listed at most: one is enough to refuse, a few help to see what happened. */
 const PROBLEMS_SHOWN = 5;
 
 /**
  * The journal `raw` (parsed JSON) describes, if every field is as a run writes it and every path is one the run
- * could have written; else what is wrong. Permission bits are cut to 0o777: a put-back file never gets a setuid,
- * setgid or sticky bit from a journal.
+ * could have written; else what is wrong, with the process that wrote it where that can still be read, and, for one
+ * sound where it was made, that the repository moved since. Permission bits are cut to 0o777: a put-back file never
+ * gets a setuid, setgid or sticky bit from a journal.
  */
 export function checkJournal(raw: unknown, bounds: JournalBounds): JournalCheck {
+  const writer = writerSchema.safeParse(raw);
+  const refused = (problems: string[]): JournalRefusal => ({
+    ok: false,
+    problems: limited(problems),
+    ...(writer.success && { writer: { pid: writer.data.pid, boot: writer.data.boot } }),
+  });
   const parsed = journalSchema.safeParse(raw, { reportInput: true });
   if (!parsed.success)
-    return {
-      ok: false,
-      problems: limited(
-        parsed.error.issues.map((issue) => {
-          const where = issue.path.length > 0 ? `field ${issue.path.map(String).join('.')}` : 'the journal';
-          return `${where} ${describeIssue(issue)}`;
-        }),
-      ),
-    };
+    return refused(
+      parsed.error.issues.map((issue) => {
+        const where = issue.path.length > 0 ? `field ${issue.path.map(String).join('.')}` : 'the journal';
+        return `${where} ${describeIssue(issue)}`;
+      }),
+    );
   const j = parsed.data;
   const problems: string[] = [];
-  if (j.version === 2)
-    for (const field of ['instructionSha256', 'keyid', 'monotonic'] as const)
-      if (j[field] === undefined) problems.push(`field ${field} is missing (a version 2 journal has it)`);
+  const required = {
+    1: [],
+    2: ['instructionSha256', 'keyid', 'monotonic'],
+    3: ['instructionSha256', 'keyid', 'monotonic', 'top'],
+  } as const;
+  for (const field of required[j.version])
+    if (j[field] === undefined)
+      problems.push(`field ${field} is missing (a version ${j.version} journal has it)`);
+  if (j.top !== undefined && j.top !== bounds.top) {
+    // Moved since (a renamed directory): every path names the old place. Never re-rooted: what lies at the new place
+    // is not for a journal made elsewhere to say. One sound where it was made is named as moved, for the user to
+    // finish by hand; any other is refused as it is.
+    const there = placeProblems(j, { ...bounds, top: j.top });
+    if (problems.length > 0 || there.length > 0)
+      return refused([...problems, `field top ${j.top} is not the work tree ${bounds.top}`, ...there]);
+    return {
+      ...refused([`it was made when the repository was at ${j.top}, and it is at ${bounds.top} now`]),
+      moved: { from: j.top, files: j.files.map((f) => ({ path: f.path, copy: f.previous?.copy ?? null })) },
+    };
+  }
+  problems.push(...placeProblems(j, bounds));
+  if (problems.length > 0) return refused(problems);
+  return {
+    ok: true,
+    journal: {
+      version: j.version,
+      pid: j.pid,
+      boot: j.boot,
+      started: j.started,
+      taskName: j.taskName,
+      instructionSha256: j.instructionSha256 ?? null,
+      keyid: j.keyid ?? null,
+      monotonic: j.monotonic === undefined ? null : BigInt(j.monotonic),
+      ledgerTip: j.ledgerTip,
+      files: j.files.map((f) => ({
+        ...f,
+        previous: f.previous && { copy: f.previous.copy, mode: f.previous.mode & 0o777 },
+      })),
+      createdDirs: j.createdDirs,
+      top: j.top ?? null,
+    },
+  };
+}
+
+/** Every path of `j` the run could not have written, within `bounds`, and every file named or copied twice. */
+function placeProblems(j: z.infer<typeof journalSchema>, bounds: JournalBounds): string[] {
+  const problems: string[] = [];
   const seen = new Set<string>();
   const copies = new Set<string>();
   j.files.forEach((file, i) => {
@@ -157,26 +228,7 @@ export function checkJournal(raw: unknown, bounds: JournalBounds): JournalCheck 
     const outside = dir === bounds.top ? 'is the top level itself' : placeProblem(dir, bounds);
     if (outside) problems.push(`field createdDirs.${i} ${dir} ${outside}`);
   });
-  if (problems.length > 0) return { ok: false, problems: limited(problems) };
-  return {
-    ok: true,
-    journal: {
-      version: j.version,
-      pid: j.pid,
-      boot: j.boot,
-      started: j.started,
-      taskName: j.taskName,
-      instructionSha256: j.instructionSha256 ?? null,
-      keyid: j.keyid ?? null,
-      monotonic: j.monotonic === undefined ? null : BigInt(j.monotonic),
-      ledgerTip: j.ledgerTip,
-      files: j.files.map((f) => ({
-        ...f,
-        previous: f.previous && { copy: f.previous.copy, mode: f.previous.mode & 0o777 },
-      })),
-      createdDirs: j.createdDirs,
-    },
-  };
+  return problems;
 }
 
 /** Why a run could not have written `absolute`, or null if it could. */
@@ -192,6 +244,31 @@ function limited(problems: string[]): string[] {
   return problems.length <= PROBLEMS_SHOWN
     ? problems
     : [...problems.slice(0, PROBLEMS_SHOWN), `${problems.length - PROBLEMS_SHOWN} more problem(s)`];
+}
+
+/** What recovery finds of a journaled file, on the disk and in git. */
+export interface FileNow {
+  /** Its path leads through no symbolic link, as the run's did. */
+  canonical: boolean;
+  /** It holds the bytes the worker wrote. */
+  asWritten: boolean;
+  /**
+   * For a file in the repository that holds the worker's bytes: those bytes' blob id as git stores them at its path,
+   * and the blob the index and HEAD hold there (null: none). null for any other file.
+   */
+  blobs: { written: string; index: string | null; head: string | null } | null;
+}
+
+/** Why a journaled file is left as it is rather than put back; null to put it back. */
+export function whyLeft(file: FileNow): string | null {
+  if (!file.canonical) return 'its path leads through a symbolic link now';
+  if (!file.asWritten) return 'changed since the worker wrote it';
+  // The user looked at the worker's file after the kill and kept it (`git add`, `git commit`): it holds what it did
+  // then, and putting back what it held before the run would undo their choice, or delete the file they committed.
+  const { blobs } = file;
+  if (blobs !== null && (blobs.written === blobs.index || blobs.written === blobs.head))
+    return 'staged or committed since the worker wrote it';
+  return null;
 }
 
 /** What orders journals: `started` (milliseconds, wall clock), and within one boot the monotonic clock. */

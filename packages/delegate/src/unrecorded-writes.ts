@@ -1,18 +1,19 @@
 /**
  * The worker's files between their write and their verdict's record, journaled on disk. An interrupt puts them back
- * (delegate.ts); a delegate that is killed (SIGKILL, the OOM killer, a power cut) cannot, and would leave the worker's
- * files in place of what they held, a user's uncommitted edits among them, with nothing recorded. So before the first
- * write, what each file held is kept under the worktree's state directory beside a journal naming it, and the journal
- * goes when the run ends. The next delegate finds the journals of runs that died and puts their files back, each only
- * while it still holds what the worker wrote: an edit made since is the user's, and stays (its earlier content is
- * kept, and said where). A copy of what a file held is never deleted while the file holds something else: where a
+ * (delegate.ts); a delegate that is killed (SIGKILL, the OOM killer, a power cut) cannot, and would leave the
+ * worker's files in place of what they held, a user's uncommitted edits among them, with nothing recorded. So before
+ * the first write, what each file held is kept under the worktree's state directory beside a journal naming it, and
+ * the journal goes when the run ends. The next delegate finds the journals of runs that died and puts their files
+ * back, each only while it still holds what the worker wrote and the user has not staged or committed it so: an edit
+ * made since is the user's, and so is a file they kept (`git add`, `git commit`); either stays (its earlier content
+ * is kept, and said where). A copy of what a file held is never deleted while the file holds something else: where a
  * file stays as the worker wrote it (its record landed after all, or it could not be put back), the copy is kept in
  * `unrecorded-kept` and named.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { gitText } from '@delegate-git/core/git';
+import { git, literalPathspecs } from '@delegate-git/core/git';
 import { decodeRecord } from '@delegate-git/core/record';
 import type { Repository } from '@delegate-git/core/repository';
 import { shownLine, shownPath, shownText } from '@delegate-git/core/shown-path';
@@ -26,6 +27,7 @@ import {
   type JournaledFile,
   type JournalRun,
   replayOrder,
+  whyLeft,
 } from './journal-rules.js';
 import { removeIfEmpty, writeAtomically } from './write-plan.js';
 import { errorCode } from './write-target.js';
@@ -65,6 +67,8 @@ export class WriteJournal {
    */
   static keep(
     stateDir: string,
+    /** The work tree's top level: a journal found under another (the repository moved) is not acted on. */
+    top: string,
     run: JournalRun & { ledgerTip: string | null },
     files: readonly FileToWrite[],
     createdDirs: readonly string[],
@@ -76,7 +80,7 @@ export class WriteJournal {
     fs.mkdirSync(making, { mode: 0o700 });
     try {
       const journal = {
-        version: 2,
+        version: 3,
         pid: process.pid,
         boot: bootId(),
         started: new Date().toISOString(),
@@ -95,6 +99,7 @@ export class WriteJournal {
           }),
         ),
         createdDirs: [...createdDirs],
+        top: canonicalisePath(top),
       };
       files.forEach((file, i) => {
         if (file.previous) writeDurably(path.join(making, String(i)), file.previous.content);
@@ -144,7 +149,10 @@ export interface StoppedDelegation {
   /** The run's record is in the ledger after all (it died after writing it): its files stay, as recorded. */
   recorded: boolean;
   putBack: string[];
-  /** Files changed since the worker wrote them (or that could not be put back): left as they are. */
+  /**
+   * Files changed since the worker wrote them, or staged or committed as it did (or that could not be put back): left
+   * as they are.
+   */
   left: Array<{ path: string; why: string; copy: string | null }>;
   /** Of files that stay as recorded: where what they held before the run is kept. */
   kept: Array<{ path: string; copy: string }>;
@@ -158,6 +166,11 @@ export interface RefusedJournal {
   kind: 'refused' | 'failed';
   dir: string;
   problems: string[];
+  /**
+   * A journal sound where it was made, in a repository moved since: where it was and is, and the files the run wrote
+   * with where what each held before is (null for a file the run created).
+   */
+  moved?: { from: string; to: string; files: Array<{ path: string; copy: string | null }> };
 }
 
 export type FoundJournal = StoppedDelegation | RefusedJournal;
@@ -192,8 +205,17 @@ export async function recoverStoppedDelegations(
       continue;
     }
     const read = readJournal(dir, bounds);
-    if (!read.ok) found.push({ kind: 'refused', dir, problems: read.problems });
-    else if (!isRunning(read.journal.pid, read.journal.boot))
+    if (!read.ok) {
+      // Refused all the same, but not named while the process that wrote it runs: it is no stopped run's yet (a
+      // concurrent delegate). It is named once that process is gone.
+      if (read.writer && isRunning(read.writer.pid, read.writer.boot)) continue;
+      const moved = read.moved && {
+        from: read.moved.from,
+        to: bounds.top,
+        files: read.moved.files.map((f) => ({ path: f.path, copy: f.copy && path.join(dir, f.copy) })),
+      };
+      found.push({ kind: 'refused', dir, problems: read.problems, ...(moved && { moved }) });
+    } else if (!isRunning(read.journal.pid, read.journal.boot))
       stopped.push({ name, dir, journal: read.journal, key: read.journal });
   }
   for (const s of replayOrder(stopped)) {
@@ -241,7 +263,12 @@ async function recover(repo: Repository, dir: string, journal: Journal): Promise
   // nothing is written or removed through it.
   const elsewhere = new Set(journal.files.filter((f) => !isCanonical(f.absolute)));
   const unchanged = journal.files.filter((f) => !elsewhere.has(f) && holds(f.absolute, f.written));
-  if (await recordedSince(repo, journal, unchanged)) {
+  // The worker's bytes as git stores them: what the ledger, the index and HEAD know a file by.
+  const written = await blobsOf(
+    repo,
+    unchanged.filter((f) => f.inRepository),
+  );
+  if (await recordedSince(repo, journal, written)) {
     stopped.recorded = true;
     // The files stay as recorded. What they held before is kept all the same, unless it is what they hold now: the
     // record judged the worker's bytes, and the user's earlier version (uncommitted, perhaps) may still be wanted.
@@ -250,14 +277,17 @@ async function recover(repo: Repository, dir: string, journal: Journal): Promise
     for (const f of differ) stopped.kept.push({ path: f.path, copy: kept.get(f)! });
     return stopped;
   }
+  const held = await heldInGit(repo, [...written.keys()]);
   const left: Array<{ file: JournaledFile; why: string }> = [];
   for (const file of journal.files) {
-    if (elsewhere.has(file)) {
-      left.push({ file, why: 'its path leads through a symbolic link now' });
-      continue;
-    }
-    if (!unchanged.includes(file)) {
-      left.push({ file, why: 'changed since the worker wrote it' });
+    const blob = written.get(file);
+    const why = whyLeft({
+      canonical: !elsewhere.has(file),
+      asWritten: unchanged.includes(file),
+      blobs: blob === undefined ? null : { written: blob, ...held(file.path) },
+    });
+    if (why !== null) {
+      left.push({ file, why });
       continue;
     }
     try {
@@ -310,15 +340,11 @@ function moveToKept(stateDir: string, dir: string): string {
 async function recordedSince(
   repo: Repository,
   journal: Journal,
-  unchanged: JournaledFile[],
+  written: ReadonlyMap<JournaledFile, string>,
 ): Promise<boolean> {
-  const file = unchanged.find((f) => f.inRepository);
-  if (file === undefined) return false;
-  const blob = await gitText(['hash-object', '--stdin', `--path=${file.path}`], {
-    cwd: repo.layout.topLevel!,
-    env: repo.env,
-    input: fs.readFileSync(file.absolute),
-  });
+  const [first] = written;
+  if (first === undefined) return false;
+  const [file, blob] = first;
   const now = await repo.ledger.linesOn(blob);
   if (now.length === 0) return false;
   let before: string[] = [];
@@ -333,6 +359,58 @@ async function recordedSince(
     const decoded = decodeRecord(line);
     return decoded.ok && isOwnVerdict(decoded.record, journal, { path: file.path, gitBlob: blob });
   });
+}
+
+/**
+ * The blob id of each file (in the repository, holding the worker's bytes) as git stores it at its path, filters and
+ * all: one git process for them all.
+ */
+async function blobsOf(
+  repo: Repository,
+  files: readonly JournaledFile[],
+): Promise<Map<JournaledFile, string>> {
+  if (files.length === 0) return new Map();
+  const out = await git(['hash-object', '--', ...files.map((f) => f.path)], {
+    cwd: repo.layout.topLevel!,
+    env: repo.env,
+  });
+  const ids = out.toString('utf8').split('\n');
+  return new Map(files.map((f, i) => [f, ids[i]!]));
+}
+
+/** What the index (stage 0) and HEAD hold at each file's path, by blob id: one git process each. */
+async function heldInGit(
+  repo: Repository,
+  files: readonly JournaledFile[],
+): Promise<(path: string) => { index: string | null; head: string | null }> {
+  if (files.length === 0) return () => ({ index: null, head: null });
+  const opts = { cwd: repo.layout.topLevel!, env: repo.env };
+  const pathspecs = ['--', ...literalPathspecs(files.map((f) => f.path))];
+  const index = new Map<string, string>();
+  // "<mode> <id> <stage>\t<path>"
+  for (const entry of records(await git(['ls-files', '-s', '-z', ...pathspecs], opts))) {
+    const [, id, stage] = entry.head.split(' ');
+    if (stage === '0') index.set(entry.path, id!);
+  }
+  const head = new Map<string, string>();
+  // Read by id: HEAD names no commit yet in a new repository, and may move while this runs.
+  const commit = await repo.objects.read('HEAD');
+  if (commit?.type === 'commit')
+    // "<mode> <type> <id>\t<path>"
+    for (const entry of records(await git(['ls-tree', '-r', '-z', commit.oid, ...pathspecs], opts))) {
+      const [, type, id] = entry.head.split(' ');
+      if (type === 'blob') head.set(entry.path, id!);
+    }
+  return (p) => ({ index: index.get(p) ?? null, head: head.get(p) ?? null });
+}
+
+/** The NUL-ended records of `ls-files -s -z` and `ls-tree -z`: what comes before the tab, and the path after it. */
+function records(out: Buffer): Array<{ head: string; path: string }> {
+  return out
+    .toString('utf8')
+    .split('\0')
+    .filter((r) => r !== '')
+    .map((r) => ({ head: r.slice(0, r.indexOf('\t')), path: r.slice(r.indexOf('\t') + 1) }));
 }
 
 /** The paragraph that says what was found and done, for the operator. */
@@ -369,7 +447,17 @@ function failedNotice(s: RefusedJournal): string {
 }
 
 function refusedNotice(s: RefusedJournal): string {
+  if (s.moved) return movedNotice(s.dir, s.moved);
   return `A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${shownText(s.dir)}, is not as a run leaves one, so nothing was done with it: ${s.problems.map((p) => shownLine(p)).join('; ')}. It is left as it is: if a run of yours left it, its numbered files hold what the files it names held before that run. Remove the directory once you no longer need it.\n`;
+}
+
+function movedNotice(dir: string, moved: NonNullable<RefusedJournal['moved']>): string {
+  const files = moved.files.map((f) =>
+    f.copy === null
+      ? `${shownPath(f.path)} (that run created it: remove it)`
+      : `${shownPath(f.path)} from ${shownText(f.copy)}`,
+  );
+  return `A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${shownText(dir)}, was made when the repository was at ${shownText(moved.from)}, and it is at ${shownText(moved.to)} now: its paths name the old place, so nothing was done with it. The files it names may still hold what that run's worker wrote. To undo it by hand, put back what each held before that run (a path in the repository is under ${shownText(moved.to)} now): ${files.join(', ')}. Then remove the directory ${shownText(dir)}.\n`;
 }
 
 /** The journal in `dir`, checked (journal-rules.ts), or what is wrong with it. */

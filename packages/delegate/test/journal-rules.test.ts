@@ -17,6 +17,7 @@ import {
   type JournalRun,
   type ReplayKey,
   replayOrder,
+  whyLeft,
 } from '../src/journal-rules.js';
 
 const bounds: JournalBounds = {
@@ -101,7 +102,7 @@ describe('checkJournal: a journal is acted on only as a run writes it', () => {
     ]);
     expect(problems([])).toHaveLength(1);
     expect(problems(journal({ extra: 1 }))[0]).toMatch(/unknown field/);
-    expect(problems(journal({ version: 3 }))[0]).toMatch(/^field version/);
+    expect(problems(journal({ version: 4 }))[0]).toMatch(/^field version/);
     expect(problems(journal({ pid: -1 }))[0]).toMatch(/^field pid/);
     expect(problems(journal({ started: 'x' }))[0]).toMatch(/^field started/);
   });
@@ -167,6 +168,76 @@ describe('checkJournal: a journal is acted on only as a run writes it', () => {
     );
   });
 
+  it('control: a version 3 journal names the top level it was made in, and passes in it', () => {
+    const checked = checkJournal(journal({ version: 3, top: '/w/repo' }), bounds);
+    expect(checked.ok && checked.journal.top).toBe('/w/repo');
+    expect(problems(journal({ version: 3 }))).toEqual(['field top is missing (a version 3 journal has it)']);
+    expect(problems(journal({ version: 3, top: 'w/repo' }))[0]).toMatch(/^field top must be an absolute/);
+  });
+
+  it('a journal made before the repository moved is named as moved, with its files and copies, never acted on', () => {
+    const moved = { ...bounds, top: '/w/renamed' };
+    const checked = checkJournal(journal({ version: 3, top: '/w/repo' }), moved);
+    expect(checked).toEqual({
+      ok: false,
+      problems: ['it was made when the repository was at /w/repo, and it is at /w/renamed now'],
+      writer: { pid: 4242, boot: 'boot-1' },
+      moved: {
+        from: '/w/repo',
+        files: [
+          { path: 'src/a.js', copy: '0' },
+          { path: 'src/new/b.js', copy: null },
+        ],
+      },
+    });
+    // Control: the same journal where it was made is acted on.
+    expect(checkJournal(journal({ version: 3, top: '/w/repo' }), bounds).ok).toBe(true);
+  });
+
+  it('a journal of another top level that would not pass there either is refused as any other, not named as moved', () => {
+    const moved = { ...bounds, top: '/w/renamed' };
+    const file = {
+      path: '/etc/passwd',
+      absolute: '/etc/passwd',
+      inRepository: false,
+      written: HASH,
+      previous: null,
+    };
+    const checked = checkJournal(journal({ version: 3, top: '/w/repo', files: [file] }), moved);
+    expect(checked).not.toHaveProperty('moved');
+    expect(checked).toMatchObject({
+      ok: false,
+      problems: [
+        'field top /w/repo is not the work tree /w/renamed',
+        'files.0.absolute /etc/passwd is outside the work tree /w/repo and every emitAllowlist root',
+      ],
+    });
+    const { keyid: _k, ...lacking } = journal({ version: 3, top: '/w/repo' });
+    expect(checkJournal(lacking, moved)).not.toHaveProperty('moved');
+    expect(checkJournal(lacking, moved)).toMatchObject({
+      ok: false,
+      problems: [
+        'field keyid is missing (a version 3 journal has it)',
+        'field top /w/repo is not the work tree /w/renamed',
+      ],
+    });
+  });
+
+  it('a refused journal says the process that wrote it while its pid and boot can be read, and only then', () => {
+    const outside = withFile({ path: '/etc/passwd', absolute: '/etc/passwd', inRepository: false });
+    const writerOf = (raw: unknown) => {
+      const checked = checkJournal(raw, bounds);
+      return checked.ok ? 'accepted' : checked.writer;
+    };
+    expect(writerOf(outside)).toEqual({ pid: 4242, boot: 'boot-1' });
+    expect(writerOf(journal({ taskName: 7 }))).toEqual({ pid: 4242, boot: 'boot-1' });
+    expect(writerOf(journal({ boot: null, createdDirs: undefined }))).toEqual({ pid: 4242, boot: null });
+    expect(writerOf(journal({ pid: '4242' }))).toBeUndefined();
+    expect(writerOf(journal({ pid: 0 }))).toBeUndefined();
+    expect(writerOf(journal({ boot: undefined }))).toBeUndefined();
+    expect(writerOf('{"pid": 4242')).toBeUndefined();
+  });
+
   it('many problems: the first few and a count', () => {
     const files = Array.from({ length: 8 }, (_, i) => ({
       path: `/etc/f${i}`,
@@ -178,6 +249,41 @@ describe('checkJournal: a journal is acted on only as a run writes it', () => {
     const found = problems(journal({ files }));
     expect(found).toHaveLength(6);
     expect(found[5]).toBe('3 more problem(s)');
+  });
+});
+
+describe('whyLeft: a journaled file is put back only while it holds what the worker wrote and the user has not kept it', () => {
+  const W = '1'.repeat(40);
+  const other = '2'.repeat(40);
+  const inRepo = (index: string | null, head: string | null) => ({
+    canonical: true,
+    asWritten: true,
+    blobs: { written: W, index, head },
+  });
+
+  it('control: as the worker wrote it, neither staged nor committed, it is put back', () => {
+    expect(whyLeft(inRepo(null, null))).toBeNull();
+    expect(whyLeft(inRepo(other, other))).toBeNull();
+    // Outside the repository (an emitAllowlist root) git holds nothing of it.
+    expect(whyLeft({ canonical: true, asWritten: true, blobs: null })).toBeNull();
+  });
+
+  it('staged or committed as the worker wrote it (git add, git commit after the kill): left, not undone', () => {
+    const why = 'staged or committed since the worker wrote it';
+    expect(whyLeft(inRepo(W, null))).toBe(why);
+    expect(whyLeft(inRepo(W, other))).toBe(why);
+    expect(whyLeft(inRepo(null, W))).toBe(why);
+    expect(whyLeft(inRepo(other, W))).toBe(why);
+    expect(whyLeft(inRepo(W, W))).toBe(why);
+  });
+
+  it('changed since, or reached through a symbolic link now: left, whatever git holds', () => {
+    expect(whyLeft({ canonical: true, asWritten: false, blobs: null })).toBe(
+      'changed since the worker wrote it',
+    );
+    expect(whyLeft({ canonical: false, asWritten: false, blobs: null })).toBe(
+      'its path leads through a symbolic link now',
+    );
   });
 });
 
