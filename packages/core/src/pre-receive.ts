@@ -298,6 +298,8 @@ class PushReads {
   private readonly commits = new Map<string, Promise<string | null>>();
   private readonly policies = new Map<string, Promise<boolean>>();
   private readonly governance = new Map<string, Promise<Governance>>();
+  private readonly governanceByRules = new Map<string, Promise<Governance>>();
+  private readonly parsedPolicies = new Map<string, Policy | null>();
   private readonly rules = new Map<string, Promise<string>>();
   private adopter: Promise<RefUpdate | null> | null = null;
   private content: Promise<boolean> | null = null;
@@ -423,30 +425,61 @@ class PushReads {
     let ids = this.rules.get(commit);
     if (!ids) {
       ids = (async () => {
-        const policy = await this.governanceReader.read(`${commit}:${POLICY_PATH}`);
-        if (policy?.type !== 'blob') return `${policy?.oid ?? 'none'}`;
-        let keysDir: string;
-        try {
-          keysDir = parsePolicy(policy.content.toString('utf8')).keysDir;
-        } catch {
-          return `${policy.oid} unreadable`; // judged where the governance is loaded
-        }
-        const keys = await this.governanceReader.read(`${commit}:${keysDir}`);
-        return `${policy.oid} ${keys?.oid ?? 'none'}`;
+        const file = await this.policyFileAt(commit);
+        if (file?.policy === undefined) return file?.oid ?? 'none';
+        // Unreadable: judged where the governance is loaded.
+        if (file.policy === null) return `${file.oid} unreadable`;
+        const keys = await this.governanceReader.read(`${commit}:${file.policy.keysDir}`);
+        return `${file.oid} ${keys?.oid ?? 'none'}`;
       })();
       this.rules.set(commit, ids);
     }
     return ids;
   }
 
+  /** The policy committed at `commit`, or null when it has none or it cannot be read (judged where it is loaded). */
+  async policyAt(commit: string): Promise<Policy | null> {
+    return (await this.policyFileAt(commit))?.policy ?? null;
+  }
+
   /**
-   * The policy and trust root of a commit, loaded once: one trust root object per commit also lets every line be
-   * verified once (judgeLine remembers per trust root), for the ledger check and for the pushed files alike.
+   * The object at the policy's path in `commit` (null: nothing there) and, for a file, what it says (null: it cannot
+   * be read), parsed once per content: a push of hundreds of branches holds one policy in all of them.
+   */
+  private async policyFileAt(commit: string): Promise<{ oid: string; policy?: Policy | null } | null> {
+    const object = await this.governanceReader.read(`${commit}:${POLICY_PATH}`);
+    if (object === null) return null;
+    if (object.type !== 'blob') return { oid: object.oid };
+    let policy = this.parsedPolicies.get(object.oid);
+    if (policy === undefined) {
+      try {
+        policy = parsePolicy(object.content.toString('utf8'));
+      } catch {
+        policy = null;
+      }
+      this.parsedPolicies.set(object.oid, policy);
+    }
+    return { oid: object.oid, policy };
+  }
+
+  /**
+   * The policy and trust root of a commit, loaded once per rules (rulesAt): one trust root object also lets every
+   * line be verified once (judgeLine remembers per trust root), for the ledger check and for the pushed files alike,
+   * and a push of hundreds of branches loaded and checked the same keys for each. A failure is loaded again as the
+   * commit's own, so that what it says names that commit.
    */
   governanceAt(commit: string): Promise<Governance> {
     let loaded = this.governance.get(commit);
     if (!loaded) {
-      loaded = loadGovernance(gitSnapshot(this.repo.cwd, this.governanceReader, commit, this.repo.env));
+      const own = () =>
+        loadGovernance(gitSnapshot(this.repo.cwd, this.governanceReader, commit, this.repo.env));
+      loaded = this.rulesAt(commit).then((rules) => {
+        const shared = this.governanceByRules.get(rules);
+        if (shared) return shared.catch(own);
+        const mine = own();
+        this.governanceByRules.set(rules, mine);
+        return mine;
+      });
       this.governance.set(commit, loaded);
     }
     return loaded;
@@ -941,7 +974,7 @@ async function movedKeysRefused(
     (c) => c.commit !== u.newId && c.replacedAt && c.path === POLICY_PATH,
   );
   for (const c of firstOfEach(policyChanges, (c) => c.commit))
-    moves.push({ commit: c.commit, from: await policyAt(reads.repo, c.replacedAt!), datedAt: c.replacedAt! });
+    moves.push({ commit: c.commit, from: await reads.policyAt(c.replacedAt!), datedAt: c.replacedAt! });
   const refusals: PushRefusal[] = [];
   for (const move of moves) refusals.push(...(await moveRefused(reads, u.ref, move, governance, after)));
   return refusals;
@@ -960,7 +993,7 @@ async function moveRefused(
       ? null
       : await keysMove(reads.repo, {
           from: move.from,
-          to: await policyAt(reads.repo, move.commit),
+          to: await reads.policyAt(move.commit),
           files: [],
           datedAt: move.datedAt,
           trustRoot: governance.trustRoot,
@@ -992,17 +1025,6 @@ async function moveRefused(
       j.promoted ? [] : [{ ref, commit: move.commit, path: j.path, reason: j.reason, kind: j.kind }],
     ),
   ];
-}
-
-/** The policy committed at `commit`, or null when it has none or it cannot be read (judged where it is read). */
-async function policyAt(repo: Repository, commit: string): Promise<Policy | null> {
-  const object = await repo.objects.read(`${commit}:${POLICY_PATH}`);
-  if (object?.type !== 'blob') return null;
-  try {
-    return parsePolicy(object.content.toString('utf8'));
-  } catch {
-    return null;
-  }
 }
 
 /**
