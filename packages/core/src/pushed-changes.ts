@@ -113,6 +113,8 @@ function tipsChanges(fields: string[], from: string, to: string): Pick<NewChange
 
 /** What one new commit brings, by its first-parent diff. */
 interface WalkedCommit {
+  /** Where git listed it (0 first). */
+  order: number;
   parents: string[];
   introduced: Introduced[];
   deleted: Introduced[];
@@ -193,7 +195,7 @@ async function loggedCommits(
       flush();
       const [id = '', ...parents] = token.slice(1).trim().split(' ');
       commit = id;
-      at = { parents, introduced: [], deleted: [], merged: [] };
+      at = { order: walked.size, parents, introduced: [], deleted: [], merged: [] };
       walked.set(commit, at);
     } else if (token.length > 0) pending.push(token.replace(/^\n/, ''));
   }
@@ -246,8 +248,9 @@ async function changesOfListed(
   const introduced: Introduced[] = [];
   const deleted: Introduced[] = [];
   const merged: WalkedCommit['merged'] = [];
-  for (const [commit, brings] of walked) {
-    if (!listed.has(commit)) continue;
+  // Not a pass over all of `walked`: a push of hundreds of branches asks this of each.
+  const inOrder = [...listed].map((commit) => walked.get(commit)!).sort((a, b) => a.order - b.order);
+  for (const brings of inOrder) {
     for (const c of brings.introduced) introduced.push(c);
     for (const c of brings.deleted) deleted.push(c);
     for (const c of brings.merged) merged.push(c);
@@ -292,6 +295,9 @@ export async function newChangesOfMany(
     [...parents.keys()].filter((c) => brought.has(c)),
     ['--no-walk=unsorted'],
   );
+  // Every commit a ref brings is judged: one git did not list would pass unseen.
+  if (walked.size !== brought.size)
+    throw new Error(`git log listed ${walked.size} of the ${brought.size} commits this push brings`);
   return Promise.all(listed.map((l) => changesOfListed(repo, walked, l)));
 }
 
