@@ -172,6 +172,34 @@ describe('protect src/**/*.js with protectDeletes', () => {
     gitOk(story, work, ['rm', '-q', 'docs/link']);
     acceptedByEveryGate(story, work, 'drop the link outside');
   });
+
+  it('a link turned into a file is a protected deletion of the link at commit and push, the file deleted after it too (rt55 f03); a link outside, the same', () => {
+    const toFile = (at: string) => {
+      fs.rmSync(path.join(work, at));
+      writeFiles(work, { [at]: 'a file where the link was\n' });
+      gitOk(story, work, ['add', '-A']);
+    };
+    toFile('src/util');
+    const refused = commit(story, work, 'the link becomes a file');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('protectDeletes');
+    expect(commit(story, work, 'the link becomes a file', ['--no-verify']).code).toBe(0);
+    gitOk(story, work, ['rm', '-q', 'src/util']);
+    expect(commit(story, work, 'and the file goes', ['--no-verify']).code).toBe(0);
+    const pushed = gitRun(story, work, ['push', 'origin', 'main']);
+    expect(pushed.code).not.toBe(0);
+    expect(pushed.stderr).toMatch(/refused refs\/heads\/main [0-9a-f]{12} src\/util: .*protectDeletes/);
+    gitOk(story, work, ['reset', '-q', '--hard', 'origin/main']);
+
+    // Control: a link no glob reaches beneath, turned into a file and then deleted, passes every gate.
+    link(work, 'docs/outside', '../lib');
+    gitOk(story, work, ['add', '-A']);
+    acceptedByEveryGate(story, work, 'a link outside');
+    toFile('docs/outside');
+    acceptedByEveryGate(story, work, 'it becomes a file');
+    gitOk(story, work, ['rm', '-q', 'docs/outside']);
+    acceptedByEveryGate(story, work, 'and goes');
+  });
 });
 
 describe('a path named beyond a committed symbolic link to a directory (rt53 f05)', () => {

@@ -806,6 +806,55 @@ describe('pre-receive: a push moving many branches at once', () => {
     expect(refTip(story, server, 'back')).toBe(refTip(story, server, 'main'));
     gitOk(story, work, ['checkout', '-q', 'main']);
   });
+
+  it('a submodule and a file of one id, both brought to a branch, are two questions: the submodule is refused whichever git lists first, alone or beside another branch (rt55 f01, f04)', () => {
+    const { server, work } = adoptedPair('submodule-or-file');
+    gitOk(story, work, ['push', '-q', 'origin', 'main:r', 'main:s']);
+    const blob = stageFile(work, 'src/new.ts', 'export const n = 2;\n');
+    cliOk(story, work, ['attest', '--approve', 'src/new.ts', '--yes']);
+    gitOk(story, work, ['reset', '-q', '--hard']);
+    // One date for every commit: which of the two git lists first is then up to the walk.
+    const dated = {
+      ...story.env,
+      GIT_AUTHOR_DATE: '1700000000 +0000',
+      GIT_COMMITTER_DATE: '1700000000 +0000',
+    };
+    gitOk(story, work, ['checkout', '-q', '-b', 'sub', 'main']);
+    gitOk(story, work, ['update-index', '--add', '--cacheinfo', `160000,${blob},src/new.ts`]);
+    expect(commit(story, work, 'a submodule at src/new.ts', ['--no-verify']).code).toBe(0);
+    const sub = gitOk(story, work, ['commit-tree', 'HEAD^{tree}', '-p', 'main', '-m', 'submodule'], dated);
+    gitOk(story, work, ['checkout', '-q', '-f', '-b', 'reg', 'main']);
+    gitOk(story, work, ['rm', '-q', '--cached', '--ignore-unmatch', 'src/new.ts']);
+    stageFile(work, 'src/new.ts', 'export const n = 2;\n');
+    const tree = gitOk(story, work, ['write-tree']);
+    const reg = gitOk(story, work, ['commit-tree', tree, '-p', 'main', '-m', 'the approved file'], dated);
+    const merge = gitOk(
+      story,
+      work,
+      ['commit-tree', `${sub}^{tree}`, '-p', sub, '-p', reg, '-m', 'keeps the submodule'],
+      dated,
+    );
+    gitOk(story, work, ['checkout', '-q', '-f', 'main']);
+
+    const submodule = /refused refs\/heads\/r [0-9a-f]{12} src\/new\.ts: a submodule/;
+    const alone = gitRun(story, work, ['push', '--atomic', 'origin', `${merge}:refs/heads/r`, LEDGER]);
+    expect(alone.code).not.toBe(0);
+    expect(alone.stderr).toMatch(submodule);
+    const together = gitRun(story, work, [
+      'push',
+      '--atomic',
+      'origin',
+      `${merge}:refs/heads/r`,
+      `${reg}:refs/heads/s`,
+      LEDGER,
+    ]);
+    expect(together.code).not.toBe(0);
+    expect(together.stderr).toMatch(submodule);
+    // Control: the approved file alone lands.
+    const file = gitRun(story, work, ['push', '--atomic', 'origin', `${reg}:refs/heads/s`, LEDGER]);
+    expect(file.code, file.stderr).toBe(0);
+    expect(refTip(story, server, 's')).toBe(reg);
+  });
 });
 
 describe('pre-receive: history from before the policy', () => {

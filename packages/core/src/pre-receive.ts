@@ -809,9 +809,11 @@ async function judgeRefUpdate(
   const governed = governedFiles(introduced, governance, await recordedPathsFor(matcher, introduced, after));
   // The first commit that brings a content names it (the change between the tips comes last). Only a governance
   // file is judged with the version it replaces (judgeFiles), so only there does that version make it another question.
+  // A submodule or a link is another question than a file of the same id: which came first must not decide (rt55 f01).
   const unique = firstOfEach(governed, (f) => {
     const replaces = isGovernanceFile(governance.policy, f.path) ? `${f.replaces}\0${f.replacedAt}` : '';
-    return `${f.path}\0${f.blob}\0${replaces}`;
+    const kind = f.submodule ? 'submodule' : f.symlink ? 'link' : 'file';
+    return `${f.path}\0${f.blob}\0${kind}\0${replaces}`;
   });
   result.files += unique.length;
   const histories = new PathHistories(reads.repo, u.newId);
@@ -841,7 +843,7 @@ async function judgeRefUpdate(
   }
   for (const refusal of await movedKeysRefused(reads, u, governance, after, brought.introduced))
     result.refusals.push(refusal);
-  for (const d of firstOfEach(deleted, (f) => f.path)) {
+  for (const d of deletionsByPath(deleted)) {
     const refusal = deletionRefusal(governance.policy, d.path, matcher, d.removesLink === true);
     if (refusal) result.refusals.push({ ref: u.ref, commit: d.commit, path: d.path, ...refusal });
   }
@@ -1044,6 +1046,19 @@ async function notOnDefaultBranch(
   const ids = await Promise.all(paths.map((p) => reads.objectIds.read(`${head}:${p}`)));
   const held = new Map(paths.map((p, i) => [p, ids[i]?.oid]));
   return files.filter((f) => held.get(f.path) !== f.blob);
+}
+
+/**
+ * One deletion per path: the first, unless a later one removed a link there (judged as what may appear beneath it),
+ * whichever order the commits came in (rt55 f02).
+ */
+function deletionsByPath(deleted: readonly Introduced[]): Introduced[] {
+  const byPath = new Map<string, Introduced>();
+  for (const d of deleted) {
+    const first = byPath.get(d.path);
+    if (first === undefined || (d.removesLink && !first.removesLink)) byPath.set(d.path, d);
+  }
+  return [...byPath.values()];
 }
 
 function firstOfEach<T>(list: readonly T[], keyOf: (item: T) => string): T[] {

@@ -4,6 +4,7 @@
  * as new, and by whose rules they are judged, is pre-receive.ts's question.
  */
 
+import { CommitAncestry } from './commit-ancestry.js';
 import { git, PINNED_LOG } from './git.js';
 import type { Repository } from './repository.js';
 import { splitZ, treeFiles } from './snapshot.js';
@@ -95,9 +96,9 @@ function tipsChanges(fields: string[], from: string, to: string): Pick<NewChange
   const introduced: Introduced[] = [];
   const deleted: Introduced[] = [];
   for (const c of parseRawDiff(fields)) {
-    if (c.status === 'D')
+    if (c.status === 'D' || c.removesLink)
       deleted.push({ path: c.path, blob: c.blob, commit: to, removesLink: c.removesLink });
-    else
+    if (c.status !== 'D')
       introduced.push({
         path: c.path,
         blob: c.blob,
@@ -185,7 +186,7 @@ async function loggedCommits(
           },
           false,
         );
-      if (c.status === 'D' || c.status === 'R')
+      if (c.status === 'D' || c.status === 'R' || c.removesLink)
         keep({ path: c.from ?? c.path, blob: c.blob, commit, removesLink: c.removesLink }, true);
     }
     pending = [];
@@ -260,13 +261,20 @@ async function changesOfListed(
   return { introduced, deleted, commits: listed.size };
 }
 
+/** Commit objects a batched walk reads at most to tell that a ref's walk stays among the new commits (newChangesOfMany). */
+const ANCESTRY_BUDGET = 20_000;
+/** And for one ref: a rewind by more than this is walked alone. */
+const ANCESTRY_LIMIT = 500;
+
 /**
  * newChanges for many refs that held a commit before the push, each with its own old tip: what each ref's new tip
- * brings that neither its old tip nor `held` reaches. In two git processes for them all (a push moving hundreds of
- * branches started a walk each, rt53: 54 s for a mirror push rewinding 599 refs): one lists, with their parents,
- * the commits behind every new and old tip that `held` does not reach; each ref's share is then found by following
- * parents among them (a commit reached from a tip and not from `held` is among them, and so is every commit between
- * the two), and one `git log` diffs the commits some ref brings. Answers in the order of `refs`.
+ * brings that neither its old tip nor `held` reaches. A push moving hundreds of branches started a walk each (rt53:
+ * 54 s for a mirror push rewinding 599 refs); here one `git rev-list` lists the commits new to the repository
+ * (behind a new tip, behind no old tip and not held), and each ref's share is what its new tip reaches among them.
+ * That is all it brings when every commit where its walk leaves them (its tip, for a rewind) lies behind its own old
+ * tip or what is held, which the commit objects tell (CommitAncestry); else the ref also brings commits only another
+ * ref held, and is walked alone. One `git log` diffs the commits some ref brings. Costs follow what the push brings,
+ * not the history behind the old tips (rt55 f05). Answers in the order of `refs`.
  */
 export async function newChangesOfMany(
   repo: Repository,
@@ -276,7 +284,7 @@ export async function newChangesOfMany(
   const listing = await git(['rev-list', '--parents', '--stdin'], {
     cwd: repo.cwd,
     env: repo.env,
-    input: [...refs.flatMap((r) => [r.tip, r.own]), ...held.map((h) => `^${h}`)]
+    input: [...refs.map((r) => r.tip), ...[...refs.map((r) => r.own), ...held].map((h) => `^${h}`)]
       .map((r) => `${r}\n`)
       .join(''),
   });
@@ -285,11 +293,19 @@ export async function newChangesOfMany(
     const [commit, ...ofIt] = line.split(' ');
     if (commit) parents.set(commit, ofIt);
   }
-  const parentsOf = (commit: string) => parents.get(commit);
-  const listed = refs.map((r) => reachedWithin(parentsOf, r.tip, reachedWithin(parentsOf, r.own)));
-  const brought = new Set(listed.flatMap((l) => [...l]));
-  // Newest first, as the listing has them (a walk of one ref alone may order commits of the same date otherwise;
-  // the order only decides which of several commits bringing one content a refusal names).
+  const ancestry = new CommitAncestry(repo.objects, ANCESTRY_BUDGET);
+  const listed = await Promise.all(
+    refs.map(async (r): Promise<Set<string> | null> => {
+      const reached = reachedWithin((c) => parents.get(c), r.tip);
+      const edge = new Set<string>(parents.has(r.tip) ? [] : [r.tip]);
+      for (const commit of reached) for (const p of parents.get(commit)!) if (!parents.has(p)) edge.add(p);
+      for (const h of [r.own, ...held]) edge.delete(h);
+      const behind = edge.size === 0 || (await ancestry.allBehind([r.own, ...held], edge, ANCESTRY_LIMIT));
+      return behind ? reached : null;
+    }),
+  );
+  const brought = new Set(listed.flatMap((l) => (l ? [...l] : [])));
+  // Newest first, as the listing has them (a walk of one ref alone may order commits of the same date otherwise).
   const walked = await loggedCommits(
     repo,
     [...parents.keys()].filter((c) => brought.has(c)),
@@ -298,7 +314,11 @@ export async function newChangesOfMany(
   // Every commit a ref brings is judged: one git did not list would pass unseen.
   if (walked.size !== brought.size)
     throw new Error(`git log listed ${walked.size} of the ${brought.size} commits this push brings`);
-  return Promise.all(listed.map((l) => changesOfListed(repo, walked, l)));
+  return Promise.all(
+    refs.map((r, i) =>
+      listed[i] ? changesOfListed(repo, walked, listed[i]) : newChanges(repo, r.tip, [r.own, ...held]),
+    ),
+  );
 }
 
 /** What the commits behind the commit `tip` that `held` does not reach bring (null: that no ref reaches, notes refs aside). */

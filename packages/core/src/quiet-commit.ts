@@ -203,6 +203,8 @@ function changesIn(fields: string[], index: GitIndex | null): QuickChange[] {
     hint = at + 1;
     const mode = index!.modeOf(at);
     const change: QuickChange = { status, path: p, blob: '', at };
+    // What a type change replaced is not read: it may have been a link, whose removal is judged (removedPaths).
+    if (status === 'T') change.removesLink = true;
     if (mode === 0o160000) change.submodule = true;
     else if (mode === 0o120000) change.symlink = true;
     changes.push(change);

@@ -36,8 +36,9 @@ export interface StagedChange {
   /** For a modification (M, T): the blob it replaces at this path; for a deletion (D), the blob it removes. */
   replaces?: string;
   /**
-   * For a deletion or a rename: what it removes was a symbolic link or a submodule, whose path governs what appears
-   * beneath it (GovernedMatcher's `link`), so deleting it is judged there too.
+   * For a deletion, a rename or a type change: what it removes was a symbolic link or a submodule, whose path governs
+   * what appears beneath it (GovernedMatcher's `link`), so removing it is judged there too. A link turned into a file
+   * removes the link as deleting it does (rt55 f03).
    */
   removesLink?: true;
 }
@@ -75,13 +76,20 @@ export function parseRawDiff(fields: string[]): StagedChange[] {
       const p = fields[i++]!;
       if (newMode === '160000' && oldMode !== '160000') {
         // A file replaced by a submodule is gone, as if deleted; the submodule itself is judged as added.
-        if (oldMode !== '000000') changes.push({ status: 'D', path: p, blob: newBlob });
+        if (oldMode !== '000000')
+          changes.push({
+            status: 'D',
+            path: p,
+            blob: newBlob,
+            ...(isLinkMode(oldMode) && { removesLink: true }),
+          });
         changes.push({ status: 'A', path: p, blob: newBlob, submodule: true });
         continue;
       }
       const change = marked({ status, path: p, blob: newBlob }, newMode);
       if (status === 'M' || status === 'T' || status === 'D') change.replaces = meta.slice(15, newBlobAt - 1);
-      if (status === 'D' && isLinkMode(oldMode)) change.removesLink = true;
+      if ((status === 'D' || status === 'T') && isLinkMode(oldMode) && oldMode !== newMode)
+        change.removesLink = true;
       changes.push(change);
     }
   }
@@ -103,10 +111,11 @@ export function isLinkMode(mode: string): boolean {
   return mode === '120000' || mode === '160000';
 }
 
-/** The paths a change set removes: deletions, and the old path of each rename. */
+/** The paths a change set removes: deletions, the old path of each rename, and each link a type change replaces. */
 export function removedPaths(changes: readonly StagedChange[]): RemovedPath[] {
   return changes.flatMap((c) => {
     const link = c.removesLink === true;
+    if (c.status === 'T') return link ? [{ path: c.path, link }] : [];
     return c.status === 'D' ? [{ path: c.path, link }] : c.status === 'R' ? [{ path: c.from!, link }] : [];
   });
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanGitEnv, makeTempDir, removeDir, runGit, runGitText } from '../../../test/support/git-repo.js';
 import { splitZ } from '../src/snapshot.js';
-import { parseRawDiff } from '../src/staged-changes.js';
+import { parseRawDiff, removedPaths } from '../src/staged-changes.js';
 
 /** parseRawDiff on what git itself prints, in both object formats. */
 describe('parseRawDiff', () => {
@@ -111,7 +111,41 @@ describe('parseRawDiff', () => {
       { status: 'D', path: 'file.ts', blob: two },
       { status: 'M', path: 'moved', blob: two, submodule: true, replaces: one },
       { status: 'D', path: 'removed', blob: '0'.repeat(40), replaces: one, removesLink: true }, // a link: deleting it is judged beneath too
-      { status: 'T', path: 'to-file', blob: runGitText(dir, ['rev-parse', ':to-file']), replaces: one },
+      // A submodule turned into a file removes what it governed beneath its path, as deleting it does.
+      {
+        status: 'T',
+        path: 'to-file',
+        blob: runGitText(dir, ['rev-parse', ':to-file']),
+        replaces: one,
+        removesLink: true,
+      },
     ]);
+  });
+
+  it('a symbolic link turned into a file removes the link (rt55 f03), as deleting it does; a file turned into a link removes none', () => {
+    const dir = makeTempDir();
+    dirs.push(dir);
+    execFileSync('git', ['init', '-q', dir], { env: cleanGitEnv() });
+    runGit(dir, ['config', 'user.name', 'T']);
+    runGit(dir, ['config', 'user.email', 't@example.com']);
+    fs.symlinkSync('lib', path.join(dir, 'src'));
+    fs.writeFileSync(path.join(dir, 'plain'), 'a file\n');
+    runGit(dir, ['add', '-A']);
+    runGit(dir, ['commit', '-q', '-m', 'a link and a file']);
+    fs.rmSync(path.join(dir, 'src'));
+    fs.writeFileSync(path.join(dir, 'src'), 'a file now\n');
+    fs.rmSync(path.join(dir, 'plain'));
+    fs.symlinkSync('src', path.join(dir, 'plain'));
+    runGit(dir, ['add', '-A']);
+    const out = execFileSync('git', ['diff-index', '--cached', '--raw', '-z', 'HEAD'], {
+      cwd: dir,
+      env: cleanGitEnv(),
+    });
+    const changes = parseRawDiff(splitZ(out)).sort((a, b) => a.path.localeCompare(b.path));
+    expect(changes.map((c) => [c.path, c.status, c.removesLink === true, c.symlink === true])).toEqual([
+      ['plain', 'T', false, true],
+      ['src', 'T', true, false],
+    ]);
+    expect(removedPaths(changes)).toEqual([{ path: 'src', link: true }]);
   });
 });
