@@ -13,7 +13,6 @@ import path from 'node:path';
 import {
   DelegateGitError,
   droppedAlongText,
-  foreignAlongUpdate,
   gitTry,
   LEDGER_REF,
   POLICY_PATH,
@@ -22,6 +21,7 @@ import {
   refObject,
   remoteLineProblems,
   shownPath,
+  type UpdateWalk,
   whyNotANote,
 } from '@delegate-git/core';
 import type { Io } from './command.js';
@@ -71,12 +71,22 @@ export async function takeInRemoteLedger(
   judges?: readonly LineJudge[],
 ): Promise<{ how: 'up to date' | 'fast-forward' | 'merge' | 'restore'; added: number }> {
   const opts = { cwd: repo.cwd, env: repo.env };
-  await refuseForeign(remote, ours, theirs, opts);
+  // Every commit it brings, walked once as the server walks a ledger update: the entries that are no notes (a branch
+  // fetched here, a pull request, was judged by nobody), and the lines dropped along them. A first intake takes the
+  // remote's ledger as it is, history and all: this clone then holds what the remote holds (its own verify says the
+  // same of it), and comparing a history of 100,000 notes commits would add seconds to init. The entries that are no
+  // notes are refused first, so the walk stops once it has found enough of them.
+  const along = repo.ledger.walkUpdate(theirs, ours, {
+    foreign: true,
+    dropped: ours !== null,
+    foreignFirst: true,
+  });
+  await refuseForeign(remote, ours, theirs, opts, along);
   // In a partial clone the notes came without their blobs: fetched in one batch, said, and refused clearly when the
   // remote cannot be reached (packing them below would have git fetch them in silence).
   await repo.ledger.fetchMissing(theirs);
   await refuseMalformed(remote, ours, theirs, opts);
-  await refuseDroppedAlong(repo, remote, ours, theirs);
+  await refuseDroppedAlong(repo, remote, ours, theirs, (await along).dropped());
   // Nothing to judge, and no remote to ask, when the remote adds nothing: it holds what this ledger holds, or
   // less (behind it, or rewound by a force-push; refuseDroppedAlong has said whether it dropped a line).
   const addsNothing =
@@ -383,21 +393,20 @@ async function refuseUnverified(
   );
 }
 
-/** Refuses a remote ledger whose history drops lines that neither ledger holds, as the server refuses such an update. */
+/**
+ * Refuses a remote ledger whose history drops lines that neither ledger holds, as the server refuses such an update.
+ * `along`: the lines dropped along the commits it brings (null for a first intake, which is not asked).
+ */
 async function refuseDroppedAlong(
   repo: Repository,
   remote: string,
   ours: string | null,
   theirs: string,
+  along: Array<{ commit: string; annotated: string; line: string }> | null,
 ): Promise<void> {
-  // A first intake takes the remote's ledger as it is, history and all: this clone then holds what the remote holds
-  // (its own verify says the same of it), and walking a history of 100,000 notes commits would add seconds to init.
-  if (ours === null) return;
+  if (ours === null || along === null) return;
   // Lines taken in give back what either side dropped; only what neither tip holds is lost.
-  const dropped = await repo.ledger.notHeldAt(await repo.ledger.droppedLinesAlong(theirs, ours), [
-    theirs,
-    ours,
-  ]);
+  const dropped = await repo.ledger.notHeldAt(along, [theirs, ours]);
   if (dropped.length === 0) return;
   throw new DelegateGitError(
     'LEDGER',
@@ -413,12 +422,12 @@ async function refuseForeign(
   ours: string | null,
   theirs: string,
   opts: GitOptions,
+  along: Promise<UpdateWalk>,
 ): Promise<void> {
   // At its tip, and in every commit it brings: a server with the hook refuses a ledger whose history holds content.
-  const [{ foreign: atTip }, brought] = await Promise.all([
+  const [{ foreign: atTip }, { foreign: brought }] = await Promise.all([
     readNotesDiff(opts, ours, theirs),
-    // Every commit it brings, as the server asks: a branch fetched here (a pull request) was judged by nobody.
-    foreignAlongUpdate(opts, ours, theirs),
+    along,
   ]);
   const foreign = [...new Map([...atTip, ...brought].map((entry) => [entry.path, entry])).values()];
   if (foreign.length === 0) return;

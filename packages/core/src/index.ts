@@ -8,7 +8,7 @@ export * from './git.js';
 export * from './governance.js';
 export * from './governance-history.js';
 export * from './judge.js';
-export { foreignAlongUpdate, readNotesDiff } from './ledger-change.js';
+export { readNotesDiff } from './ledger-change.js';
 export * from './ledger-stats.js';
 export * from './ledger-verify.js';
 export * from './notes-format.js';

@@ -185,46 +185,6 @@ export async function readLedgerChange(
   return { ...compareNotes(ids, before, after), foreign, newer: newerTree };
 }
 
-/**
- * Entries that are no notes in the commits a ledger update brings (every commit the older ledger does not hold), each
- * against its first parent (a root against the empty tree), not only at the tip: a notes commit may have any commit
- * as a parent, and anyone can check out `refs/notes/delegations~1`. The server and `sync` ask the same question, so
- * a ledger the one takes the other takes too. Stops once `enough` entries are found: a ledger update with a branch's
- * whole history behind it is refused without reading all of that.
- */
-export async function foreignAlongUpdate(
-  git: { cwd: string; env?: NodeJS.ProcessEnv },
-  older: string | null,
-  newer: string,
-  enough = 11,
-): Promise<ForeignEntry[]> {
-  const brought = ['rev-list', '--parents', newer, ...(older ? ['--not', older] : [])];
-  const pairs = (async function* () {
-    for await (const line of gitRecords(brought, git)) {
-      const [commit, parent] = line.split(' ');
-      if (commit) yield parent ? `${commit} ${parent}\n` : `${commit}\n`;
-    }
-  })();
-  const foreign = new Map<string, ForeignEntry>();
-  let entries = new ForeignEntries();
-  let meta: string[] | null = null;
-  const diff = ['diff-tree', '--stdin', '--root', '-r', '-t', '-z', '--no-renames'];
-  for await (const field of gitRecords(diff, { ...git, input: pairs }, '\0')) {
-    if (meta !== null) {
-      if (meta[4] !== 'D') entries.see(meta[1] ?? '', field);
-      meta = null;
-    } else if (field.startsWith(':')) meta = field.split(' ');
-    else if (field.trim() !== '') {
-      // A commit's header: its listing starts afresh.
-      for (const entry of entries.found) foreign.set(entry.path, entry);
-      if (foreign.size >= enough) break;
-      entries = new ForeignEntries();
-    }
-  }
-  for (const entry of entries.found) foreign.set(entry.path, entry);
-  return [...foreign.values()];
-}
-
 async function collect(records: AsyncIterable<string>): Promise<string[]> {
   const out: string[] = [];
   for await (const r of records) out.push(r);

@@ -65,7 +65,7 @@ export const TREE_MODE = '40000';
 export const NOTE_MODE = '100644';
 const NOTE_RECORD = `${NOTE_MODE} blob `;
 /** A directory's mode as `ls-tree` and `diff-tree` print it (a tree object stores it without the leading zero). */
-const LISTED_TREE_MODE = '040000';
+export const LISTED_TREE_MODE = '040000';
 const FANOUT_PATH = /^[0-9a-f]{2}(?:\/[0-9a-f]{2})*$/;
 
 export function isObjectId(value: string): boolean {

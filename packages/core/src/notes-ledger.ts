@@ -19,9 +19,11 @@ import {
   annotatedIdOfPath,
   assertObjectId,
   assertRevision,
-  type ForeignEntries,
+  ForeignEntries,
+  type ForeignEntry,
   groupAdditions,
   isObjectId,
+  LISTED_TREE_MODE,
   type NoteAddition,
   parseNote,
 } from './notes-format.js';
@@ -30,6 +32,27 @@ import { FAST_IMPORT, fastImportStream, planAppend } from './notes-write-plan.js
 import { PartialClone } from './partial-clone.js';
 
 export const LEDGER_REF = 'refs/notes/delegations';
+
+/** A line a notes commit drops against one of its parents. */
+export interface DroppedAlong {
+  commit: string;
+  annotated: string;
+  line: string;
+}
+
+/** What NotesLedger.walkUpdate found along the notes commits a ledger update brings. */
+export interface UpdateWalk {
+  /** The entries that are no notes, in the order first found ([] when not asked). */
+  foreign: ForeignEntry[];
+  /**
+   * The lines each brought commit drops against each of its parents, or null when they were not asked or left
+   * unanswered; throws what reading the notes compared failed with.
+   */
+  dropped(): DroppedAlong[] | null;
+}
+
+/** Foreign entries a walk looks for before it stops collecting them: one more than a refusal names. */
+const FOREIGN_ENOUGH = 11;
 
 /** linesOnMany up to this many blobs walks the tree per blob; more lists the whole tree once. */
 const WALK_LIMIT = 256;
@@ -547,39 +570,101 @@ export class NotesLedger {
   }
 
   /** droppedLines of every notes commit behind `newer` that `older` does not hold, against each of its parents. */
-  async droppedLinesAlong(
+  async droppedLinesAlong(newer: string, older: string | null): Promise<DroppedAlong[]> {
+    return (await this.walkUpdate(newer, older, { dropped: true })).dropped() ?? [];
+  }
+
+  /**
+   * One walk over the notes commits behind `newer` that `older` does not hold (every commit a ledger update brings):
+   * one `rev-list --parents` and one `diff-tree --stdin`, read a pair at a time as git answers, so memory stays flat
+   * however long the history. It answers what it is asked:
+   *  - `foreign`: the entries that are no notes, each brought commit against its first parent (a root against the
+   *    empty tree), not only at the tip: a notes commit may have any commit as a parent, and anyone can check out
+   *    `refs/notes/delegations~1`. The server and `sync` ask the same question, so a ledger the one takes the other
+   *    takes too. Once `enough` are found (counted at the end of a commit's listing) no more are collected: a ledger
+   *    update with a branch's whole history behind it is refused without reading all of that.
+   *  - `dropped`: droppedLines of each brought commit against each of its parents (a promise: decided while the walk
+   *    starts). These are read to the end however many foreign entries were found, unless `foreignFirst` (the caller
+   *    refuses any foreign entry before it looks at dropped lines): the walk then ends once `enough` are found, and
+   *    the dropped lines are left unanswered.
+   * A failure to read the notes compared (or to decide `dropped`) is thrown by dropped(), and cuts no foreign entry
+   * short; a failure of the walk itself is thrown here.
+   */
+  async walkUpdate(
     newer: string,
     older: string | null,
-  ): Promise<Array<{ commit: string; annotated: string; line: string }>> {
-    await this.fetchMissing(newer); // the notes of every commit read here are in its history
-    // The pairs written to git and not yet answered: a few pipe buffers' worth, however long the history.
-    const pending: Array<{ commit: string; parent: string }> = [];
+    opts: {
+      foreign?: boolean;
+      enough?: number;
+      dropped?: boolean | Promise<boolean>;
+      foreignFirst?: boolean;
+    },
+  ): Promise<UpdateWalk> {
+    const wantForeign = opts.foreign === true;
+    const enough = opts.enough ?? FOREIGN_ENOUGH;
+    const mayDrop = opts.dropped !== undefined && opts.dropped !== false;
+    const dropWanted = Promise.resolve(opts.dropped ?? false);
+    dropWanted.catch(() => {}); // said by dropped(), where it is awaited
+    const foreign = new Map<string, ForeignEntry>();
+    const dropped: DroppedAlong[] = [];
+    const failures: unknown[] = [];
+    let answered = mayDrop;
+    const result = (): UpdateWalk => ({
+      foreign: [...foreign.values()],
+      dropped: () => {
+        if (failures.length > 0) throw failures[0];
+        return answered ? dropped : null;
+      },
+    });
+    if (!wantForeign && !mayDrop) return result();
+    let fetched: Promise<void> | null = null;
+    // The notes of every commit compared are in `newer`'s history: fetched in one batch before the first is read.
+    const prepare = () => (fetched ??= this.fetchMissing(newer));
+    if (!wantForeign) await prepare(); // the dropped lines alone: fetched before the walk, as they always were
+
+    // The pairs written to git and not yet answered: a few pipe buffers' worth, however long the history. `first`: a
+    // commit against its first parent, or a root (parent null) against the empty tree: what foreign entries count.
+    type Pair = { commit: string; parent: string | null; first: boolean };
+    const pending: Pair[] = [];
     const history = this.history(newer, older);
     const input = (async function* () {
-      for await (const { commit, parents } of history)
-        for (const parent of parents) {
-          pending.push({ commit, parent });
+      for await (const { commit, parents } of history) {
+        if (parents.length === 0 && wantForeign) {
+          pending.push({ commit, parent: null, first: true });
+          yield `${commit}\n`;
+        }
+        for (const [i, parent] of (mayDrop ? parents : parents.slice(0, 1)).entries()) {
+          pending.push({ commit, parent, first: i === 0 });
           yield `${commit} ${parent}\n`;
         }
+      }
     })();
-    // "<commit> <parent>" is a commit against that parent (not two trees: the other order would diff backwards).
-    // --always prints every pair's header, even with nothing changed, so the output lines up with the input. Read as
-    // it comes, a pair at a time, so memory stays flat however long the history.
+    // "<commit> <parent>" is a commit against that parent (not two trees: the other order would diff backwards); a
+    // lone root, with --root, against the empty tree. --always prints every pair's header, even with nothing changed,
+    // so the output lines up with the input. -t names the directories too, for the foreign entries: an empty one shows
+    // only so, and a foreign one is named once rather than by each file in it.
     const records = gitRecords(
-      ['diff-tree', '--stdin', '--always', '-r', '-z', '--no-renames'],
+      [
+        'diff-tree',
+        '--stdin',
+        '--always',
+        ...(wantForeign ? ['--root', '-t'] : []),
+        '-r',
+        '-z',
+        '--no-renames',
+      ],
       { ...this.options(), input },
       '\0',
     );
-    const dropped: Array<{ commit: string; annotated: string; line: string }> = [];
     const batch = new CatFileBatch(this.options());
-    let at: { commit: string; parent: string } | undefined;
+    let at: Pair | undefined;
+    let entries: ForeignEntries | null = null;
     let touched = new Set<string>();
-    const compare = async () => {
-      if (!at || touched.size === 0) return;
-      const ids = [...touched].sort();
+    let foreignDone = !wantForeign;
+    const compare = async (commit: string, parent: string, ids: string[]) => {
       const [olderTree, newerTree] = await Promise.all([
-        NotesTree.find(batch, at.parent),
-        NotesTree.find(batch, at.commit),
+        NotesTree.find(batch, parent),
+        NotesTree.find(batch, commit),
       ]);
       const [before, after] = await Promise.all([
         this.readNotes(olderTree, ids),
@@ -588,29 +673,62 @@ export class NotesLedger {
       for (const annotated of ids) {
         const kept = new Set(after.get(annotated));
         for (const line of before.get(annotated) ?? [])
-          if (!kept.has(line)) dropped.push({ commit: at.commit, annotated, line });
+          if (!kept.has(line)) dropped.push({ commit, annotated, line });
+      }
+    };
+    // The pair `at` is listed whole.
+    const finish = async () => {
+      const pair = at;
+      at = undefined;
+      for (const entry of entries?.found ?? []) foreign.set(entry.path, entry);
+      if (!pair || pair.parent === null || touched.size === 0 || failures.length > 0) return;
+      try {
+        if (!(await dropWanted)) return;
+        await prepare();
+        await compare(pair.commit, pair.parent, [...touched].sort());
+      } catch (error) {
+        failures.push(error);
       }
     };
     try {
-      let status: string | null = null;
+      let meta: string[] | null = null;
       for await (const token of records) {
-        if (status !== null) {
+        if (meta !== null) {
+          const [oldMode = '', newMode = '', , , status = ''] = meta;
+          if (entries && status !== 'D') entries.see(newMode, token);
           // A path only added cannot lose a line; a note modified, deleted or moved by fanout is compared in full.
-          const annotated = annotatedIdOfPath(token);
-          if (annotated && status !== 'A') touched.add(annotated);
-          status = null;
-        } else if (token.startsWith(':')) status = token.split(' ')[4] ?? '';
+          // A directory (listed for the foreign entries) is no note.
+          if (status !== 'A' && oldMode !== `:${LISTED_TREE_MODE}` && newMode !== LISTED_TREE_MODE) {
+            const annotated = annotatedIdOfPath(token);
+            if (annotated) touched.add(annotated);
+          }
+          meta = null;
+        } else if (token.startsWith(':')) meta = token.split(' ');
         else if (token.trim() !== '') {
-          await compare(); // a pair's header: the one before it is complete
+          await finish(); // a pair's header: the one before it is complete
+          if (foreign.size >= enough) foreignDone = true;
+          // Nothing more to answer: every foreign entry wanted is found, and the dropped lines are not asked, failed,
+          // or need not be answered.
+          const unanswered = opts.foreignFirst && wantForeign;
+          if (foreignDone && (failures.length > 0 || unanswered || !(await dropWanted.catch(() => false)))) {
+            if (unanswered) answered = false;
+            break;
+          }
           at = pending.shift();
+          entries = !foreignDone && at?.first ? new ForeignEntries() : null;
           touched = new Set();
         }
       }
-      await compare();
+      await finish();
     } finally {
       await batch.close();
     }
-    return dropped;
+    try {
+      if (!(await dropWanted)) answered = false;
+    } catch (error) {
+      failures.push(error);
+    }
+    return result();
   }
 
   /**

@@ -13,7 +13,7 @@ import { recordedAsCheckedOut } from './governed-paths.js';
 import { governedFiles, isLink, judgeFiles, type LinkedEntry, revisionAnchor } from './judge.js';
 import { KeptObjects } from './kept-objects.js';
 import { keysMove, leftBehind } from './keys-move.js';
-import { foreignAlongUpdate, type LedgerChange } from './ledger-change.js';
+import type { LedgerChange } from './ledger-change.js';
 import { ForeignEntries, type ForeignEntry, whyNotANote } from './notes-format.js';
 import { LEDGER_REF, NotesLedger } from './notes-ledger.js';
 import { NotesTree } from './notes-tree.js';
@@ -155,18 +155,8 @@ async function judgeWith(
         notesUpdate,
       )
     : null;
-  const broughtRead =
-    notesUpdate && !ZERO.test(notesUpdate.newId)
-      ? early(
-          foreignAlongUpdate(
-            { cwd: repo.cwd, env: repo.env },
-            ZERO.test(notesUpdate.oldId) ? null : notesUpdate.oldId,
-            notesUpdate.newId,
-          ),
-        )
-      : null;
-  const droppedAlongRead =
-    notesUpdate && !ZERO.test(notesUpdate.newId) ? early(droppedAlongUpdate(repo, notesUpdate)) : null;
+  const alongRead =
+    notesUpdate && !ZERO.test(notesUpdate.newId) ? early(alongUpdate(repo, notesUpdate)) : null;
   const notesAfterRead = early(
     notesUpdate && !ZERO.test(notesUpdate.newId) ? Promise.resolve(notesUpdate.newId) : repo.ledger.tip(),
   );
@@ -174,8 +164,7 @@ async function judgeWith(
 
   const forNotes = await forNotesRead;
   const notesAfter = await notesAfterRead;
-  if (notesUpdate && ledger)
-    await judgeLedgerUpdate(reads, notesUpdate, forNotes, ledger, broughtRead, droppedAlongRead, result);
+  if (notesUpdate && ledger) await judgeLedgerUpdate(reads, notesUpdate, forNotes, ledger, alongRead, result);
   result.refusals.push(...detours);
   if (contentUpdates.length === 0) return result;
 
@@ -617,8 +606,7 @@ async function judgeLedgerUpdate(
   u: RefUpdate,
   governance: Governance | null,
   ledger: LedgerCheck,
-  brought: Promise<ForeignEntry[]> | null,
-  droppedAlong: Promise<Array<{ commit: string }>> | null,
+  alongRead: Promise<AlongUpdate> | null,
   result: PushJudgement,
 ) {
   const refuse = (reason: string) => result.refusals.push({ ref: u.ref, reason });
@@ -641,14 +629,14 @@ async function judgeLedgerUpdate(
       );
     }
   }
-  const along = (await droppedAlong) ?? [];
-  if (along.length > 0)
+  const along = await alongRead;
+  if (along && along.dropped.length > 0)
     return refuse(
-      `${droppedAlongText(along)}; push the ledger as delegate-git and \`delegate-git sync\` write it`,
+      `${droppedAlongText(along.dropped)}; push the ledger as delegate-git and \`delegate-git sync\` write it`,
     );
   const { added, foreign } = ledger.change ? await ledger.change : await wholeLedger(reads.repo, u.newId);
   // At the tip, and in every commit the update brings (a commit of content may hide in the ledger's history).
-  const everywhere = new Map([...foreign, ...((await brought) ?? [])].map((entry) => [entry.path, entry]));
+  const everywhere = new Map([...foreign, ...(along?.foreign ?? [])].map((entry) => [entry.path, entry]));
   for (const reason of foreignRefusals([...everywhere.values()])) refuse(reason);
   if (!governance)
     return refuse(
@@ -677,18 +665,35 @@ async function judgeLedgerUpdate(
     refuse(`${unchecked} more new line(s) not checked: the push is refused for the lines above already`);
 }
 
+interface AlongUpdate {
+  /** Entries that are no notes in the commits the update brings, each against its first parent. */
+  foreign: ForeignEntry[];
+  /** Lines dropped along those commits and missing at the new tip. */
+  dropped: Array<{ commit: string }>;
+}
+
 /**
- * Lines dropped along the commits a ledger update brings and missing at its new tip: the tips' comparison cannot see
- * them, yet `verify` finds them in the history for good (rt44 f01). One commit on the old tip, the usual append,
- * is the tips' comparison itself, and costs no git process more.
+ * What the notes commits a ledger update brings hold that the tips' comparison cannot see, read in one walk of them
+ * (NotesLedger.walkUpdate): entries that are no notes (a commit of content may hide in the ledger's history), and
+ * lines dropped along them and missing at the new tip, which `verify` finds in the history for good (rt44 f01). One
+ * commit on the old tip, the usual append, is the tips' comparison itself: no note is compared along it.
  */
-async function droppedAlongUpdate(repo: Repository, u: RefUpdate): Promise<Array<{ commit: string }>> {
+async function alongUpdate(repo: Repository, u: RefUpdate): Promise<AlongUpdate> {
   const older = ZERO.test(u.oldId) ? null : u.oldId;
-  const pushed = await repo.objects.read(u.newId);
+  const walk = await repo.ledger.walkUpdate(u.newId, older, {
+    foreign: true,
+    dropped: appendsOne(repo, u.newId, older).then((appended) => !appended),
+  });
+  const dropped = walk.dropped() ?? [];
+  return { foreign: walk.foreign, dropped: await repo.ledger.notHeldAt(dropped, [u.newId]) };
+}
+
+/** Whether `newer` is one commit on `older`: read from the commit itself (no git process more). */
+async function appendsOne(repo: Repository, newer: string, older: string | null): Promise<boolean> {
+  const pushed = await repo.objects.read(newer);
   const text = pushed?.type === 'commit' ? pushed.content.toString('latin1') : '';
   const parents = text.slice(0, text.indexOf('\n\n')).match(/^parent [0-9a-f]+$/gm);
-  if (older !== null && parents?.length === 1 && parents[0] === `parent ${older}`) return [];
-  return repo.ledger.notHeldAt(await repo.ledger.droppedLinesAlong(u.newId, older), [u.newId]);
+  return older !== null && parents?.length === 1 && parents[0] === `parent ${older}`;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -14,9 +14,11 @@ import {
 } from '../../../test/support/git-repo.js';
 import { repoRoot } from '../../../test/support/paths.js';
 import { CatFileBatch } from '../src/git.js';
+import { readNotesDiff } from '../src/ledger-change.js';
 import {
   annotatedIdOfPath,
   compareBytewise,
+  type ForeignEntry,
   isForeignEntry,
   noteOfTreeRecord,
   parseNote,
@@ -437,6 +439,148 @@ describe('droppedLinesAlongHistory', () => {
     ]);
     // Control: the same as asking commit by commit.
     expect(await ledger.droppedLines(`${rewritten}~1`, rewritten)).toEqual([{ annotated: a!, line: 'l2' }]);
+  });
+});
+
+describe('walkUpdate: one walk for the entries that are no notes and the lines dropped along an update', () => {
+  /**
+   * A notes history built by hand, dated so `rev-list` lists it m, c2, s1, c1, c0:
+   *   c0 (root)  note a (a1 a2), note z (z1), root.txt
+   *   c1 (c0)    + note b (b1), middle.txt, dir/x, dir/y; note z removed (drops z1)
+   *   s1 (c1)    note a gains a3; root.txt removed
+   *   c2 (c1)    note b gains b2; + an empty directory
+   *   m (c2 s1)  c2's tree: its second-parent side drops a3, and adds back root.txt
+   */
+  function history(r: TempRepo) {
+    const [a, b, z] = writeBlobs(r, 3, 'annotated') as [string, string, string];
+    const mktree = (lines: string[]) => r.gitText(['mktree'], lines.map((l) => `${l}\n`).join(''));
+    const file = (name: string, content: string) => `100644 blob ${r.blob(content)}\t${name}`;
+    const dir = `040000 tree ${mktree([file('x', 'x\n'), file('y', 'y\n')])}\tdir`;
+    const empty = `040000 tree ${mktree([])}\tempty`;
+    let date = 1_700_000_000;
+    const commit = (entries: string[], parents: string[]) =>
+      execFileSync(
+        'git',
+        ['commit-tree', mktree(entries), ...parents.flatMap((p) => ['-p', p]), '-m', 'notes'],
+        {
+          cwd: r.dir,
+          env: cleanGitEnv({ GIT_COMMITTER_DATE: `${++date} +0000`, GIT_AUTHOR_DATE: `${date} +0000` }),
+        },
+      )
+        .toString()
+        .trim();
+    const rootTxt = file('root.txt', 'content\n');
+    const c0 = commit([file(a, 'a1\na2\n'), file(z, 'z1\n'), rootTxt], []);
+    const c1 = commit([file(a, 'a1\na2\n'), file(b, 'b1\n'), rootTxt, file('middle.txt', 'm\n'), dir], [c0]);
+    const s1 = commit([file(a, 'a1\na2\na3\n'), file(b, 'b1\n'), file('middle.txt', 'm\n'), dir], [c1]);
+    const c2Tree = [file(a, 'a1\na2\n'), file(b, 'b1\nb2\n'), rootTxt, file('middle.txt', 'm\n'), dir, empty];
+    const c2 = commit(c2Tree, [c1]);
+    const m = commit(c2Tree, [c2, s1]);
+    return { a, z, c0, c1, s1, c2, m };
+  }
+
+  /** What a walk of each brought commit on its own finds: its foreign entries and dropped lines, pair by pair. */
+  async function commitByCommit(r: TempRepo, newer: string, older: string | null) {
+    const ledger = ledgerOf(r);
+    const range = ['rev-list', '--parents', newer, ...(older ? ['--not', older] : [])];
+    const foreign = new Map<string, ForeignEntry>();
+    const dropped: Array<{ commit: string; annotated: string; line: string }> = [];
+    for (const line of r.gitText(range).split('\n')) {
+      const [commit, ...parents] = line.split(' ') as [string, ...string[]];
+      for (const entry of (await readNotesDiff({ cwd: r.dir, env }, parents[0] ?? null, commit)).foreign)
+        foreign.set(entry.path, entry);
+      for (const parent of parents)
+        for (const d of await ledger.droppedLines(parent, commit)) dropped.push({ commit, ...d });
+    }
+    return { foreign: [...foreign.values()], dropped };
+  }
+
+  it('finds in one walk what walking commit by commit finds: a merge dropping a line on its second-parent side, a foreign file in a middle commit, a root', async () => {
+    const r = repo();
+    const h = history(r);
+    expect(r.gitText(['rev-list', h.m]).split('\n')).toEqual([h.m, h.c2, h.s1, h.c1, h.c0]);
+    const ledger = ledgerOf(r);
+
+    const whole = await ledger.walkUpdate(h.m, null, { foreign: true, dropped: true });
+    expect(whole.foreign).toEqual([
+      { path: 'empty', mode: '040000' }, // c2: an empty directory, which only -t shows
+      { path: 'dir', mode: '040000' }, // c1: a directory named once, not by each file in it
+      { path: 'middle.txt', mode: '100644' }, // c1: a foreign file in a middle commit
+      { path: 'root.txt', mode: '100644' }, // c0: the root, against the empty tree
+    ]);
+    expect(whole.dropped()).toEqual([
+      { commit: h.m, annotated: h.a, line: 'a3' }, // the merge against its second parent
+      { commit: h.c1, annotated: h.z, line: 'z1' },
+    ]);
+    expect({ foreign: whole.foreign, dropped: whole.dropped() }).toEqual(await commitByCommit(r, h.m, null));
+    // The dropped lines alone (verify's question) are the same, from a walk without directories or roots.
+    expect(await ledger.droppedLinesAlong(h.m, null)).toEqual(whole.dropped());
+
+    // An update from c1: root.txt is added back only against the merge's second parent, which foreign entries do
+    // not count (it was in the ledger at c1 already); the line the merge drops is found all the same.
+    const update = await ledger.walkUpdate(h.m, h.c1, { foreign: true, dropped: true });
+    expect(update.foreign).toEqual([{ path: 'empty', mode: '040000' }]);
+    expect(update.dropped()).toEqual([{ commit: h.m, annotated: h.a, line: 'a3' }]);
+    expect({ foreign: update.foreign, dropped: update.dropped() }).toEqual(
+      await commitByCommit(r, h.m, h.c1),
+    );
+
+    // Asked for one of the two only.
+    const foreignOnly = await ledger.walkUpdate(h.m, null, { foreign: true });
+    expect(foreignOnly.foreign).toEqual(whole.foreign);
+    expect(foreignOnly.dropped()).toBeNull();
+    const declined = await ledger.walkUpdate(h.m, h.c1, { foreign: true, dropped: Promise.resolve(false) });
+    expect(declined.foreign).toEqual(update.foreign);
+    expect(declined.dropped()).toBeNull();
+    expect((await ledger.walkUpdate(h.m, h.m, { foreign: true, dropped: true })).dropped()).toEqual([]);
+  });
+
+  it('stops collecting foreign entries at the end of the commit that reaches `enough`, and still finds every dropped line', async () => {
+    const r = repo();
+    const h = history(r);
+    const ledger = ledgerOf(r);
+    // c2 brings one entry: enough. c1, walked after it, drops z1.
+    const one = await ledger.walkUpdate(h.m, null, { foreign: true, enough: 1, dropped: true });
+    expect(one.foreign).toEqual([{ path: 'empty', mode: '040000' }]);
+    expect(one.dropped()).toEqual([
+      { commit: h.m, annotated: h.a, line: 'a3' },
+      { commit: h.c1, annotated: h.z, line: 'z1' },
+    ]);
+    // c1 brings two at once: both are kept, past `enough`; the root, after it, is not read for them.
+    const two = await ledger.walkUpdate(h.m, null, { foreign: true, enough: 2, dropped: true });
+    expect(two.foreign.map((e) => e.path)).toEqual(['empty', 'dir', 'middle.txt']);
+    expect(two.dropped()).toEqual(one.dropped());
+    expect((await ledger.walkUpdate(h.m, null, { foreign: true, enough: 2 })).foreign).toEqual(two.foreign);
+    // A caller that refuses foreign entries first has the walk end there, the dropped lines unanswered.
+    const first = await ledger.walkUpdate(h.m, null, {
+      foreign: true,
+      enough: 1,
+      dropped: true,
+      foreignFirst: true,
+    });
+    expect(first.foreign).toEqual(one.foreign);
+    expect(first.dropped()).toBeNull();
+    // Under `enough`, the walk goes to the end and answers both.
+    const under = await ledger.walkUpdate(h.m, h.c1, {
+      foreign: true,
+      enough: 2,
+      dropped: true,
+      foreignFirst: true,
+    });
+    expect(under.foreign).toEqual([{ path: 'empty', mode: '040000' }]);
+    expect(under.dropped()).toEqual([{ commit: h.m, annotated: h.a, line: 'a3' }]);
+  });
+
+  it('says a failure to read the notes compared through dropped(), with every foreign entry found', async () => {
+    const r = repo();
+    const h = history(r);
+    const failing = ledgerOf(r).walkUpdate(h.m, null, {
+      foreign: true,
+      dropped: Promise.reject(new Error('no decision')),
+    });
+    const walk = await failing;
+    expect(walk.foreign).toHaveLength(4);
+    expect(() => walk.dropped()).toThrow('no decision');
   });
 });
 
