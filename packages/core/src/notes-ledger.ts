@@ -583,11 +583,10 @@ export class NotesLedger {
    *    `refs/notes/delegations~1`. The server and `sync` ask the same question, so a ledger the one takes the other
    *    takes too. Once `enough` are found (counted at the end of a commit's listing) no more are collected: a ledger
    *    update with a branch's whole history behind it is refused without reading all of that.
-   *  - `dropped`: droppedLines of each brought commit against each of its parents (a promise: decided while the walk
-   *    starts). These are read to the end however many foreign entries were found, unless `foreignFirst` (the caller
+   *  - `dropped`: droppedLines of each brought commit against each of its parents. These are read to the end however many foreign entries were found, unless `foreignFirst` (the caller
    *    refuses any foreign entry before it looks at dropped lines): the walk then ends once `enough` are found, and
    *    the dropped lines are left unanswered.
-   * A failure to read the notes compared (or to decide `dropped`) is thrown by dropped(), and cuts no foreign entry
+   * A failure to read the notes compared is thrown by dropped(), and cuts no foreign entry
    * short; a failure of the walk itself is thrown here.
    */
   async walkUpdate(
@@ -596,15 +595,13 @@ export class NotesLedger {
     opts: {
       foreign?: boolean;
       enough?: number;
-      dropped?: boolean | Promise<boolean>;
+      dropped?: boolean;
       foreignFirst?: boolean;
     },
   ): Promise<UpdateWalk> {
     const wantForeign = opts.foreign === true;
     const enough = opts.enough ?? FOREIGN_ENOUGH;
-    const mayDrop = opts.dropped !== undefined && opts.dropped !== false;
-    const dropWanted = Promise.resolve(opts.dropped ?? false);
-    dropWanted.catch(() => {}); // said by dropped(), where it is awaited
+    const mayDrop = opts.dropped === true;
     const foreign = new Map<string, ForeignEntry>();
     const dropped: DroppedAlong[] = [];
     const failures: unknown[] = [];
@@ -682,8 +679,8 @@ export class NotesLedger {
       at = undefined;
       for (const entry of entries?.found ?? []) foreign.set(entry.path, entry);
       if (!pair || pair.parent === null || touched.size === 0 || failures.length > 0) return;
+      if (!mayDrop) return;
       try {
-        if (!(await dropWanted)) return;
         await prepare();
         await compare(pair.commit, pair.parent, [...touched].sort());
       } catch (error) {
@@ -710,7 +707,7 @@ export class NotesLedger {
           // Nothing more to answer: every foreign entry wanted is found, and the dropped lines are not asked, failed,
           // or need not be answered.
           const unanswered = opts.foreignFirst && wantForeign;
-          if (foreignDone && (failures.length > 0 || unanswered || !(await dropWanted.catch(() => false)))) {
+          if (foreignDone && (failures.length > 0 || unanswered || !mayDrop)) {
             if (unanswered) answered = false;
             break;
           }
@@ -722,11 +719,6 @@ export class NotesLedger {
       await finish();
     } finally {
       await batch.close();
-    }
-    try {
-      if (!(await dropWanted)) answered = false;
-    } catch (error) {
-      failures.push(error);
     }
     return result();
   }

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parentsIn } from './commit-ancestry.js';
 import { DecisionCache } from './decision-cache.js';
 import { collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
 import { CatFileBatch, git, gitTry } from './git.js';
@@ -676,24 +677,18 @@ interface AlongUpdate {
  * What the notes commits a ledger update brings hold that the tips' comparison cannot see, read in one walk of them
  * (NotesLedger.walkUpdate): entries that are no notes (a commit of content may hide in the ledger's history), and
  * lines dropped along them and missing at the new tip, which `verify` finds in the history for good (rt44 f01). One
- * commit on the old tip, the usual append, is the tips' comparison itself: no note is compared along it.
+ * commit on the old tip, the usual append, is the tips' comparison itself: nothing to walk, no git process more.
  */
 async function alongUpdate(repo: Repository, u: RefUpdate): Promise<AlongUpdate> {
   const older = ZERO.test(u.oldId) ? null : u.oldId;
-  const walk = await repo.ledger.walkUpdate(u.newId, older, {
-    foreign: true,
-    dropped: appendsOne(repo, u.newId, older).then((appended) => !appended),
-  });
+  if (older !== null) {
+    const pushed = await repo.objects.read(u.newId);
+    const parents = pushed?.type === 'commit' ? parentsIn(pushed.content) : [];
+    if (parents.length === 1 && parents[0] === older) return { foreign: [], dropped: [] };
+  }
+  const walk = await repo.ledger.walkUpdate(u.newId, older, { foreign: true, dropped: true });
   const dropped = walk.dropped() ?? [];
   return { foreign: walk.foreign, dropped: await repo.ledger.notHeldAt(dropped, [u.newId]) };
-}
-
-/** Whether `newer` is one commit on `older`: read from the commit itself (no git process more). */
-async function appendsOne(repo: Repository, newer: string, older: string | null): Promise<boolean> {
-  const pushed = await repo.objects.read(newer);
-  const text = pushed?.type === 'commit' ? pushed.content.toString('latin1') : '';
-  const parents = text.slice(0, text.indexOf('\n\n')).match(/^parent [0-9a-f]+$/gm);
-  return older !== null && parents?.length === 1 && parents[0] === `parent ${older}`;
 }
 
 /**

@@ -529,7 +529,7 @@ describe('walkUpdate: one walk for the entries that are no notes and the lines d
     const foreignOnly = await ledger.walkUpdate(h.m, null, { foreign: true });
     expect(foreignOnly.foreign).toEqual(whole.foreign);
     expect(foreignOnly.dropped()).toBeNull();
-    const declined = await ledger.walkUpdate(h.m, h.c1, { foreign: true, dropped: Promise.resolve(false) });
+    const declined = await ledger.walkUpdate(h.m, h.c1, { foreign: true, dropped: false });
     expect(declined.foreign).toEqual(update.foreign);
     expect(declined.dropped()).toBeNull();
     expect((await ledger.walkUpdate(h.m, h.m, { foreign: true, dropped: true })).dropped()).toEqual([]);
@@ -574,13 +574,18 @@ describe('walkUpdate: one walk for the entries that are no notes and the lines d
   it('says a failure to read the notes compared through dropped(), with every foreign entry found', async () => {
     const r = repo();
     const h = history(r);
-    const failing = ledgerOf(r).walkUpdate(h.m, null, {
-      foreign: true,
-      dropped: Promise.reject(new Error('no decision')),
-    });
-    const walk = await failing;
+    // The note the side commit held is gone from the object store (a damaged repository): its comparison fails.
+    const gone = r.blob('a1\na2\na3\n');
+    fs.rmSync(path.join(r.dir, '.git', 'objects', gone.slice(0, 2), gone.slice(2)));
+    const walk = await ledgerOf(r).walkUpdate(h.m, null, { foreign: true, dropped: true });
     expect(walk.foreign).toHaveLength(4);
-    expect(() => walk.dropped()).toThrow('no decision');
+    expect(() => walk.dropped()).toThrow();
+    // Control: the same walk with the note there answers.
+    const whole = repo();
+    const intact = history(whole);
+    expect(
+      (await ledgerOf(whole).walkUpdate(intact.m, null, { foreign: true, dropped: true })).dropped(),
+    ).toHaveLength(2);
   });
 });
 
