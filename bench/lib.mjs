@@ -390,6 +390,26 @@ export function traceCli(label, args, cwd, env, input) {
   for (const t of traced) log(`  ${fmtMs(t.ms ?? Number.NaN).padStart(8)}  git ${t.argv.slice(0, 110)}`);
 }
 
+/** A fresh copy of the repository `from` at `<dir>/<name>` (a server the hook writes its cache into, say). */
+export function freshCopy(dir, from, name) {
+  const target = path.join(dir, name);
+  fs.rmSync(target, { recursive: true, force: true });
+  fs.cpSync(from, target, { recursive: true });
+  return target;
+}
+
+/**
+ * A copy of the bare repository `from` set up as this build of the CLI sets up a server (`init --server`), holding the
+ * gate's cache for its current ledger tip as a server that has taken pushes before does (`check --rev` fills it).
+ * Made per script run, not cached with a dataset: another build's hook script or cache might not be this one's.
+ */
+export function gatedServer(dir, from, name, env) {
+  const remote = freshCopy(dir, from, name);
+  cli(['init', '--server'], remote, env);
+  cli(['check', '--rev', 'main'], remote, env);
+  return remote;
+}
+
 /** The 1-minute load average, to show when other work shared the machine during a measurement. */
 export function loadAverage() {
   return os.loadavg()[0].toFixed(2);

@@ -16,7 +16,6 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   blobId,
-  cli,
   commitHeader,
   cryptoCalibration,
   dataChunk,
@@ -28,6 +27,8 @@ import {
   filePath,
   fmtInt,
   fmtMs,
+  freshCopy,
+  gatedServer,
   git,
   loadAverage,
   loadCore,
@@ -63,10 +64,12 @@ const dataset = await ensureDataset(
 const { repo, env } = dataset;
 if (REFS > 10000) throw new Error('--refs must not exceed the 10,000 files of the dataset');
 
-const pushDir = path.join(dataset.dir, `many-refs-${REFS}-v1`);
+const pushDir = path.join(dataset.dir, `many-refs-${REFS}-v2`);
 const pushFile = path.join(pushDir, 'push.json');
 const base = path.join(pushDir, 'base.git'); // the remote before the push
 const staged = path.join(pushDir, 'staged.git'); // the same plus the pushed objects, reachable from no ref
+/** The work repository's refs of this --refs (each count its own: fast-import does not move a ref back). */
+const NS = `many-${REFS}`;
 const branch = (i) => `refs/heads/b${i}`;
 const newBranch = (i) => `refs/heads/n${i}`;
 const fileOf = (i) => i * Math.floor(10000 / REFS);
@@ -118,19 +121,19 @@ async function preparePush() {
   const ctx = signingContext(core, dataset);
   const main = git(['rev-parse', 'main'], repo, env);
   const notes0 = git(['rev-parse', 'refs/notes/delegations'], repo, env);
-  // A run with another --refs left its branches here: fast-import would not move them back.
-  const stale = git(['for-each-ref', '--format=delete %(refname)', 'refs/bench/many'], repo, env);
+  // A run with --fresh left its branches here: fast-import would not move them back.
+  const stale = git(['for-each-ref', '--format=delete %(refname)', `refs/bench/${NS}`], repo, env);
   if (stale !== '') run('git', ['update-ref', '--stdin'], { cwd: repo, env, input: `${stale}\n` });
-  const notes1 = await branchCommits(ctx, 'many/before', () => main, 2000, notes0, 2_000_000);
-  const before = refTips('many/before');
-  const notes2 = await branchCommits(ctx, 'many/after', (i) => before[i], 3000, notes1, 3_000_000);
-  const after = refTips('many/after');
+  const notes1 = await branchCommits(ctx, `${NS}/before`, () => main, 2000, notes0, 2_000_000);
+  const before = refTips(`${NS}/before`);
+  const notes2 = await branchCommits(ctx, `${NS}/after`, (i) => before[i], 3000, notes1, 3_000_000);
+  const after = refTips(`${NS}/after`);
 
   git(['init', '-q', '--bare', base], pushDir, env);
   git(['symbolic-ref', 'HEAD', 'refs/heads/main'], base, env);
-  const refspecs = before.map((_, i) => `refs/bench/many/before/b${i}:${branch(i)}`);
+  const refspecs = before.map((_, i) => `refs/bench/${NS}/before/b${i}:${branch(i)}`);
   git(
-    ['push', '-q', base, 'main', `refs/bench/many/before-notes:refs/notes/delegations`, ...refspecs],
+    ['push', '-q', base, 'main', `refs/bench/${NS}/before-notes:refs/notes/delegations`, ...refspecs],
     repo,
     env,
   );
@@ -140,8 +143,8 @@ async function preparePush() {
       'push',
       '-q',
       staged,
-      'refs/bench/many/after-notes:refs/bench-tmp/notes',
-      ...after.map((_, i) => `refs/bench/many/after/b${i}:refs/bench-tmp/b${i}`),
+      `refs/bench/${NS}/after-notes:refs/bench-tmp/notes`,
+      ...after.map((_, i) => `refs/bench/${NS}/after/b${i}:refs/bench-tmp/b${i}`),
     ],
     repo,
     env,
@@ -170,8 +173,8 @@ const scenarios = {
     stdin: ledger + push.after.map((id, i) => `${push.before[i]} ${id} ${branch(i)}\n`).join(''),
     refspecs: [
       '--force',
-      'refs/bench/many/after-notes:refs/notes/delegations',
-      ...push.after.map((_, i) => `refs/bench/many/after/b${i}:${branch(i)}`),
+      `refs/bench/${NS}/after-notes:refs/notes/delegations`,
+      ...push.after.map((_, i) => `refs/bench/${NS}/after/b${i}:${branch(i)}`),
     ],
   },
   rewind: {
@@ -181,31 +184,18 @@ const scenarios = {
   new: {
     stdin: ledger + push.after.map((id, i) => `${ZERO} ${id} ${newBranch(i)}\n`).join(''),
     refspecs: [
-      'refs/bench/many/after-notes:refs/notes/delegations',
-      ...push.after.map((_, i) => `refs/bench/many/after/b${i}:${newBranch(i)}`),
+      `refs/bench/${NS}/after-notes:refs/notes/delegations`,
+      ...push.after.map((_, i) => `refs/bench/${NS}/after/b${i}:${newBranch(i)}`),
     ],
   },
 };
 
 const scratch = path.join(pushDir, 'run');
-function freshCopy(from, name) {
-  const target = path.join(scratch, name);
-  fs.rmSync(target, { recursive: true, force: true });
-  fs.cpSync(from, target, { recursive: true });
-  return target;
-}
-/** A server as this build sets it up, its gate's cache filled for its current ledger tip. */
-function serverTemplate(from, name) {
-  const remote = freshCopy(from, name);
-  cli(['init', '--server'], remote, env);
-  cli(['check', '--rev', 'main'], remote, env);
-  return remote;
-}
-const stagedServer = serverTemplate(staged, 'staged-server.git');
-const baseServer = serverTemplate(base, 'base-server.git');
+const stagedServer = gatedServer(scratch, staged, 'staged-server.git', env);
+const baseServer = gatedServer(scratch, base, 'base-server.git', env);
 
 function runHook(scenario) {
-  const remote = freshCopy(stagedServer, 'direct.git');
+  const remote = freshCopy(scratch, stagedServer, 'direct.git');
   const { ms, value } = timeSync(() =>
     run(path.join(remote, 'hooks', 'pre-receive'), [], {
       cwd: remote,
@@ -220,7 +210,7 @@ function runHook(scenario) {
 }
 
 function timePush(from, scenario) {
-  const remote = freshCopy(from, 'pushed.git');
+  const remote = freshCopy(scratch, from, 'pushed.git');
   const { ms, value } = timeSync(() =>
     run('git', ['push', '-q', '--atomic', remote, ...scenarios[scenario].refspecs], {
       cwd: repo,

@@ -17,7 +17,6 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   blobId,
-  cli,
   commitHeader,
   cryptoCalibration,
   dataChunk,
@@ -29,6 +28,8 @@ import {
   filePath,
   fmtInt,
   fmtMs,
+  freshCopy,
+  gatedServer,
   git,
   loadAverage,
   loadCore,
@@ -188,29 +189,11 @@ const stdin = `${push.oldMain} ${push.newMain} refs/heads/main\n${push.oldNotes}
 const hookEnv = { ...env, GIT_DIR: '.' };
 const scratch = path.join(pushDir, 'run');
 
-function freshCopy(from, name) {
-  const target = path.join(scratch, name);
-  fs.rmSync(target, { recursive: true, force: true });
-  fs.cpSync(from, target, { recursive: true });
-  return target;
-}
-
-/**
- * A server as this build of the CLI sets it up (`init --server`), holding the gate's cache for its current ledger
- * tip as a server that has taken pushes before does (`check --rev` fills it). Made per script run, not cached with
- * the push: another build's hook script or cache might not be this one's. Copied fresh for every measured run.
- */
-function serverTemplate(from, name) {
-  const remote = freshCopy(from, name);
-  cli(['init', '--server'], remote, env);
-  cli(['check', '--rev', 'main'], remote, env);
-  return remote;
-}
-const stagedServer = serverTemplate(staged, 'staged-server.git');
-const baseServer = serverTemplate(base, 'base-server.git');
+const stagedServer = gatedServer(scratch, staged, 'staged-server.git', env);
+const baseServer = gatedServer(scratch, base, 'base-server.git', env);
 
 function runHook({ cache }) {
-  const remote = freshCopy(stagedServer, 'direct.git');
+  const remote = freshCopy(scratch, stagedServer, 'direct.git');
   if (!cache) fs.rmSync(path.join(remote, 'delegate-git', 'cache'), { recursive: true, force: true });
   const { ms, value } = timeSync(() =>
     run(path.join(remote, 'hooks', 'pre-receive'), [], {
@@ -226,7 +209,7 @@ function runHook({ cache }) {
 }
 
 function timePush(from, name) {
-  const remote = freshCopy(from, name);
+  const remote = freshCopy(scratch, from, name);
   const { ms, value } = timeSync(() =>
     run(
       'git',
@@ -309,11 +292,17 @@ console.log(
 );
 
 if (options.profile && !pass) {
-  traceCli('pre-receive', ['hook', 'pre-receive'], freshCopy(stagedServer, 'profile.git'), hookEnv, stdin);
+  traceCli(
+    'pre-receive',
+    ['hook', 'pre-receive'],
+    freshCopy(scratch, stagedServer, 'profile.git'),
+    hookEnv,
+    stdin,
+  );
   await profileCli(
     'pre-receive',
     ['hook', 'pre-receive'],
-    freshCopy(stagedServer, 'profile.git'),
+    freshCopy(scratch, stagedServer, 'profile.git'),
     hookEnv,
     stdin,
   );
