@@ -37,7 +37,7 @@ export class CommitAncestry {
     return missing.size === 0;
   }
 
-  /** A commit's parents as its object names them; null for no commit here, or past the budget. */
+  /** A commit's parents as git reads them; null for no commit here, one git might read otherwise, or past the budget. */
   private parentsOf(commit: string): Promise<string[] | null> {
     let found = this.parents.get(commit);
     if (!found) {
@@ -50,9 +50,26 @@ export class CommitAncestry {
   }
 }
 
-/** The `parent` lines of a commit object's header. */
-export function parentsIn(commit: Buffer): string[] {
+/**
+ * A commit object's parents as git reads them: the `parent` lines right after `tree`, each a full lower-case id.
+ * Null for a header git may read otherwise (a `parent` line elsewhere, an id in upper case, a second `tree`): the
+ * caller then asks git (rt56 f01, f03: an extra `parent` line git ignores made a commit look held, an upper-case one a
+ * merge look like an append).
+ */
+export function parentsIn(commit: Buffer): string[] | null {
   const text = commit.toString('latin1');
-  const header = text.slice(0, text.indexOf('\n\n') === -1 ? text.length : text.indexOf('\n\n'));
-  return [...header.matchAll(/^parent ([0-9a-f]+)$/gm)].map((m) => m[1]!);
+  const end = text.indexOf('\n\n');
+  const lines = (end === -1 ? text : text.slice(0, end)).split('\n');
+  const tree = /^tree ([0-9a-f]{40}|[0-9a-f]{64})$/.exec(lines[0] ?? '');
+  if (!tree) return null;
+  const id = new RegExp(`^parent ([0-9a-f]{${tree[1]!.length}})$`);
+  const parents: string[] = [];
+  let i = 1;
+  for (; i < lines.length; i++) {
+    const parent = id.exec(lines[i]!);
+    if (!parent) break;
+    parents.push(parent[1]!);
+  }
+  for (; i < lines.length; i++) if (/^(parent|tree)\b/i.test(lines[i]!)) return null;
+  return parents;
 }

@@ -683,8 +683,8 @@ async function alongUpdate(repo: Repository, u: RefUpdate): Promise<AlongUpdate>
   const older = ZERO.test(u.oldId) ? null : u.oldId;
   if (older !== null) {
     const pushed = await repo.objects.read(u.newId);
-    const parents = pushed?.type === 'commit' ? parentsIn(pushed.content) : [];
-    if (parents.length === 1 && parents[0] === older) return { foreign: [], dropped: [] };
+    const parents = pushed?.type === 'commit' ? parentsIn(pushed.content) : null;
+    if (parents?.length === 1 && parents[0] === older) return { foreign: [], dropped: [] };
   }
   const walk = await repo.ledger.walkUpdate(u.newId, older, { foreign: true, dropped: true });
   const dropped = walk.dropped() ?? [];

@@ -261,10 +261,13 @@ async function changesOfListed(
   return { introduced, deleted, commits: listed.size };
 }
 
-/** Commit objects a batched walk reads at most to tell that a ref's walk stays among the new commits (newChangesOfMany). */
-const ANCESTRY_BUDGET = 20_000;
-/** And for one ref: a rewind by more than this is walked alone. */
-const ANCESTRY_LIMIT = 500;
+/**
+ * Commit objects a batched walk reads at most to tell that each ref's walk stays among the new commits
+ * (newChangesOfMany), about a second on this kind of machine; each ref gets its share (at least 64, at most 2,000
+ * commits), so that refs searching at once do not spend it all and send every ref to a walk of its own (rt56 f02).
+ */
+const ANCESTRY_BUDGET = 100_000;
+const ANCESTRY_SHARE = { least: 64, most: 2_000 };
 
 /**
  * newChanges for many refs that held a commit before the push, each with its own old tip: what each ref's new tip
@@ -294,13 +297,17 @@ export async function newChangesOfMany(
     if (commit) parents.set(commit, ofIt);
   }
   const ancestry = new CommitAncestry(repo.objects, ANCESTRY_BUDGET);
+  const share = Math.max(
+    ANCESTRY_SHARE.least,
+    Math.min(ANCESTRY_SHARE.most, Math.floor(ANCESTRY_BUDGET / Math.max(1, refs.length))),
+  );
   const listed = await Promise.all(
     refs.map(async (r): Promise<Set<string> | null> => {
       const reached = reachedWithin((c) => parents.get(c), r.tip);
       const edge = new Set<string>(parents.has(r.tip) ? [] : [r.tip]);
       for (const commit of reached) for (const p of parents.get(commit)!) if (!parents.has(p)) edge.add(p);
       for (const h of [r.own, ...held]) edge.delete(h);
-      const behind = edge.size === 0 || (await ancestry.allBehind([r.own, ...held], edge, ANCESTRY_LIMIT));
+      const behind = edge.size === 0 || (await ancestry.allBehind([r.own, ...held], edge, share));
       return behind ? reached : null;
     }),
   );

@@ -51,10 +51,25 @@ describe('CommitAncestry', () => {
     expect(await ancestry.allBehind([blob], new Set([line[0]!]), 100)).toBe(false);
   });
 
-  it('parentsIn reads the header only: a message line starting "parent" is no parent', () => {
-    const commit = Buffer.from(
-      `tree ${'1'.repeat(40)}\nparent ${'2'.repeat(40)}\nparent ${'3'.repeat(40)}\nauthor a <a@b> 1 +0000\n\nparent ${'4'.repeat(40)}\n`,
-    );
-    expect(parentsIn(commit)).toEqual(['2'.repeat(40), '3'.repeat(40)]);
+  it('parentsIn reads parents as git does: right after tree, full lower-case ids; any other header is unknown (rt56 f01, f03)', () => {
+    const [tree, p1, p2, p3] = ['1', '2', '3', '4'].map((d) => d.repeat(40)) as [
+      string,
+      string,
+      string,
+      string,
+    ];
+    const header = (lines: string[]) => Buffer.from(`${lines.join('\n')}\n\nparent ${p3}\n`);
+    const who = 'author a <a@b> 1 +0000';
+    expect(parentsIn(header([`tree ${tree}`, `parent ${p1}`, `parent ${p2}`, who]))).toEqual([p1, p2]);
+    expect(parentsIn(header([`tree ${tree}`, who]))).toEqual([]);
+    // A parent line git ignores (after the author), or one in upper case git reads: not taken on trust.
+    expect(parentsIn(header([`tree ${tree}`, `parent ${p1}`, who, `parent ${p2}`]))).toBeNull();
+    expect(
+      parentsIn(
+        header([`tree ${tree}`, `parent ${p1}`, `parent ${p2.toUpperCase().replace(/3/g, 'A')}`, who]),
+      ),
+    ).toBeNull();
+    expect(parentsIn(header([`tree ${tree}`, `parent ${p1.slice(0, 39)}`, who]))).toBeNull();
+    expect(parentsIn(header([`parent ${p1}`, `tree ${tree}`, who]))).toBeNull();
   });
 });
