@@ -51,6 +51,18 @@ describe('the code cache of the bundled CLI', () => {
     expect(cacheFiles(dir)).toContain(file);
   });
 
+  it('the server hook, run with its own V8 flags, reuses its cache too (V8 refuses a cache made under other flags)', () => {
+    const dir = path.join(tmp, 'code');
+    const expected = cli(['hook', 'pre-receive', '--help'], { DELEGATE_GIT_CODE_CACHE: 'off' });
+    expect(expected.code).toBe(0);
+    expect(cli(['hook', 'pre-receive', '--help'], { DELEGATE_GIT_CODE_CACHE: dir })).toEqual(expected);
+    const [file] = cacheFiles(dir);
+    expect(file).toMatch(/-hook-pre-receive\.v8$/);
+    const first = fs.statSync(path.join(dir, file!)).ino;
+    expect(cli(['hook', 'pre-receive', '--help'], { DELEGATE_GIT_CODE_CACHE: dir })).toEqual(expected);
+    expect(fs.statSync(path.join(dir, file!)).ino).toBe(first);
+  });
+
   it('replaces a damaged cache and still answers correctly', () => {
     const dir = path.join(tmp, 'code');
     const expected = withoutCache();

@@ -372,6 +372,9 @@ const TOO_DEEP = `arrays and objects nested more than ${MAX_JSON_DEPTH} deep`;
 
 /** Whether JSON `text` nests arrays and objects deeper than `limit`, found without parsing it (one pass, no memory). */
 export function nestsDeeperThan(text: string, limit: number): boolean {
+  // Text with no more brackets than the limit cannot nest deeper, and counting them is native string search: a
+  // record has about ten, and the scan below runs in the interpreter in a short-lived hook.
+  if (!moreOpenersThan(text, limit)) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -383,6 +386,16 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
     else if (code === 0x5b /* [ */ || code === 0x7b /* { */) {
       if (++depth > limit) return true;
     } else if (code === 0x5d /* ] */ || code === 0x7d /* } */) depth--;
+  }
+  return false;
+}
+
+/** Whether `text` holds more than `limit` opening brackets (`[` and `{`, in strings too). */
+function moreOpenersThan(text: string, limit: number): boolean {
+  let count = 0;
+  for (const opener of ['[', '{']) {
+    for (let i = text.indexOf(opener); i !== -1; i = text.indexOf(opener, i + 1))
+      if (++count > limit) return true;
   }
   return false;
 }

@@ -6,6 +6,7 @@ import {
   canonicalBytes,
   canonicalize,
   isCanonicalJson,
+  nestsDeeperThan,
   parseCanonicalJson,
   parseStrictJson,
 } from '../src/canonical-json.js';
@@ -448,5 +449,30 @@ describe('parseCanonicalJson (the fast path the record decoder uses)', () => {
     expect(refused('"\\ud83d\\ude00"')).toBe('not canonical JSON (RFC 8785)');
     expect(refused('1.0')).toBe('not canonical JSON (RFC 8785)');
     expect(refused('{')).toMatch(/^not strict JSON/);
+  });
+});
+
+describe('nestsDeeperThan', () => {
+  const nested = (opener: '[' | '{', depth: number) =>
+    opener === '['
+      ? `${'['.repeat(depth)}${']'.repeat(depth)}`
+      : `${'{"a":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`;
+
+  it('counts arrays and objects together, refusing one level past the limit; control: at the limit it passes', () => {
+    for (const opener of ['[', '{'] as const) {
+      expect(nestsDeeperThan(nested(opener, 4), 4)).toBe(false);
+      expect(nestsDeeperThan(nested(opener, 5), 4)).toBe(true);
+    }
+    expect(nestsDeeperThan('[{"a":[{}]}]', 3)).toBe(true);
+    expect(nestsDeeperThan('[{"a":[{}]}]', 4)).toBe(false);
+  });
+
+  it('many brackets side by side, or inside strings, are not depth (the full scan decides when the count is high)', () => {
+    expect(nestsDeeperThan(`[${'[],'.repeat(100)}[]]`, 4)).toBe(false);
+    expect(nestsDeeperThan(`{"a":"${'{['.repeat(100)}","b":"\\\\"}`, 4)).toBe(false);
+    // An escaped quote does not end the string: what follows it is still text.
+    expect(nestsDeeperThan(`["\\"${'['.repeat(10)}"]`, 4)).toBe(false);
+    // An escaped backslash does: the brackets after it nest.
+    expect(nestsDeeperThan(`["\\\\",${'['.repeat(10)}${']'.repeat(10)}]`, 4)).toBe(true);
   });
 });
