@@ -1,4 +1,4 @@
-import type { PushRefusal } from '@delegate-git/core/pre-receive';
+import type { PushRefusal } from '@delegate-git/core/push-judgement';
 import { RULES_ADVICE } from './refusal-advice.js';
 
 const PROMOTE =

@@ -17,6 +17,8 @@ export * from './path-index.js';
 export * from './policy.js';
 export * from './pre-receive.js';
 export * from './promotion.js';
+export * from './push-judgement.js';
+export { droppedAlongText } from './push-ledger-update.js';
 export * from './record.js';
 export * from './recording.js';
 export * from './remote-ledger-check.js';

@@ -12,10 +12,9 @@
  */
 import { DelegateGitError } from './errors.js';
 import { gitRecords } from './git.js';
-import type { PushRefusal, RefUpdate } from './pre-receive.js';
+import { isZeroId, type PushRefusal, type RefUpdate } from './push-judgement.js';
 import type { Repository } from './repository.js';
 
-const ZERO = /^0+$/;
 const COMMAND = /^([0-9a-f]{40}|[0-9a-f]{64}) ([0-9a-f]{40}|[0-9a-f]{64}) (refs\/\S+)$/;
 
 /** The hook's standard input, one command per line; anything else is not from git, and nothing is judged. */
@@ -54,7 +53,7 @@ export function staleOldIds(
 ): PushRefusal[] {
   return updates.flatMap((u) => {
     const now = current.get(u.ref);
-    const claimed = ZERO.test(u.oldId) ? undefined : u.oldId;
+    const claimed = isZeroId(u.oldId) ? undefined : u.oldId;
     if (now === claimed) return [];
     const was = claimed === undefined ? 'not to exist' : `at ${claimed}`;
     const is = now === undefined ? 'does not exist' : `is at ${now}`;

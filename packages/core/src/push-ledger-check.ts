@@ -17,8 +17,9 @@ import type { KeptObjects } from './kept-objects.js';
 import { changedIds, type LedgerChange, readLedgerChange, readNotesDiff } from './ledger-change.js';
 import type { ExaminedLine } from './line-check.js';
 import type { BatchCandidate } from './note-batch.js';
-import type { RefUpdate } from './pre-receive.js';
+import { early } from './promises.js';
 import type { Promotion } from './promotion.js';
+import { isZeroId, type RefUpdate } from './push-judgement.js';
 import { checkPushedNote } from './pushed-note-check.js';
 import { judgeLine, type LedgerRecord, MISPLACED, type RecordTrust } from './record.js';
 import { expiredAt, type TrustedKey } from './trust-root.js';
@@ -64,8 +65,6 @@ interface JudgedNote {
   sha256: string | null;
 }
 
-const ZERO = /^0+$/;
-
 /**
  * Lines refused before the rest of a push's new lines go unchecked: the push is refused whatever they hold, and a
  * pusher with no key could otherwise make the server check every line of thousands of notes (rt44 f02: 12,000 took
@@ -93,12 +92,6 @@ class Slots {
     if (next) next();
     else this.free++;
   }
-}
-
-/** A promise started before it is awaited: its rejection is handled where it is awaited, not reported as unhandled. */
-function early<T>(promise: Promise<T>): Promise<T> {
-  promise.catch(() => {});
-  return promise;
 }
 
 export function startLedgerCheck(sources: LedgerCheckSources, u: RefUpdate): LedgerCheck {
@@ -134,7 +127,7 @@ export function startLedgerCheck(sources: LedgerCheckSources, u: RefUpdate): Led
     const done = same ? await known.judged : null;
     return done?.governance === g ? done.problems : judgeHere(g, annotated, lines);
   };
-  if (ZERO.test(u.oldId) || ZERO.test(u.newId)) {
+  if (isZeroId(u.oldId) || isZeroId(u.newId)) {
     return {
       fastForward: null,
       change: null,

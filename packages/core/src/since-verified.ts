@@ -11,7 +11,8 @@ import { resolveCommit } from './checks.js';
 import { gitFailure, gitTry } from './git.js';
 import { isObjectId } from './notes-format.js';
 import { POLICY_PATH } from './policy.js';
-import { judgePush, type PushRefusal } from './pre-receive.js';
+import { judgePush } from './pre-receive.js';
+import type { PushRefusal } from './push-judgement.js';
 import type { Repository } from './repository.js';
 
 export interface SinceVerified {

@@ -24,7 +24,8 @@ import {
 } from '../../../test/support/records.js';
 import { LEDGER_REF, NotesLedger } from '../src/notes-ledger.js';
 import { loadPathIndex } from '../src/path-index.js';
-import { judgePush, type RefUpdate } from '../src/pre-receive.js';
+import { judgePush } from '../src/pre-receive.js';
+import type { RefUpdate } from '../src/push-judgement.js';
 import { Repository } from '../src/repository.js';
 
 const alice = testKey({ name: 'alice', roles: ['delegator'] });

@@ -145,9 +145,10 @@ async function preReceive(io: Io): Promise<number> {
   await sizeThreadPool();
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  const [{ emptyJudgement, judgePush, LEDGER_REF }, { parseRefUpdates, refusedClaims }, { Repository }] =
+  const [{ judgePush, LEDGER_REF }, { emptyJudgement }, { parseRefUpdates, refusedClaims }, { Repository }] =
     await Promise.all([
       import('@delegate-git/core/pre-receive'),
+      import('@delegate-git/core/push-judgement'),
       import('@delegate-git/core/push-claims'),
       import('@delegate-git/core/repository'),
     ]);
