@@ -1,7 +1,7 @@
 /**
  * What a push brings to judge, read from git: the files each new commit adds or changes (first-parent diffs, renames
  * and copies found), the files a ref's tips differ in, and the files of a ref that names a tree. Which commits count
- * as new, and by whose rules they are judged, is pre-receive.ts's question.
+ * as new, and by whose rules they are judged, is the server gate's question (push-governance.ts).
  */
 
 import { CommitAncestry } from './commit-ancestry.js';
