@@ -8,7 +8,7 @@
 // outside the work tree, into .git, with a setuid bit), and one refused is named once its process is gone, as made
 // elsewhere when the repository was moved. Built CLI as a child process, real SIGKILL, a real HTTP worker on
 // 127.0.0.1, temp repositories.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -283,6 +283,11 @@ interface HandmadeJournal {
   started?: string;
   /** Given: a version 2 journal, naming the run as a run of this build does; else version 1 (an earlier build). */
   run?: { keyid: string; instructionSha256: string; monotonic: string };
+  /**
+   * A version 4 journal (as this build writes it), with its process start time and the top level it was made in; each
+   * file's `git` says what git held at its path before the write.
+   */
+  v4?: { starttime: string | null; top: string };
 }
 
 interface HandmadeFile {
@@ -292,6 +297,8 @@ interface HandmadeFile {
   mode?: number;
   /** What the worker wrote (default: what the file holds now). */
   written?: string;
+  /** Version 4: what the index and HEAD held at its path before the write. */
+  git?: { index: string | null; head: string | null } | null;
 }
 
 /** A journal as a run leaves it, for the cases a kill cannot be timed to reach. */
@@ -304,11 +311,17 @@ function writeJournal(repo: DelegateRepo, journal: HandmadeJournal, files: Handm
     repo,
     journal.name ?? `${journal.pid}-handmade`,
     {
-      version: journal.run ? 2 : 1,
+      version: journal.v4 ? 4 : journal.run ? 2 : 1,
       pid: journal.pid,
       boot: journal.boot === undefined ? bootId() : journal.boot,
       started: journal.started ?? '2026-12-03T00:00:00.000Z',
       ...(journal.run ?? {}),
+      ...(journal.v4 && {
+        keyid: 'a'.repeat(64),
+        instructionSha256: sha256(INSTRUCTION),
+        monotonic: String(process.hrtime.bigint()),
+        ...journal.v4,
+      }),
       taskName: journal.taskName ?? 'killed',
       ledgerTip: journal.ledgerTip,
       files: files.map((f, i) => ({
@@ -317,6 +330,7 @@ function writeJournal(repo: DelegateRepo, journal: HandmadeJournal, files: Handm
         inRepository: true,
         written: sha256(f.written ?? fs.readFileSync(path.join(repo.dir, f.path))),
         previous: f.previous === null ? null : { copy: String(i), mode: f.mode ?? 0o644 },
+        ...(journal.v4 && { git: f.git ?? null }),
       })),
       createdDirs: [],
     },
@@ -413,9 +427,11 @@ describe('journals the next delegate finds (hand-made, as a run leaves them)', (
     const repo = await freshRepo();
     const written = COMMITTED_A.replace('return 1;', 'return 9;');
     repo.write('src/a.js', written);
-    const live = writeJournal(repo, { pid: process.pid, ledgerTip: null }, [
-      { path: 'src/a.js', previous: EDITED_A },
-    ]);
+    const live = writeJournal(
+      repo,
+      { pid: process.pid, ledgerTip: null, started: new Date().toISOString() },
+      [{ path: 'src/a.js', previous: EDITED_A }],
+    );
 
     const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
 
@@ -634,7 +650,7 @@ describe('journals that are not as a run leaves them (planted in .git, damaged, 
         version: 1,
         pid,
         boot,
-        started: '2026-12-03T00:00:00.000Z',
+        started: new Date().toISOString(),
         taskName: 'refused',
         ledgerTip: null,
         files: [
@@ -798,5 +814,370 @@ describe('a journal recovery cannot finish', () => {
       );
     expect.soft(next.code).toBe(0);
     expect.soft(fs.readFileSync(path.join(dir, '0'), 'utf8')).toBe(EDITED_A);
+  });
+});
+
+/** The start time /proc gives `pid` (field 22 of its stat: clock ticks since boot). */
+function startTime(pid: number): string {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[22 - 3]!;
+}
+
+/** A process that is no delegate-git run, alive until the test ends: what a dead run's pid may be given to. */
+function unrelatedProcess(): { pid: number; stop: () => void } {
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 120000)'], { stdio: 'ignore' });
+  const pid = child.pid!;
+  expect(isAlive(pid)).toBe(true);
+  return { pid, stop: () => child.kill('SIGKILL') };
+}
+
+const TWO_DAYS_AGO = () => new Date(Date.now() - 48 * 3_600_000).toISOString();
+
+describe('what git held before the run is no stage of the user (whyLeft)', () => {
+  test('a killed run whose worker wrote a file back as HEAD holds it (undoing an uncommitted edit): the edit is put back, not called staged or committed', async () => {
+    const repo = await freshRepo();
+    const sentinel = path.join(repo.root, 'verifying');
+    // The worker's patch turns the user's edit back into what HEAD holds.
+    session.worker.enqueue({ content: patchBlock('src/a.js', [['  return 1; // mine', '  return 1;']]) });
+    const unitFile = repo.writeUnit(
+      {
+        taskName: 'killed',
+        instruction: INSTRUCTION,
+        targetFiles: ['src/a.js'],
+        runVerification: waitingVerification(sentinel, 30_000),
+        verificationRepeats: 1,
+      },
+      'killed.json',
+    );
+    const run = repo.start(['delegate', unitFile, '--json']);
+    const verifier = await verifying(sentinel);
+    // The journal says which process made it, by its start time too: a later process given the pid is not it.
+    const [name] = fs.readdirSync(path.join(repo.stateDir, 'unrecorded'));
+    const journal = JSON.parse(
+      fs.readFileSync(path.join(repo.stateDir, 'unrecorded', name!, 'journal.json'), 'utf8'),
+    );
+    expect
+      .soft(journal)
+      .toMatchObject({ version: 4, pid: run.child.pid, starttime: startTime(run.child.pid!) });
+    const headBlob = repo.gitText(['rev-parse', 'HEAD:src/a.js']);
+    expect.soft(journal.files[0].git).toEqual({ index: headBlob, head: headBlob });
+    run.child.kill('SIGKILL');
+    await run.result;
+    process.kill(verifier, 'SIGKILL');
+    expect(repo.read('src/a.js')).toBe(COMMITTED_A);
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        notice(
+          run.child.pid!,
+          "Its verdict was never recorded, so the worker's files were put back as they were before it: src/a.js.",
+        ),
+      );
+    expect.soft(repo.read('src/a.js')).toBe(EDITED_A);
+    expect.soft(fs.existsSync(path.join(repo.stateDir, 'unrecorded-kept'))).toBe(false);
+  });
+
+  test('a worker that wrote back the very bytes the file held: nothing to undo, said as put back, not as staged or committed', async () => {
+    const repo = await freshRepo();
+    repo.write('src/a.js', COMMITTED_A); // as HEAD holds it, and as the worker wrote it again
+    const pid = deadPid();
+    writeJournal(repo, { pid, ledgerTip: null }, [{ path: 'src/a.js', previous: COMMITTED_A }]);
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        notice(
+          pid,
+          "Its verdict was never recorded, so the worker's files were put back as they were before it: src/a.js.",
+        ),
+      );
+    expect.soft(repo.read('src/a.js')).toBe(COMMITTED_A);
+    expect.soft(fs.existsSync(path.join(repo.stateDir, 'unrecorded-kept'))).toBe(false);
+  });
+
+  test('a journal of an earlier version, which does not say what git held before the run: the file is left, its copy kept, and the reason says it cannot tell', async () => {
+    const repo = await freshRepo();
+    repo.write('src/a.js', COMMITTED_A);
+    const pid = deadPid();
+    writeJournal(repo, { pid, ledgerTip: null }, [{ path: 'src/a.js', previous: EDITED_A }]);
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    const kept = next.stderr.match(/what it held before is kept in (\S+)\)/)?.[1];
+    expect(kept).toBeDefined();
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        notice(
+          pid,
+          `Its verdict was never recorded. Left as they are: src/a.js (staged or committed as the worker wrote it, whether since the run or before it: a journal of an earlier version does not say which; what it held before is kept in ${kept}). The gates refuse what the worker wrote until it is delegated again or reviewed.`,
+        ),
+      );
+    expect.soft(repo.read('src/a.js')).toBe(COMMITTED_A);
+    expect.soft(fs.readFileSync(kept!, 'utf8')).toBe(EDITED_A);
+  });
+});
+
+describe('an intent-to-add entry (git add -N) is no content the user staged', () => {
+  /** src/e.js: the user's, not committed, marked with `git add -N`; the worker emptied it, and its run was killed. */
+  async function emptied(): Promise<{ repo: DelegateRepo; pid: number }> {
+    const repo = await freshRepo();
+    repo.write('src/e.js', 'mine\n');
+    repo.git(['add', '-N', 'src/e.js']);
+    repo.write('src/e.js', '');
+    const pid = deadPid();
+    writeJournal(repo, { pid, ledgerTip: null }, [{ path: 'src/e.js', previous: 'mine\n' }]);
+    return { repo, pid };
+  }
+
+  test('the empty file the worker wrote over an intent-to-add entry is put back', async () => {
+    const { repo, pid } = await emptied();
+    // git stages the empty blob for it: what the worker's empty file hashes to.
+    expect(repo.gitText(['ls-files', '-s', 'src/e.js'])).toContain(
+      'e69de29bb2d1d6434b8b29ae775ad8c2e48c5391',
+    );
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    expect
+      .soft(next.stderr)
+      .toMatch(
+        notice(
+          pid,
+          "Its verdict was never recorded, so the worker's files were put back as they were before it: src/e.js.",
+        ),
+      );
+    expect.soft(repo.read('src/e.js')).toBe('mine\n');
+  });
+
+  test('control: the empty file staged for real (git add) after the kill stays, its copy kept', async () => {
+    const { repo } = await emptied();
+    repo.git(['add', 'src/e.js']);
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    const kept = next.stderr.match(/src\/e\.js \([^;]+; what it held before is kept in (\S+)\)/)?.[1];
+    expect(kept).toBeDefined();
+    expect.soft(repo.read('src/e.js')).toBe('');
+    expect.soft(fs.readFileSync(kept!, 'utf8')).toBe('mine\n');
+  });
+});
+
+describe('journals of earlier versions in a repository moved since', () => {
+  test('version 1 and 2 journals are named as made at the old place, with each copy to put back by hand, as version 3 ones are; nothing is touched', async () => {
+    const repo = await freshRepo();
+    repo.write('src/a.js', WORKER_A);
+    const old = fs.realpathSync(repo.dir);
+    const v1 = deadPid();
+    const v2 = deadPid();
+    writeJournal(repo, { pid: v1, name: '1-v1', ledgerTip: null }, [
+      { path: 'src/a.js', previous: EDITED_A },
+    ]);
+    writeJournal(
+      repo,
+      {
+        pid: v2,
+        name: '2-v2',
+        ledgerTip: null,
+        run: { keyid: 'a'.repeat(64), instructionSha256: sha256(INSTRUCTION), monotonic: '1' },
+      },
+      [{ path: 'src/a.js', previous: EDITED_A }],
+    );
+    const moved = path.join(repo.root, 'moved');
+    fs.renameSync(repo.dir, moved);
+    const top = fs.realpathSync(moved);
+    const unrecorded = path.join(moved, '.git', 'delegate-git', 'unrecorded');
+
+    const next = await runCli(['delegate', otherUnit(repo), '--json'], { cwd: moved, env: repo.env });
+
+    expect.soft(next.code).toBe(0);
+    for (const name of ['1-v1', '2-v2']) {
+      const dir = path.join(unrecorded, name);
+      expect
+        .soft(next.stderr, name)
+        .toMatch(
+          new RegExp(
+            `^${escaped(
+              `A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${dir}, was made when the repository was at ${old}, and it is at ${top} now: its paths name the old place, so nothing was done with it. The files it names may still hold what that run's worker wrote. To undo it by hand, put back what each held before that run (a path in the repository is under ${top} now): src/a.js from ${path.join(dir, '0')}. Then remove the directory ${dir}.`,
+            )}$`,
+            'm',
+          ),
+        );
+    }
+    expect.soft(fs.readFileSync(path.join(moved, 'src/a.js'), 'utf8')).toBe(WORKER_A);
+  });
+
+  test('a moved journal naming a file in an emitAllowlist root outside the repository names it where it is, apart from the files in the repository', async () => {
+    const repo = await freshRepo();
+    const out = fs.realpathSync(fs.mkdtempSync(path.join(repo.root, 'out-')));
+    await repo.configSet('emitAllowlist', JSON.stringify([out]));
+    const gen = path.join(out, 'gen.js');
+    fs.writeFileSync(gen, 'worker\n');
+    repo.write('src/a.js', WORKER_A);
+    const old = fs.realpathSync(repo.dir);
+    const dir = plantJournal(
+      repo,
+      '1-v3',
+      {
+        version: 3,
+        pid: deadPid(),
+        boot: bootId(),
+        started: '2026-12-03T00:00:00.000Z',
+        monotonic: '1',
+        keyid: 'a'.repeat(64),
+        instructionSha256: sha256(INSTRUCTION),
+        taskName: 'killed',
+        ledgerTip: null,
+        top: old,
+        files: [
+          {
+            path: 'src/a.js',
+            absolute: path.join(old, 'src/a.js'),
+            inRepository: true,
+            written: sha256(WORKER_A),
+            previous: { copy: '0', mode: 0o644 },
+          },
+          {
+            path: gen,
+            absolute: gen,
+            inRepository: false,
+            written: sha256('worker\n'),
+            previous: { copy: '1', mode: 0o644 },
+          },
+        ],
+        createdDirs: [],
+      },
+      { '0': EDITED_A, '1': 'before\n' },
+    );
+    const moved = path.join(repo.root, 'moved');
+    fs.renameSync(repo.dir, moved);
+    const top = fs.realpathSync(moved);
+    const movedDir = path.join(moved, path.relative(repo.dir, dir));
+
+    const next = await runCli(['delegate', otherUnit(repo), '--json'], { cwd: moved, env: repo.env });
+
+    expect.soft(next.code).toBe(0);
+    expect
+      .soft(next.stderr)
+      .toContain(
+        `To undo it by hand, put back what each held before that run (a path in the repository is under ${top} now): src/a.js from ${path.join(movedDir, '0')}; and outside the repository, where that run wrote them (these are not put back automatically either: whether that run's verdict was recorded, and its files are to stay, is told only by its files in the repository): ${gen} from ${path.join(movedDir, '1')}. Then remove the directory ${movedDir}.`,
+      );
+    expect.soft(fs.readFileSync(gen, 'utf8')).toBe('worker\n');
+  });
+});
+
+describe('a journal naming a live pid that is no delegate-git run (the number given to another process)', () => {
+  /** A journal of this version naming `other`'s pid with `starttime`, for src/a.js as the worker wrote it. */
+  function journalOf(repo: DelegateRepo, pid: number, starttime: string): string {
+    repo.write('src/a.js', WORKER_A);
+    const blob = repo.gitText(['rev-parse', 'HEAD:src/a.js']);
+    return writeJournal(repo, { pid, ledgerTip: null, v4: { starttime, top: fs.realpathSync(repo.dir) } }, [
+      { path: 'src/a.js', previous: EDITED_A, git: { index: blob, head: blob } },
+    ]);
+  }
+
+  test('control: a journal naming a live process by its own start time may be that run at work: left alone, unsaid', async () => {
+    const repo = await freshRepo();
+    const other = unrelatedProcess();
+    try {
+      const live = journalOf(repo, other.pid, startTime(other.pid));
+
+      const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+      expect.soft(next.stderr).toBe('');
+      expect.soft(repo.read('src/a.js')).toBe(WORKER_A);
+      expect.soft(fs.existsSync(path.join(live, 'journal.json'))).toBe(true);
+    } finally {
+      other.stop();
+    }
+  });
+
+  test('a journal of this version (it records its process start time): another process with the pid is told apart, and the run undone', async () => {
+    const repo = await freshRepo();
+    const other = unrelatedProcess();
+    try {
+      journalOf(repo, other.pid, String(Number(startTime(other.pid)) - 1));
+
+      const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+      expect
+        .soft(next.stderr)
+        .toMatch(
+          notice(
+            other.pid,
+            "Its verdict was never recorded, so the worker's files were put back as they were before it: src/a.js.",
+          ),
+        );
+      expect.soft(repo.read('src/a.js')).toBe(EDITED_A);
+    } finally {
+      other.stop();
+    }
+  });
+
+  test('a journal of an earlier version (no start time) whose pid has been alive for days is named with what to do, never acted on; a refused one too', async () => {
+    const repo = await freshRepo();
+    const other = unrelatedProcess();
+    try {
+      repo.write('src/a.js', WORKER_A);
+      const outside = path.join(repo.root, 'outside.txt');
+      fs.writeFileSync(outside, 'outside\n');
+      const sound = writeJournal(
+        repo,
+        { pid: other.pid, name: '1-sound', ledgerTip: null, started: TWO_DAYS_AGO() },
+        [{ path: 'src/a.js', previous: EDITED_A }],
+      );
+      const refused = plantJournal(repo, '2-refused', {
+        version: 1,
+        pid: other.pid,
+        boot: bootId(),
+        started: TWO_DAYS_AGO(),
+        taskName: 'refused',
+        ledgerTip: null,
+        files: [
+          {
+            path: outside,
+            absolute: outside,
+            inRepository: false,
+            written: sha256('outside\n'),
+            previous: null,
+          },
+        ],
+        createdDirs: [],
+      });
+
+      const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+      expect.soft(next.code).toBe(0);
+      expect
+        .soft(next.stderr)
+        .toMatch(
+          new RegExp(
+            `^${escaped(
+              `A journal of an earlier \`delegate-git delegate\` of "killed" (process ${other.pid}, started `,
+            )}[0-9T:.-]+Z\\), ${escaped(sound)}, names a process that is still running 4[78] hours after the journal was made: .* If \`ps -o args= -p ${other.pid}\` shows no \`delegate-git delegate\`, undo that run by hand, for each file that still holds what its worker wrote: put back ${escaped(
+              `src/a.js from ${path.join(sound, '0')}. Then remove the directory ${sound}.`,
+            )}`,
+            'm',
+          ),
+        );
+      expect
+        .soft(next.stderr)
+        .toMatch(
+          new RegExp(
+            `^A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${escaped(refused)}, is not as a run leaves one, so nothing was done with it: .*\\. Process ${other.pid}, which it names, is still running 4[78] hours after it was made`,
+            'm',
+          ),
+        );
+      expect.soft(repo.read('src/a.js')).toBe(WORKER_A);
+      expect.soft(fs.existsSync(path.join(sound, 'journal.json'))).toBe(true);
+      expect.soft(fs.readFileSync(outside, 'utf8')).toBe('outside\n');
+    } finally {
+      other.stop();
+    }
   });
 });

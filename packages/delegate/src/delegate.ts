@@ -19,6 +19,7 @@ import { rfc3339, TOOL, verdictStatement } from '@delegate-git/core/statement';
 import { canonicalisePath, entersGitDir, locateReadable, resolveWorkspace } from './containment.js';
 import { type InjectedContext, readContext } from './context.js';
 import { parseEmission } from './emission.js';
+import { type HeldInGit, heldInGit } from './git-held.js';
 import { type Interrupt, signalExitCode } from './interruption.js';
 import { type InterruptedRun, interruptionNotice } from './interruption-notice.js';
 import type { OperatorSettings } from './operator-config.js';
@@ -183,7 +184,7 @@ class Delegation {
     if (asked === null) return this.receipt;
     const { ws, contract, answer, startedAt, ledgerTip } = asked;
     try {
-      const plan = this.write(ws, contract, answer, await ledgerTip);
+      const plan = await this.write(ws, contract, answer, await ledgerTip);
       await this.whileUnrecorded(async () => {
         await this.judge(ws, contract, plan);
         await this.rememberFailures(ws);
@@ -422,7 +423,12 @@ class Delegation {
   }
 
   /** Parses the answer and writes what the unit may write; the receipt keeps what was refused. */
-  private write(ws: string, contract: PinnedContract, answer: string, ledgerTip: string | null): WritePlan {
+  private async write(
+    ws: string,
+    contract: PinnedContract,
+    answer: string,
+    ledgerTip: string | null,
+  ): Promise<WritePlan> {
     const { unit, opts, top } = this;
     const emission = parseEmission(answer, { targetFiles: unit.targetFiles ?? [] });
     const plan = planWrites(emission, {
@@ -438,9 +444,15 @@ class Delegation {
     this.receipt.errors = [...emission.errors, ...plan.errors];
     this.receipt.duplicates = plan.duplicates;
     if (plan.files.length > 0) {
+      // What git holds at the paths before the write, kept in the journal: after a kill, only what changed since is
+      // the user's stage or commit of the worker's files (journal-rules.ts, whyLeft).
+      const held = await heldInGit(
+        opts.repo,
+        plan.files.map((f) => repositoryPathOf(top, f.absolute)).filter(isRepositoryPath),
+      );
       this.written = applyWritePlan(plan, {
         beforeWriting: (files, createdDirs) => {
-          this.journal = this.keepJournal(files, createdDirs, ledgerTip);
+          this.journal = this.keepJournal(files, createdDirs, ledgerTip, held);
         },
         setAside: (absolutes) => this.setAside(absolutes),
       });
@@ -456,6 +468,7 @@ class Delegation {
     files: readonly FileBeforeWrite[],
     createdDirs: readonly string[],
     ledgerTip: string | null,
+    held: (path: string) => HeldInGit,
   ): WriteJournal {
     const { repo } = this.opts;
     try {
@@ -478,6 +491,7 @@ class Delegation {
             inRepository,
             content: file.content,
             previous,
+            heldBefore: inRepository ? held(inTop) : null,
           };
         }),
         createdDirs,

@@ -14,6 +14,7 @@ export * from './redaction.js';
 export * from './replay-server.js';
 export * from './retry-context.js';
 export * from './scope.js';
+export * from './stopped-notice.js';
 export * from './test-output.js';
 export * from './unit.js';
 export * from './unrecorded-writes.js';

@@ -12,6 +12,8 @@ import { isRepositoryPath, type LedgerRecord } from '@delegate-git/core/record';
 import { describeIssue, rfc3339Utc } from '@delegate-git/core/schema';
 import * as z from 'zod/mini';
 import { entersGitDir } from './containment.js';
+import type { HeldInGit } from './git-held.js';
+import type { JournalWriter } from './journal-writer.js';
 
 export interface JournaledFile {
   /** As the notice shows it: relative to the repository's top level, or absolute outside it. */
@@ -23,6 +25,11 @@ export interface JournaledFile {
   written: string;
   /** The name of the copy of what the file held, and its permission bits; null when the write created it. */
   previous: { copy: string; mode: number } | null;
+  /**
+   * What the index and HEAD held at its path before the write (version 4); null where the journal does not say
+   * (an earlier version, or a file outside the repository).
+   */
+  heldBefore: HeldInGit | null;
 }
 
 /** Who the run was, as its verdict statement names it: what tells its own record from any other on the same blob. */
@@ -35,10 +42,12 @@ export interface JournalRun {
 }
 
 export interface Journal extends JournalRun {
-  version: 1 | 2 | 3;
+  version: 1 | 2 | 3 | 4;
   pid: number;
   /** The boot the process ran in (Linux): a pid alive after a reboot is some other process. */
   boot: string | null;
+  /** When the process started (/proc/<pid>/stat); null before version 4, or where it could not be read. */
+  starttime: string | null;
   started: string;
   /**
    * The system's monotonic clock (ns) when the journal was made: within one boot it orders journals even when the
@@ -66,10 +75,14 @@ const absolutePath = z
     ),
   );
 
+const objectId = z.string().check(z.regex(/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/, 'must be an object id in hex'));
+const STARTTIME = /^\d{1,20}$/;
+
 const journalSchema = z.strictObject({
-  version: z.union([z.literal(1), z.literal(2), z.literal(3)]),
+  version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]),
   pid: z.int().check(z.positive()),
   boot: z.nullable(z.string()),
+  starttime: z.optional(z.nullable(z.string().check(z.regex(STARTTIME, 'must be a count of clock ticks')))),
   started: rfc3339Utc,
   taskName: z.string(),
   instructionSha256: z.optional(sha256Hex),
@@ -90,6 +103,9 @@ const journalSchema = z.strictObject({
           copy: z.string().check(z.regex(/^\d{1,9}$/, 'must be the number of a copy in the journal')),
           mode: z.int().check(z.minimum(0), z.maximum(0o7777)),
         }),
+      ),
+      git: z.optional(
+        z.nullable(z.strictObject({ index: z.nullable(objectId), head: z.nullable(objectId) })),
       ),
     }),
   ),
@@ -121,12 +137,15 @@ export interface JournalRefusal {
    * A journal that is as a run leaves one where it was made, in a repository moved (renamed) since: where that was,
    * and what it names (each file as the notice shows it, and its copy's number; null for a file the run created).
    */
-  moved?: { from: string; files: Array<{ path: string; copy: string | null }> };
+  moved?: { from: string; files: MovedFile[] };
 }
 
-export interface JournalWriter {
-  pid: number;
-  boot: string | null;
+export interface MovedFile {
+  path: string;
+  /** Where the run wrote it: under `from` for a file in the repository. */
+  absolute: string;
+  inRepository: boolean;
+  copy: string | null;
 }
 
 /** Problems listed at most: one is enough to refuse, a few help to see what happened. */
@@ -139,11 +158,11 @@ const PROBLEMS_SHOWN = 5;
  * gets a setuid, setgid or sticky bit from a journal.
  */
 export function checkJournal(raw: unknown, bounds: JournalBounds): JournalCheck {
-  const writer = writerSchema.safeParse(raw);
+  const writer = writerOf(raw);
   const refused = (problems: string[]): JournalRefusal => ({
     ok: false,
     problems: limited(problems),
-    ...(writer.success && { writer: { pid: writer.data.pid, boot: writer.data.boot } }),
+    ...(writer && { writer }),
   });
   const parsed = journalSchema.safeParse(raw, { reportInput: true });
   if (!parsed.success)
@@ -159,10 +178,16 @@ export function checkJournal(raw: unknown, bounds: JournalBounds): JournalCheck 
     1: [],
     2: ['instructionSha256', 'keyid', 'monotonic'],
     3: ['instructionSha256', 'keyid', 'monotonic', 'top'],
+    4: ['instructionSha256', 'keyid', 'monotonic', 'top', 'starttime'],
   } as const;
   for (const field of required[j.version])
     if (j[field] === undefined)
       problems.push(`field ${field} is missing (a version ${j.version} journal has it)`);
+  if (j.version >= 4)
+    j.files.forEach((f, i) => {
+      if (f.git === undefined)
+        problems.push(`field files.${i}.git is missing (a version ${j.version} journal has it)`);
+    });
   if (j.top !== undefined && j.top !== bounds.top) {
     // Moved since (a renamed directory): every path names the old place. Never re-rooted: what lies at the new place
     // is not for a journal made elsewhere to say. One sound where it was made is named as moved, for the user to
@@ -170,12 +195,18 @@ export function checkJournal(raw: unknown, bounds: JournalBounds): JournalCheck 
     const there = placeProblems(j, { ...bounds, top: j.top });
     if (problems.length > 0 || there.length > 0)
       return refused([...problems, `field top ${j.top} is not the work tree ${bounds.top}`, ...there]);
-    return {
-      ...refused([`it was made when the repository was at ${j.top}, and it is at ${bounds.top} now`]),
-      moved: { from: j.top, files: j.files.map((f) => ({ path: f.path, copy: f.previous?.copy ?? null })) },
-    };
+    return movedFrom(j.top);
   }
-  problems.push(...placeProblems(j, bounds));
+  const here = placeProblems(j, bounds);
+  if (problems.length === 0 && here.length > 0 && j.top === undefined) {
+    // Before version 3 a journal did not name its top level, so one of a moved repository was refused as naming
+    // files outside the work tree, with no word of the move. Its files in the repository name the old place all the
+    // same: where they agree on one, and the journal is sound there, it is named as moved.
+    const top = topNamedBy(j);
+    if (top !== null && top !== bounds.top && placeProblems(j, { ...bounds, top }).length === 0)
+      return movedFrom(top);
+  }
+  problems.push(...here);
   if (problems.length > 0) return refused(problems);
   return {
     ok: true,
@@ -183,20 +214,66 @@ export function checkJournal(raw: unknown, bounds: JournalBounds): JournalCheck 
       version: j.version,
       pid: j.pid,
       boot: j.boot,
+      starttime: j.starttime ?? null,
       started: j.started,
       taskName: j.taskName,
       instructionSha256: j.instructionSha256 ?? null,
       keyid: j.keyid ?? null,
       monotonic: j.monotonic === undefined ? null : BigInt(j.monotonic),
       ledgerTip: j.ledgerTip,
-      files: j.files.map((f) => ({
+      files: j.files.map(({ git, ...f }) => ({
         ...f,
         previous: f.previous && { copy: f.previous.copy, mode: f.previous.mode & 0o777 },
+        heldBefore: f.inRepository ? (git ?? null) : null,
       })),
       createdDirs: j.createdDirs,
       top: j.top ?? null,
     },
   };
+
+  function movedFrom(from: string): JournalRefusal {
+    return {
+      ...refused([`it was made when the repository was at ${from}, and it is at ${bounds.top} now`]),
+      moved: {
+        from,
+        files: j.files.map((f) => ({
+          path: f.path,
+          absolute: f.absolute,
+          inRepository: f.inRepository,
+          copy: f.previous?.copy ?? null,
+        })),
+      },
+    };
+  }
+}
+
+/** The process a journal names, with what dates it, read field by field: a journal refused otherwise may have it. */
+function writerOf(raw: unknown): JournalWriter | undefined {
+  const named = writerSchema.safeParse(raw);
+  if (!named.success) return undefined;
+  const { starttime, monotonic, started } = raw as Record<string, unknown>;
+  const made =
+    typeof started === 'string' && rfc3339Utc.safeParse(started).success ? Date.parse(started) : null;
+  return {
+    pid: named.data.pid,
+    boot: named.data.boot,
+    starttime: typeof starttime === 'string' && STARTTIME.test(starttime) ? starttime : null,
+    monotonic: typeof monotonic === 'string' && /^\d{1,30}$/.test(monotonic) ? BigInt(monotonic) : null,
+    made,
+  };
+}
+
+/** The top level the files in the repository of `j` were written under, if they all name one (else null). */
+function topNamedBy(j: z.infer<typeof journalSchema>): string | null {
+  const tops = new Set<string>();
+  for (const f of j.files) {
+    if (!f.inRepository) continue;
+    const tail = path.sep + f.path.split('/').join(path.sep);
+    if (!f.absolute.endsWith(tail)) return null;
+    tops.add(f.absolute.slice(0, -tail.length));
+  }
+  const [top] = tops;
+  return tops.size === 1 && path.isAbsolute(top!) && path.normalize(top!) === top ? top! : null;
 }
 
 /** Every path of `j` the run could not have written, within `bounds`, and every file named or copied twice. */
@@ -252,22 +329,39 @@ export interface FileNow {
   canonical: boolean;
   /** It holds the bytes the worker wrote. */
   asWritten: boolean;
+  /** The worker wrote the very bytes the file held before the run: putting it back changes nothing. */
+  asBefore: boolean;
   /**
    * For a file in the repository that holds the worker's bytes: those bytes' blob id as git stores them at its path,
-   * and the blob the index and HEAD hold there (null: none). null for any other file.
+   * the blobs the index and HEAD hold there now (null: none), and what they held before the write (`before`, from a
+   * version 4 journal; null where the journal does not say). null for any other file.
    */
-  blobs: { written: string; index: string | null; head: string | null } | null;
+  blobs: { written: string; index: string | null; head: string | null; before: HeldInGit | null } | null;
 }
+
+export const STAGED_SINCE = 'staged or committed since the worker wrote it';
+export const STAGED_UNKNOWN_SINCE =
+  'staged or committed as the worker wrote it, whether since the run or before it: a journal of an earlier version does not say which';
 
 /** Why a journaled file is left as it is rather than put back; null to put it back. */
 export function whyLeft(file: FileNow): string | null {
   if (!file.canonical) return 'its path leads through a symbolic link now';
   if (!file.asWritten) return 'changed since the worker wrote it';
-  // The user looked at the worker's file after the kill and kept it (`git add`, `git commit`): it holds what it did
-  // then, and putting back what it held before the run would undo their choice, or delete the file they committed.
+  // Nothing of the run's to undo, whoever staged or committed those bytes.
+  if (file.asBefore) return null;
   const { blobs } = file;
-  if (blobs !== null && (blobs.written === blobs.index || blobs.written === blobs.head))
-    return 'staged or committed since the worker wrote it';
+  if (blobs === null) return null;
+  const staged = blobs.written === blobs.index;
+  const committed = blobs.written === blobs.head;
+  if (!staged && !committed) return null;
+  // Where git held the worker's bytes before the run already (the worker undid an uncommitted edit, or wrote back
+  // what was staged), that is no choice of the user's: putting back what the file held loses nothing git does not
+  // keep. Only a stage or a commit made since is the user looking at the worker's file and keeping it (`git add`,
+  // `git commit` after the kill), which putting back would undo, or delete the file they committed.
+  const { before } = blobs;
+  if (before === null) return STAGED_UNKNOWN_SINCE;
+  if ((staged && before.index !== blobs.written) || (committed && before.head !== blobs.written))
+    return STAGED_SINCE;
   return null;
 }
 

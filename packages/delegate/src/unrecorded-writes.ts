@@ -13,11 +13,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { git, literalPathspecs } from '@delegate-git/core/git';
+import { git } from '@delegate-git/core/git';
 import { decodeRecord } from '@delegate-git/core/record';
 import type { Repository } from '@delegate-git/core/repository';
-import { shownLine, shownPath, shownText } from '@delegate-git/core/shown-path';
 import { canonicaliseAgainst, canonicalisePath } from './containment.js';
+import { type HeldInGit, heldInGit } from './git-held.js';
 import {
   checkJournal,
   isOwnVerdict,
@@ -26,9 +26,12 @@ import {
   type JournalCheck,
   type JournaledFile,
   type JournalRun,
+  type MovedFile,
   replayOrder,
   whyLeft,
 } from './journal-rules.js';
+import { type JournalWriter, writerState } from './journal-writer.js';
+import { bootId, seeProcess, startTimeOf } from './process-identity.js';
 import { removeIfEmpty, writeAtomically } from './write-plan.js';
 import { errorCode } from './write-target.js';
 
@@ -47,6 +50,8 @@ export interface FileToWrite {
   inRepository: boolean;
   content: Buffer;
   previous: { content: Buffer; mode: number } | null;
+  /** What the index and HEAD hold at its path before the write (null: outside the repository, or not known). */
+  heldBefore: HeldInGit | null;
 }
 
 /** One run's journal, kept until the run ends (`end`), whatever its verdict: only a run that dies leaves it. */
@@ -80,24 +85,25 @@ export class WriteJournal {
     fs.mkdirSync(making, { mode: 0o700 });
     try {
       const journal = {
-        version: 3,
+        version: 4,
         pid: process.pid,
         boot: bootId(),
+        // With the pid and the boot, what tells this process from a later one given the same pid.
+        starttime: startTimeOf('self'),
         started: new Date().toISOString(),
         monotonic: process.hrtime.bigint().toString(),
         taskName: run.taskName,
         instructionSha256: run.instructionSha256,
         keyid: run.keyid,
         ledgerTip: run.ledgerTip,
-        files: files.map(
-          (file, i): JournaledFile => ({
-            path: file.path,
-            absolute: file.absolute,
-            inRepository: file.inRepository,
-            written: sha256Of(file.content),
-            previous: file.previous && { copy: String(i), mode: file.previous.mode },
-          }),
-        ),
+        files: files.map((file, i) => ({
+          path: file.path,
+          absolute: file.absolute,
+          inRepository: file.inRepository,
+          written: sha256Of(file.content),
+          previous: file.previous && { copy: String(i), mode: file.previous.mode },
+          git: file.inRepository ? file.heldBefore : null,
+        })),
         createdDirs: [...createdDirs],
         top: canonicalisePath(top),
       };
@@ -170,10 +176,27 @@ export interface RefusedJournal {
    * A journal sound where it was made, in a repository moved since: where it was and is, and the files the run wrote
    * with where what each held before is (null for a file the run created).
    */
-  moved?: { from: string; to: string; files: Array<{ path: string; copy: string | null }> };
+  moved?: { from: string; to: string; files: MovedFile[] };
+  /** Named although a process with its pid runs: for longer than any run lasts (`forMs` since it was made). */
+  alive?: { pid: number; forMs: number };
 }
 
-export type FoundJournal = StoppedDelegation | RefusedJournal;
+/**
+ * A sound journal whose pid a process has held for longer than any run lasts, with nothing recorded to tell whether
+ * it is the run: never replayed (that run may still be at work), but named, with what to do.
+ */
+export interface UnsureJournal {
+  kind: 'unsure';
+  dir: string;
+  taskName: string;
+  pid: number;
+  started: string;
+  forMs: number;
+  /** The files the run wrote, with where what each held before is (null for a file the run created). */
+  files: Array<{ path: string; copy: string | null }>;
+}
+
+export type FoundJournal = StoppedDelegation | RefusedJournal | UnsureJournal;
 
 /**
  * Puts back the files of every delegate in this worktree that died before recording its verdict, newest first, and
@@ -201,22 +224,55 @@ export async function recoverStoppedDelegations(
     const unfinished = UNFINISHED.exec(name);
     if (unfinished) {
       // A journal never finished: its run wrote no file yet. Removed once that run is gone.
-      if (!isRunning(Number(unfinished[1]), bootId())) fs.rmSync(dir, { recursive: true, force: true });
+      const writer = {
+        pid: Number(unfinished[1]),
+        boot: bootId(),
+        starttime: null,
+        monotonic: null,
+        made: null,
+      };
+      if (writerState(writer, seeProcess(writer.pid)).state === 'gone')
+        fs.rmSync(dir, { recursive: true, force: true });
       continue;
     }
     const read = readJournal(dir, bounds);
     if (!read.ok) {
       // Refused all the same, but not named while the process that wrote it runs: it is no stopped run's yet (a
-      // concurrent delegate). It is named once that process is gone.
-      if (read.writer && isRunning(read.writer.pid, read.writer.boot)) continue;
+      // concurrent delegate). It is named once that process is gone, or has run for longer than a run lasts.
+      const state = read.writer
+        ? writerState(read.writer, seeProcess(read.writer.pid))
+        : ({ state: 'gone' } as const);
+      if (state.state === 'running') continue;
       const moved = read.moved && {
         from: read.moved.from,
         to: bounds.top,
-        files: read.moved.files.map((f) => ({ path: f.path, copy: f.copy && path.join(dir, f.copy) })),
+        files: read.moved.files.map((f) => ({ ...f, copy: f.copy && path.join(dir, f.copy) })),
       };
-      found.push({ kind: 'refused', dir, problems: read.problems, ...(moved && { moved }) });
-    } else if (!isRunning(read.journal.pid, read.journal.boot))
-      stopped.push({ name, dir, journal: read.journal, key: read.journal });
+      found.push({
+        kind: 'refused',
+        dir,
+        problems: read.problems,
+        ...(moved && { moved }),
+        ...(state.state === 'unsure' && { alive: { pid: read.writer!.pid, forMs: state.forMs } }),
+      });
+      continue;
+    }
+    const { journal } = read;
+    const state = writerState(writerOfJournal(journal), seeProcess(journal.pid));
+    if (state.state === 'gone') stopped.push({ name, dir, journal, key: journal });
+    else if (state.state === 'unsure')
+      found.push({
+        kind: 'unsure',
+        dir,
+        taskName: journal.taskName,
+        pid: journal.pid,
+        started: journal.started,
+        forMs: state.forMs,
+        files: journal.files.map((f) => ({
+          path: f.path,
+          copy: f.previous && path.join(dir, f.previous.copy),
+        })),
+      });
   }
   for (const s of replayOrder(stopped)) {
     try {
@@ -227,6 +283,11 @@ export async function recoverStoppedDelegations(
     }
   }
   return found;
+}
+
+function writerOfJournal(journal: Journal): JournalWriter {
+  const { pid, boot, starttime, monotonic } = journal;
+  return { pid, boot, starttime, monotonic, made: Date.parse(journal.started) };
 }
 
 /** Where a run of this repository could have written (canonical, as the run's own paths are). */
@@ -277,14 +338,19 @@ async function recover(repo: Repository, dir: string, journal: Journal): Promise
     for (const f of differ) stopped.kept.push({ path: f.path, copy: kept.get(f)! });
     return stopped;
   }
-  const held = await heldInGit(repo, [...written.keys()]);
+  const held = await heldInGit(
+    repo,
+    [...written.keys()].map((f) => f.path),
+  );
   const left: Array<{ file: JournaledFile; why: string }> = [];
   for (const file of journal.files) {
     const blob = written.get(file);
+    const asBefore = file.previous !== null && copyHolds(dir, file, file.written);
     const why = whyLeft({
       canonical: !elsewhere.has(file),
       asWritten: unchanged.includes(file),
-      blobs: blob === undefined ? null : { written: blob, ...held(file.path) },
+      asBefore,
+      blobs: blob === undefined ? null : { written: blob, ...held(file.path), before: file.heldBefore },
     });
     if (why !== null) {
       left.push({ file, why });
@@ -292,7 +358,8 @@ async function recover(repo: Repository, dir: string, journal: Journal): Promise
     }
     try {
       if (file.previous === null) fs.rmSync(file.absolute, { force: true });
-      else writeAtomically(file.absolute, readCopy(dir, file), file.previous.mode);
+      // It holds what it held before: written again, it would only change its inode and time.
+      else if (!asBefore) writeAtomically(file.absolute, readCopy(dir, file), file.previous.mode);
       stopped.putBack.push(file.path);
     } catch (error) {
       left.push({ file, why: (error as Error).message });
@@ -378,94 +445,15 @@ async function blobsOf(
   return new Map(files.map((f, i) => [f, ids[i]!]));
 }
 
-/** What the index (stage 0) and HEAD hold at each file's path, by blob id: one git process each. */
-async function heldInGit(
-  repo: Repository,
-  files: readonly JournaledFile[],
-): Promise<(path: string) => { index: string | null; head: string | null }> {
-  if (files.length === 0) return () => ({ index: null, head: null });
-  const opts = { cwd: repo.layout.topLevel!, env: repo.env };
-  const pathspecs = ['--', ...literalPathspecs(files.map((f) => f.path))];
-  const index = new Map<string, string>();
-  // "<mode> <id> <stage>\t<path>"
-  for (const entry of records(await git(['ls-files', '-s', '-z', ...pathspecs], opts))) {
-    const [, id, stage] = entry.head.split(' ');
-    if (stage === '0') index.set(entry.path, id!);
-  }
-  const head = new Map<string, string>();
-  // Read by id: HEAD names no commit yet in a new repository, and may move while this runs.
-  const commit = await repo.objects.read('HEAD');
-  if (commit?.type === 'commit')
-    // "<mode> <type> <id>\t<path>"
-    for (const entry of records(await git(['ls-tree', '-r', '-z', commit.oid, ...pathspecs], opts))) {
-      const [, type, id] = entry.head.split(' ');
-      if (type === 'blob') head.set(entry.path, id!);
-    }
-  return (p) => ({ index: index.get(p) ?? null, head: head.get(p) ?? null });
-}
-
-/** The NUL-ended records of `ls-files -s -z` and `ls-tree -z`: what comes before the tab, and the path after it. */
-function records(out: Buffer): Array<{ head: string; path: string }> {
-  return out
-    .toString('utf8')
-    .split('\0')
-    .filter((r) => r !== '')
-    .map((r) => ({ head: r.slice(0, r.indexOf('\t')), path: r.slice(r.indexOf('\t') + 1) }));
-}
-
-/** The paragraph that says what was found and done, for the operator. */
-export function stoppedNotice(s: FoundJournal): string {
-  if (s.kind !== 'stopped') return s.kind === 'failed' ? failedNotice(s) : refusedNotice(s);
-  const run = `An earlier \`delegate-git delegate\` of "${shownText(s.taskName)}" (process ${s.pid}, started ${shownText(s.started)}) stopped before it could finish (killed, or the machine went down).`;
-  if (s.recorded) {
-    const kept =
-      s.kept.length === 0
-        ? ''
-        : ` What they held before it is kept all the same: ${s.kept.map((k) => `${shownPath(k.path)} in ${shownText(k.copy)}`).join(', ')}.`;
-    return `${run} Its verdict had been recorded, so its files stay as recorded.${kept}\n`;
-  }
-  const parts = [`${run} Its verdict was never recorded`];
-  if (s.putBack.length > 0)
-    parts.push(
-      `, so the worker's files were put back as they were before it: ${s.putBack.map(shownPath).join(', ')}`,
-    );
-  parts.push('.');
-  if (s.left.length > 0) {
-    const left = s.left.map(
-      (l) =>
-        `${shownPath(l.path)} (${shownLine(l.why)}${l.copy ? `; what it held before is kept in ${shownText(l.copy)}` : ''})`,
-    );
-    parts.push(
-      ` Left as they are: ${left.join(', ')}. The gates refuse what the worker wrote until it is delegated again or reviewed.`,
-    );
-  }
-  return `${parts.join('')}\n`;
-}
-
-function failedNotice(s: RefusedJournal): string {
-  return `Putting back the files of an earlier \`delegate-git delegate\` that stopped before it could finish, from its journal ${shownText(s.dir)}, failed part-way: ${s.problems.map((p) => shownLine(p)).join('; ')}. The journal is left as it is, and the next delegate tries again; its numbered files hold what the files it names held before that run.\n`;
-}
-
-function refusedNotice(s: RefusedJournal): string {
-  if (s.moved) return movedNotice(s.dir, s.moved);
-  return `A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${shownText(s.dir)}, is not as a run leaves one, so nothing was done with it: ${s.problems.map((p) => shownLine(p)).join('; ')}. It is left as it is: if a run of yours left it, its numbered files hold what the files it names held before that run. Remove the directory once you no longer need it.\n`;
-}
-
-function movedNotice(dir: string, moved: NonNullable<RefusedJournal['moved']>): string {
-  const files = moved.files.map((f) =>
-    f.copy === null
-      ? `${shownPath(f.path)} (that run created it: remove it)`
-      : `${shownPath(f.path)} from ${shownText(f.copy)}`,
-  );
-  return `A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${shownText(dir)}, was made when the repository was at ${shownText(moved.from)}, and it is at ${shownText(moved.to)} now: its paths name the old place, so nothing was done with it. The files it names may still hold what that run's worker wrote. To undo it by hand, put back what each held before that run (a path in the repository is under ${shownText(moved.to)} now): ${files.join(', ')}. Then remove the directory ${shownText(dir)}.\n`;
-}
-
 /** The journal in `dir`, checked (journal-rules.ts), or what is wrong with it. */
 function readJournal(dir: string, bounds: JournalBounds): JournalCheck {
   let text: string;
+  let mtime: number;
   try {
     if (!fs.lstatSync(dir).isDirectory()) return refusal('it is not a directory');
-    text = readRegularFile(path.join(dir, JOURNAL_FILE), MAX_JOURNAL_BYTES).toString('utf8');
+    const file = path.join(dir, JOURNAL_FILE);
+    text = readRegularFile(file, MAX_JOURNAL_BYTES).toString('utf8');
+    mtime = fs.lstatSync(file).mtimeMs;
   } catch (error) {
     return refusal(
       errorCode(error) === 'ENOENT'
@@ -479,7 +467,10 @@ function readJournal(dir: string, bounds: JournalBounds): JournalCheck {
   } catch (error) {
     return refusal(`its ${JOURNAL_FILE} is not JSON (${(error as Error).message})`);
   }
-  return checkJournal(raw, bounds);
+  const checked = checkJournal(raw, bounds);
+  // A journal whose time cannot be read is dated by its file, so that a live pid in it is not waited for forever.
+  if (!checked.ok && checked.writer && checked.writer.made === null) checked.writer.made = mtime;
+  return checked;
 }
 
 function refusal(problem: string): JournalCheck {
@@ -489,6 +480,15 @@ function refusal(problem: string): JournalCheck {
 /** The copy of what `file` held, from the journal in `dir`: a regular file there, never one a link points to. */
 function readCopy(dir: string, file: JournaledFile): Buffer {
   return readRegularFile(path.join(dir, file.previous!.copy), Number.MAX_SAFE_INTEGER);
+}
+
+/** Whether the copy of what `file` held before the run holds the bytes `sha256` names. */
+function copyHolds(dir: string, file: JournaledFile, sha256: string): boolean {
+  try {
+    return sha256Of(readCopy(dir, file)) === sha256;
+  } catch {
+    return false;
+  }
 }
 
 /** Whether `file` holds what its copy says it held before the run. */
@@ -517,31 +517,6 @@ function isCanonical(absolute: string): boolean {
     return canonicalisePath(absolute) === absolute;
   } catch {
     return false; // a link loop
-  }
-}
-
-/** Whether `pid` runs, in this boot; a zombie runs nothing. */
-function isRunning(pid: number, boot: string | null): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  if (boot !== bootId()) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return errorCode(error) === 'EPERM';
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
-  } catch {
-    return true;
-  }
-}
-
-function bootId(): string | null {
-  try {
-    return fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-  } catch {
-    return null;
   }
 }
 

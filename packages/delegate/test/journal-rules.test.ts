@@ -17,6 +17,8 @@ import {
   type JournalRun,
   type ReplayKey,
   replayOrder,
+  STAGED_SINCE,
+  STAGED_UNKNOWN_SINCE,
   whyLeft,
 } from '../src/journal-rules.js';
 
@@ -102,7 +104,7 @@ describe('checkJournal: a journal is acted on only as a run writes it', () => {
     ]);
     expect(problems([])).toHaveLength(1);
     expect(problems(journal({ extra: 1 }))[0]).toMatch(/unknown field/);
-    expect(problems(journal({ version: 4 }))[0]).toMatch(/^field version/);
+    expect(problems(journal({ version: 5 }))[0]).toMatch(/^field version/);
     expect(problems(journal({ pid: -1 }))[0]).toMatch(/^field pid/);
     expect(problems(journal({ started: 'x' }))[0]).toMatch(/^field started/);
   });
@@ -181,12 +183,18 @@ describe('checkJournal: a journal is acted on only as a run writes it', () => {
     expect(checked).toEqual({
       ok: false,
       problems: ['it was made when the repository was at /w/repo, and it is at /w/renamed now'],
-      writer: { pid: 4242, boot: 'boot-1' },
+      writer: {
+        pid: 4242,
+        boot: 'boot-1',
+        starttime: null,
+        monotonic: 123456789n,
+        made: Date.parse('2026-12-03T00:00:00.000Z'),
+      },
       moved: {
         from: '/w/repo',
         files: [
-          { path: 'src/a.js', copy: '0' },
-          { path: 'src/new/b.js', copy: null },
+          { path: 'src/a.js', absolute: '/w/repo/src/a.js', inRepository: true, copy: '0' },
+          { path: 'src/new/b.js', absolute: '/w/repo/src/new/b.js', inRepository: true, copy: null },
         ],
       },
     });
@@ -227,7 +235,9 @@ describe('checkJournal: a journal is acted on only as a run writes it', () => {
     const outside = withFile({ path: '/etc/passwd', absolute: '/etc/passwd', inRepository: false });
     const writerOf = (raw: unknown) => {
       const checked = checkJournal(raw, bounds);
-      return checked.ok ? 'accepted' : checked.writer;
+      return checked.ok
+        ? 'accepted'
+        : checked.writer && { pid: checked.writer.pid, boot: checked.writer.boot };
     };
     expect(writerOf(outside)).toEqual({ pid: 4242, boot: 'boot-1' });
     expect(writerOf(journal({ taskName: 7 }))).toEqual({ pid: 4242, boot: 'boot-1' });
@@ -236,6 +246,80 @@ describe('checkJournal: a journal is acted on only as a run writes it', () => {
     expect(writerOf(journal({ pid: 0 }))).toBeUndefined();
     expect(writerOf(journal({ boot: undefined }))).toBeUndefined();
     expect(writerOf('{"pid": 4242')).toBeUndefined();
+  });
+
+  it('a refused journal says what dates its process as far as it can be read: start time, monotonic clock, wall clock', () => {
+    const checked = checkJournal(journal({ version: 4, starttime: '987', taskName: 7 }), bounds);
+    expect(!checked.ok && checked.writer).toEqual({
+      pid: 4242,
+      boot: 'boot-1',
+      starttime: '987',
+      monotonic: 123456789n,
+      made: Date.parse('2026-12-03T00:00:00.000Z'),
+    });
+    const undated = checkJournal(journal({ started: 'x', monotonic: 7, starttime: '../1' }), bounds);
+    expect(!undated.ok && undated.writer).toMatchObject({ starttime: null, monotonic: null, made: null });
+  });
+
+  it('a version 4 journal records its process start time and what git held at each path before the write', () => {
+    const v4 = journal({ version: 4, top: '/w/repo', starttime: '188284' });
+    const held = { index: '1'.repeat(40), head: null };
+    (v4.files[0] as Record<string, unknown>).git = held;
+    (v4.files[1] as Record<string, unknown>).git = null;
+    const checked = checkJournal(v4, bounds);
+    expect(checked.ok).toBe(true);
+    if (!checked.ok) return;
+    expect(checked.journal.starttime).toBe('188284');
+    expect(checked.journal.files.map((f) => f.heldBefore)).toEqual([held, null]);
+    // An earlier version's journal does not say: null, not "nothing held".
+    const v3 = checkJournal(journal({ version: 3, top: '/w/repo' }), bounds);
+    expect(v3.ok && v3.journal.files.map((f) => f.heldBefore)).toEqual([null, null]);
+  });
+
+  it('a version 4 journal lacking its process start time or what git held is refused', () => {
+    expect(problems(journal({ version: 4, top: '/w/repo' }))).toEqual([
+      'field starttime is missing (a version 4 journal has it)',
+      'field files.0.git is missing (a version 4 journal has it)',
+      'field files.1.git is missing (a version 4 journal has it)',
+    ]);
+  });
+
+  it('a version 1 or 2 journal of a repository moved since is named as moved, with its files and copies, as version 3 is', () => {
+    const moved = { ...bounds, top: '/w/renamed' };
+    for (const version of [1, 2]) {
+      const raw =
+        version === 1
+          ? (({ instructionSha256: _i, keyid: _k, monotonic: _m, ...v1 }) => v1)(journal({ version }))
+          : journal({ version });
+      const checked = checkJournal(raw, moved);
+      expect(checked, `version ${version}`).toMatchObject({
+        ok: false,
+        problems: ['it was made when the repository was at /w/repo, and it is at /w/renamed now'],
+        moved: {
+          from: '/w/repo',
+          files: [
+            { path: 'src/a.js', absolute: '/w/repo/src/a.js', inRepository: true, copy: '0' },
+            { path: 'src/new/b.js', absolute: '/w/repo/src/new/b.js', inRepository: true, copy: null },
+          ],
+        },
+      });
+      // Control: where it was made, it is acted on.
+      expect(checkJournal(raw, bounds).ok, `version ${version}`).toBe(true);
+    }
+  });
+
+  it('control: a version 1 or 2 journal whose files name no one other top level, or would not pass there, is refused as any other', () => {
+    const moved = { ...bounds, top: '/w/renamed' };
+    const [a, b] = journal().files;
+    const twoTops = journal({ files: [a, { ...b, absolute: '/w/else/src/new/b.js' }] });
+    expect(checkJournal(twoTops, moved)).not.toHaveProperty('moved');
+    expect(checkJournal(twoTops, moved).ok).toBe(false);
+    const outsideThere = journal({ createdDirs: ['/etc'] });
+    const checked = checkJournal(outsideThere, moved);
+    expect(checked).not.toHaveProperty('moved');
+    expect(!checked.ok && checked.problems[0]).toBe(
+      'files.0.absolute /w/repo/src/a.js is outside the work tree /w/renamed and every emitAllowlist root',
+    );
   });
 
   it('many problems: the first few and a count', () => {
@@ -255,33 +339,68 @@ describe('checkJournal: a journal is acted on only as a run writes it', () => {
 describe('whyLeft: a journaled file is put back only while it holds what the worker wrote and the user has not kept it', () => {
   const W = '1'.repeat(40);
   const other = '2'.repeat(40);
-  const inRepo = (index: string | null, head: string | null) => ({
+  const third = '3'.repeat(40);
+  /** Held now (`index`, `head`), and before the run (`before`: a version 4 journal says; null: an earlier one). */
+  const inRepo = (
+    index: string | null,
+    head: string | null,
+    before: { index: string | null; head: string | null } | null = { index: other, head: other },
+    asBefore = false,
+  ) => ({
     canonical: true,
     asWritten: true,
-    blobs: { written: W, index, head },
+    asBefore,
+    blobs: { written: W, index, head, before },
   });
 
   it('control: as the worker wrote it, neither staged nor committed, it is put back', () => {
     expect(whyLeft(inRepo(null, null))).toBeNull();
     expect(whyLeft(inRepo(other, other))).toBeNull();
+    expect(whyLeft(inRepo(other, other, null))).toBeNull();
     // Outside the repository (an emitAllowlist root) git holds nothing of it.
-    expect(whyLeft({ canonical: true, asWritten: true, blobs: null })).toBeNull();
+    expect(whyLeft({ canonical: true, asWritten: true, asBefore: false, blobs: null })).toBeNull();
   });
 
-  it('staged or committed as the worker wrote it (git add, git commit after the kill): left, not undone', () => {
-    const why = 'staged or committed since the worker wrote it';
-    expect(whyLeft(inRepo(W, null))).toBe(why);
-    expect(whyLeft(inRepo(W, other))).toBe(why);
-    expect(whyLeft(inRepo(null, W))).toBe(why);
-    expect(whyLeft(inRepo(other, W))).toBe(why);
-    expect(whyLeft(inRepo(W, W))).toBe(why);
+  it('control: staged or committed as the worker wrote it since the run (git add, git commit after the kill): left, not undone', () => {
+    expect(whyLeft(inRepo(W, null))).toBe('staged or committed since the worker wrote it');
+    expect(whyLeft(inRepo(W, other))).toBe('staged or committed since the worker wrote it');
+    expect(whyLeft(inRepo(null, W))).toBe('staged or committed since the worker wrote it');
+    expect(whyLeft(inRepo(other, W))).toBe('staged or committed since the worker wrote it');
+    expect(whyLeft(inRepo(W, W))).toBe('staged or committed since the worker wrote it');
+    // Staged before the run, committed since: the commit is the user's.
+    expect(whyLeft(inRepo(W, W, { index: W, head: other }))).toBe(
+      'staged or committed since the worker wrote it',
+    );
+    expect(whyLeft(inRepo(W, W, { index: null, head: null }))).toBe(
+      'staged or committed since the worker wrote it',
+    );
+  });
+
+  it('bytes HEAD or the index held before the run already (the worker undid an uncommitted edit) are no stage of the user: put back', () => {
+    // HEAD held them: the user had edited the file, and the worker wrote it back as committed.
+    expect(whyLeft(inRepo(W, W, { index: W, head: W }))).toBeNull();
+    expect(whyLeft(inRepo(null, W, { index: null, head: W }))).toBeNull();
+    // The index held them: the worker wrote back what was staged.
+    expect(whyLeft(inRepo(W, third, { index: W, head: third }))).toBeNull();
+  });
+
+  it('the worker wrote back the very bytes the file held: there is nothing to undo, whoever staged them', () => {
+    expect(whyLeft(inRepo(W, W, { index: W, head: W }, true))).toBeNull();
+    expect(whyLeft(inRepo(W, W, null, true))).toBeNull();
+    expect(whyLeft(inRepo(W, other, { index: other, head: other }, true))).toBeNull();
+  });
+
+  it('a journal of an earlier version, which does not say what git held before the run: left, and the reason says so', () => {
+    expect(whyLeft(inRepo(W, null, null))).toBe(STAGED_UNKNOWN_SINCE);
+    expect(whyLeft(inRepo(null, W, null))).toBe(STAGED_UNKNOWN_SINCE);
+    expect(STAGED_UNKNOWN_SINCE).not.toBe(STAGED_SINCE);
   });
 
   it('changed since, or reached through a symbolic link now: left, whatever git holds', () => {
-    expect(whyLeft({ canonical: true, asWritten: false, blobs: null })).toBe(
+    expect(whyLeft({ canonical: true, asWritten: false, asBefore: false, blobs: null })).toBe(
       'changed since the worker wrote it',
     );
-    expect(whyLeft({ canonical: false, asWritten: false, blobs: null })).toBe(
+    expect(whyLeft({ canonical: false, asWritten: false, asBefore: true, blobs: null })).toBe(
       'its path leads through a symbolic link now',
     );
   });
