@@ -529,7 +529,7 @@ describe('attest: revoking your own key', () => {
     const dir = makeWorkTree(story, 'self-revoke');
     adopt(story, dir, ['src/**']); // one reviewer: the operator
     const keyFile = `.delegate-git/keys/${OPERATOR}.json`;
-    cliOk(story, dir, ['keys', 'revoke', OPERATOR]);
+    cliOk(story, dir, ['keys', 'revoke', OPERATOR, '--force']);
     const approved = attest(story, dir, 'approve', [keyFile]);
     expect(approved.code, approved.stderr).toBe(0);
     gitOk(story, dir, ['add', keyFile]);

@@ -566,6 +566,32 @@ describe('keys', () => {
         ?.revoked,
     ).toBeUndefined();
   });
+
+  it('revoke refuses to leave fewer reviewers than the policy needs (nothing could be approved again); control: the new key added first, and --force', () => {
+    const copy = copyWorkTree(story, base, 'keys-last-reviewer');
+    const operatorFile = path.join(copy, `.delegate-git/keys/${OPERATOR}.json`);
+    const before = fs.readFileSync(operatorFile, 'utf8');
+    const last = cli(story, copy, ['keys', 'revoke', OPERATOR]);
+    expect(last.code).toBe(2);
+    expect(last.stderr).toContain(`Revoking ${OPERATOR} would leave 0 reviewer(s)`);
+    expect(last.stderr).toContain(`Add the new key first`);
+    expect(fs.readFileSync(operatorFile, 'utf8')).toBe(before);
+
+    // Control: the holder's new key added first (the rotation's order: the same reviewer, by its email), and the
+    // old key's revocation goes through.
+    const next = json<{ publicKey: string }>(
+      cliOk(story, copy, ['keygen', 'op2', '--json'], operatorEnv(story, 'op2')),
+    );
+    const listed = json<Listed>(cliOk(story, copy, ['keys', 'list', '--json']));
+    const email = listed.keys.find((k) => k.name === OPERATOR)!.email;
+    const add = ['keys', 'add', 'op2', '--public-key', next.publicKey, '--roles', 'reviewer'];
+    cliOk(story, copy, [...add, '--email', email.toUpperCase()]);
+    cliOk(story, copy, ['keys', 'revoke', OPERATOR]);
+    expect(JSON.parse(fs.readFileSync(operatorFile, 'utf8')).revoked).toMatch(/Z$/);
+    // The new key is now the last reviewer; --force revokes it anyway (a compromised key).
+    expect(cli(story, copy, ['keys', 'revoke', 'op2']).code).toBe(2);
+    cliOk(story, copy, ['keys', 'revoke', 'op2', '--force']);
+  });
 });
 
 interface CheckJson {

@@ -403,7 +403,7 @@ describe('the review threshold raised', () => {
     acceptedByEveryGate(story, work, 'two reviewers from now on');
 
     // Control: a change to a key file now needs two approvals.
-    cliOk(story, work, ['keys', 'revoke', 'bob']);
+    cliOk(story, work, ['keys', 'revoke', 'bob', '--force']);
     attestOk(story, work, 'approve', [bob.keyFile]);
     gitOk(story, work, ['add', bob.keyFile]);
     refusedByEveryGate(story, work, bob.keyFile);

@@ -4,6 +4,7 @@ import {
   holderOf,
   keyFileText,
   POLICY_PATH,
+  type Policy,
   parseKeyFile,
   parseRfc3339Utc,
   Repository,
@@ -19,13 +20,16 @@ const help = `
 Usage: delegate-git keys list [--json]
        delegate-git keys add <name> --public-key <base64> --roles delegator,reviewer [--email <e>]
                              [--not-before <time>] [--not-after <time>] [--json]
-       delegate-git keys revoke <name> [--at <time>] [--json]
+       delegate-git keys revoke <name> [--at <time>] [--force] [--json]
 
 Edits the trust root: one JSON file per key in the repository's keys directory (the policy's keysDir).
 Roles: delegator (signs verdicts), reviewer (signs reviews). Times are RFC 3339 UTC. A revoked key's
 records never count again, whatever their date. Changes to the keys directory are governed: commit them
-with a reviewer's approval. A key file keeps its key: to rotate a key, revoke it and add the new key under
-another name (every gate refuses another key written into an existing file). Reviewers are told apart
+with a reviewer's approval. A key file keeps its key: to rotate a key, add the new key under another name,
+have it approved and committed, then revoke the old one (every gate refuses another key written into an
+existing file). revoke refuses to leave fewer reviewers than reviewThreshold: no later change to the keys
+or the policy could be approved, so every gate would refuse from then on; --force revokes anyway (a key
+that is compromised), and the repository then needs its rules set again by hand. Reviewers are told apart
 by --email: keys with one email (any letter case) count as one reviewer toward reviewThreshold, so a
 rotation's overlap does not count twice; a key with no email is a reviewer of its own.
 
@@ -53,9 +57,7 @@ export default {
       if (sub !== 'add' && sub !== 'revoke')
         throw usageError('keys', `Unknown subcommand "${sub ?? ''}": use list, add or revoke.`);
       await refuseLeftOut(sub, top, checkout, policy.keysDir);
-      return sub === 'add'
-        ? await add(rest, io, top, policy.keysDir)
-        : await revoke(rest, io, top, policy.keysDir);
+      return sub === 'add' ? await add(rest, io, top, policy.keysDir) : await revoke(rest, io, top, policy);
     } finally {
       await repo.close();
     }
@@ -207,20 +209,28 @@ function timeOption(option: string, value: string | undefined): string | undefin
   return value;
 }
 
-async function revoke(argv: string[], io: Io, top: string, keysDir: string): Promise<number> {
+async function revoke(argv: string[], io: Io, top: string, policy: Policy): Promise<number> {
   const { values, positionals } = parseCommandArgs('keys', argv, {
     at: { type: 'string' },
+    force: { type: 'boolean' },
     json: { type: 'boolean' },
   });
   const [name, ...extra] = positionals;
   if (!name || extra.length > 0) throw usageError('keys', 'keys revoke takes exactly one key name.');
-  const key = (await readKeyFiles(worktreeSnapshot(top), keysDir)).find((k) => k.name === name);
+  const keys = await readKeyFiles(worktreeSnapshot(top), policy.keysDir);
+  const key = keys.find((k) => k.name === name);
   if (!key)
     throw new DelegateGitError(
       'USAGE',
-      `No key named "${name}" in ${keysDir}. See \`delegate-git keys list\`.`,
+      `No key named "${name}" in ${policy.keysDir}. See \`delegate-git keys list\`.`,
     );
   const at = timeOption('at', values.at) ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const left = reviewersLeft(keys, key, Date.now());
+  if (left !== null && left < policy.reviewThreshold && !values.force)
+    throw new DelegateGitError(
+      'USAGE',
+      `Revoking ${name} would leave ${left} reviewer(s), and a change of the keys or the policy needs ${policy.reviewThreshold} approval(s): none could ever be approved again, so every gate would refuse from the commit of this revocation on. Nothing was changed. Add the new key first (\`delegate-git keys add <name> --public-key <base64> --roles reviewer\`), have ${name} approve it (\`delegate-git attest --approve <its file>\`) and commit it, then revoke ${name}. If ${name}'s key is compromised and must go now, run again with --force; the repository's rules must then be set again by hand.`,
+    );
   const updated = { ...key.raw, revoked: key.raw.revoked ?? at };
   parseKeyFile(keyFileText(updated), key.file);
   await writeFileAtomic(path.join(top, key.file), keyFileText(updated));
@@ -230,4 +240,15 @@ async function revoke(argv: string[], io: Io, top: string, keysDir: string): Pro
       `Revoked ${name} (${updated.revoked}) in ${key.file}. Its records no longer count; content it promoted must be promoted again.\n`,
     );
   return 0;
+}
+
+/**
+ * How many reviewers (distinct holders, holderOf) would remain active without `revoking`; null when it is no active
+ * reviewer, so revoking it takes none away.
+ */
+export function reviewersLeft(keys: readonly TrustedKey[], revoking: TrustedKey, now: number): number | null {
+  const active = (k: TrustedKey) =>
+    k.roles.has('reviewer') && k.revoked === undefined && (k.notAfter === undefined || k.notAfter > now);
+  if (!active(revoking)) return null;
+  return new Set(keys.filter((k) => k !== revoking && active(k)).map(holderOf)).size;
 }
