@@ -927,6 +927,37 @@ describe('init: core.hooksPath this clone does not own', () => {
     );
   });
 
+  it('a repository moved since init: attest names the move, and init again points core.hooksPath where the hooks are now; control: before the move, no warning and the gate runs', () => {
+    const before = makeWorkTree(story, 'hookspath-before-move');
+    gitOk(story, before, ['config', 'core.hooksPath', '.git/own-hooks']);
+    cliOk(story, before, ['init', '--protect', 'src/**']);
+    gitOk(story, before, ['add', '.delegate-git']);
+    expect(commit(story, before, 'adopt').code).toBe(0);
+    const approve = (dir: string, file: string) => {
+      writeFiles(dir, { [file]: `export const at = '${file}';\n` });
+      return cliOk(story, dir, ['attest', '--approve', file, '--key', OPERATOR, '--yes']).stderr;
+    };
+    const warning = "warning: git does not run delegate-git's commit hook in this repository";
+    expect(approve(before, 'src/before.ts')).not.toContain(warning);
+
+    const dir = path.join(story.root, 'hookspath-after-move');
+    fs.renameSync(before, dir);
+    // git names the old place and runs no hook: the unpromoted commit goes through.
+    stage(dir, { 'src/unpromoted.ts': 'export const u = 1;\n' });
+    expect(commit(story, dir, 'unchecked').code).toBe(0);
+    expect(approve(dir, 'src/after.ts')).toContain(
+      `${warning}: core.hooksPath in the local git configuration names ${path.join(before, '.git', 'own-hooks')}, which no longer exists, so git runs no hooks here at all: the repository was moved or renamed since init set that path`,
+    );
+    const again = cli(story, dir, ['init']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(gitOk(story, dir, ['config', 'core.hooksPath'])).toBe(path.join(dir, '.git', 'own-hooks'));
+    expect(approve(dir, 'src/again.ts')).not.toContain(warning);
+    stage(dir, { 'src/unpromoted2.ts': 'export const u = 2;\n' });
+    const refused = commit(story, dir, 'checked again');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('NOT PROMOTED  src/unpromoted2.ts');
+  });
+
   it('a core.hooksPath init installed into, changed afterwards, makes attest warn too (rt50 f02); control: changed back', () => {
     const dir = makeWorkTree(story, 'hookspath-moved');
     gitOk(story, dir, ['config', 'core.hooksPath', '.git/githooks']);

@@ -21,6 +21,8 @@ import {
   installedHooksRecord,
   isOurs,
   isOurText,
+  movedHooksDir,
+  recordedHooksDir,
   unsetHooksPath,
 } from './hooks-in-effect.js';
 
@@ -383,7 +385,12 @@ export async function planClientHooks(repo: Repository): Promise<ClientHookPlan>
       `core.hooksPath is set to ${value} in the ${scope} git configuration, so that directory holds the hooks of every repository using that configuration: delegate-git's hook there would refuse the commits of all the others (they have no policy), and an existing hook there would be chained for all of them. Nothing was written. Either give this repository hooks of its own (\`git config core.hooksPath .git/hooks\`; the shared hooks then no longer run here unless you chain them yourself) and run init again, or add to the shared pre-commit and pre-merge-commit hooks a line that runs \`delegate-git hook pre-commit\` (\`hook pre-merge-commit\` in the other) only where .delegate-git/policy.json exists, and run \`delegate-git init --no-hook\`.`,
     );
   }
-  const dir = path.resolve(top, value);
+  // A path init made absolute names the old place once the repository moved: its hooks are where they moved to.
+  const moved =
+    path.isAbsolute(value) && value === (await recordedHooksDir(repo.layout.commonDir))
+      ? await movedHooksDir(value, top, repo.layout.commonDir)
+      : null;
+  const dir = moved ?? path.resolve(top, value);
   // init made the path absolute into the work tree it ran in: each worktree of this repository is this repository.
   const worktrees = await worktreeTops(repo, top);
   await refuseSetInWorkTree(repo, configured, worktrees);

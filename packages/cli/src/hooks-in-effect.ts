@@ -5,7 +5,7 @@
  * `delegate` does not load.
  */
 import { constants } from 'node:fs';
-import { access, readFile, realpath } from 'node:fs/promises';
+import { access, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { gitFailure, gitTry, type Repository, type RepositoryLayout } from '@delegate-git/core';
 import { relativeWithin } from '@delegate-git/core/path-within';
@@ -120,6 +120,39 @@ export function unsetHooksPath(scope: string): string {
   return `git config${scope === 'local' ? '' : ` --${scope}`} --unset core.hooksPath`;
 }
 
+/**
+ * Where the hooks directory init installed into (`recorded`, absolute) is now, when the repository was moved or renamed
+ * since: init made core.hooksPath absolute (so linked worktrees run it too), and a path under the old place names
+ * nothing. The longest tail of `recorded` that exists as a directory under the work tree or the git directory; null
+ * when `recorded` still exists or no tail does.
+ */
+export async function movedHooksDir(
+  recorded: string,
+  top: string,
+  commonDir: string,
+): Promise<string | null> {
+  if (await isDirectory(recorded)) return null;
+  const parts = recorded.split(path.sep).filter(Boolean);
+  for (let tail = parts.length - 1; tail >= 1; tail--) {
+    const rest = parts.slice(parts.length - tail);
+    for (const base of [top, commonDir]) {
+      const candidate = path.join(base, ...rest);
+      if (candidate !== recorded && (await isDirectory(candidate))) return candidate;
+    }
+  }
+  return null;
+}
+
+async function isDirectory(p: string): Promise<boolean> {
+  return (await stat(p).catch(() => null))?.isDirectory() ?? false;
+}
+
+/** The hooks directory init recorded (hooks-dir), or null when it kept none. */
+export async function recordedHooksDir(commonDir: string): Promise<string | null> {
+  const text = await readFile(installedHooksRecord(commonDir), 'utf8').catch(() => null);
+  return text?.replace(/\n$/, '') || null;
+}
+
 /** Where init records the hooks directory it installed into (the one git ran hooks from then). */
 export function installedHooksRecord(commonDir: string): string {
   return path.join(commonDir, 'delegate-git', 'hooks-dir');
@@ -136,11 +169,10 @@ export async function hooksNotRun(repo: Repository): Promise<string | null> {
   const top = repo.layout.topLevel;
   if (top === null) return null;
   const own = path.join(repo.layout.commonDir, 'hooks');
-  const recorded = await readFile(installedHooksRecord(repo.layout.commonDir), 'utf8').catch(() => null);
+  const recorded = await recordedHooksDir(repo.layout.commonDir);
   // Installed before init kept a record: where git runs hooks by default, found by the hook itself.
   const installed =
-    recorded?.replace(/\n$/, '') ||
-    ((await isOurs(path.join(own, 'pre-commit')).catch(() => false)) ? own : null);
+    recorded || ((await isOurs(path.join(own, 'pre-commit')).catch(() => false)) ? own : null);
   if (installed === null) return null;
   const unchecked =
     'Commits here are not checked before they are made (the server and CI still judge what is pushed).';
@@ -167,6 +199,8 @@ export async function hooksNotRun(repo: Repository): Promise<string | null> {
       return `core.hooksPath is set to ${configured.value}${setIn}: a branch that changes that file changes where git runs hooks from, and from then on commits run that branch's hooks, or none, without a word (the server and CI still judge what is pushed). Take core.hooksPath out of ${configured.origin} (or stop including that file) and run \`delegate-git init\` again.`;
     return await replaceableByCheckout(repo, top, dir, configured !== null);
   }
+  if (configured && dir === installed && !from && (await movedHooksDir(dir, top, repo.layout.commonDir)))
+    return `git does not run delegate-git's commit hook in this repository: core.hooksPath${setIn} names ${dir}, which no longer exists, so git runs no hooks here at all: the repository was moved or renamed since init set that path (absolute, so that linked worktrees run the hooks too). ${unchecked} Run \`delegate-git init\` again here: it points core.hooksPath where the hooks are now.`;
   if ((await realDir(dir)) === (await realDir(installed)) && !from)
     return `git does not run delegate-git's commit hook in this repository: ${path.join(dir, 'pre-commit')}, where init installed it, no longer runs delegate-git (it was replaced, is not executable, or may end before it runs the gate). ${unchecked} Run \`delegate-git init\` again to put it back.`;
   const runs = configured
