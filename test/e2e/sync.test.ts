@@ -18,6 +18,7 @@ import {
   looseCommit,
   makeServer,
   makeStory,
+  makeWorkTree,
   mktree,
   noteLines,
   OPERATOR,
@@ -141,6 +142,34 @@ describe('sync with a remote that has no ledger yet', () => {
     expect(refTip(story, work, LEDGER)).toBe(tip);
     expect(refTip(story, work, TRACKING)).toBe(tip);
     expect(refTip(story, server, LEDGER)).toBe(tip);
+  });
+});
+
+describe('a remote added after init', () => {
+  it('sync sets the fetch refspec init sets for the remotes there were, so a plain fetch brings the ledger from then on; control: set once, a second sync says nothing', () => {
+    const server = makeServer(story, 'late-remote.git', { hook: false });
+    const work = makeWorkTree(story, 'late-remote');
+    const init = adopt(story, work, ['src/**']);
+    expect(init.stdout).toContain('no remote yet: once you add one, `delegate-git sync <remote>`');
+    gitOk(story, work, ['remote', 'add', 'origin', server]);
+    gitOk(story, work, ['push', '-q', 'origin', 'main']);
+    const spec = `+${LEDGER}:${TRACKING}`;
+    const fetchSpecs = () => gitOk(story, work, ['config', '--get-all', 'remote.origin.fetch']).split('\n');
+    expect(fetchSpecs()).not.toContain(spec);
+
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(synced.stderr).toContain("set remote.origin.fetch to bring origin's ledger");
+    expect(fetchSpecs()).toContain(spec);
+    // Control: set once, not said again.
+    const again = cli(story, work, ['sync']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).not.toContain('set remote.origin.fetch');
+    expect(fetchSpecs().filter((s) => s === spec)).toHaveLength(1);
+
+    gitOk(story, work, ['update-ref', '-d', TRACKING]);
+    gitOk(story, work, ['fetch', '-q', 'origin']);
+    expect(refTip(story, work, TRACKING)).toBe(refTip(story, server, LEDGER));
   });
 });
 

@@ -13,6 +13,7 @@ import path from 'node:path';
 import {
   DelegateGitError,
   droppedAlongText,
+  gitText,
   gitTry,
   LEDGER_REF,
   POLICY_PATH,
@@ -25,12 +26,30 @@ import {
   whyNotANote,
 } from '@delegate-git/core';
 import type { Io } from './command.js';
-import { restoredText, restoreForcedLedger } from './ledger-restore.js';
+import { restoredText, restoreForcedLedger, writesLedger } from './ledger-restore.js';
 import { listRemote } from './remote-listing.js';
 
 /** Where sync and the fetch refspec init sets keep a remote's ledger. */
 export function trackingRef(remote: string): string {
   return `refs/notes/remotes/${remote}/delegations`;
+}
+
+/**
+ * Makes a plain `git fetch <remote>` (and `git pull`) bring the remote's ledger into its tracking ref, where the commit
+ * hooks take it in: init sets it for the remotes there are, sync for one added since. Returns whether it was missing,
+ * and the remote's fetch refspecs that write the ledger itself (each replaces the clone's records on every fetch).
+ */
+export async function setLedgerRefspec(
+  remote: string,
+  opts: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<{ added: boolean; overwriting: string[] }> {
+  const spec = `+${LEDGER_REF}:${trackingRef(remote)}`;
+  const existing = (await gitTry(['config', '--get-all', `remote.${remote}.fetch`], opts)).stdout
+    .toString()
+    .split('\n');
+  const added = !existing.includes(spec);
+  if (added) await gitText(['config', '--add', `remote.${remote}.fetch`, spec], opts);
+  return { added, overwriting: existing.filter(writesLedger) };
 }
 
 /** Attempts of a fetch that found the tracking ref locked by another git. */

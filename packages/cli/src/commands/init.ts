@@ -49,8 +49,13 @@ import {
   serverHooksDir,
 } from '../hook-install.js';
 import { gitDirInWorkTree, gitDirInWorkTreeReason, installedHooksRecord } from '../hooks-in-effect.js';
-import { fetchKeepingLedger, sayingWhenSlow, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
-import { writesLedger } from '../ledger-restore.js';
+import {
+  fetchKeepingLedger,
+  sayingWhenSlow,
+  setLedgerRefspec,
+  takeInRemoteLedger,
+  trackingRef,
+} from '../ledger-intake.js';
 import { type NewKey, registeredKeyFile, registerKey } from '../trust-files.js';
 
 const help = `
@@ -421,14 +426,7 @@ async function configureNotes(repo: Repository, io: Io, done: string[]): Promise
   await gitText(['config', 'notes.delegations.mergeStrategy', 'cat_sort_uniq'], opts);
   const remotes = (await gitText(['remote'], opts)).split('\n').filter(Boolean);
   for (const remote of remotes) {
-    const spec = `+${LEDGER_REF}:${trackingRef(remote)}`;
-    const existing = (await gitTry(['config', '--get-all', `remote.${remote}.fetch`], opts)).stdout
-      .toString()
-      .split('\n');
-    if (!existing.includes(spec)) {
-      await gitText(['config', '--add', `remote.${remote}.fetch`, spec], opts);
-    }
-    for (const overwriting of existing.filter(writesLedger))
+    for (const overwriting of (await setLedgerRefspec(remote, opts)).overwriting)
       io.err(
         `delegate-git init: warning: remote.${remote}.fetch has ${overwriting}, so a plain \`git fetch ${remote}\` ` +
           `replaces this clone's ${LEDGER_REF} with the remote's and drops every record made here and not synced ` +
@@ -437,7 +435,7 @@ async function configureNotes(repo: Repository, io: Io, done: string[]): Promise
       );
   }
   done.push(
-    `set notes.delegations.mergeStrategy=cat_sort_uniq${remotes.length ? ` and the ledger fetch refspec for ${remotes.join(', ')}` : ''}`,
+    `set notes.delegations.mergeStrategy=cat_sort_uniq${remotes.length ? ` and the ledger fetch refspec for ${remotes.join(', ')}` : ' (no remote yet: once you add one, `delegate-git sync <remote>` exchanges the ledger with it and has `git fetch` bring its records from then on)'}`,
   );
 }
 

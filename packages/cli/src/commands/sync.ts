@@ -8,7 +8,13 @@ import {
 } from '@delegate-git/core';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { hooksNotRun, hooksWarning } from '../hooks-in-effect.js';
-import { fetchKeepingLedger, sayingWhenSlow, takeInRemoteLedger, trackingRef } from '../ledger-intake.js';
+import {
+  fetchKeepingLedger,
+  sayingWhenSlow,
+  setLedgerRefspec,
+  takeInRemoteLedger,
+  trackingRef,
+} from '../ledger-intake.js';
 import { restoredText, restoreForcedLedger } from '../ledger-restore.js';
 
 const help = `
@@ -66,6 +72,11 @@ export default {
         throw usageError('sync', `There is no remote named "${remote}".`);
       });
       const tracking = trackingRef(remote);
+      // A remote added after init: from now on a plain fetch or pull brings its ledger too, as init set for the others.
+      if ((await setLedgerRefspec(remote, opts)).added)
+        io.err(
+          `delegate-git sync: set remote.${remote}.fetch to bring ${remote}'s ledger into ${tracking}, so that \`git fetch\` and \`git pull\` take it in from now on.\n`,
+        );
       // A lock a stopped git left, or a ref file a crash cut short, is named now, not after every retry.
       await repo.ledger.assertWritable();
       const restored = await restoreForcedLedger(repo);
