@@ -188,6 +188,21 @@ describe('init: where git runs hooks', () => {
     expect(kept.repositoryId).toBe(first.repositoryId);
   });
 
+  it('between init and the adopting commit, a commit is refused saying to commit the adoption (not to run init again); control: adopted, the same commit passes', () => {
+    const dir = makeWorkTree(story, 'adoption-not-staged');
+    commitBeforeAdoption(story, dir);
+    cliOk(story, dir, ['init', '--protect', 'src/**']);
+    writeFiles(dir, { 'README.md': 'an unrelated change\n' });
+    gitOk(story, dir, ['add', 'README.md']);
+    const refused = commit(story, dir, 'before the adoption is committed');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('.delegate-git/policy.json is in the work tree but not staged');
+    expect(refused.stderr).toContain('git add .delegate-git && git commit -m "Adopt delegate-git"');
+    expect(refused.stderr).not.toContain('Run `delegate-git init`');
+    gitOk(story, dir, ['add', '.delegate-git']);
+    expect(commit(story, dir, 'adopt, with the change').code).toBe(0);
+  });
+
   it('guards a linked worktree: an unpromoted commit there is refused, a promoted one passes', async () => {
     const dir = makeWorkTree(story, 'worktrees');
     adopt(story, dir, ['src/**']);

@@ -1,6 +1,8 @@
 /**
  * Policy and trust root as they stand in one snapshot: the rules that judge that snapshot.
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { DelegateGitError } from './errors.js';
 import { POLICY_PATH, type Policy, parsePolicy } from './policy.js';
 import type { Snapshot } from './snapshot.js';
@@ -17,6 +19,12 @@ export interface Governance {
 export async function loadPolicy(snapshot: Snapshot): Promise<Policy> {
   const text = await snapshot.readFile(POLICY_PATH);
   if (text === null) {
+    // Between init and the commit that adopts: the rules are written but not staged, and running init again keeps them.
+    if (snapshot.stagedFrom !== undefined && existsSync(path.join(snapshot.stagedFrom, POLICY_PATH)))
+      throw new DelegateGitError(
+        'POLICY',
+        `${POLICY_PATH} is in the work tree but not staged, so this commit has no rules to be judged by: commit the adoption first (\`git add .delegate-git && git commit -m "Adopt delegate-git"\`), or stage it with this commit.`,
+      );
     throw new DelegateGitError(
       'POLICY',
       `There is no ${POLICY_PATH} in ${snapshot.label}, so nothing says what is governed. ` +

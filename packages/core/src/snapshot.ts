@@ -23,6 +23,8 @@ export interface SnapshotFile {
 
 export interface Snapshot {
   readonly label: string;
+  /** For the index: the work tree it is staged from, where a file not staged yet may lie. */
+  readonly stagedFrom?: string;
   readFile(file: string): Promise<Buffer | null>;
   /** Every file below `dir` (repository-relative POSIX paths). */
   listFiles(dir: string): Promise<string[]>;
@@ -105,6 +107,7 @@ export function gitSnapshot(
     });
   return {
     label: rev === null ? 'the index' : rev,
+    ...(rev === null && { stagedFrom: cwd }),
     async readFile(file) {
       const object = await batch.read(listed.get(file) ?? `${prefix}${file}`);
       return object && object.type === 'blob' ? object.content : null;
