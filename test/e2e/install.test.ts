@@ -1267,6 +1267,17 @@ describe('init run again: a hook of its own edited by hand (rt52 f04)', () => {
 });
 
 describe("init --server: where git runs the server's hooks", () => {
+  it("refuses the options of a clone's init (--protect, --keys-dir, --key, --no-hook), writing nothing; control: alone it installs the hook", () => {
+    const server = path.join(story.root, 'server-options.git');
+    gitOk(story, story.root, ['init', '-q', '--bare', '-b', 'main', server]);
+    const refused = cli(story, server, ['init', '--server', '--protect', 'src/**', '--no-hook']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--protect, --no-hook do not apply with --server');
+    expect(fs.existsSync(path.join(server, 'hooks', 'pre-receive'))).toBe(false);
+    cliOk(story, server, ['init', '--server']);
+    expect(fs.existsSync(path.join(server, 'hooks', 'pre-receive'))).toBe(true);
+  });
+
   it('installs pre-receive into a core.hooksPath the bare repository sets, where git runs it; refuses a global one', () => {
     const server = path.join(story.root, 'hookspath-server.git');
     gitOk(story, story.root, ['init', '-q', '--bare', '-b', 'main', server]);

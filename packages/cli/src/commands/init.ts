@@ -35,7 +35,7 @@ import {
   withFileLock,
 } from '@delegate-git/core';
 import { refuseAdoptionInAnotherWorktree, refuseSecondAdoption } from '../adoption-check.js';
-import { type CommandModule, type Io, parseCommandArgs } from '../command.js';
+import { type CommandModule, type Io, parseCommandArgs, usageError } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
 import {
   configInWorkTree,
@@ -120,6 +120,15 @@ export default {
       },
       false,
     );
+    // The server judges by the policy committed on its default branch, and --server is there to install the hook.
+    const clientOnly = (['protect', 'key', 'keys-dir', 'no-hook'] as const).filter(
+      (o) => values[o] !== undefined,
+    );
+    if (values.server && clientOnly.length > 0)
+      throw usageError(
+        'init',
+        `${clientOnly.map((o) => `--${o}`).join(', ')} do${clientOnly.length === 1 ? 'es' : ''} not apply with --server: a server judges pushes by the policy and keys committed on its default branch, and --server installs its pre-receive hook. Nothing was written. Run \`delegate-git init --server\` alone.`,
+      );
     const repo = await Repository.open(io.cwd, io.env, io.err);
     try {
       const top = repo.layout.topLevel;
