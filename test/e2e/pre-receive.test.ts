@@ -126,6 +126,10 @@ describe('pre-receive: content and the ledger', () => {
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(refusedLine('refs/heads/main', 'src/late.ts', 'no verdict'));
     expect(refused.stderr).toContain('git push --atomic <remote> <branch> refs/notes/delegations');
+    // The likely cause first: the push carried no ledger.
+    expect(refused.stderr).toContain(
+      'delegate-git: push refused. This push does not carry refs/notes/delegations',
+    );
 
     const accepted = gitRun(story, work, ATOMIC);
     expect(accepted.code, accepted.stderr).toBe(0);

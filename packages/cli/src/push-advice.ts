@@ -15,11 +15,17 @@ export function pushRefusalAdvice(
   refusals: readonly PushRefusal[],
   changingRules: readonly string[],
   ledgerRef: string,
+  ledgerPushed = true,
 ): string[] {
   const content = refusals.filter((r) => r.path !== undefined);
   const lines = refusals.some((r) => r.kind === 'ledger line');
   const kinds = new Set(content.map((r) => r.kind ?? 'content'));
   const out: string[] = [];
+  // The commonest slip: the files are promoted in the pusher's clone, and a plain `git push` left the records behind.
+  if (kinds.has('content') && !ledgerPushed)
+    out.push(
+      `This push does not carry ${ledgerRef}, so the server judged the files by its ledger alone: if \`delegate-git check <path>\` says they are promoted in your clone, push the ledger with the branch: git push --atomic <remote> <branch> ${ledgerRef}`,
+    );
   if (kinds.has('content')) out.push(PROMOTE);
   for (const kind of ['protected deletion', 'governance deletion', 'submodule'] as const)
     if (kinds.has(kind)) out.push(RULES_ADVICE[kind]);
@@ -30,7 +36,6 @@ export function pushRefusalAdvice(
       `This push also changes the policy or the trust root (${changingRules.join(', ')}), but a push is judged by the rules in force on its branch before it: push the rules change on its own first.`,
     );
   if (lines) out.push(REFUSED_LINE);
-  else if (content.length === 0 && refusals.some((r) => r.ref === ledgerRef && r.kind !== 'repeated ref'))
-    out.push(SYNC);
+  else if (content.length === 0 && refusals.some((r) => r.kind === 'ledger rewrite')) out.push(SYNC);
   return out;
 }

@@ -84,14 +84,30 @@ describe('pushRefusalAdvice', () => {
     ).toContain('push the rules change on its own first');
   });
 
-  it('a refused ledger update alone is told to sync; a refusal that says what to do itself gets nothing more', () => {
-    expect(
-      pushRefusalAdvice([{ ref: LEDGER_REF, reason: 'not a fast-forward' }], [], LEDGER_REF)[0],
-    ).toContain('run `delegate-git sync`');
+  it('a rewritten ledger alone is told to sync; a refusal that says what to do itself gets nothing more', () => {
+    const rewrite = { ref: LEDGER_REF, reason: 'not a fast-forward', kind: 'ledger rewrite' as const };
+    expect(pushRefusalAdvice([rewrite], [], LEDGER_REF)[0]).toContain('run `delegate-git sync`');
     expect(pushRefusalAdvice([{ ref: 'refs/heads/x', reason: 'no policy' }], [], LEDGER_REF)).toEqual([]);
+    // No policy in force to check the ledger by: sync, which pushes the same ledger, is refused the same way.
+    const noRules = {
+      ref: LEDGER_REF,
+      reason: 'no policy is in force on this repository to verify the ledger against',
+    };
+    expect(pushRefusalAdvice([noRules], [], LEDGER_REF)).toEqual([]);
     // A ledger named twice in one push is no ledger to catch up with: sync would not help.
     const repeated = { ref: LEDGER_REF, reason: 'named 2 times in one push', kind: 'repeated ref' as const };
     expect(pushRefusalAdvice([repeated], [], LEDGER_REF)).toEqual([]);
+  });
+
+  it('files refused in a push without the ledger are told first to push the ledger with the branch; control: with it, promoting comes first', () => {
+    const file = refused('no verdict: no delegated unit is recorded as writing it');
+    const without = pushRefusalAdvice([file], [], LEDGER_REF, false);
+    expect(without[0]).toContain(`This push does not carry ${LEDGER_REF}`);
+    expect(without[0]).toContain(`git push --atomic <remote> <branch> ${LEDGER_REF}`);
+    expect(without[1]).toContain('Promote each file');
+    const withLedger = pushRefusalAdvice([file], [], LEDGER_REF, true);
+    expect(withLedger).toHaveLength(1);
+    expect(withLedger[0]).toContain('Promote each file');
   });
 
   it('a refused line is told how it may enter, or how to leave it behind: sync, which keeps every line, is not offered', () => {

@@ -17,9 +17,10 @@ export interface PushRefusal {
   /**
    * For a refused path: what it needs (no kind: content to promote). `ledger line`: a line the ledger update adds that
    * may not enter it. `repeated ref`: a ref the push's commands name more than once (a client of one's own), which no
-   * advice about the ledger helps.
+   * advice about the ledger helps. `ledger rewrite`: an update of the ledger that deletes it, forces it back or drops
+   * lines (sync catches up with the server instead).
    */
-  kind?: RefusalKind | 'ledger line' | 'repeated ref';
+  kind?: RefusalKind | 'ledger line' | 'repeated ref' | 'ledger rewrite';
   /** Refused by the rules the push brings, not by those in force (refusedByPushedRules): pushing those first is no way out. */
   byPushedRules?: true;
 }

@@ -23,28 +23,31 @@ export async function judgeLedgerUpdate(
   result: PushJudgement,
 ) {
   const refuse = (reason: string) => result.refusals.push({ ref: u.ref, reason });
-  if (isZeroId(u.newId)) return refuse('the ledger cannot be deleted (it is append-only)');
+  // A ledger rewritten (deleted, forced back, lines dropped): what catching up with the server by sync answers.
+  const refuseRewrite = (reason: string) =>
+    result.refusals.push({ ref: u.ref, reason, kind: 'ledger rewrite' });
+  if (isZeroId(u.newId)) return refuseRewrite('the ledger cannot be deleted (it is append-only)');
   // Every reader takes the ref as it is: a tag of a notes commit would read as damage in every clone that fetched it.
   const pushed = await reads.repo.objects.read(u.newId);
   if (pushed?.type !== 'commit')
     return refuse(`the ledger must name a notes commit, not a ${pushed?.type ?? 'missing object'}`);
   if (ledger.fastForward && ledger.change) {
     if (!(await ledger.fastForward)) {
-      return refuse(
+      return refuseRewrite(
         'non-fast-forward update of the ledger (it is append-only): run `delegate-git sync` and push again',
       );
     }
     const { dropped } = await ledger.change;
     if (dropped.length > 0) {
       const blobs = [...new Set(dropped.map((d) => d.annotated.slice(0, 12)))];
-      return refuse(
+      return refuseRewrite(
         `the update drops ${dropped.length} record line(s) on blob(s) ${blobs.join(', ')} (the ledger is append-only)`,
       );
     }
   }
   const along = await alongRead;
   if (along && along.dropped.length > 0)
-    return refuse(
+    return refuseRewrite(
       `${droppedAlongText(along.dropped)}; push the ledger as delegate-git and \`delegate-git sync\` write it`,
     );
   const { added, foreign } = ledger.change ? await ledger.change : await wholeLedger(reads.repo, u.newId);

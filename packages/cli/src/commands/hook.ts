@@ -171,7 +171,8 @@ async function preReceive(io: Io): Promise<number> {
     const unshown = result.refusals.length - SHOWN_REFUSALS;
     if (unshown > 0) io.err(`delegate-git: and ${unshown} more refusal(s) like these, not shown.\n`);
     if (result.refusals.length > 0) {
-      const advice = pushRefusalAdvice(result.refusals, result.changingRules, LEDGER_REF);
+      const ledgerPushed = updates.some((u) => u.ref === LEDGER_REF);
+      const advice = pushRefusalAdvice(result.refusals, result.changingRules, LEDGER_REF, ledgerPushed);
       io.err(
         `delegate-git: push refused.${advice.length > 0 ? ` ${advice.join('\ndelegate-git: ')}` : ''}\n`,
       );
