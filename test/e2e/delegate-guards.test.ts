@@ -442,6 +442,13 @@ describe('delegate-git config', () => {
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(worker.requests.at(-1)!.body.model).toBe('qwen2.5-coder:14b');
+
+    // A setting naming no key: the error says the name came from the config, not from a --key never passed.
+    expect((await repo.cli(['config', 'set', 'signingKey', 'nosuchkey'])).code).toBe(0);
+    const missing = await repo.delegate(creating('src/unsigned.js'));
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('The signing key comes from config signingKey ("nosuchkey")');
+    expect((await repo.cli(['config', 'set', 'signingKey', 'operator'])).code).toBe(0);
   });
 
   test.each([

@@ -17,7 +17,8 @@ worker.apiKeyEnv), worker.model, worker.apiKeyEnv, worker.timeoutMs
 (default 300000), worker.idleTimeoutMs (the longest silence once the reply has begun, default 120000),
 worker.maxTokens, verification.approval (ask | allow | deny), verification.allowlist (programs),
 verification.repeats (1..20, default 3; the least a unit gets), verification.timeoutMs (default 30000), coherence (a command or null),
-emitAllowlist, unitScope (enforce | off), retryContext (auto | off), signingKey (a key name).
+emitAllowlist, unitScope (enforce | off), retryContext (auto | off), signingKey (the key
+delegate signs verdicts with; attest takes --key).
 Environment overrides: DELEGATE_GIT_WORKER_ENDPOINT (the same rules as worker.endpoint), DELEGATE_GIT_WORKER_MODEL.
 
 Example:

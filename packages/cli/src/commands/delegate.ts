@@ -84,12 +84,20 @@ export default {
       const governance = await loadGovernance(
         checkoutSnapshot(repo.layout.topLevel, repo.layout.gitDir, repo.objects, repo.env),
       );
-      const { key } = signingKeyFor(
-        governance.trustRoot,
-        'delegator',
-        values.key ?? settings.signingKey ?? undefined,
-        io.env,
-      );
+      const fromConfig = values.key === undefined ? (settings.signingKey ?? undefined) : undefined;
+      const { key } = (() => {
+        try {
+          return signingKeyFor(governance.trustRoot, 'delegator', values.key ?? fromConfig, io.env);
+        } catch (error) {
+          // A name the config gave: say so, or the user looks for a --key they never passed.
+          if (fromConfig === undefined || !(error instanceof DelegateGitError)) throw error;
+          throw new DelegateGitError(
+            error.code,
+            `The signing key comes from config signingKey ("${fromConfig}"): ${error.message} Or change it (\`delegate-git config set signingKey <name>\`).`,
+            { cause: error },
+          );
+        }
+      })();
       assertKeyMaySign(governance.trustRoot, key, 'delegator', governance.policy.keysDir);
       // Asked while the worker writes; said after the receipt, where the user looks next.
       const hooks = hooksNotRun(repo);
