@@ -49,6 +49,22 @@ describe('renderReceipt', () => {
     );
   });
 
+  it('a verification not approved says what to do next: the program to allow, and the files left to put back; control: another verdict says nothing of it', () => {
+    const skipped = 'verification: `node` is not on the verification allowlist';
+    const text = renderReceipt(
+      receipt({
+        verdict: 'VERIFICATION_NOT_APPROVED',
+        files: [written('src/a.js')],
+        verification: { ...emptyReceipt({ taskName: 'add' }).verification, skipped },
+      }),
+    );
+    const next = text.split('\n').find((line) => line.startsWith('Next: '));
+    expect(next).toContain('the files above are left as the worker wrote them, unverified');
+    expect(next).toContain(`delegate-git config set verification.allowlist '["<program>"]'`);
+    expect(next).toContain('`git restore <path>`, or delete a created one');
+    expect(renderReceipt(receipt({ files: [written('src/a.js')] }))).not.toContain('Next: ');
+  });
+
   it('warns when the server counted far fewer prompt tokens than were sent (rt45 f05); not otherwise', () => {
     const cut = renderReceipt(
       receipt({ tokens: { prompt: 3, completion: 2, estimated: false, sent: 8000, cut: true } }),

@@ -231,6 +231,11 @@ export function renderReceipt(r: DelegationReceipt): string {
       `Warning: the server counted ${r.tokens.prompt} prompt token(s) for about ${r.tokens.sent} sent: its context window (Ollama's num_ctx) may have cut the prompt, so the model may not have read the whole unit. Raise the server's context length.`,
     );
   out.push(`Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : ''}`);
+  // Unlike an interrupted run, the worker's files stay: the user decides about the program, then runs the unit again.
+  if (r.verdict === 'VERIFICATION_NOT_APPROVED')
+    out.push(
+      `Next: ${r.files.length > 0 ? 'the files above are left as the worker wrote them, unverified; ' : ''}allow the verification program (\`delegate-git config set verification.allowlist '["<program>"]'\`), or run delegate on a terminal to approve it once${r.files.length > 0 ? ', then put those files back (`git restore <path>`, or delete a created one) and run the unit again: the worker writes them afresh' : ', and run the unit again'}.`,
+    );
   return `${out.map(shownText).join('\n')}\n`;
 }
 
