@@ -97,7 +97,7 @@ describe('pre-commit: a branch without a policy in an adopted repository', () =>
     stage(fresh, { 'README.md': 'first\n' });
     const unstaged = commit(story, fresh, 'first, without the policy');
     expect(unstaged.code).not.toBe(0);
-    expect(unstaged.stderr).toContain(`There is no ${POLICY} in the index`);
+    expect(unstaged.stderr).toContain(`${POLICY} is in the work tree but not staged`);
   });
 });
 

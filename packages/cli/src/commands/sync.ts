@@ -72,11 +72,6 @@ export default {
         throw usageError('sync', `There is no remote named "${remote}".`);
       });
       const tracking = trackingRef(remote);
-      // A remote added after init: from now on a plain fetch or pull brings its ledger too, as init set for the others.
-      if ((await setLedgerRefspec(remote, opts)).added)
-        io.err(
-          `delegate-git sync: set remote.${remote}.fetch to bring ${remote}'s ledger into ${tracking}, so that \`git fetch\` and \`git pull\` take it in from now on.\n`,
-        );
       // A lock a stopped git left, or a ref file a crash cut short, is named now, not after every retry.
       await repo.ledger.assertWritable();
       const restored = await restoreForcedLedger(repo);
@@ -84,6 +79,12 @@ export default {
       io.err(hooksWarning('sync', await hooksNotRun(repo)));
       for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
         const theirs = await fetchKeepingLedger(remote, tracking, io, opts);
+        // A remote added after init: from now on a plain fetch or pull brings its ledger too, as init set for the
+        // others. Only once sync's own fetch into the tracking ref worked: a refspec git cannot follow fails every fetch.
+        if (attempt === 1 && (await setLedgerRefspec(remote, opts)).added)
+          io.err(
+            `delegate-git sync: set remote.${remote}.fetch to bring ${remote}'s ledger into ${tracking}, so that \`git fetch\` and \`git pull\` take it in from now on.\n`,
+          );
         if (theirs !== null) {
           const ours = await repo.ledger.tip();
           await sayingWhenSlow(
