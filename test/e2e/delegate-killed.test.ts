@@ -273,6 +273,35 @@ function plantJournal(
   return dir;
 }
 
+/**
+ * A journal no run leaves (its one file, `outside`, lies outside the work tree, holding "outside\n"), so recovery
+ * refuses it: of process `pid` in `boot`, started at `started`.
+ */
+function plantRefusedJournal(
+  repo: DelegateRepo,
+  name: string,
+  at: { pid: number; boot: string; started: string; outside: string },
+): string {
+  return plantJournal(repo, name, {
+    version: 1,
+    pid: at.pid,
+    boot: at.boot,
+    started: at.started,
+    taskName: 'refused',
+    ledgerTip: null,
+    files: [
+      {
+        path: at.outside,
+        absolute: at.outside,
+        inRepository: false,
+        written: sha256('outside\n'),
+        previous: null,
+      },
+    ],
+    createdDirs: [],
+  });
+}
+
 interface HandmadeJournal {
   pid: number;
   boot?: string | null;
@@ -646,24 +675,7 @@ describe('journals that are not as a run leaves them (planted in .git, damaged, 
     const outside = path.join(repo.root, 'outside.txt');
     fs.writeFileSync(outside, 'outside\n');
     const refusedJournal = (name: string, pid: number, boot: string) =>
-      plantJournal(repo, name, {
-        version: 1,
-        pid,
-        boot,
-        started: new Date().toISOString(),
-        taskName: 'refused',
-        ledgerTip: null,
-        files: [
-          {
-            path: outside,
-            absolute: outside,
-            inRepository: false,
-            written: sha256('outside\n'),
-            previous: null,
-          },
-        ],
-        createdDirs: [],
-      });
+      plantRefusedJournal(repo, name, { pid, boot, started: new Date().toISOString(), outside });
     const named = (dir: string) =>
       new RegExp(
         `^A journal of an earlier \`delegate-git delegate\` that stopped before it could finish, ${escaped(dir)}, is not as a run leaves one, so nothing was done with it: files\\.0\\.absolute ${escaped(outside)} is outside the work tree`,
@@ -1131,23 +1143,11 @@ describe('a journal naming a live pid that is no delegate-git run (the number gi
         { pid: other.pid, name: '1-sound', ledgerTip: null, started: TWO_DAYS_AGO() },
         [{ path: 'src/a.js', previous: EDITED_A }],
       );
-      const refused = plantJournal(repo, '2-refused', {
-        version: 1,
+      const refused = plantRefusedJournal(repo, '2-refused', {
         pid: other.pid,
         boot: bootId(),
         started: TWO_DAYS_AGO(),
-        taskName: 'refused',
-        ledgerTip: null,
-        files: [
-          {
-            path: outside,
-            absolute: outside,
-            inRepository: false,
-            written: sha256('outside\n'),
-            previous: null,
-          },
-        ],
-        createdDirs: [],
+        outside,
       });
 
       const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
