@@ -902,6 +902,47 @@ describe('the records a pull brings', () => {
     expect(refTip(story, mate, LEDGER)).toBe(before);
   });
 
+  it('a merge refused because origin was added again without the ledger refspec says so, and sync mends it; a pull that passes says nothing of it', () => {
+    const { server, work } = hooklessPair('unfetched');
+    const mate = cloneInto(story, server, 'unfetched-mate');
+    cliOk(story, mate, ['init']);
+    // The remote replaced after init: its fetch refspecs are git's default again, the tracking ledger gone.
+    gitOk(story, mate, ['remote', 'remove', 'origin']);
+    gitOk(story, mate, ['remote', 'add', 'origin', server]);
+    gitOk(story, mate, ['fetch', '-q', 'origin']);
+    gitOk(story, mate, ['branch', '-q', '--set-upstream-to=origin/main']);
+    gitRun(story, mate, ['update-ref', '-d', 'refs/notes/remotes/origin/delegations']);
+    const diverge = (file: string, governed: boolean) => {
+      writeFiles(mate, { [`notes-${file}.txt`]: 'not governed\n' });
+      gitOk(story, mate, ['add', `notes-${file}.txt`]);
+      expect(gitRun(story, mate, ['commit', '-q', '-m', `notes ${file}`]).code).toBe(0);
+      const at = governed ? `src/${file}.ts` : `${file}.txt`;
+      writeFiles(work, { [at]: `export const ${file} = 1;\n` });
+      if (governed) cliOk(story, work, ['attest', '--approve', at, '--yes']);
+      gitOk(story, work, ['add', at]);
+      expect(gitRun(story, work, ['commit', '-q', '-m', file]).code).toBe(0);
+      expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+    };
+
+    // Control: a merge of nothing governed passes, and the hint, which may not apply, is not said.
+    diverge('plain', false);
+    const passed = gitRun(story, mate, ['pull', '--no-rebase', '--no-edit']);
+    expect(passed.code, passed.stderr).toBe(0);
+    expect(passed.stderr).not.toContain('not set to fetch');
+
+    diverge('d', true);
+    const refused = gitRun(story, mate, ['pull', '--no-rebase', '--no-edit']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('merge commit refused');
+    expect(refused.stderr).toContain(`origin is not set to fetch its ledger (${LEDGER})`);
+    expect(refused.stderr).toContain('`delegate-git sync`');
+
+    cliOk(story, mate, ['sync']);
+    expect(gitOk(story, mate, ['config', '--get-all', 'remote.origin.fetch'])).toContain(LEDGER);
+    const concluded = gitRun(story, mate, ['commit', '-q', '--no-edit']);
+    expect(concluded.code, concluded.stderr).toBe(0);
+  });
+
   it('a pull that makes no commit (a rebase, a fast-forward) takes in the fetched ledger too, so the ledger pushes beside the branch; without the post-rewrite hook it is refused as non-fast-forward', () => {
     const { server, work } = hooklessPair('rebased');
     /** A clone with a committed record of its own, behind origin by `src/<file>.ts` and its record. */

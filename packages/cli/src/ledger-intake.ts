@@ -473,9 +473,7 @@ async function refuseForeign(
  * checked again at every commit. First, the ledger is put back where this clone last wrote it if a fetch has dropped
  * that since (ledger-restore.ts). One sentence for the hook to print, if any.
  */
-export async function takeInFetchedLedger(
-  repo: Repository,
-): Promise<{ said: string | null; took: boolean; refusedBefore?: true; why?: string }> {
+export async function takeInFetchedLedger(repo: Repository): Promise<Intake> {
   const restored = await restoreForcedLedger(repo);
   const intake = await takeInOrigins(repo);
   if (!restored) return intake;
@@ -485,18 +483,27 @@ export async function takeInFetchedLedger(
     ...intake,
     took: true,
     said: intake.said ? `${said} And it ${intake.said}` : said,
-    refusedBefore: undefined,
+    quietUnlessRefused: undefined,
   };
 }
 
-async function takeInOrigins(
-  repo: Repository,
-): Promise<{ said: string | null; took: boolean; refusedBefore?: true; why?: string }> {
+/** What taking in origin's fetched ledger did, in a sentence for the hook to print, if any. */
+export interface Intake {
+  said: string | null;
+  took: boolean;
+  /** Say it only where a commit is refused (a refusal said before, a hint that may not apply), not after every pull. */
+  quietUnlessRefused?: true;
+  /** The details of a refusal, for a refused commit. */
+  why?: string;
+}
+
+async function takeInOrigins(repo: Repository): Promise<Intake> {
   const opts = { cwd: repo.cwd, env: repo.env };
   const tracking = trackingRef('origin');
   const named = await refObject(tracking, opts);
+  if (named === null) return unfetchedLedger(opts);
   const ours = await repo.ledger.tip();
-  if (named?.type !== 'commit' || named.oid === ours) return { said: null, took: false };
+  if (named.type !== 'commit' || named.oid === ours) return { said: null, took: false };
   const theirs = named.oid;
   if (ours !== null && (await gitTry(['merge-base', '--is-ancestor', theirs, ours], opts)).code === 0)
     return { said: null, took: false };
@@ -513,7 +520,7 @@ async function takeInOrigins(
     return {
       said: `origin's fetched ledger (${theirs.slice(0, 12)}) was refused before; \`delegate-git sync\` says why`,
       took: false,
-      refusedBefore: true,
+      quietUnlessRefused: true,
     };
   try {
     await takeInRemoteLedger(repo, 'origin', ours, theirs, "delegate-git: take in origin's fetched ledger", [
@@ -539,6 +546,28 @@ async function takeInOrigins(
       why: error.message,
     };
   }
+}
+
+/**
+ * No tracking ledger for origin: when origin's fetch refspecs leave its ledger out (a remote added or replaced after
+ * init), a pull never brings the records of what it merges, and a refused commit should say so. Said only when the
+ * commit is refused: origin may hold no ledger at all.
+ */
+async function unfetchedLedger(opts: GitOptions): Promise<Intake> {
+  // No url: there is no origin (a url is what makes a remote).
+  const [url, specs] = await Promise.all([
+    gitTry(['config', '--get', 'remote.origin.url'], opts),
+    gitTry(['config', '--get-all', 'remote.origin.fetch'], opts),
+  ]);
+  if (url.code !== 0 || specs.stdout.toString('utf8').includes('refs/notes/'))
+    return { said: null, took: false };
+  return {
+    said:
+      `origin is not set to fetch its ledger (${LEDGER_REF}), so no pull brought the records made there; ` +
+      '`delegate-git sync` fetches and takes them in, and sets the refspec for the pulls after it',
+    took: false,
+    quietUnlessRefused: true,
+  };
 }
 
 /**

@@ -73,10 +73,10 @@ async function preCommit(
       // The records of what a `git pull` merges come with it into the remote's tracking ledger, which no gate reads:
       // taken in (checked as sync checks them), they count, and the refused files are judged again.
       const { takeInFetchedLedger } = await import('../ledger-intake.js');
-      const { said, took, why, refusedBefore } = await takeInFetchedLedger(repo);
+      const { said, took, why, quietUnlessRefused } = await takeInFetchedLedger(repo);
       // A refused commit says why; a passing one says a refusal once, as after a pull.
       if (said && code !== 0) io.err(`delegate-git: ${said}${why ? ` Why: ${why}` : ''}\n`);
-      else if (said && !refusedBefore) io.err(`delegate-git: ${said}\n`);
+      else if (said && !quietUnlessRefused) io.err(`delegate-git: ${said}\n`);
       if (took && code !== 0) {
         report = await checkStaged(repo);
         code = reportExitCode(report);
@@ -129,9 +129,9 @@ async function afterPull(io: Io): Promise<number> {
   ]);
   const repo = await Repository.open(io.cwd, io.env, io.err);
   try {
-    const { said, refusedBefore } = await takeInFetchedLedger(repo);
+    const { said, quietUnlessRefused } = await takeInFetchedLedger(repo);
     // A refusal is said once, after the pull that fetched it, not after every amend or rebase since.
-    if (said && !refusedBefore) io.err(`delegate-git: ${said}\n`);
+    if (said && !quietUnlessRefused) io.err(`delegate-git: ${said}\n`);
     return 0;
   } finally {
     await repo.close();
