@@ -478,6 +478,29 @@ describe('journals the next delegate finds (hand-made, as a run leaves them)', (
     expect.soft(repo.read('src/a.js')).toBe(EDITED_A);
   });
 
+  test('a journal directory never finished is left while its run may be at work, and removed once that run is gone or its pid has outlived any run', async () => {
+    const repo = await freshRepo();
+    const root = path.join(repo.stateDir, 'unrecorded');
+    fs.mkdirSync(root, { recursive: true });
+    const unfinished = (pid: number, hoursAgo: number) => {
+      const dir = path.join(root, `.${pid}-${String(hoursAgo).padStart(12, '0')}.tmp`);
+      fs.mkdirSync(dir);
+      const then = new Date(Date.now() - hoursAgo * 3_600_000);
+      fs.utimesSync(dir, then, then);
+      return dir;
+    };
+    const live = unfinished(process.pid, 0);
+    const outlived = unfinished(process.pid, 25);
+    const dead = unfinished(deadPid(), 0);
+
+    const next = await repo.cli(['delegate', otherUnit(repo), '--json']);
+
+    expect.soft(next.stderr).toBe('');
+    expect.soft(fs.existsSync(live)).toBe(true);
+    expect.soft(fs.existsSync(outlived)).toBe(false);
+    expect.soft(fs.existsSync(dead)).toBe(false);
+  });
+
   test('two runs that wrote one file, both dead: replayed newest first, whatever order the directory lists them in, so the file is back as the user had it', async () => {
     const A_TEXT = EDITED_A.replace('return 1;', "return 'A';");
     const B_TEXT = A_TEXT.replace("return 'A';", "return 'B';");

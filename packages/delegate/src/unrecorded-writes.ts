@@ -223,15 +223,17 @@ export async function recoverStoppedDelegations(
     const dir = path.join(root, name);
     const unfinished = UNFINISHED.exec(name);
     if (unfinished) {
-      // A journal never finished: its run wrote no file yet. Removed once that run is gone.
+      // A journal never finished: its run wrote no file yet. Removed once that run is gone, or once a process with
+      // its pid has outlived any run since the directory was made (a later process given the same pid): only its
+      // name tells the run, and removing it loses nothing.
       const writer = {
         pid: Number(unfinished[1]),
         boot: bootId(),
         starttime: null,
         monotonic: null,
-        made: null,
+        made: modifiedAt(dir),
       };
-      if (writerState(writer, seeProcess(writer.pid)).state === 'gone')
+      if (writerState(writer, seeProcess(writer.pid)).state !== 'running')
         fs.rmSync(dir, { recursive: true, force: true });
       continue;
     }
@@ -283,6 +285,14 @@ export async function recoverStoppedDelegations(
     }
   }
   return found;
+}
+
+function modifiedAt(dir: string): number | null {
+  try {
+    return fs.statSync(dir).mtimeMs;
+  } catch {
+    return null;
+  }
 }
 
 function writerOfJournal(journal: Journal): JournalWriter {
