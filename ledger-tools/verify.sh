@@ -3,7 +3,8 @@
 # Fetches the whole history when the clone is shallow and refs/notes/delegations (a plain checkout fetches neither), runs `delegate-git verify` against the remembered
 # baseline when there is one, and reports the verified ledger tip as the step output `ledger-tip`.
 # Inputs come from the environment, never from text pasted into the script (a revision or remote name is data):
-#   DELEGATE_GIT_CLI       how to run delegate-git, split on spaces ("npx --yes delegate-git")
+#   DELEGATE_GIT_CLI       how to run delegate-git, split on spaces ("node tools/delegate-git.js"); unset or empty:
+#                          the CLI built beside this script (../packages/cli), the source the action was pinned to
 #   DELEGATE_GIT_REV       the revision to judge (default HEAD)
 #   DELEGATE_GIT_REMOTE    the remote to fetch the ledger from (default origin)
 #   DELEGATE_GIT_BASELINE  a file holding the last verified ledger tip, a full id (else: the whole history). Keep it
@@ -20,7 +21,9 @@
 #   GITHUB_OUTPUT          where the step output goes (as GitHub Actions sets it)
 rev=${DELEGATE_GIT_REV:-HEAD}
 remote=${DELEGATE_GIT_REMOTE:-origin}
-cli=${DELEGATE_GIT_CLI:-npx --yes delegate-git}
+cli=${DELEGATE_GIT_CLI:-}
+# Never a name resolved from a registry at run time: whoever publishes it would decide the gate's answer.
+built="$(cd "$(dirname "$0")/.." && pwd)/packages/cli/bin/delegate-git.js"
 # Fails the step (exit 2) for a reason found before verify runs, said as an annotation and in the job summary, as
 # verify says its own (on the job page the log alone is easy to miss under a failed step).
 cannot_answer() {
@@ -30,6 +33,9 @@ cannot_answer() {
   fi
   exit 2
 }
+if [ -z "$cli" ] && [ ! -f "$(dirname "$built")/../dist/delegate-git.cjs" ]; then
+  cannot_answer "delegate-git is not built beside this script ($built): run \`npx --yes pnpm@10.34.8 install --frozen-lockfile\` in $(dirname "$0")/.. first (the action's build step does), or name a CLI in DELEGATE_GIT_CLI"
+fi
 # actions/checkout clones one commit deep by default; verify judges the history of the policy and keys and refuses
 # a shallow clone, so the rest of the history is fetched first.
 if [ "$(git rev-parse --is-shallow-repository)" = true ]; then
@@ -98,8 +104,12 @@ if [ -n "$since" ]; then
   fi
   if [ -n "$since" ]; then set -- "$@" --since "$since"; fi
 fi
-# $cli is split on purpose: it is a command with its arguments.
-$cli verify --rev "$rev" "$@"
+if [ -n "$cli" ]; then
+  # $cli is split on purpose: it is a command with its arguments.
+  $cli verify --rev "$rev" "$@"
+else
+  node "$built" verify --rev "$rev" "$@"
+fi
 code=$?
 tip=$(git rev-parse -q --verify refs/notes/delegations || true)
 if [ -n "${GITHUB_OUTPUT:-}" ]; then echo "ledger-tip=$tip" >> "$GITHUB_OUTPUT"; fi

@@ -447,6 +447,44 @@ describe('the ledger action', () => {
     ]);
   });
 
+  it('without a cli named, runs the CLI built beside the script, never a name from a registry; one not built is said (exit 2)', () => {
+    const { remote } = hostedPair('own-build');
+    // An npx that would answer for a registry name: the step must never reach it.
+    const bin = path.join(story.root, 'registry-npx');
+    const asked = path.join(story.root, 'npx-asked');
+    writeFiles(bin, { npx: `#!/bin/sh\necho "$@" > ${asked}\nexit 0\n` });
+    fs.chmodSync(path.join(bin, 'npx'), 0o755);
+    const env = { DELEGATE_GIT_CLI: '', PATH: `${bin}:${story.env.PATH ?? process.env.PATH}` };
+    const step = verifyStep(cloneInto(story, remote, 'own-build-ci'), env);
+    expect(step.code, step.stdout + step.stderr).toBe(0);
+    expect(step.stdout).toContain('verify: ok');
+    expect(fs.existsSync(asked)).toBe(false);
+
+    // The same script in a copy of the action's source that was never built.
+    const unbuilt = path.join(story.root, 'unbuilt-action');
+    fs.mkdirSync(path.join(unbuilt, 'ledger-tools'), { recursive: true });
+    fs.copyFileSync(path.join(action, 'verify.sh'), path.join(unbuilt, 'ledger-tools', 'verify.sh'));
+    const run = spawnSync('sh', [path.join(unbuilt, 'ledger-tools', 'verify.sh')], {
+      cwd: cloneInto(story, remote, 'own-build-unbuilt'),
+      env: { ...story.env, ...env },
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(2);
+    expect(run.stdout).toContain('delegate-git is not built beside this script');
+    expect(fs.existsSync(asked)).toBe(false);
+  });
+
+  it('action.yml builds the CLI from its own source with the pnpm the repository pins, unless a cli is named', () => {
+    const text = fs.readFileSync(path.join(action, 'action.yml'), 'utf8');
+    const { packageManager } = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));
+    const build = text.split(/\n\s*- name: /).find((step) => step.startsWith('Build'))!;
+    expect(build).toContain("if: inputs.cli == ''");
+    expect(build).toContain(
+      `run: cd "$GITHUB_ACTION_PATH/.." && npx --yes ${packageManager} install --frozen-lockfile`,
+    );
+    expect(text).toMatch(/\n {4}default: ""\n/);
+  });
+
   it('action.yml runs this script and passes every input through the environment, never into a script text', () => {
     const text = fs.readFileSync(path.join(action, 'action.yml'), 'utf8');
     expect(text).toContain('run: sh "$GITHUB_ACTION_PATH/verify.sh"');
