@@ -746,8 +746,8 @@ describe('a ledger rewritten since the baseline', () => {
     );
   });
 
-  it('a replaced history is refused against the baseline; the whole-history walk cannot see it, which is why CI keeps one', () => {
-    // Same notes, new history: a root commit of the current tree.
+  it('a replaced history is refused against the baseline, naming the lines it lost; the whole-history walk cannot see it, which is why CI keeps one', () => {
+    // New history: a root commit of the current tree, which lacks the line the test above removed.
     const tree = gitOk(story, dir, ['rev-parse', `${LEDGER}^{tree}`]);
     const replaced = gitOk(story, dir, ['commit-tree', tree, '-m', 'history rewritten']);
     gitOk(story, dir, ['update-ref', LEDGER, replaced]);
@@ -757,9 +757,40 @@ describe('a ledger rewritten since the baseline', () => {
     expect(result.appendOnly.problem).toBe(
       `the baseline ${baseline.slice(0, 12)} is not an ancestor of the ledger tip: its history was rewritten`,
     );
-    expect(verify(dir, ['--baseline', baseline]).stdout).toContain('LEDGER REWRITTEN  the baseline');
+    expect(result.appendOnly.removed).toHaveLength(1);
+    const [lost] = result.appendOnly.removed;
+    expect(lost).toMatchObject({ commit: replaced, blob: blobs.c });
+    expect(ledgerLines(dir, blobs.c)).not.toContain(lost!.line);
+    const text = verify(dir, ['--baseline', baseline]).stdout;
+    expect(text).toContain('LEDGER REWRITTEN  the baseline');
+    expect(text).toContain(`LINE REMOVED  in notes commit ${replaced.slice(0, 12)} from blob ${blobs.c}`);
 
     expect(verifyJson(dir).code).toBe(0);
+
+    // The baseline's own notes in a new history lose nothing: still refused (rewritten), and said to have lost nothing.
+    const whole = gitOk(story, dir, ['commit-tree', `${baseline}^{tree}`, '-m', 'same notes']);
+    gitOk(story, dir, ['update-ref', LEDGER, whole]);
+    const same = verifyJson(dir, ['--baseline', baseline]);
+    expect(same.code).toBe(1);
+    expect(same.result.appendOnly.removed).toEqual([]);
+    expect(same.result.appendOnly.problem).toContain('(the tip still holds every line the baseline held)');
+  });
+
+  it('a baseline that names no notes commit (a commit of the branch, a blob, a tree) is a usage error (exit 2); control: the ledger tip passes', () => {
+    const work = copyWorkTree(story, template, 'baseline-kinds');
+    expect(verifyJson(work, ['--baseline', refTip(story, work, LEDGER)!]).code).toBe(0);
+    const kinds = [
+      ['HEAD', "names a commit of the revision's history, not of refs/notes/delegations"],
+      ['HEAD:src/c.ts', 'names a blob, not a notes commit'],
+      ['HEAD^{tree}', 'names a tree, not a notes commit'],
+    ];
+    for (const [name, said] of kinds) {
+      const id = gitOk(story, work, ['rev-parse', name!]);
+      const refused = verify(work, ['--baseline', id]);
+      expect(refused.code, name).toBe(2);
+      expect(refused.stderr, name).toContain(`--baseline "${id}" ${said}`);
+      expect(refused.stdout, name).toBe('');
+    }
   });
 
   it('a baseline that is not in the repository at all is a problem too', () => {

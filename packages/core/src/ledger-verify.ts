@@ -155,7 +155,7 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
       problem: `there is no ledger (${repo.ledger.ref}) though the baseline ${opts.baseline} was verified: it was deleted, or not fetched`,
     };
   // The ledger's history is checked by git processes of its own, beside the pass.
-  const appendOnly = ledgerTip ? checkAppendOnly(repo, governance, ledgerTip, opts.baseline) : null;
+  const appendOnly = ledgerTip ? checkAppendOnly(repo, governance, ledgerTip, opts.baseline, commit) : null;
   appendOnly?.catch(() => {}); // awaited below
   // The revision's files are listed, read and hashed while the notes are listed: the threads weigh their records.
   const files = treeFiles(repo.cwd, commit, [], repo.env, { submodules: true });
@@ -302,49 +302,87 @@ async function checkAppendOnly(
   governance: Governance,
   tip: string,
   baseline: string | undefined,
+  revision: string,
 ): Promise<LedgerVerification['appendOnly']> {
-  let older: string | null = null;
-  if (baseline) {
-    const exists = await gitTry(['rev-parse', '--verify', '-q', `${baseline}^{commit}`], {
-      cwd: repo.cwd,
-      env: repo.env,
-    });
-    if (exists.code !== 0 && !isObjectId(baseline)) {
-      // Only a full id that is gone says the history was replaced; any other name that does not resolve is a typo.
-      throw new DelegateGitError(
-        'USAGE',
-        `--baseline ${JSON.stringify(baseline)} names no commit here. Give the full id of the notes commit verified last.`,
-      );
-    }
-    if (exists.code !== 0) {
-      return {
-        checked: `baseline ${baseline}`,
-        removed: [],
-        problem: `the baseline ${baseline} is not in this repository: the ledger history was replaced or not fetched`,
-      };
-    }
-    older = exists.stdout.toString().trim();
-    const ff = await gitTry(['merge-base', '--is-ancestor', older, tip], { cwd: repo.cwd, env: repo.env });
-    if (ff.code !== 0) {
-      return {
-        checked: `baseline ${older}`,
-        removed: [],
-        problem: `the baseline ${older.slice(0, 12)} is not an ancestor of the ledger tip: its history was rewritten`,
-      };
-    }
+  const older = baseline ? await baselineCommit(repo, baseline, tip, revision) : null;
+  if (older && 'missing' in older)
+    return {
+      checked: `baseline ${older.missing}`,
+      removed: [],
+      problem:
+        `the baseline ${older.missing} is not in this repository: the ledger history was replaced, or the baseline ` +
+        'was never fetched here; which lines the replacement lost cannot be read without its commits',
+    };
+  if (older && !older.ancestor) {
+    // Replaced: what the baseline held that the tip does not is what was lost, however the history got there.
+    const { removed, unsigned } = signedOnly(
+      (await repo.ledger.droppedLines(older.commit, tip)).map((d) => ({ ...d, commit: tip })),
+      governance,
+    );
+    return {
+      checked: `baseline ${older.commit}`,
+      removed,
+      ...(unsigned > 0 ? { unsignedRemoved: unsigned } : {}),
+      problem:
+        `the baseline ${older.commit.slice(0, 12)} is not an ancestor of the ledger tip: its history was rewritten` +
+        (removed.length + unsigned === 0 ? ' (the tip still holds every line the baseline held)' : ''),
+    };
   }
   // Since the baseline, every notes commit is checked, not only the tip: a signed rejection added after the last run
   // and removed before this one was otherwise never seen (rt47 F03).
-  const dropped = await repo.ledger.notHeldAt(await repo.ledger.droppedLinesAlong(tip, older), [tip]);
-  const removed = dropped
-    .filter((d) => signedHere(d.line, governance))
-    .map((d) => ({ commit: d.commit, blob: d.annotated, line: d.line }));
-  const unsigned = dropped.length - removed.length;
+  const { removed, unsigned } = signedOnly(
+    await repo.ledger.notHeldAt(await repo.ledger.droppedLinesAlong(tip, older?.commit ?? null), [tip]),
+    governance,
+  );
   return {
-    checked: older ? `since baseline ${older}` : 'whole history',
+    checked: older ? `since baseline ${older.commit}` : 'whole history',
     removed,
     ...(unsigned > 0 ? { unsignedRemoved: unsigned } : {}),
   };
+}
+
+/**
+ * The notes commit `--baseline` names, and whether the ledger tip descends from it. A name that does not resolve, or
+ * names anything but a ledger commit (a blob, a tree, a commit of the branch: the action's other remembered id), is
+ * a bad argument, not a rewritten ledger; only a full id that is gone says the history was replaced.
+ */
+async function baselineCommit(
+  repo: Repository,
+  baseline: string,
+  tip: string,
+  revision: string,
+): Promise<{ commit: string; ancestor: boolean } | { missing: string }> {
+  const opts = { cwd: repo.cwd, env: repo.env };
+  const bad = (what: string) =>
+    new DelegateGitError(
+      'USAGE',
+      `--baseline ${JSON.stringify(baseline)} ${what}. Give the full id of the notes commit (${repo.ledger.ref}) verified last.`,
+    );
+  const type = (await gitTry(['cat-file', '-t', baseline], opts)).stdout.toString().trim();
+  if (type === '') {
+    if (isObjectId(baseline)) return { missing: baseline };
+    throw bad('names no commit here');
+  }
+  const resolved = await gitTry(['rev-parse', '--verify', '-q', `${baseline}^{commit}`], opts);
+  if (resolved.code !== 0) throw bad(`names a ${type}, not a notes commit`);
+  const commit = resolved.stdout.toString().trim();
+  const isAncestor = (of: string) =>
+    gitTry(['merge-base', '--is-ancestor', commit, of], opts).then((r) => r.code === 0);
+  if (await isAncestor(tip)) return { commit, ancestor: true };
+  if (await isAncestor(revision))
+    throw bad(`names a commit of the revision's history, not of ${repo.ledger.ref}`);
+  return { commit, ancestor: false };
+}
+
+/** The removed lines a key of the trust root signed (records lost), and how many others (no record lost). */
+function signedOnly(
+  dropped: ReadonlyArray<{ commit: string; annotated: string; line: string }>,
+  governance: Governance,
+): { removed: LedgerVerification['appendOnly']['removed']; unsigned: number } {
+  const removed = dropped
+    .filter((d) => signedHere(d.line, governance))
+    .map((d) => ({ commit: d.commit, blob: d.annotated, line: d.line }));
+  return { removed, unsigned: dropped.length - removed.length };
 }
 
 /** Whether a key of the trust root signed the line, whether or not it may sign it now (revoked, say). */
