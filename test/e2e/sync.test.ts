@@ -629,6 +629,32 @@ describe('sync and the remote’s own configuration', () => {
     expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
   });
 
+  it('an approval written after such a fetch first puts the dropped records back, so sync later loses none of them', () => {
+    const { server, work, other } = hooklessPair('refspec-then-attest');
+    gitOk(story, work, ['config', '--add', 'remote.origin.fetch', '+refs/notes/*:refs/notes/*']);
+    const { b, c } = diverge(work, other);
+    gitOk(story, work, ['fetch', '-q', 'origin']);
+    expect(noteLines(story, work, b)).toEqual([]); // what the fetch did
+
+    writeFiles(work, { 'src/d.ts': 'export const d = 1;\n' });
+    const attested = cli(story, work, ['attest', '--approve', 'src/d.ts', '--yes', '-m', 'd']);
+    expect(attested.code, attested.stderr).toBe(0);
+    expect(attested.stderr).toContain('dropping records made here; attest put it back');
+    const d = gitOk(story, work, ['hash-object', 'src/d.ts']);
+    expect(comments(noteLines(story, work, b))).toEqual(['b']);
+    expect(comments(noteLines(story, work, d))).toEqual(['d']);
+
+    const synced = cli(story, work, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
+    for (const dir of [work, server])
+      for (const [blob, comment] of [
+        [b, 'b'],
+        [c, 'c'],
+        [d, 'd'],
+      ] as const)
+        expect(comments(noteLines(story, dir, blob)), `${dir} ${comment}`).toEqual([comment]);
+  });
+
   it('puts the local ledger back when a fetch moves it anyway (a hook here), and says so', () => {
     const { server, work, other } = hooklessPair('moved');
     const hooks = path.resolve(work, gitOk(story, work, ['rev-parse', '--git-path', 'hooks']));

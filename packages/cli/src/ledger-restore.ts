@@ -10,7 +10,9 @@
  * Not covered: a repository with reflogs turned off (`core.logAllRefUpdates=false`), and a fetch with `--prune`
  * from a remote without a ledger, which deletes the ref and its reflog (the commits stay until `git gc`).
  */
-import { gitTry, LEDGER_REF, type Repository } from '@delegate-git/core';
+import { gitTry } from '@delegate-git/core/git';
+import { LEDGER_REF } from '@delegate-git/core/notes-ledger';
+import type { Repository } from '@delegate-git/core/repository';
 
 /** A fetch refspec whose local side is, or matches, the ledger ref: a fetch would force the ledger to the remote's. */
 export function writesLedger(spec: string): boolean {
@@ -76,4 +78,17 @@ export function restoredText(r: Restored, by: string): string {
     'remote.origin.fetch`; init sets its own, into refs/notes/remotes/origin/delegations) and exchange the ledger ' +
     'with `delegate-git sync`.'
   );
+}
+
+/**
+ * Before a command writes the ledger: a record written on top of a ledger a fetch moved would make that tip the last
+ * local write, and the records the fetch dropped would never be put back. Says what it did, if anything.
+ */
+export async function restoreBeforeWriting(
+  repo: Repository,
+  by: string,
+  say: (text: string) => void,
+): Promise<void> {
+  const restored = await restoreForcedLedger(repo);
+  if (restored) say(`delegate-git: ${restoredText(restored, by)}\n`);
 }

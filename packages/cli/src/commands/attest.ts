@@ -27,6 +27,7 @@ import { holdsUnprintable, shownOutput, shownPath, shownText } from '@delegate-g
 import { blobDiffs } from '../blob-diffs.js';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { hooksNotRun, hooksWarning } from '../hooks-in-effect.js';
+import { restoreBeforeWriting } from '../ledger-restore.js';
 
 const help = `
 Usage: delegate-git attest (--approve | --reject) [<path>... | --staged] [-m <comment>] [--key <name>] [--yes] [--json]
@@ -88,6 +89,8 @@ export default {
       const snapshot = values.staged
         ? gitSnapshot(top, repo.objects, null, repo.env)
         : checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env);
+      // First: the records shown, and the ledger the review is written onto, are this clone's own.
+      await restoreBeforeWriting(repo, 'attest', io.err);
       const governance = await loadGovernance(snapshot);
       const { key } = signingKeyFor(governance.trustRoot, 'reviewer', values.key, io.env);
       const { targets, submodules } = values.staged

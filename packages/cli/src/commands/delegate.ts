@@ -81,6 +81,7 @@ export default {
       // The settings first: a journal naming a file outside the work tree is acted on only in an emitAllowlist root.
       for (const found of await recoverStoppedDelegations(repo, { emitAllowlist: settings.emitAllowlist }))
         io.err(stoppedNotice(found));
+      await (await import('../ledger-restore.js')).restoreBeforeWriting(repo, 'delegate', io.err);
       const governance = await loadGovernance(
         checkoutSnapshot(repo.layout.topLevel, repo.layout.gitDir, repo.objects, repo.env),
       );
