@@ -482,7 +482,7 @@ const CURRENT_OUTCOMES = ['UNIT_PASSED', 'review:approve'];
 
 /**
  * One signed note line, shaped like what `delegate` and `attest` write (the predicate fields of
- * packages/delegate/src/delegate.ts verdictPredicate), about 1.7 KB.
+ * packages/delegate/src/verdict-predicate.ts verdictPredicate), about 1.7 KB.
  */
 export function recordLine(core, ctx, { path: file, blob, sha256: digest, outcome, seq }) {
   const createdAt = core.rfc3339(new Date(RECORD_EPOCH + seq * 1000));

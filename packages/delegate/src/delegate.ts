@@ -3,121 +3,36 @@
  * workspace → contract pinning → context (budget, credential scan) → worker → emission → writes → approval →
  * verification runs → coherence → contract re-hash → redaction → verdict → signed record in the ledger → receipt.
  */
-import { createHash } from 'node:crypto';
-import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { DelegateGitError, InterruptedError } from '@delegate-git/core/errors';
-import type { WaitingGit } from '@delegate-git/core/git';
-import type { Governance } from '@delegate-git/core/governance';
 import { isGovernanceFile } from '@delegate-git/core/governed-paths';
-import { relativePosix } from '@delegate-git/core/path-within';
 import { isRepositoryPath } from '@delegate-git/core/record';
 import { recordStatement } from '@delegate-git/core/recording';
-import type { Repository } from '@delegate-git/core/repository';
-import { SIGNING_KEY_ENV, type SigningKey } from '@delegate-git/core/signing-key';
-import { rfc3339, TOOL, verdictStatement } from '@delegate-git/core/statement';
-import { canonicalisePath, entersGitDir, locateReadable, resolveWorkspace } from './containment.js';
-import { type InjectedContext, readContext } from './context.js';
+import { verdictStatement } from '@delegate-git/core/statement';
+import { ClosingWriters } from './closing-writers.js';
+import { resolveWorkspace } from './containment.js';
+import { type GatheredContext, gatherContext, offerAgain, retryStore } from './context-gather.js';
+import { type PinnedContract, pinContract, recheckContract } from './contract-pin.js';
+import { keepJournal } from './delegation-journal.js';
+import type { DelegationOptions } from './delegation-options.js';
 import { parseEmission } from './emission.js';
-import { type HeldInGit, heldInGit } from './git-held.js';
-import { type Interrupt, signalExitCode } from './interruption.js';
+import { heldInGit } from './git-held.js';
+import { signalExitCode } from './interruption.js';
 import { type InterruptedRun, interruptionNotice } from './interruption-notice.js';
-import type { OperatorSettings } from './operator-config.js';
 import { buildWorkerMessages } from './prompt.js';
-import { type RedactedFailure, redactFailures } from './redaction.js';
-import { rememberRetryLocations, retryWindows, takeRetryLocations } from './retry-context.js';
-import { parseTestOutput } from './test-output.js';
+import { type DelegationReceipt, emptyReceipt } from './receipt.js';
+import { gitDirsOf, repositoryPathOf } from './repository-paths.js';
+import { rememberRetryLocations } from './retry-context.js';
 import type { Unit } from './unit.js';
-import { WriteJournal } from './unrecorded-writes.js';
+import type { WriteJournal } from './unrecorded-writes.js';
 import { resolveVerdict, type Verdict } from './verdict.js';
-import { evaluateVerificationPolicy, resolveVerificationRepeats } from './verification-policy.js';
-import { runCommand, runPassed, runVerification } from './verification-runner.js';
+import { headCommit, verdictPredicate } from './verdict-predicate.js';
+import { coherenceStep, verificationStep } from './verification-steps.js';
 import { promptSeemsCut } from './worker-advice.js';
-import { callWorker, WorkerError, type WorkerProgress } from './worker-client.js';
-import {
-  type AppliedWrite,
-  applyWritePlan,
-  type FileBeforeWrite,
-  type PlannedFile,
-  planWrites,
-  putBack,
-  type WritePlan,
-} from './write-plan.js';
-import {
-  attributesMayApply,
-  ContentHashers,
-  checkedOutContent,
-  fingerprintOf,
-  idKeptAsIs,
-  idWithoutLocalEol,
-  MAX_WRITTEN_BYTES,
-  onlyLineEndingsDiffer,
-  rawBlobId,
-  regularContent,
-  type WrittenContent,
-} from './written-content.js';
-
-export interface DelegationOptions {
-  repo: Repository;
-  governance: Governance;
-  settings: OperatorSettings;
-  signingKey: SigningKey;
-  env?: NodeJS.ProcessEnv;
-  /** Asked when approval is `ask`; absent means nobody can answer, which is a refusal. */
-  approve?: (command: string) => Promise<boolean>;
-  onProgress?: (progress: WorkerProgress) => void;
-  /**
-   * The signals the command listens for (interruption.ts). An interrupt aborts the worker's request or the running
-   * command, puts back the files written and ends the run with an InterruptedError; one that comes while the
-   * verdict is recorded waits for the record to be complete.
-   */
-  interrupt?: Interrupt;
-}
-
-export interface ReceiptFile {
-  path: string;
-  mode: 'created' | 'patched';
-  hunks: number;
-  lines: number;
-  bytes: number;
-  sha256: string;
-  gitBlob: string;
-}
-
-export interface DelegationReceipt {
-  verdict: Verdict;
-  taskName: string;
-  workspace: string | null;
-  message: string | null;
-  files: ReceiptFile[];
-  errors: string[];
-  /** Paths the worker emitted again after a block for the same file: ignored, the first block was used. */
-  duplicates: string[];
-  context: Array<Omit<InjectedContext, 'text'>>;
-  /** What the retry context added beyond the unit's declared context (shown to the worker, recorded as signed). */
-  contextWidened: Array<Omit<InjectedContext, 'text'>>;
-  verification: {
-    command: string | null;
-    skipped: string | null;
-    runs: Array<{ exitCode: number; passed: number; failed: number; durationMs: number; timedOut: boolean }>;
-    flaky: boolean;
-    failures: RedactedFailure[];
-    omittedFailures: number;
-    rawLog: string | null;
-  };
-  coherence: { command: string; exitCode: number; passed: number; failed: number } | null;
-  contract: {
-    files: Array<{ path: string; sha256: string | null; unchanged: boolean }>;
-    violations: string[];
-  };
-  /**
-   * `sent`: our estimate of the prompt's tokens as sent; `cut`: the server counted far fewer (promptSeemsCut), so its
-   * context window may have cut the prompt.
-   */
-  tokens: { prompt: number; completion: number; estimated: boolean; sent: number; cut: boolean };
-  worker: { host: string; model: string; durationMs: number; truncated: boolean } | null;
-  envelope: string | null;
-}
+import { callWorker, WorkerError } from './worker-client.js';
+import { type AppliedWrite, applyWritePlan, planWrites, putBack, type WritePlan } from './write-plan.js';
+import { ContentHashers, fingerprintOf, regularContent } from './written-content.js';
+import { hashWritten } from './written-hashes.js';
 
 export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise<DelegationReceipt> {
   const delegation = new Delegation(unit, opts);
@@ -127,31 +42,6 @@ export async function delegateUnit(unit: Unit, opts: DelegationOptions): Promise
     delegation.writers.dismiss();
   }
 }
-
-/**
- * The git processes that end a delegation that wrote files: the one writing the record, started once the worker has
- * the request (its time hides the start-up, a few milliseconds spent after the verification command otherwise), and
- * those hashing what was written, started once the files are (the command's run hides theirs). Dismissed unused
- * when nothing is recorded.
- */
-class ClosingWriters {
-  recording: WaitingGit | null = null;
-  hashers: ContentHashers | null = null;
-
-  constructor(private readonly repo: Repository) {}
-
-  start(): void {
-    this.recording ??= this.repo.ledger.startWriter();
-  }
-
-  dismiss(): void {
-    this.hashers?.dismiss();
-    this.recording?.dismiss();
-  }
-}
-
-/** The context gathered for the worker, and the failure locations this attempt took from the previous one. */
-type GatheredContext = Extract<Awaited<ReturnType<typeof gatherContext>>, { ok: true }>;
 
 /**
  * One delegation. `run()` is DESIGN 4.3's steps in order; a step that ends the unit early sets the receipt's verdict
@@ -452,7 +342,13 @@ class Delegation {
       );
       this.written = applyWritePlan(plan, {
         beforeWriting: (files, createdDirs) => {
-          this.journal = this.keepJournal(files, createdDirs, ledgerTip, held);
+          this.journal = keepJournal(
+            { repo: opts.repo, top, unit, signingKey: opts.signingKey },
+            files,
+            createdDirs,
+            ledgerTip,
+            held,
+          );
         },
         setAside: (absolutes) => this.setAside(absolutes),
       });
@@ -462,47 +358,6 @@ class Delegation {
       );
     }
     return plan;
-  }
-
-  private keepJournal(
-    files: readonly FileBeforeWrite[],
-    createdDirs: readonly string[],
-    ledgerTip: string | null,
-    held: (path: string) => HeldInGit,
-  ): WriteJournal {
-    const { repo } = this.opts;
-    try {
-      return WriteJournal.keep(
-        repo.stateDir,
-        this.top,
-        {
-          taskName: this.unit.taskName,
-          // What the verdict statement says of the run: the next delegate tells its record from others by them.
-          instructionSha256: sha256Of(Buffer.from(this.unit.instruction, 'utf8')),
-          keyid: this.opts.signingKey.publicKey.keyid,
-          ledgerTip,
-        },
-        files.map(({ file, previous }) => {
-          const inTop = repositoryPathOf(this.top, file.absolute);
-          const inRepository = isRepositoryPath(inTop);
-          return {
-            path: inRepository ? inTop : file.absolute,
-            absolute: file.absolute,
-            inRepository,
-            content: file.content,
-            previous,
-            heldBefore: inRepository ? held(inTop) : null,
-          };
-        }),
-        createdDirs,
-      );
-    } catch (error) {
-      throw new DelegateGitError(
-        'IO',
-        `could not keep what the worker's files held before its write (under ${repo.stateDir}): ${(error as Error).message}. Nothing was written; free the space or fix the permissions there and run the unit again.`,
-        { cause: error },
-      );
-    }
   }
 
   /** Verification, coherence, the contract re-hashed and the written files hashed: the verdict. */
@@ -576,422 +431,4 @@ class Delegation {
   private emitAllowlist(): string[] {
     return this.opts.settings.emitAllowlist.map((p) => path.resolve(this.top, p));
   }
-}
-
-/** The repository's git directories, canonical: a gitfile, a symbolic link or GIT_DIR may put them anywhere. */
-function gitDirsOf(repo: Repository): string[] {
-  return [
-    ...new Set([repo.layout.gitDir, repo.layout.commonDir].map((d) => canonicalisePath(path.resolve(d)))),
-  ];
-}
-
-/**
- * The environment verification and coherence commands run with. The unit's command is chosen by a model, so the
- * operator's secrets must not go along: the signing key (in CI it lives only in this variable; a command that
- * could read it could sign its own UNIT_PASSED) and the worker's API key.
- */
-function commandEnvironment(env: NodeJS.ProcessEnv | undefined, apiKeyEnv: string | null): NodeJS.ProcessEnv {
-  const copy = { ...(env ?? process.env) };
-  delete copy[SIGNING_KEY_ENV];
-  if (apiKeyEnv) delete copy[apiKeyEnv];
-  return copy;
-}
-
-/** A receipt before anything happened: what a unit that ends early reports. */
-export function emptyReceipt(unit: Pick<Unit, 'taskName'>): DelegationReceipt {
-  return {
-    verdict: 'NO_CHANGES',
-    taskName: unit.taskName,
-    workspace: null,
-    message: null,
-    files: [],
-    errors: [],
-    duplicates: [],
-    context: [],
-    contextWidened: [],
-    verification: {
-      command: null,
-      skipped: null,
-      runs: [],
-      flaky: false,
-      failures: [],
-      omittedFailures: 0,
-      rawLog: null,
-    },
-    coherence: null,
-    contract: { files: [], violations: [] },
-    tokens: { prompt: 0, completion: 0, estimated: false, sent: 0, cut: false },
-    worker: null,
-    envelope: null,
-  };
-}
-
-interface PinnedContract {
-  workspace: string;
-  canonical: string[];
-  before: Map<string, string | null>;
-}
-
-/**
- * The contract files' digests before the worker is called, or why they cannot be pinned: each must be where a context
- * file may be (locateReadable) and a regular file delegate-git reads whole. A device or a pipe hung the run, and a
- * file outside the repository had its path and digest signed into the ledger. A file that does not exist is pinned
- * as missing: that is a contract violation once the run ends, as it always was.
- */
-function pinContract(
-  ws: string,
-  files: string[],
-  gitDirs: readonly string[],
-): PinnedContract | { errors: string[] } {
-  const errors: string[] = [];
-  const before = new Map<string, string | null>();
-  for (const file of files) {
-    const located = locateReadable(ws, file, gitDirs);
-    if (typeof located === 'string') {
-      errors.push(`${file}: ${located}`);
-      continue;
-    }
-    if (before.has(located.absolute)) continue;
-    const content = regularContent(located.absolute);
-    if (Buffer.isBuffer(content)) before.set(located.absolute, sha256Of(content));
-    else if (content.unread === 'too large')
-      errors.push(
-        `${file}: ${content.size} bytes, more than delegate-git reads to pin a contract file (${MAX_WRITTEN_BYTES})`,
-      );
-    else if (existsWithoutFollowing(located.absolute)) errors.push(`${file}: not a regular file`);
-    else before.set(located.absolute, null);
-  }
-  if (errors.length > 0) return { errors };
-  return { workspace: ws, canonical: [...before.keys()], before };
-}
-
-function existsWithoutFollowing(file: string): boolean {
-  return lstatSync(file, { throwIfNoEntry: false }) !== undefined;
-}
-
-function recheckContract(c: PinnedContract): DelegationReceipt['contract'] {
-  const files: DelegationReceipt['contract']['files'] = [];
-  const violations: string[] = [];
-  for (const [file, before] of c.before) {
-    // As pinned: a contract replaced by a pipe while the unit ran must not hang the check.
-    const content = regularContent(file);
-    const after = Buffer.isBuffer(content) ? sha256Of(content) : null;
-    const rel = relativePosix(c.workspace, file);
-    if (before === null) violations.push(`${rel} was declared as a contract file but does not exist`);
-    else if (after === null) violations.push(`${rel} was deleted while the unit ran`);
-    else if (after !== before) violations.push(`${rel} was modified while the unit ran`);
-    files.push({ path: rel, sha256: after, unchanged: before !== null && before === after });
-  }
-  return { files, violations };
-}
-
-async function gatherContext(
-  unit: Unit,
-  ws: string,
-  contractFiles: string[],
-  settings: OperatorSettings,
-  repo: Repository,
-  receipt: DelegationReceipt,
-) {
-  const gitDirs = gitDirsOf(repo);
-  const declared = await readContext(unit.contextFiles ?? [], { workspace: ws, gitDirs });
-  if (!declared.ok) return declared;
-  receipt.context = declared.context.map(({ text: _text, ...meta }) => meta);
-  if (settings.retryContext !== 'auto') return { ...declared, retry: undefined, taken: [] };
-  const locations = await takeRetryLocations(retryStore(repo), ws);
-  const declaredPaths = new Set(
-    (unit.contextFiles ?? []).map((c) => canonicalisePath(path.resolve(ws, c.path))),
-  );
-  // A git directory is never read for the worker (readContext refuses it): such a location is dropped, not the rest.
-  const windows = retryWindows(locations, (rel) => {
-    const abs = canonicalisePath(path.resolve(ws, rel));
-    return declaredPaths.has(abs) || contractFiles.includes(abs) || entersGitDir(abs, gitDirs);
-  });
-  if (windows.length === 0) return { ...declared, retry: undefined, taken: locations };
-  // Best effort: widened context that cannot be read (budget, missing file) is dropped, never a refusal.
-  const widened = await readContext([...(unit.contextFiles ?? []), ...windows], { workspace: ws, gitDirs });
-  if (!widened.ok) return { ...declared, retry: undefined, taken: locations };
-  const extra = widened.context.slice(declared.context.length);
-  receipt.contextWidened = extra.map(({ text: _text, ...meta }) => meta);
-  return {
-    ...declared,
-    retry: { note: 'The previous attempt at this unit failed at the locations shown below.', context: extra },
-    taken: locations,
-  };
-}
-
-/**
- * A failed unit's locations are offered to the next attempt once; an attempt whose worker gave no answer did not use
- * the offer, so it stands for the attempt after.
- */
-async function offerAgain(repo: Repository, ws: string, taken: string[]): Promise<void> {
-  if (taken.length > 0) await rememberRetryLocations(retryStore(repo), ws, taken);
-}
-
-/** What the verification runs decided (DESIGN 4.3): run, refused, or not run, and how the runs went. */
-interface VerificationOutcome {
-  ran: boolean;
-  notApproved: boolean;
-  /** Failing tests over all runs (a failing run with no parsed failure counts one). */
-  unitFailed: number;
-  flaky: boolean;
-  /** The written files as the last run left them, when it did not change them itself (null: it did, or none ran). */
-  verifiedAs: string | null;
-}
-
-/**
- * The unit's verification command, run only when the files were written cleanly and the operator's policy allows it
- * (or the operator, asked, does); the receipt's `verification` says what happened and why.
- */
-async function verificationStep(
-  unit: Unit,
-  opts: DelegationOptions,
-  receipt: DelegationReceipt,
-  written: { workspace: string; files: readonly PlannedFile[]; wroteCleanly: boolean },
-): Promise<VerificationOutcome> {
-  const { repo, settings } = opts;
-  const outcome: VerificationOutcome = {
-    ran: false,
-    notApproved: false,
-    unitFailed: 0,
-    flaky: false,
-    verifiedAs: null,
-  };
-  const command = unit.runVerification ?? null;
-  receipt.verification.command = command;
-  if (!command) return outcome;
-  if (!written.wroteCleanly) {
-    receipt.verification.skipped =
-      written.files.length === 0 ? 'nothing was written' : 'the emission had refused files';
-    return outcome;
-  }
-  const policy = evaluateVerificationPolicy(command, settings.verification);
-  const approved =
-    policy.decision === 'allow' ||
-    (policy.decision === 'ask' && opts.approve !== undefined && (await opts.approve(command)));
-  if (!approved) {
-    receipt.verification.skipped =
-      policy.decision === 'deny'
-        ? policy.reason
-        : opts.approve
-          ? 'the operator declined to run it'
-          : `${policy.reason}; no terminal to ask on, so it was refused`;
-    return { ...outcome, notApproved: true };
-  }
-  const rawLog = path.join(repo.stateDir, 'last-verification.log');
-  const result = await runVerification(command, {
-    cwd: written.workspace,
-    timeoutMs: settings.verification.timeoutMs,
-    repeats: resolveVerificationRepeats(unit.verificationRepeats, settings.verification.repeats),
-    logPath: rawLog,
-    env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
-    fingerprint: () => fingerprintOf(written.files),
-    interrupt: opts.interrupt?.signal,
-  });
-  receipt.verification.rawLog = rawLog;
-  receipt.verification.flaky = result.flaky;
-  receipt.verification.runs = result.runs.map(({ exitCode, passed, failed, durationMs, timedOut }) => ({
-    exitCode,
-    passed,
-    failed,
-    durationMs,
-    timedOut,
-  }));
-  const failing = result.runs.find((r) => !runPassed(r));
-  if (failing) {
-    const redacted = await redactFailures(await parseTestOutput(failing.output, failing.exitCode), {
-      workspace: written.workspace,
-    });
-    receipt.verification.failures = redacted.failures;
-    receipt.verification.omittedFailures = redacted.omittedFailures;
-  }
-  return {
-    ran: true,
-    notApproved: false,
-    unitFailed: result.runs.reduce((n, r) => n + (runPassed(r) ? 0 : Math.max(1, r.failed)), 0),
-    flaky: result.flaky,
-    verifiedAs: result.changedByLastRun ? null : fingerprintOf(written.files),
-  };
-}
-
-/**
- * The operator's project-wide check, run from the top level after the unit's own verification (never where the
- * operator denies commands); whether it failed.
- */
-async function coherenceStep(
-  opts: DelegationOptions,
-  receipt: DelegationReceipt,
-  top: string,
-): Promise<boolean> {
-  const { settings } = opts;
-  if (!settings.coherence || settings.verification.approval === 'deny') return false;
-  const run = await runCommand(settings.coherence, {
-    cwd: top,
-    timeoutMs: settings.verification.timeoutMs,
-    env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
-    interrupt: opts.interrupt?.signal,
-  });
-  receipt.coherence = {
-    command: settings.coherence,
-    exitCode: run.exitCode,
-    passed: run.passed,
-    failed: run.failed,
-  };
-  return !runPassed(run);
-}
-
-function retryStore(repo: Repository): string {
-  return path.join(repo.stateDir, 'retry-context.json');
-}
-
-/**
- * The receipt's files, hashed from the contents read after verification (`contents`, in the order of `files`),
- * and why what would be recorded is not what was verified: a file that is no regular file any more (nothing
- * verified can be recorded for it); one git stores changed by more than line endings (a filter driver, `ident`, an
- * encoding), or by line endings only this clone's config converts (`core.autocrlf`: another clone checks out other
- * bytes); or one a checkout here does not give back as verified (a smudge filter).
- */
-async function hashWritten(
-  repo: Repository,
-  files: readonly PlannedFile[],
-  contents: ReadonlyArray<WrittenContent>,
-  hashers: ContentHashers,
-): Promise<{ files: ReceiptFile[]; problems: string[] }> {
-  const top = repo.layout.topLevel!;
-  const problems: string[][] = files.map(() => []);
-  const hashed = await Promise.all(
-    files.map(async (f, i): Promise<ReceiptFile | null> => {
-      const rel = repositoryPathOf(top, f.absolute);
-      const content = contents[i]!;
-      if (!Buffer.isBuffer(content)) {
-        problems[i]!.push(
-          content.unread === 'too large'
-            ? `\`${rel}\` is ${content.size} bytes after verification, more than delegate-git reads to record a file (${MAX_WRITTEN_BYTES}).`
-            : `\`${rel}\` is no regular file after verification (a link, a pipe, or gone).`,
-        );
-        return null;
-      }
-      let gitBlob = await hashers.hash(i, content);
-      // DESIGN 3.2: both digests are of the content as stored.
-      let stored = rawBlobId(content, gitBlob) === gitBlob ? content : await storedContent(repo, gitBlob);
-      const keptAsIs = stored !== content && onlyLineEndingsDiffer(content, stored);
-      const ownId = keptAsIs ? await idKeptAsIs(repo, rel, content, gitBlob) : null;
-      if (ownId) {
-        gitBlob = ownId;
-        stored = content;
-      }
-      if (stored !== content) {
-        if (!onlyLineEndingsDiffer(content, stored))
-          problems[i]!.push(
-            `git stores \`${rel}\` changed by a clean filter (.gitattributes filter, ident or working-tree-encoding), so the blob recorded is not the bytes verified.`,
-          );
-        else if ((await idWithoutLocalEol(repo, rel, content)) !== gitBlob)
-          problems[i]!.push(
-            `this clone's core.autocrlf or core.eol converts the line endings of \`${rel}\` as git stores it, so another clone would check out other bytes than those verified. Set the line endings in .gitattributes, or write the file with the stored ones.`,
-          );
-      }
-      // A checkout must give back the bytes verified (a smudge filter may change what git stored as it was). With
-      // no checkout attribute on the path and the bytes stored as they are, it writes them as they are.
-      const compare = stored !== content || attributesMayApply(repo, rel, repo.env ?? process.env);
-      if (
-        problems[i]!.length === 0 &&
-        compare &&
-        !(await checkedOutContent(repo, rel, gitBlob)).equals(content)
-      )
-        problems[i]!.push(
-          `a checkout of \`${rel}\` does not give back the bytes verified (a smudge filter or line-ending attribute changes it: .gitattributes filter, ident, eol or working-tree-encoding).`,
-        );
-      return {
-        path: rel,
-        mode: f.mode,
-        hunks: f.hunks,
-        lines: f.lines,
-        bytes: content.length,
-        sha256: createHash('sha256').update(stored).digest('hex'),
-        gitBlob,
-      };
-    }),
-  );
-  return { files: hashed.filter((f): f is ReceiptFile => f !== null), problems: problems.flat() };
-}
-
-async function storedContent(repo: Repository, gitBlob: string): Promise<Buffer> {
-  const blob = await repo.objects.read(gitBlob);
-  if (!blob)
-    throw new DelegateGitError('GIT', `git hash-object -w wrote ${gitBlob}, but it cannot be read back.`);
-  return blob.content;
-}
-
-function repositoryPathOf(top: string, absolute: string): string {
-  return relativePosix(top, absolute);
-}
-
-function sha256Of(content: Buffer): string {
-  return createHash('sha256').update(content).digest('hex');
-}
-
-async function headCommit(repo: Repository): Promise<string | null> {
-  try {
-    const head = await repo.objects.read('HEAD');
-    return head?.type === 'commit' ? head.oid : null;
-  } catch {
-    return null;
-  }
-}
-
-function contextEntry(c: Omit<InjectedContext, 'text'>) {
-  return { path: c.path, lineRange: c.lineRange, sha256: c.sha256 };
-}
-
-function verdictPredicate(
-  unit: Unit,
-  r: DelegationReceipt,
-  governance: Governance,
-  configuredModel: string,
-  baseCommit: string | null,
-) {
-  const sha = (text: string) => createHash('sha256').update(text).digest('hex');
-  return {
-    verdict: r.verdict,
-    unit: {
-      name: unit.taskName,
-      instructionSha256: sha(unit.instruction),
-      targetFiles: unit.targetFiles ?? [],
-      contextFiles: r.context.map(contextEntry),
-      // The worker was also shown these (the previous failure's surroundings): the record says so.
-      ...(r.contextWidened.length > 0 ? { retryContextFiles: r.contextWidened.map(contextEntry) } : {}),
-      contractFiles: r.contract.files.map((c) => ({ path: c.path, sha256: c.sha256 })),
-      runVerification: unit.runVerification ?? null,
-      repeats: r.verification.runs.length,
-    },
-    verification: {
-      runs: r.verification.runs,
-      flaky: r.verification.flaky,
-      skipped: r.verification.skipped,
-      failures: r.verification.failures,
-    },
-    coherence: r.coherence,
-    contract: r.contract.violations.length ? { violations: r.contract.violations } : { unchanged: true },
-    files: r.files.map((f) => ({
-      path: f.path,
-      mode: f.mode,
-      hunks: f.hunks,
-      lines: f.lines,
-      bytes: f.bytes,
-    })),
-    worker: r.worker && {
-      endpointHost: r.worker.host,
-      // The operator's setting; the name the server gave is its own claim, kept apart when it differs.
-      model: configuredModel,
-      ...(r.worker.model !== configuredModel ? { reportedModel: r.worker.model } : {}),
-      promptTokens: r.tokens.prompt,
-      completionTokens: r.tokens.completion,
-      // The server sent no usage: these are the client's estimate, and say so.
-      ...(r.tokens.estimated ? { tokensEstimated: true } : {}),
-      durationMs: r.worker.durationMs,
-    },
-    repository: { id: governance.policy.repositoryId, ...(baseCommit ? { baseCommit } : {}) },
-    createdAt: rfc3339(),
-    tool: { ...TOOL },
-  };
 }

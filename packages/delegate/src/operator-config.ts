@@ -41,7 +41,7 @@ const settingsSchema = z.strictObject({
       model: z._default(z.string(), 'local-model'),
       apiKeyEnv: z._default(z.nullable(z.string()), null),
       timeoutMs: z._default(milliseconds(), 300_000),
-      // The longest silence once the reply has begun (worker-client.ts, SilenceWatch).
+      // The longest silence once the reply has begun (worker-http.ts, SilenceWatch).
       idleTimeoutMs: z._default(milliseconds(), 120_000),
       maxTokens: z._default(z.int().check(z.positive()), 4096),
     }),

@@ -7,10 +7,10 @@ import { type FakeWorker, startFakeWorker } from '../../../test/support/fake-wor
 import type { InjectedContext } from '../src/context.js';
 import { createProgressLine } from '../src/progress.js';
 import { buildWorkerMessages, WORKER_SYSTEM_PROMPT } from '../src/prompt.js';
+import { stripThinking } from '../src/thinking.js';
 import {
   callWorker,
   resolveCompletionsUrl,
-  stripThinking,
   WorkerError,
   type WorkerProgress,
   type WorkerRequest,
