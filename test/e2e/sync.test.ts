@@ -928,6 +928,52 @@ describe('the records a pull brings', () => {
     expect(refTip(story, mate, LEDGER)).toBe(before);
   });
 
+  it('a merge refused for a file it takes unchanged from the branch merged in says to sync, not to approve it; control: content the merge made gets no such advice', () => {
+    const { server, work } = hooklessPair('named-pull');
+    const mate = cloneInto(story, server, 'named-pull-mate');
+    cliOk(story, mate, ['init']);
+    const local = (file: string) => {
+      writeFiles(mate, { [`notes-${file}.txt`]: 'not governed\n' });
+      gitOk(story, mate, ['add', `notes-${file}.txt`]);
+      expect(gitRun(story, mate, ['commit', '-q', '-m', `notes ${file}`]).code).toBe(0);
+    };
+    const approvedThere = (files: Record<string, string>) => {
+      writeFiles(work, files);
+      for (const file of Object.keys(files)) cliOk(story, work, ['attest', '--approve', file, '--yes']);
+      gitOk(story, work, ['add', ...Object.keys(files)]);
+      expect(gitRun(story, work, ['commit', '-q', '-m', 'approved there']).code).toBe(0);
+      expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+    };
+
+    // Control: both sides change src/a.ts (apart), so the merge makes content neither side approved.
+    const lines = Array.from({ length: 12 }, (_, i) => `export const a${i} = ${i};`);
+    approvedThere({ 'src/a.ts': `${lines.join('\n')}\n` });
+    expect(gitRun(story, mate, ['pull', '-q', '--no-rebase', '--no-edit']).code).toBe(0);
+    writeFiles(mate, { 'src/a.ts': `${['// mate', ...lines].join('\n')}\n` });
+    cliOk(story, mate, ['attest', '--approve', 'src/a.ts', '--yes']);
+    gitOk(story, mate, ['add', 'src/a.ts']);
+    expect(gitRun(story, mate, ['commit', '-q', '-m', 'mate a']).code).toBe(0);
+    approvedThere({ 'src/a.ts': `${[...lines, '// work'].join('\n')}\n` });
+    const made = gitRun(story, mate, ['pull', '--no-rebase', '--no-edit', 'origin', 'main']);
+    expect(made.code).not.toBe(0);
+    expect(made.stderr).toContain('merge commit refused');
+    expect(made.stderr).not.toContain('as the branch merged in has it');
+    // What the merge made is for a reviewer to approve: then it concludes.
+    cliOk(story, mate, ['attest', '--approve', '--staged', '--yes']);
+    expect(gitRun(story, mate, ['commit', '-q', '--no-edit']).code).toBe(0);
+
+    local('n');
+    approvedThere({ 'src/n.ts': 'export const n = 1;\n' });
+    const named = gitRun(story, mate, ['pull', '--no-rebase', '--no-edit', 'origin', 'main']);
+    expect(named.code).not.toBe(0);
+    expect(named.stderr).toContain('src/n.ts: as the branch merged in has it, unchanged');
+    expect(named.stderr).toContain('run `delegate-git sync`, then `git commit`');
+    expect(named.stderr).not.toContain('src/a.ts: as the branch');
+    cliOk(story, mate, ['sync']);
+    const concluded = gitRun(story, mate, ['commit', '-q', '--no-edit']);
+    expect(concluded.code, concluded.stderr).toBe(0);
+  });
+
   it('a merge refused because origin was added again without the ledger refspec says so, and sync mends it; a pull that passes says nothing of it', () => {
     const { server, work } = hooklessPair('unfetched');
     const mate = cloneInto(story, server, 'unfetched-mate');

@@ -3,6 +3,7 @@
 
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
+import type { CheckReport } from '@delegate-git/core/checks';
 import { type QuickAnswer, quickPreCommit, rememberIndexTree } from '@delegate-git/core/quiet-commit';
 import type { Repository } from '@delegate-git/core/repository';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
@@ -107,6 +108,9 @@ async function preCommit(
       );
       return 0;
     }
+    const unchanged =
+      name === 'pre-merge-commit' || concludesMerge ? await mergedUnchangedAdvice(repo, report) : '';
+    if (unchanged) io.err(prefixLines(unchanged));
     io.err(
       name === 'pre-commit'
         ? 'delegate-git: commit refused.\n'
@@ -211,6 +215,32 @@ function onTemporaryIndex(repo: Repository, env: NodeJS.ProcessEnv): boolean {
   };
   const named = path.resolve(repo.layout.topLevel ?? repo.cwd, env.GIT_INDEX_FILE);
   return real(named) !== real(path.join(repo.layout.gitDir, 'index'));
+}
+
+/**
+ * Refused files a merge takes unchanged from the side merged in: approved where they come from, most likely, with
+ * records that did not come along (a `git pull <remote> <branch>` fetches no ledger). Syncing, not approving
+ * content the puller never reviewed, is the way. Empty when there are none.
+ */
+async function mergedUnchangedAdvice(repo: Repository, report: CheckReport): Promise<string> {
+  const refused = report.results.filter((r) => r.governed && !r.promoted && !r.absent).slice(0, 100);
+  if (refused.length === 0) return '';
+  const [{ treeFiles }, { mergeSources }] = await Promise.all([
+    import('@delegate-git/core/snapshot'),
+    import('../merge-sources.js'),
+  ]);
+  const pathspecs = refused.map((r) => `:(literal)${r.path}`);
+  const theirs = new Set<string>();
+  for (const source of await mergeSources(repo))
+    for (const f of await treeFiles(repo.cwd, source, pathspecs, repo.env).catch(() => []))
+      theirs.add(`${f.path}\0${f.blob}`);
+  const unchanged = refused.filter((r) => theirs.has(`${r.path}\0${r.blob}`)).map((r) => shownPath(r.path));
+  if (unchanged.length === 0) return '';
+  return (
+    `${unchanged.join(', ')}: as the branch merged in has it, unchanged. Its records may not be here ` +
+    'yet (a `git pull <remote> <branch>`, or a fetch of one branch, brings no ledger): run `delegate-git sync`, ' +
+    'then `git commit`; approve it yourself only once you have reviewed it.'
+  );
 }
 
 function prefixLines(text: string): string {
