@@ -665,6 +665,19 @@ describe('pre-receive: the ledger holds only notes', () => {
     expect(refTip(story, firstServer, LEDGER)).toBe(honest);
   });
 
+  it('refuses a ledger pushed alone to a server with no policy yet, saying to push it with the adopting commit; that push is accepted', () => {
+    const server = makeServer(story, 'ledger-first.git');
+    const first = cloneInto(story, server, 'ledger-first');
+    adopt(story, first, ['src/**']);
+    const alone = gitRun(story, first, ['push', 'origin', LEDGER]);
+    expect(alone.code).not.toBe(0);
+    expect(alone.stderr).toContain(
+      'push the adopting commit and the ledger together (`git push --atomic <remote> <branch> refs/notes/delegations`',
+    );
+    const together = gitRun(story, first, ATOMIC);
+    expect(together.code, together.stderr).toBe(0);
+  });
+
   /** Writes `content` as a blob in `dir` (default: the clone) and returns its id. */
   function stageBlob(content: string, dir = work): string {
     const file = 'blob-input';

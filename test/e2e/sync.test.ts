@@ -150,7 +150,9 @@ describe('a remote added after init', () => {
     const server = makeServer(story, 'late-remote.git', { hook: false });
     const work = makeWorkTree(story, 'late-remote');
     const init = adopt(story, work, ['src/**']);
-    expect(init.stdout).toContain('no remote yet: once you add one, `delegate-git sync <remote>`');
+    expect(init.stdout).toContain(
+      'no remote yet: once you add one, push this branch and the ledger to it together, `git push --atomic <remote> <branch> refs/notes/delegations`; then `delegate-git sync <remote>`',
+    );
     gitOk(story, work, ['remote', 'add', 'origin', server]);
     gitOk(story, work, ['push', '-q', 'origin', 'main']);
     const spec = `+${LEDGER}:${TRACKING}`;

@@ -58,7 +58,7 @@ export async function judgeLedgerUpdate(
     return refuse(
       (await reads.holdsContent())
         ? await noGovernanceReason(reads)
-        : 'no policy is in force on this repository to verify the ledger against; push a branch with the policy first',
+        : 'no policy is in force on this repository to verify the ledger against: push the adopting commit and the ledger together (`git push --atomic <remote> <branch> refs/notes/delegations`; the first push is judged by the policy it carries)',
     );
   const problems = await Promise.all(
     added.map(({ annotated, lines }) => ledger.problems(governance, annotated, lines)),

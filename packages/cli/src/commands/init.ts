@@ -444,7 +444,7 @@ async function configureNotes(repo: Repository, io: Io, done: string[]): Promise
       );
   }
   done.push(
-    `set notes.delegations.mergeStrategy=cat_sort_uniq${remotes.length ? ` and the ledger fetch refspec for ${remotes.join(', ')}` : ' (no remote yet: once you add one, `delegate-git sync <remote>` exchanges the ledger with it and has `git fetch` bring its records from then on)'}`,
+    `set notes.delegations.mergeStrategy=cat_sort_uniq${remotes.length ? ` and the ledger fetch refspec for ${remotes.join(', ')}` : ' (no remote yet: once you add one, push this branch and the ledger to it together, `git push --atomic <remote> <branch> refs/notes/delegations`; then `delegate-git sync <remote>` exchanges the ledger with it and has `git fetch` bring its records from then on)'}`,
   );
 }
 
