@@ -756,7 +756,7 @@ describe('sync checks every line a remote would add before taking any', () => {
     expect(refused.stderr).toContain(`note on blob ${a.slice(0, 12)}: not a valid record`);
     expect(refused.stderr).toContain(`note on blob ${c.slice(0, 12)}: `);
     expect(refused.stderr).toContain('the local ledger is unchanged');
-    expect(refused.stderr).toContain('Whoever administers origin must remove them');
+    expect(refused.stderr).toContain('Whoever administers origin must then remove them');
     expect(refused.stderr).not.toContain('    at ');
     expect(refused.stderr.trim().split('\n')).toHaveLength(1);
     expect(refTip(story, work, LEDGER)).toBe(before);
@@ -1208,9 +1208,19 @@ describe('the records a pull brings', () => {
     expect(gitRun(story, work, ['commit', '-q', '-m', 'd']).code).toBe(0);
     expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
 
+    // sync before pulling: dave's key is not trusted on this clone's branch yet. It says to bring that branch in
+    // first; removing the lines on origin is for lines no branch trusts.
+    const early = cli(story, mate, ['sync']);
+    expect(early.code).toBe(2);
+    const advice = early.stderr.indexOf('First, if they are signed by a key');
+    expect(advice).toBeGreaterThan(0);
+    expect(early.stderr.indexOf('Whoever administers origin must then remove them')).toBeGreaterThan(advice);
+
     const merged = gitRun(story, mate, ['pull', '--no-rebase', '--no-edit']);
     expect(merged.code, merged.stderr).toBe(0);
     expect(merged.stderr).toContain("took the records of origin's ledger");
     expect(noteLines(story, mate, d)).toHaveLength(1);
+    const synced = cli(story, mate, ['sync']);
+    expect(synced.code, synced.stderr).toBe(0);
   });
 });

@@ -123,7 +123,8 @@ const HEAD_JUDGE: LineJudge = {
   commit: 'HEAD',
   label: 'HEAD',
   newKeyAdvice:
-    'if they are signed by a key added to the trust root on a branch not merged here yet, merge that branch first',
+    'if they are signed by a key trusted on a branch this one has not merged yet (the default branch as it is now, ' +
+    'or another), bring that branch in first (`git pull`, or `git merge <branch>`)',
 };
 
 /**
@@ -406,9 +407,10 @@ async function refuseUnverified(
     'LEDGER',
     `the ledger on ${remote} (${theirs.slice(0, 12)}) holds ${problems.length} line(s) that are no valid records ` +
       `under the policy and keys committed at ${judge.label}: ${named}${more}. Nothing of it was taken, and nothing ` +
-      'pushed; the local ledger is unchanged. Taken in, these lines could never leave the append-only ledger, and a ' +
-      `server with the pre-receive hook would refuse every push of it. Whoever administers ${remote} must remove them ` +
-      `from its ${LEDGER_REF}; ${judge.newKeyAdvice}. Then run \`delegate-git sync\` again.`,
+      `pushed; the local ledger is unchanged. First, ${judge.newKeyAdvice}; then run \`delegate-git sync\` again. ` +
+      'Lines no branch trusts are damage: taken in, they could never leave the append-only ledger, and a server with ' +
+      `the pre-receive hook refuses a ledger holding lines its rules reject. Whoever administers ${remote} must then ` +
+      `remove them from its ${LEDGER_REF}.`,
   );
 }
 
