@@ -453,7 +453,11 @@ describe('a key whose trust-root entry changes after it signed (role removed, no
       expect(text.stdout).toContain(
         `disallowed    blob ${blobs.b} (src/b.ts) line ${ledgerLines(dir, blobs.b).findIndex((l) => lineSigner(l) === 'bob') + 1}: ${reason} (counts for nothing)`,
       );
-      expect(text.stdout).toContain('0 invalid, 0 by revoked keys, 2 their key may not sign');
+      expect(text.stdout).toContain('of the lines, 0 invalid, 0 by revoked keys, 2 their key may not sign');
+      // Records are counted once, lines on every blob they sit on: the sentence names both units.
+      expect(text.stdout).toMatch(
+        /valid record\(s\) in \d+ line\(s\) on \d+ blob\(s\) \(a record on several blobs is a line on each\); of the lines, /,
+      );
     });
   }
 

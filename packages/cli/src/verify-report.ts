@@ -37,7 +37,7 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
   for (const p of v.disallowed)
     out.push(`disallowed    blob ${p.blob}${about(p)} line ${p.line}: ${p.reason} (counts for nothing)`);
   out.push(
-    `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} valid record(s) in ${v.lines} line(s) on ${v.notes} blob(s), ${v.invalid.length} invalid, ${notCounting(v, ', ')}${foreignCount(v, ', ')}`,
+    `ledger ${v.ledgerTip ? v.ledgerTip.slice(0, 12) : '(none)'}: ${v.records} valid record(s) in ${v.lines} line(s) on ${v.notes} blob(s) (a record on several blobs is a line on each); of the lines, ${v.invalid.length} invalid, ${notCounting(v, ', ')}${foreignCount(v, ', ')}`,
     `${v.rev} (${v.commit.slice(0, 12)}): ${v.files.length} governed file(s), ${promoted} promoted, ${refused.length} refused`,
     ...(v.since ? [`since ${v.since.commit.slice(0, 12)}: ${sinceSummary(v.since)}`] : []),
     `append-only (${v.appendOnly.checked}): ${v.appendOnly.problem || v.appendOnly.removed.length ? 'VIOLATED' : 'ok'}${unsignedRemoved(v)}`,
@@ -125,7 +125,7 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
     '|---|---|',
     `| revision | ${mdCode(v.rev, true)} (${v.commit.slice(0, 12)}) |`,
     `| ledger tip | ${v.ledgerTip ? `\`${v.ledgerTip.slice(0, 12)}\`` : 'none'} |`,
-    `| records | ${v.records} valid in ${v.lines} line(s) on ${v.notes} blob(s); ${v.invalid.length} invalid; ${notCounting(v, '; ')}${foreignCount(v, '; ')} |`,
+    `| records | ${v.records} valid in ${v.lines} line(s) on ${v.notes} blob(s); of the lines, ${v.invalid.length} invalid; ${notCounting(v, '; ')}${foreignCount(v, '; ')} |`,
     `| governed files | ${v.files.length}: ${promoted} promoted, ${refused.length} refused |`,
     ...(v.since ? [`| since \`${v.since.commit.slice(0, 12)}\` | ${sinceSummary(v.since)} |`] : []),
     `| append-only | ${v.appendOnly.problem || v.appendOnly.removed.length ? 'violated' : 'ok'} (${v.appendOnly.checked})${unsignedRemoved(v)} |`,
