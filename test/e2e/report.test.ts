@@ -315,14 +315,15 @@ describe('report --json', () => {
       delegationsWithUsage: 4,
       delegationsEstimated: 0,
     });
-    // a1, c2, d1 by verdict; a2 and init's policy and key file by review; b1 by both; c1 rejected.
+    // a1, c2, d1 by verdict; a2 by review; b1 by both; c1 rejected; init's policy and key file counted apart.
     expect(report.promotions).toEqual({
-      total: 8,
+      total: 6,
       byVerdict: 3,
-      byReview: 3,
+      byReview: 1,
       byBoth: 1,
       rejected: 1,
       notPromoted: 0,
+      governance: 2,
     });
   });
 
@@ -351,20 +352,28 @@ describe('report counts file versions as the gates judge them', () => {
     );
     try {
       const report = JSON.parse(cliOk(story, dir, ['report', '--json']).stdout);
-      // The verdicts and the single approvals (b1, a2, and init's of the policy and its key file) promote nothing now;
-      // c1 stays rejected.
+      // The verdicts and the single approvals (b1, a2) promote nothing now; c1 stays rejected. The policy and key
+      // file were admitted by the rules in force before them, which a threshold raised since does not undo: counted
+      // apart, as verify still promotes them.
       expect(report.promotions).toEqual({
-        total: 8,
+        total: 6,
         byVerdict: 0,
         byReview: 0,
         byBoth: 0,
         rejected: 1,
-        notPromoted: 7,
+        notPromoted: 5,
+        governance: 2,
       });
+      // Drawn in a colour of its own, apart from every colour that promotes (reviewer finding rv07).
+      const html = path.join(dir, '..', 'threshold-report.html');
+      cliOk(story, dir, ['report', '--html', html]);
+      expect(fs.readFileSync(html, 'utf8')).toMatch(
+        /<path class="slice unpromoted" d="[^"]+"><title>5 file version\(s\) not promoted/,
+      );
       // Control: the delegations themselves are counted as before.
       expect(report.delegations.total).toBe(5);
       expect(cliOk(story, dir, ['report']).stdout).toContain(
-        'File versions promoted (as the gates judge them now): 0 by verdict, 0 by review, 0 by both; refused: 1 rejected, 7 otherwise',
+        'File versions promoted (as the gates judge them now): 0 by verdict, 0 by review, 0 by both; refused: 1 rejected, 5 otherwise; and 2 version(s) of the policy and key files, each judged by the rules in force before it',
       );
     } finally {
       fs.writeFileSync(policyFile, saved);
@@ -385,7 +394,7 @@ describe('report (text)', () => {
     expect(text).toMatch(/^ {2}2026-11-02\s+1\s+0\s+1\s+0\.0%\s+100\.0%\s+2\s+900$/m);
     expect(text).toContain('Tokens spent locally: 4,650 (3,900 prompt + 750 completion)');
     expect(text).toContain(
-      'File versions promoted (as the gates judge them now): 3 by verdict, 3 by review, 1 by both; refused: 1 rejected, 0 otherwise',
+      'File versions promoted (as the gates judge them now): 3 by verdict, 1 by review, 1 by both; refused: 1 rejected, 0 otherwise; and 2 version(s) of the policy and key files',
     );
     expect(text).toContain('signed by a key that is not in the trust root');
   });
@@ -517,6 +526,7 @@ describe('report --html', () => {
       expect(chart('chart-signers')).toContain('rita');
       expect(barHeights(chart('chart-tokens'), 'bar prompt').filter((h) => h > 0)).toHaveLength(3);
       expect(chart('chart-promotions')).toContain('3 by verdict');
+      expect(chart('chart-promotions')).toContain('2 version(s) of the policy and key files are left out');
       for (const heading of [
         'Delegations by verdict',
         'Pass and flaky rate over time',

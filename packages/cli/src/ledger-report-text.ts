@@ -108,7 +108,10 @@ export function renderReportText(
         : '') +
       `; worker time ${seconds(t.workerMs)}`,
     `File versions promoted (as the gates judge them now): ${num(p.byVerdict)} by verdict, ${num(p.byReview)} by ` +
-      `review, ${num(p.byBoth)} by both; refused: ${num(p.rejected)} rejected, ${num(p.notPromoted)} otherwise`,
+      `review, ${num(p.byBoth)} by both; refused: ${num(p.rejected)} rejected, ${num(p.notPromoted)} otherwise` +
+      (p.governance > 0
+        ? `; and ${num(p.governance)} version(s) of the policy and key files, each judged by the rules in force before it (\`verify\` says whether they are promoted)`
+        : ''),
   );
   for (const [title, { reasons }] of [
     ['Invalid lines (counted nowhere else)', stats.invalid],

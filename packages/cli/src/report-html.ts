@@ -461,11 +461,12 @@ function promotionChart(stats: LedgerStats): string {
     { cls: 'both', value: p.byBoth, name: 'by verdict and review', detail: 'passed and approved' },
     { cls: 'approve', value: p.byReview, name: 'by review', detail: 'approved by a reviewer' },
     { cls: 'reject', value: p.rejected, name: 'rejected', detail: 'a reviewer refused it' },
+    // Grey, apart from every colour that promotes: the one slice that reads "not yet".
     {
-      cls: 'v-UNIT_UNVERIFIED',
+      cls: 'unpromoted',
       value: p.notPromoted,
       name: 'not promoted',
-      detail: 'a failing verdict, or fewer approvals than the policy asks',
+      detail: 'failing, or too few approvals',
     },
   ];
   const height = 272;
@@ -497,7 +498,10 @@ function promotionChart(stats: LedgerStats): string {
       'chart-promotions',
       height,
       'File versions promoted by verdict and by review',
-      `${num(p.total)} distinct file versions (path and content) a valid record is about, judged by the promotion rule under the policy in force.`,
+      `${num(p.total)} distinct file versions (path and content) a valid record is about, judged by the promotion rule under the policy in force` +
+        (p.governance > 0
+          ? `; ${num(p.governance)} version(s) of the policy and key files are left out, each judged by the rules in force before it (verify says whether they are promoted).`
+          : '.'),
     ) +
     slices +
     center +
@@ -590,7 +594,7 @@ h2{font-size:17px;margin:0;font-weight:650}
 .v-CONTEXT_REFUSED{fill:var(--refused);background:var(--refused)}.v-WORKER_ERROR{fill:var(--workererror);background:var(--workererror)}
 .v-NO_CHANGES{fill:var(--nochanges);background:var(--nochanges)}
 .approve{fill:var(--approve);background:var(--approve)}.reject{fill:var(--reject);background:var(--reject)}
-.both{fill:var(--both);background:var(--both)}.prompt{fill:var(--prompt)}.completion{fill:var(--completion)}
+.both{fill:var(--both);background:var(--both)}.unpromoted{fill:var(--nochanges);background:var(--nochanges)}.prompt{fill:var(--prompt)}.completion{fill:var(--completion)}
 .legend-list{list-style:none;display:flex;flex-wrap:wrap;gap:6px 16px;margin:0 0 16px;padding:0;font-size:13px;color:var(--muted)}
 .legend-list li{display:flex;align-items:center;gap:6px}
 .swatch{display:inline-block;width:11px;height:11px;border-radius:3px}

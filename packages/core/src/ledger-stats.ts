@@ -21,8 +21,11 @@ export interface LedgerJudge {
   trustRoot: TrustRoot;
   repositoryId: string;
   backend?: Ed25519Backend;
-  /** The promotion rules of a path (judge.ts rulesFor); by default one approval or a passing verdict promotes. */
-  rulesOf?: (path: string) => PromotionRules;
+  /**
+   * The promotion rules of a path (judge.ts rulesFor); by default one approval or a passing verdict promotes. Null
+   * for a path whose versions the counts leave out (the policy and key files, see PromotionCounts.governance).
+   */
+  rulesOf?: (path: string) => PromotionRules | null;
 }
 
 /** One distinct envelope line, decoded (when it decodes) and judged. */
@@ -252,6 +255,11 @@ export interface PromotionCounts {
   rejected: number;
   /** Refused otherwise: a failing verdict only, fewer approvals than the policy asks, or a verdict where only reviews promote. */
   notPromoted: number;
+  /**
+   * Versions of the policy and key files, not in the counts above: each change of them is judged by the rules in
+   * force before it, which the ledger alone does not tell (verify walks that history).
+   */
+  governance: number;
 }
 
 export interface LedgerStats {
@@ -336,7 +344,7 @@ export class LedgerStatsAccumulator {
   /** `path\0sha256\0gitBlob` → the valid records about that file version, kept to what the promotion rule reads. */
   private readonly fileVersions = new Map<string, JudgedRecord[]>();
 
-  constructor(private readonly rulesOf: (path: string) => PromotionRules = () => ANY_ONE) {}
+  constructor(private readonly rulesOf: (path: string) => PromotionRules | null = () => ANY_ONE) {}
 
   add(judged: JudgedLine): void {
     this.lines++;
@@ -476,10 +484,16 @@ export class LedgerStatsAccumulator {
       byBoth: 0,
       rejected: 0,
       notPromoted: 0,
+      governance: 0,
     };
     for (const [key, records] of this.fileVersions) {
       const [path, sha256, gitBlob] = key.split('\0') as [string, string, string];
-      const judged = promotionOf({ path, sha256, gitBlob }, records, this.rulesOf(path));
+      const rules = this.rulesOf(path);
+      if (rules === null) {
+        counts.governance++;
+        continue;
+      }
+      const judged = promotionOf({ path, sha256, gitBlob }, records, rules);
       counts.total++;
       if (!judged.promoted) {
         if (judged.reason.startsWith('rejected by ')) counts.rejected++;

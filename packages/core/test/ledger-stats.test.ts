@@ -223,6 +223,7 @@ describe('collectLedgerStats', () => {
       byBoth: 1,
       rejected: 1,
       notPromoted: 0,
+      governance: 0,
     });
   });
 

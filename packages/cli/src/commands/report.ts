@@ -47,8 +47,12 @@ export default {
       stats = await collectLedgerStats(ledgerTip ? repo.ledger.entries(ledgerTip) : noEntries(), {
         trustRoot: governance.trustRoot,
         repositoryId: governance.policy.repositoryId,
-        // File versions counted as the gates judge them, policy and governance files included.
-        rulesOf: (file) => rulesFor(file, governance).rules,
+        // File versions counted as the gates judge them. The policy and key files are not: each change of them was
+        // judged by the rules in force before it (a threshold raised since does not unpromote what it admitted).
+        rulesOf: (file) => {
+          const { governanceFile, rules } = rulesFor(file, governance);
+          return governanceFile ? null : rules;
+        },
       });
     } finally {
       await repo.close();
