@@ -703,7 +703,7 @@ describe('a ledger rewritten since the baseline', () => {
     expect(code).toBe(1);
     expect(result.appendOnly).toEqual({
       checked: `since baseline ${verified}`,
-      removed: [{ commit: tip, blob, line }],
+      removed: [{ commit: tip, blob, line, signer: 'bob' }],
     });
   });
 
@@ -718,7 +718,7 @@ describe('a ledger rewritten since the baseline', () => {
     expect(since.code).toBe(1);
     expect(since.result.appendOnly).toEqual({
       checked: `since baseline ${baseline}`,
-      removed: [{ commit: tip, blob: blobs.c, line: removed }],
+      removed: [{ commit: tip, blob: blobs.c, line: removed, signer: lineSigner(removed) }],
     });
     // src/c.ts is still promoted by the kept line: the exit code is the removal's alone.
     expect(since.result.files.every((f) => f.promoted)).toBe(true);
@@ -728,7 +728,7 @@ describe('a ledger rewritten since the baseline', () => {
     expect(whole.code).toBe(1);
     expect(whole.result.appendOnly).toEqual({
       checked: 'whole history',
-      removed: [{ commit: tip, blob: blobs.c, line: removed }],
+      removed: [{ commit: tip, blob: blobs.c, line: removed, signer: lineSigner(removed) }],
     });
 
     // The text says which record went, not just that one did (every line starts with the same characters).
@@ -737,7 +737,7 @@ describe('a ledger rewritten since the baseline', () => {
       lineSigner(removed) === 'bob' ? 'verdict UNIT_PASSED of src/c.ts' : 'review approve of src/c.ts';
     expect(text.stdout).toMatch(
       new RegExp(
-        `LINE REMOVED  in notes commit ${tip.slice(0, 12)} from blob ${blobs.c}: ${what} made \\S+, signed by key [0-9a-f]{12} \\(line sha256 [0-9a-f]{16}\\)`,
+        `LINE REMOVED  in notes commit ${tip.slice(0, 12)} from blob ${blobs.c}: ${what} made \\S+, signed by ${lineSigner(removed)} \\(key [0-9a-f]{12}\\) \\(line sha256 [0-9a-f]{16}\\)`,
       ),
     );
     expect(text.stdout).toContain('append-only (since baseline');
@@ -748,6 +748,13 @@ describe('a ledger rewritten since the baseline', () => {
       // Markdown-escaped: a path or a name in it could otherwise make a link, an image or emphasis.
       `  - from blob \`${blobs.c.slice(0, 12)}\` in notes commit \`${tip.slice(0, 12)}\`: ${what.replace('_', '\\_')}`,
     );
+
+    // What clears it: the line itself back; a new approval would be a record of its own.
+    expect(text.stdout).toContain('To restore a removed record, put its exact line back on its blob');
+    gitOk(story, dir, ['notes', '--ref=delegations', 'append', '-m', removed, blobs.c]);
+    expect(verifyJson(dir, ['--baseline', baseline]).code).toBe(0);
+    // Removed again, as the tests below expect it.
+    gitOk(story, dir, ['notes', '--ref=delegations', 'add', '-f', '-m', kept, blobs.c]);
   });
 
   it('a replaced history is refused against the baseline, naming the lines it lost; the whole-history walk cannot see it, which is why CI keeps one', () => {

@@ -30,7 +30,7 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
   if (v.appendOnly.problem) out.push(`LEDGER REWRITTEN  ${v.appendOnly.problem}`);
   for (const r of v.appendOnly.removed)
     out.push(
-      `LINE REMOVED  in notes commit ${r.commit.slice(0, 12)} from blob ${r.blob}: ${describeLine(r.line)}`,
+      `LINE REMOVED  in notes commit ${r.commit.slice(0, 12)} from blob ${r.blob}: ${describeLine(r.line, r.signer)}`,
     );
   for (const p of v.revoked)
     out.push(`revoked       blob ${p.blob}${about(p)} line ${p.line}: ${p.reason} (no longer counts)`);
@@ -49,6 +49,7 @@ export function renderText(v: LedgerVerification, exitCode: number): string {
       ? 'There is no ledger here (refs/notes/delegations): `git clone` does not fetch it. Fetch it (`delegate-git sync`, or `git fetch origin refs/notes/delegations:refs/notes/delegations`) and run verify again.'
       : unrecordedHint(v);
   if (hint) out.push(hint);
+  if (v.appendOnly.removed.length > 0) out.push(RESTORE_ADVICE);
   const advice = promoteAdvice(v);
   if (advice) out.push(advice);
   // Each entry is one line, whatever a reason quotes: a line break in it would start a line of its own (under
@@ -110,7 +111,7 @@ export function renderMarkdown(v: LedgerVerification, exitCode: number): string 
       ...listed(
         v.appendOnly.removed,
         (r) =>
-          `  - from blob \`${r.blob.slice(0, 12)}\` in notes commit \`${r.commit.slice(0, 12)}\`: ${mdQuoted(describeLine(r.line))}`,
+          `  - from blob \`${r.blob.slice(0, 12)}\` in notes commit \`${r.commit.slice(0, 12)}\`: ${mdQuoted(describeLine(r.line, r.signer))}`,
         (n) => `  - … and ${n} more (see \`--json\`)`,
       ),
     );
@@ -259,6 +260,13 @@ function promoteAdvice(v: LedgerVerification): string | null {
   return v.ledgerTip && v.files.some((f) => !f.promoted && f.kind !== 'submodule') ? PROMOTE_ADVICE : null;
 }
 
+/** What clears a removed record: the line itself, back on its blob (a new approval is another line). */
+const RESTORE_ADVICE =
+  'To restore a removed record, put its exact line back on its blob: `delegate-git sync` in a clone whose ledger ' +
+  'still holds it takes the two ledgers together and pushes the union, or by hand `git notes --ref=delegations append ' +
+  "-m '<line>' <blob>` (each line is in `verify --json`, appendOnly.removed) and push the ledger. A new approval is a " +
+  'record of its own and leaves the removal standing.';
+
 /** What promotes a refused file: the content at the revision, on a branch of one's own, and the ledger pushed with it. */
 const PROMOTE_ADVICE =
   'To promote a refused file: delegate it, or have reviewers approve the content at this revision ' +
@@ -319,14 +327,15 @@ const MAX_SUMMARY_BYTES = 512 * 1024;
  * A removed line in words, so a reviewer can tell which record went: every record line starts with the same
  * characters (the envelope's base64 payload of a Statement), so a prefix of the line would not say.
  */
-function describeLine(line: string): string {
+function describeLine(line: string, signer?: string): string {
   const digest = createHash('sha256').update(line).digest('hex').slice(0, 16);
   const decoded = decodeRecord(line);
   if (!decoded.ok) return `a line that is no record (line sha256 ${digest})`;
   const r = decoded.record;
   const what = r.kind === 'verdict' ? `verdict ${r.verdict}` : `review ${r.decision}`;
   const key = shownText(r.envelope.signatures[0]!.keyid.slice(0, 12));
-  return `${what} of ${r.subjects.map((s) => shownPath(s.path)).join(', ')} made ${r.createdAtText}, signed by key ${key} (line sha256 ${digest})`;
+  const by = signer && signer !== `key ${key}` ? `${shownText(signer)} (key ${key})` : `key ${key}`;
+  return `${what} of ${r.subjects.map((s) => shownPath(s.path)).join(', ')} made ${r.createdAtText}, signed by ${by} (line sha256 ${digest})`;
 }
 
 /**

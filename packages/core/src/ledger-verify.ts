@@ -85,8 +85,11 @@ export interface LedgerVerification {
   since?: SinceVerified;
   appendOnly: {
     checked: string;
-    /** Records removed: lines a key of the trust root signed (whether or not they count now). */
-    removed: Array<{ commit: string; blob: string; line: string }>;
+    /**
+     * Records removed: lines a key of the trust root signed (whether or not they count now), with that key's holder
+     * as the trust root names it.
+     */
+    removed: Array<{ commit: string; blob: string; line: string; signer?: string }>;
     /**
      * How many lines were removed that no key of the trust root signed (junk, or a key never trusted here): no
      * record was lost, and removing such a line is the way out of it on a host without the server's hook.
@@ -379,14 +382,17 @@ function signedOnly(
   dropped: ReadonlyArray<{ commit: string; annotated: string; line: string }>,
   governance: Governance,
 ): { removed: LedgerVerification['appendOnly']['removed']; unsigned: number } {
-  const removed = dropped
-    .filter((d) => signedHere(d.line, governance))
-    .map((d) => ({ commit: d.commit, blob: d.annotated, line: d.line }));
+  const removed = dropped.flatMap((d) => {
+    const signer = signerHere(d.line, governance);
+    return signer === null ? [] : [{ commit: d.commit, blob: d.annotated, line: d.line, signer }];
+  });
   return { removed, unsigned: dropped.length - removed.length };
 }
 
-/** Whether a key of the trust root signed the line, whether or not it may sign it now (revoked, say). */
-function signedHere(line: string, governance: Governance): boolean {
+/** The holder of the trust root's key that signed the line, whether or not it may sign it now (revoked, say). */
+function signerHere(line: string, governance: Governance): string | null {
   const judged = judgeLine(line, governance.trustRoot, governance.policy.repositoryId);
-  return judged.ok && (judged.trust.ok || judged.trust.verified === true);
+  if (!judged.ok || !(judged.trust.ok || judged.trust.verified === true)) return null;
+  const keyid = judged.record.envelope.signatures[0]!.keyid;
+  return governance.trustRoot.byKeyid(keyid)?.name ?? `key ${keyid.slice(0, 12)}`;
 }
