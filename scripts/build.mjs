@@ -20,7 +20,7 @@ const esmBanner =
   "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
 // The hook scripts go into the bundles (hook-install.ts): the single-file server build has nothing beside it.
 const hooks = Object.fromEntries(
-  ['pre-commit', 'post-merge', 'pre-receive'].map((name) => [
+  ['pre-commit', 'post-merge', 'pre-push', 'pre-receive'].map((name) => [
     name,
     readFileSync(source(`hooks/${name}`), 'utf8'),
   ]),

@@ -407,7 +407,9 @@ describe('init: husky files it adds its line to', () => {
 
   it('names the husky files to commit, which hold the gate: committed, init has nothing more to say', () => {
     const dir = huskyRepository('husky-commit', 'echo lint-ok\n');
-    const files = ['pre-commit', 'pre-merge-commit', 'post-merge', 'post-rewrite'].map((h) => `.husky/${h}`);
+    const files = ['pre-commit', 'pre-merge-commit', 'post-merge', 'post-rewrite', 'pre-push'].map(
+      (h) => `.husky/${h}`,
+    );
     const init = cliOk(story, dir, ['init', '--protect', 'src/**']);
     expect(init.stdout).toContain(
       `Next: commit them: git add .delegate-git/policy.json .delegate-git/keys ${files.join(' ')} && git commit`,
@@ -1711,7 +1713,9 @@ describe('init: a husky folder git ignores (rt54 f08)', () => {
     writeFiles(dir, { '.gitignore': '' });
     gitOk(story, dir, ['config', 'core.hooksPath', '.husky']);
     const init = cliOk(story, dir, ['init', '--protect', 'src/**']);
-    const files = ['pre-commit', 'pre-merge-commit', 'post-merge', 'post-rewrite'].map((h) => `.husky/${h}`);
+    const files = ['pre-commit', 'pre-merge-commit', 'post-merge', 'post-rewrite', 'pre-push'].map(
+      (h) => `.husky/${h}`,
+    );
     expect(init.stdout).toContain(`git add .delegate-git/policy.json .delegate-git/keys ${files.join(' ')}`);
     gitOk(story, dir, ['add', '.gitignore', '.delegate-git', '.husky']);
     expect(commit(story, dir, 'adopt').code).toBe(0);

@@ -930,6 +930,52 @@ describe('the records a pull brings', () => {
     expect(refTip(story, mate, LEDGER)).toBe(before);
   });
 
+  it('a push of the ledger behind records another clone pushed alone: after a pull that found the branch up to date, pre-push takes them in and the push again lands; without that pull it names sync', () => {
+    const { server, work } = hooklessPair('behind-push');
+    const mate = cloneInto(story, server, 'behind-push-mate');
+    cliOk(story, mate, ['init']);
+    const push = () => gitRun(story, mate, ['push', '--atomic', 'origin', 'main', LEDGER]);
+    /** mate commits an approved file; meanwhile work approves one of its own and pushes the ledger alone. */
+    const meanwhile = (file: string) => {
+      writeFiles(mate, { [`src/${file}.ts`]: `export const ${file} = 1;\n` });
+      cliOk(story, mate, ['attest', '--approve', `src/${file}.ts`, '--yes']);
+      gitOk(story, mate, ['add', `src/${file}.ts`]);
+      expect(gitRun(story, mate, ['commit', '-q', '-m', file]).code).toBe(0);
+      writeFiles(work, { [`src/${file}-review.ts`]: `export const r = '${file}';\n` });
+      cliOk(story, work, ['attest', '--approve', `src/${file}-review.ts`, '--yes']);
+      cliOk(story, work, ['sync']); // the ledger alone, with what mate pushed before
+    };
+
+    // Control: a push whose ledger moves forward says nothing of it.
+    writeFiles(mate, { 'src/first.ts': 'export const first = 1;\n' });
+    cliOk(story, mate, ['attest', '--approve', 'src/first.ts', '--yes']);
+    gitOk(story, mate, ['add', 'src/first.ts']);
+    expect(gitRun(story, mate, ['commit', '-q', '-m', 'first']).code).toBe(0);
+    const forward = push();
+    expect(forward.code, forward.stderr).toBe(0);
+    expect(forward.stderr).not.toContain('delegate-git:');
+
+    meanwhile('p');
+    const upToDate = gitRun(story, mate, ['pull', '--no-rebase', '--no-edit']);
+    expect(upToDate.code, upToDate.stderr).toBe(0);
+    expect(upToDate.stderr).not.toContain('took the records'); // git ran no post-merge hook
+    const first = push();
+    expect(first.code).not.toBe(0);
+    expect(first.stderr).toContain("took the records of origin's ledger");
+    expect(first.stderr).toContain('goes through when run again');
+    const again = push();
+    expect(again.code, again.stderr).toBe(0);
+
+    meanwhile('q');
+    const unfetched = push();
+    expect(unfetched.code).not.toBe(0);
+    expect(unfetched.stderr).toContain('run `delegate-git sync origin`');
+    cliOk(story, mate, ['sync', 'origin']);
+    const synced = push();
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, mate, LEDGER));
+  });
+
   it('a merge refused for a file it takes unchanged from the branch merged in says to sync, not to approve it; control: content the merge made gets no such advice', () => {
     const { server, work } = hooklessPair('named-pull');
     const mate = cloneInto(story, server, 'named-pull-mate');

@@ -30,16 +30,26 @@ import {
  * The scripts of hooks/, put into each bundle by scripts/build.mjs: the single-file server build has nothing beside
  * it to read them from.
  */
-declare const __DELEGATE_GIT_HOOKS__: Record<'pre-commit' | 'post-merge' | 'pre-receive', string>;
+declare const __DELEGATE_GIT_HOOKS__: Record<
+  'pre-commit' | 'post-merge' | 'pre-push' | 'pre-receive',
+  string
+>;
 
 /**
  * The hooks this package installs. The two commit hooks run the same gate over the index; the two after a pull
- * (post-merge, post-rewrite) run the same script, which takes in the records it fetched.
+ * (post-merge, post-rewrite) run the same script, which takes in the records it fetched; pre-push does the same
+ * where a pull ran neither (the branch was up to date) and the ledger's push would not be a fast-forward.
  */
-export type HookName = 'pre-commit' | 'pre-merge-commit' | 'post-merge' | 'post-rewrite' | 'pre-receive';
+export type HookName =
+  | 'pre-commit'
+  | 'pre-merge-commit'
+  | 'post-merge'
+  | 'post-rewrite'
+  | 'pre-push'
+  | 'pre-receive';
 
 /** The client hooks, in the order init installs and reports them. */
-const CLIENT_HOOKS = ['pre-commit', 'pre-merge-commit', 'post-merge', 'post-rewrite'] as const;
+const CLIENT_HOOKS = ['pre-commit', 'pre-merge-commit', 'post-merge', 'post-rewrite', 'pre-push'] as const;
 type ClientHook = (typeof CLIENT_HOOKS)[number];
 
 /** The script each hook is made from. */
@@ -48,6 +58,7 @@ const TEMPLATE: Record<HookName, keyof typeof __DELEGATE_GIT_HOOKS__> = {
   'pre-merge-commit': 'pre-commit',
   'post-merge': 'post-merge',
   'post-rewrite': 'post-merge',
+  'pre-push': 'pre-push',
   'pre-receive': 'pre-receive',
 };
 

@@ -29,11 +29,18 @@ const HUSKY_SETUP = /^\.\s+"\$\(dirname -- "\$0"\)\/_\/husky\.sh"\s*$/;
  */
 export function huskyLine(name: string): string {
   const runner = `"$(git rev-parse --git-common-dir)/delegate-git/hooks/${name}"`;
-  const missing = name.startsWith('post-')
-    ? 'the records this pull fetched were not taken in'
-    : 'the commit is refused';
+  const missing =
+    name === 'pre-push'
+      ? 'a ledger behind the one on the remote is not taken in before the push'
+      : name.startsWith('post-')
+        ? 'the records this pull fetched were not taken in'
+        : 'the commit is refused';
   const advice = `delegate-git: this clone has not run \`npx delegate-git init\` and has no delegate-git installed, so husky cannot run its ${name} gate: ${missing}. Run \`npx delegate-git init\` here.`;
-  return `h=${runner}; if [ -x "$h" ]; then "$h" || exit $?; elif d=$(PATH="node_modules/.bin:$PATH"; command -v delegate-git); then "$d" hook ${name} || exit $?; else echo '${advice}' >&2; exit 1; fi`;
+  // pre-push is told the remote (its arguments) and refuses nothing: git decides the push. The other lines are as
+  // earlier releases wrote them (a post- hook's exit status git ignores).
+  const args = name === 'pre-push' ? ' "$@"' : '';
+  const orElse = name === 'pre-push' ? '' : ' exit 1;';
+  return `h=${runner}; if [ -x "$h" ]; then "$h"${args} || exit $?; elif d=$(PATH="node_modules/.bin:$PATH"; command -v delegate-git); then "$d" hook ${name}${args} || exit $?; else echo '${advice}' >&2;${orElse} fi`;
 }
 
 /** The lines earlier releases added, which init replaces. */

@@ -16,6 +16,7 @@ Usage: delegate-git hook pre-commit
        delegate-git hook pre-merge-commit
        delegate-git hook post-merge
        delegate-git hook post-rewrite
+       delegate-git hook pre-push <remote> [<url>]   (reads git's pre-push lines on stdin)
        delegate-git hook pre-receive     (reads "<old> <new> <ref>" lines on stdin, as git gives them)
 
 What the installed hook scripts run. pre-commit judges the staged content (the index) of every governed
@@ -26,24 +27,29 @@ unverifiable line of refs/notes/delegations. Both refuse on 1 (not promoted) and
 In policy mode "warn", pre-commit reports refusals and lets the commit through.
 post-merge and post-rewrite (after a pull that merged, fast-forwarded or rebased) take the records the
 pull fetched into refs/notes/remotes/origin/delegations into this clone's ledger, checked as sync checks
-them, so that the ledger can be pushed beside the branch; they refuse nothing.
+them, so that the ledger can be pushed beside the branch; they refuse nothing. pre-push does the same when a push
+of the ledger would not be a fast-forward (a pull that found the branch up to date ran neither), or names sync;
+it refuses nothing either.
 
 Example:
   delegate-git hook pre-commit
 `;
 
 export default {
-  summary: 'run a gate as a git hook (pre-commit, pre-merge-commit, pre-receive; post-merge, post-rewrite)',
+  summary:
+    'run a gate as a git hook (pre-commit, pre-merge-commit, pre-receive; post-merge, post-rewrite, pre-push)',
   help,
   async run(argv: string[], io: Io, given?: Given): Promise<number> {
     const { positionals } = parseCommandArgs('hook', argv, {});
     const [name, ...extra] = positionals;
+    // git gives pre-push the remote's name and address.
+    if (name === 'pre-push') return beforePushHook(io, extra[0]);
     if (extra.length > 0) throw usageError('hook', 'Name exactly one hook.');
     if (name === 'pre-commit' || name === 'pre-merge-commit')
       return preCommit(io, name, given?.quickPreCommit);
     if (name === 'pre-receive') return preReceive(io);
     if (name === 'post-merge' || name === 'post-rewrite') return afterPull(io);
-    const known = 'pre-commit, pre-merge-commit, post-merge, post-rewrite or pre-receive';
+    const known = 'pre-commit, pre-merge-commit, post-merge, post-rewrite, pre-push or pre-receive';
     throw usageError(
       'hook',
       name === undefined ? `Name the hook to run: ${known}.` : `Unknown hook "${name}": use ${known}.`,
@@ -140,6 +146,13 @@ async function afterPull(io: Io): Promise<number> {
   } finally {
     await repo.close();
   }
+}
+
+async function beforePushHook(io: Io, remote: string | undefined): Promise<number> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const { beforePush } = await import('../before-push.js');
+  return beforePush(io, remote, Buffer.concat(chunks).toString('utf8'));
 }
 
 /** The refusals the pusher is shown one by one: a crafted push may hold a hundred thousand (rt41 f02). */
