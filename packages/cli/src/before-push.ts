@@ -11,37 +11,34 @@ import type { Io } from './command.js';
 import { takeInFetchedLedger } from './ledger-intake.js';
 
 /**
- * `input`: the lines git gives pre-push on stdin (`<local ref> <local id> <remote ref> <remote id>`); git leaves out
- * a ref it already refuses as not a fast-forward, so what origin's fetched ledger holds is taken in whether or not
- * the ledger is among them.
+ * `input`: the lines git gives pre-push on stdin (`<local ref> <local id> <remote ref> <remote id>`). git leaves out
+ * a ref it already refuses as not a fast-forward: with no line for the ledger, what origin's fetched ledger holds is
+ * taken in. A line for it is a fast-forward, a forced push (the pusher's choice, left alone), or a ledger whose remote
+ * tip was never fetched here, which only sync can join.
  */
 export async function beforePush(io: Io, remote: string | undefined, input: string): Promise<number> {
   const repo = await Repository.open(io.cwd, io.env, io.err);
   try {
-    const { said, took, why, quietUnlessRefused } = await takeInFetchedLedger(repo);
-    if (took) {
-      io.err(
-        `delegate-git: ${said}; a push of the ledger that git refuses below as not a fast-forward goes through when run again.\n`,
-      );
+    const ledger = ledgerUpdate(input);
+    if (ledger === null) {
+      const { said, took, why, quietUnlessRefused } = await takeInFetchedLedger(repo);
+      if (took)
+        io.err(
+          `delegate-git: ${said}; a push of the ledger that git refuses below as not a fast-forward goes through when run again.\n`,
+        );
+      else if (said && !quietUnlessRefused) io.err(`delegate-git: ${said}${why ? ` Why: ${why}` : ''}\n`);
       return 0;
     }
-    const ledger = ledgerUpdate(input);
-    const behind =
-      ledger !== null &&
-      (
-        await gitTry(['merge-base', '--is-ancestor', ledger.theirs, ledger.ours], {
-          cwd: repo.cwd,
-          env: repo.env,
-        })
-      ).code !== 0;
-    if (said && (behind || !quietUnlessRefused))
-      io.err(`delegate-git: ${said}${why ? ` Why: ${why}` : ''}\n`);
-    else if (behind)
+    const known = await gitTry(['cat-file', '-e', `${ledger.theirs}^{commit}`], {
+      cwd: repo.cwd,
+      env: repo.env,
+    });
+    if (known.code !== 0)
       io.err(
-        `delegate-git: ${remote ?? 'the remote'}'s ledger holds records this clone has not taken in, so git refuses ` +
-          "the ledger's push below as not a fast-forward (pulling the branch does not bring them when it is up to " +
-          `date): run \`delegate-git sync${remote ? ` ${remote}` : ''}\`, which takes them in checked and pushes the ` +
-          'ledger, then push again.\n',
+        `delegate-git: ${remote ?? 'the remote'}'s ledger holds records this clone has not fetched, so git refuses ` +
+          "the ledger's push below (pulling the branch does not bring them when it is up to date): run " +
+          `\`delegate-git sync${remote ? ` ${remote}` : ''}\`, which takes them in checked and pushes the ledger, ` +
+          'then push again.\n',
       );
     return 0;
   } finally {

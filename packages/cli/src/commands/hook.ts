@@ -189,7 +189,8 @@ async function preReceive(io: Io): Promise<number> {
     if (unshown > 0) io.err(`delegate-git: and ${unshown} more refusal(s) like these, not shown.\n`);
     if (result.refusals.length > 0) {
       const ledgerPushed = updates.some((u) => u.ref === LEDGER_REF);
-      const advice = pushRefusalAdvice(result.refusals, result.changingRules, LEDGER_REF, ledgerPushed);
+      const tips = new Map(updates.map((u) => [u.ref, u.newId]));
+      const advice = pushRefusalAdvice(result.refusals, result.changingRules, LEDGER_REF, ledgerPushed, tips);
       io.err(
         `delegate-git: push refused.${advice.length > 0 ? ` ${advice.join('\ndelegate-git: ')}` : ''}\n`,
       );

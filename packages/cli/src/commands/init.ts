@@ -79,7 +79,9 @@ first wrote, as a rerun does, or fails (nothing written) when the first holds th
     git fetch brings its ledger into refs/notes/remotes/<remote>/delegations;
   - installs the pre-commit hook, and the pre-merge-commit hook that git runs instead for the commit of a
     merge; and the post-merge and post-rewrite hooks, which after a 'git pull' (a rebase or a fast-forward
-    too) take the records it fetched into this clone's ledger, so that the ledger can be pushed. They go into
+    too) take the records it fetched into this clone's ledger, so that the ledger can be pushed; and the
+    pre-push hook, which does the same before a push (a pull that found the branch up to date ran neither),
+    or says to sync. They go into
     husky when the repository uses it, else where git runs hooks; an existing hook is chained, never
     replaced (a hook that is a symbolic link is chained too). Refused, before anything is written, when
     core.hooksPath comes from the global or system git config (every repository's hooks) or names a directory
