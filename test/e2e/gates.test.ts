@@ -134,7 +134,7 @@ describe('pre-commit: governed content', () => {
     await recordVerdict(story, dir, 'src/temp.ts');
     expect(commit(story, dir, 'first').code).toBe(0);
     const byPath =
-      '`delegate-git attest --approve <path>` (the work-tree content a commit with paths or -a takes; what it takes from the index, `--staged`)';
+      '`delegate-git attest --approve <path>` (the work-tree content a commit with paths or -a takes; what it takes from the index, `--staged`; for the hunks `git commit -p` picks, neither: stage them with `git add -p`, approve with `--staged`, then `git commit`)';
 
     writeFiles(dir, { 'src/temp.ts': 'export const t = 2;\n' });
     const all = commit(story, dir, 'all', ['-a']);

@@ -19,11 +19,13 @@ export function renderCheckReport(report: CheckReport, judged: Judged = 'paths')
   for (const r of report.results) {
     if (r.absent) out.push(`NO FILE       ${shownPath(r.path)}\n    ${shownText(r.reason)}`);
     else if (!r.governed) out.push(`not governed  ${shownPath(r.path)}`);
-    else if (r.promoted)
+    else if (r.promoted) {
+      // Who promoted it, when the reason does not name them already ("approved by alice, bob and unchanged since").
+      const by = r.by.filter((name) => !r.reason.includes(name));
       out.push(
-        `PROMOTED      ${shownPath(r.path)}\n    ${shownText(r.reason)}${r.by.length ? ` (${shownText(r.by.join(', '))})` : ''}`,
+        `PROMOTED      ${shownPath(r.path)}\n    ${shownText(r.reason)}${by.length ? ` (${shownText(by.join(', '))})` : ''}`,
       );
-    else out.push(`NOT PROMOTED  ${shownPath(r.path)}\n    ${shownText(r.reason)}`);
+    } else out.push(`NOT PROMOTED  ${shownPath(r.path)}\n    ${shownText(r.reason)}`);
   }
   for (const d of report.deletions) {
     out.push(
@@ -71,7 +73,8 @@ function promotionAdvice(
     index: '`delegate-git attest --approve --staged` (the staged content, as it will be committed)',
     'temporary index':
       '`delegate-git attest --approve <path>` (the work-tree content a commit with paths or -a takes; what it takes ' +
-      'from the index, `--staged`)',
+      'from the index, `--staged`; for the hunks `git commit -p` picks, neither: stage them with `git add -p`, ' +
+      'approve with `--staged`, then `git commit`)',
   }[judged];
   const verdictPromotes =
     policy === null || (!policy.requireReview && refused.some((r) => !isGovernanceFile(policy, r.path)));

@@ -55,6 +55,18 @@ describe('pushRefusalAdvice', () => {
     expect(both).toHaveLength(2);
   });
 
+  it('a file refused in a commit before the tip is told how to approve that content; control: one refused at the tip', () => {
+    const tip = 'c0ffee'.padEnd(40, '0');
+    const advise = (tips: Map<string, string>) =>
+      pushRefusalAdvice([refused('approved by dev for another version')], [], LEDGER_REF, true, tips).join(
+        '\n',
+      );
+    expect(advise(new Map([[MAIN, tip]]))).not.toContain('before its branch');
+    const earlier = advise(new Map([[MAIN, 'beef'.padEnd(40, '0')]]));
+    expect(earlier).toContain("A file refused in a commit before its branch's tip");
+    expect(earlier).toContain('git checkout <commit> -- <path> && delegate-git attest --approve --staged');
+  });
+
   it('a push that also changes the rules is told to push that change first; control: one that does not', () => {
     const advice = pushRefusalAdvice(
       [refused(PROTECTED_DELETION, 'src/a.ts', 'protected deletion')],
