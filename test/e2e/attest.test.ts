@@ -113,6 +113,14 @@ describe('attest: what an approval promotes', () => {
 
     const approved = attestOk(story, dir, 'approve', ['src/stale.ts'], { key: 'bob' });
     expect(approved.stdout).toContain('Recorded approval by bob of 1 file(s) in refs/notes/delegations.');
+    // Where the file stands with the new record, said after signing (before it: not promoted).
+    expect(approved.stdout).toContain('  now: not promoted (no verdict');
+    expect(approved.stdout).toContain(
+      'refs/notes/delegations.\nsrc/stale.ts now: promoted (approved by bob and unchanged since)',
+    );
+    // check names the approvers once: in the reason, not again after it.
+    const text = cliOk(story, dir, ['check', 'src/stale.ts']).stdout;
+    expect(text).toContain('    approved by bob and unchanged since\n');
     const promoted = checkPath(dir, 'src/stale.ts');
     expect(promoted.run.code).toBe(0);
     expect(promoted.result).toMatchObject({

@@ -147,7 +147,8 @@ export default {
         );
       else
         io.out(
-          `Recorded ${decision === 'approve' ? 'approval' : 'rejection'} by ${reviewer} of ${shown.files.length} file(s) in refs/notes/delegations.\n`,
+          `Recorded ${decision === 'approve' ? 'approval' : 'rejection'} by ${reviewer} of ${shown.files.length} file(s) in refs/notes/delegations.\n` +
+            (await stateAfter(repo, governance, targets)),
         );
       io.err(hooksWarning('attest', await hooksNotRun(repo)));
       return 0;
@@ -242,6 +243,25 @@ interface ShownFile {
   reviewed: string[];
   /** The most recently promoted earlier version of the path, and the diff from it to this content. */
   lastPromoted: { gitBlob: string; diff: string } | null;
+}
+
+/** Where the reviewed files stand with the new records (an approval short of the threshold leaves one refused). */
+async function stateAfter(repo: Repository, governance: Governance, targets: Target[]): Promise<string> {
+  const notesAt = await repo.ledger.tip();
+  const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
+  const judged = await judgeFiles(targets, {
+    governance,
+    ledger: repo.ledger,
+    notesAt,
+    index,
+    batch: repo.objects,
+  });
+  return judged
+    .map(
+      (j) =>
+        `${shownPath(j.path)} now: ${j.promoted ? 'promoted' : 'not promoted'} (${shownText(j.reason)})\n`,
+    )
+    .join('');
 }
 
 /**
