@@ -637,6 +637,11 @@ describe('sync and the remote’s own configuration', () => {
     const { b, c } = diverge(work, other);
     gitOk(story, work, ['fetch', '-q', 'origin']);
     expect(noteLines(story, work, b)).toEqual([]); // what the fetch did
+    // check only reads: it says why the approved src/b.ts reads as refused, and what puts the ledger back.
+    const checked = cli(story, work, ['check', 'src/b.ts']);
+    expect(checked.code).toBe(1);
+    expect(checked.stderr).toContain('dropping records made here, which may promote what is refused below');
+    expect(noteLines(story, work, b)).toEqual([]);
 
     writeFiles(work, { 'src/d.ts': 'export const d = 1;\n' });
     const attested = cli(story, work, ['attest', '--approve', 'src/d.ts', '--yes', '-m', 'd']);

@@ -44,6 +44,18 @@ export interface Restored {
 
 /** Puts the ledger back where the last local write left it, when a fetch has since dropped that; null otherwise. */
 export async function restoreForcedLedger(repo: Repository): Promise<Restored | null> {
+  const forced = await forcedLedger(repo);
+  if (!forced) return null;
+  const message = `delegate-git: put back the ledger a fetch moved (${forced.how})`;
+  const put = await gitTry(['update-ref', '-m', message, LEDGER_REF, forced.restored, forced.moved], {
+    cwd: repo.cwd,
+    env: repo.env,
+  });
+  return put.code === 0 ? forced : null;
+}
+
+/** Where the last local write left the ledger, when a fetch through a configured refspec has since dropped that. */
+export async function forcedLedger(repo: Repository): Promise<Restored | null> {
   const opts = { cwd: repo.cwd, env: repo.env };
   const log = await gitTry(['reflog', 'show', `-n${ENTRIES}`, '--format=%H %gs', LEDGER_REF, '--'], opts);
   if (log.code !== 0) return null; // no ledger, or no reflog of it
@@ -64,9 +76,7 @@ export async function restoreForcedLedger(repo: Repository): Promise<Restored | 
   const tip = await repo.ledger.tip();
   if (tip === null || tip === own.id) return null;
   if ((await gitTry(['merge-base', '--is-ancestor', own.id, tip], opts)).code === 0) return null;
-  const message = `delegate-git: put back the ledger a fetch moved (${newest.says})`;
-  const put = await gitTry(['update-ref', '-m', message, LEDGER_REF, own.id, tip], opts);
-  return put.code === 0 ? { restored: own.id, moved: tip, how: newest.says } : null;
+  return { restored: own.id, moved: tip, how: newest.says };
 }
 
 /** What to tell the user: what happened, and the refspec to remove. */

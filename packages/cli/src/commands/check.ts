@@ -3,11 +3,13 @@ import {
   checkRevision,
   checkStaged,
   checkWorktreePaths,
+  LEDGER_REF,
   Repository,
   reportExitCode,
 } from '@delegate-git/core';
 import { renderCheckReport } from '../check-report-text.js';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
+import { forcedLedger } from '../ledger-restore.js';
 
 const help = `
 Usage: delegate-git check [--staged | --rev <rev> | --path <p>...] [--json]
@@ -45,6 +47,14 @@ export default {
       if (values.rev !== undefined) report = await checkRevision(repo, values.rev);
       else if (paths.length > 0) report = await checkWorktreePaths(repo, io.cwd, paths);
       else report = await checkStaged(repo);
+      // check only reads: a ledger a fetch moved is said, for sync to put back, where it may be why a file is refused.
+      if (reportExitCode(report) === 1) {
+        const forced = await forcedLedger(repo);
+        if (forced)
+          io.err(
+            `delegate-git: a fetch (reflog: "${forced.how}") moved ${LEDGER_REF} to ${forced.moved.slice(0, 12)}, dropping records made here, which may promote what is refused below: \`delegate-git sync\` puts it back (the next commit's hook does too).\n`,
+          );
+      }
     } finally {
       await repo.close();
     }
