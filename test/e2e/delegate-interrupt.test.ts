@@ -122,7 +122,31 @@ describe('interrupted while the verification runs', () => {
     },
   );
 
-  test('SIGINT, a file that cannot be put back: what it held (an uncommitted edit) is kept in unrecorded-kept and named, not removed with the run', async () => {
+  test('SIGINT, a file edited while the verification ran: the edit stays, what the file held before the worker is kept and named; the file the worker created and nobody touched is removed (finding dl01)', async () => {
+    const repo = await freshRepo();
+    const sentinel = path.join(repo.root, 'verifying-edited');
+    session.worker.enqueue({ content: reply() });
+    // The user's edit, made while the command runs (as in an editor during a long test suite).
+    const editing = "require('fs').appendFileSync('src/a.js', '// mine, while it verified\\n'); ";
+
+    const run = repo.start(['delegate', unit(repo, sentinel, 30_000, editing), '--json']);
+    await verifying(sentinel);
+    const edited = repo.read('src/a.js');
+    expect(edited).toContain('// mine, while it verified');
+    run.child.kill('SIGINT');
+    const result = await run.result;
+
+    expect.soft(result.code).toBe(130);
+    expect.soft(repo.read('src/a.js')).toBe(edited);
+    const kept = result.stderr.match(/what it held before is kept in (\S+)\)/)?.[1];
+    expect(kept).toBeDefined();
+    expect.soft(fs.readFileSync(kept!, 'utf8')).toBe(ORIGINAL_A);
+    expect.soft(result.stderr).toContain('src/a.js (changed since the worker wrote it, so left as it is;');
+    expect.soft(result.stderr).toContain('The other 1 file(s) (src/new/b.js) were put back as they were.');
+    expect.soft(repo.exists('src/new')).toBe(false);
+  });
+
+  test('SIGINT, a file that cannot be put back (a directory stands there now): what it held (an uncommitted edit) is kept in unrecorded-kept and named, not removed with the run', async () => {
     const repo = await freshRepo();
     const edited = ORIGINAL_A.replace('return 1;', 'return 1; // mine, not committed');
     repo.write('src/a.js', edited);
@@ -149,7 +173,7 @@ describe('interrupted while the verification runs', () => {
       .soft(result.stderr)
       .toMatch(
         new RegExp(
-          `^delegate-git delegate: interrupted \\(SIGINT\\) while verifying, and not every file the worker wrote could be put back: src/a\\.js \\(E[A-Z]+: [^;]*; what it held before is kept in ${escaped(kept!)}\\) is left as the worker wrote it, with no verdict recorded\\. The other 1 file\\(s\\) \\(src/new/b\\.js\\) were put back as they were\\. Nothing was recorded\\. Put back what is left by hand from the copy named, then run the unit again; remove the copy once done\\.\n$`,
+          `^delegate-git delegate: interrupted \\(SIGINT\\) while verifying, and not every file the worker wrote could be put back: src/a\\.js \\(changed since the worker wrote it, so left as it is; what it held before is kept in ${escaped(kept!)}\\) is left as it is, with no verdict recorded\\. The other 1 file\\(s\\) \\(src/new/b\\.js\\) were put back as they were\\. Nothing was recorded\\. Keep what a file changed since holds, or put back what it held before the worker from the copy named \\(remove it once done\\); then run the unit again\\.\n$`,
         ),
       );
     expect.soft(kept!.startsWith(path.join(repo.stateDir, 'unrecorded-kept') + path.sep)).toBe(true);

@@ -169,12 +169,13 @@ class Delegation {
    * holds the only copy of what it held: set aside and named, not removed as the run ends.
    */
   private async undo(step: 'verifying' | 'recording', recordFailure?: string): Promise<InterruptedError> {
-    const left = putBack(this.written);
+    const left = putBack(this.written, { keepChanged: true });
     const kept = this.setAside(left.map((u) => u.file.absolute));
     const unrestored = left.map((u) => ({
       path: repositoryPathOf(this.top, u.file.absolute),
       reason: u.reason,
       copy: kept.get(u.file.absolute) ?? null,
+      ...(u.changed ? { changed: true as const } : {}),
     }));
     await this.offerAgainIfPossible();
     return this.interruption({ step, written: this.writtenPaths(), unrestored, recordFailure });

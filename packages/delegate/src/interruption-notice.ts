@@ -16,7 +16,8 @@ export type InterruptedRun =
       step: 'verifying' | 'recording';
       written: readonly string[];
       /** `copy`: where what the file held before is kept (null: the worker created it, or nothing could be kept). */
-      unrestored: ReadonlyArray<{ path: string; reason: string; copy?: string | null }>;
+      /** `changed`: the file no longer held what the worker wrote (an edit made meanwhile), so it was left. */
+      unrestored: ReadonlyArray<{ path: string; reason: string; copy?: string | null; changed?: true }>;
       recordFailure?: string;
     }
   /** While recording: the interrupt waited for the record, which is complete (`recorded` false: nothing to record). */
@@ -47,13 +48,18 @@ export function interruptionNotice(signal: NodeJS.Signals, run: InterruptedRun):
   );
   // git status shows which files differ from the last commit, not what an uncommitted one held: that is in the copy.
   const copied = run.unrestored.filter((u) => u.copy).length;
-  const byHand =
-    copied === 0
+  const byHand = run.unrestored.some((u) => u.changed)
+    ? `Keep what a file changed since holds, or put back what it held before the worker${copied > 0 ? ` from the ${copied === 1 ? 'copy' : 'copies'} named (remove ${copied === 1 ? 'it' : 'them'} once done)` : ' (nothing: the worker created it)'}; then run the unit again.`
+    : copied === 0
       ? 'Put back or delete what is left by hand (git status shows it), then run the unit again.'
       : `Put back what is left by hand from the ${copied === 1 ? 'copy' : 'copies'} named${copied < run.unrestored.length ? ' and delete what the worker created' : ''}, then run the unit again; remove the ${copied === 1 ? 'copy' : 'copies'} once done.`;
+  // A file changed since the worker wrote it holds what someone else wrote too: "as the worker wrote it" is not so.
+  const asLeft = run.unrestored.some((u) => u.changed)
+    ? `as ${run.unrestored.length === 1 ? 'it is' : 'they are'}`
+    : `as the worker wrote ${run.unrestored.length === 1 ? 'it' : 'them'}`;
   return (
     `${where}, and not every file the worker wrote could be put back: ${unrestored.join(', ')} ` +
-    `${run.unrestored.length === 1 ? 'is' : 'are'} left as the worker wrote ${run.unrestored.length === 1 ? 'it' : 'them'}, with no verdict recorded. ` +
+    `${run.unrestored.length === 1 ? 'is' : 'are'} left ${asLeft}, with no verdict recorded. ` +
     (restored.length > 0 ? `The other ${filesNamed(restored)} were put back as they were. ` : '') +
     `Nothing was recorded. ${byHand}`
   );

@@ -295,21 +295,47 @@ export function removeIfEmpty(dir: string): void {
   }
 }
 
+/** Why putBack left a file that no longer holds what the worker wrote. */
+export const CHANGED_SINCE_WRITTEN = 'changed since the worker wrote it, so left as it is';
+
 /**
  * Puts back what `writes` changed, the last first: a file's previous bytes and mode, or the file removed when the
  * write created it, then the directories made for it when they are left empty. Every file is tried whatever the
- * others do; those that could not be put back are returned, with why, so the caller can name them.
+ * others do; those that could not be put back are returned, with why, so the caller can name them. With
+ * `keepChanged`, a file that no longer holds what the worker wrote (the user edited it meanwhile, during a long
+ * verification) is left as it is, as a stopped run's recovery leaves it: putting it back would lose that edit.
  */
-export function putBack(writes: readonly AppliedWrite[]): Array<{ file: PlannedFile; reason: string }> {
-  const unrestored: Array<{ file: PlannedFile; reason: string }> = [];
+export function putBack(
+  writes: readonly AppliedWrite[],
+  opts: { keepChanged?: boolean } = {},
+): Array<{ file: PlannedFile; reason: string; changed?: true }> {
+  const unrestored: Array<{ file: PlannedFile; reason: string; changed?: true }> = [];
   for (const write of [...writes].reverse()) {
     try {
+      if (opts.keepChanged && !holdsWritten(write)) {
+        unrestored.push({ file: write.file, reason: CHANGED_SINCE_WRITTEN, changed: true });
+        continue;
+      }
       restore(write);
     } catch (error) {
       unrestored.push({ file: write.file, reason: (error as Error).message });
     }
   }
   return unrestored;
+}
+
+/** Whether the file still holds the bytes the worker wrote (a file gone, or no regular file now, does not). */
+function holdsWritten(write: AppliedWrite): boolean {
+  try {
+    const stat = fs.lstatSync(write.file.absolute);
+    return (
+      stat.isFile() &&
+      stat.size === write.file.content.length &&
+      fs.readFileSync(write.file.absolute).equals(write.file.content)
+    );
+  } catch {
+    return false;
+  }
 }
 
 /** A planned file with what it holds now: what `applyWritePlan` shows its caller before the first write. */

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type Emission, type EmittedFile, parseEmission } from '../src/emission.js';
 import {
   applyWritePlan,
+  CHANGED_SINCE_WRITTEN,
   partialWriteOutcome,
   planWrites,
   putBack,
@@ -488,6 +489,30 @@ describe('putBack: a written plan undone (an interrupted delegation)', () => {
     expect(unrestored[0]?.reason).toMatch(/directory/i);
     // The other file was still put back.
     expect(read('src/a.ts')).toBe(original);
+  });
+
+  it('with keepChanged, leaves a file edited since the worker wrote it (and one deleted), and puts back the others', async () => {
+    const plan = planWrites(
+      emission(
+        ['src/a.ts', patchBody('  return a + b;', '  return b + a;')],
+        ['fresh/b.ts', 'export const b = 1;\n'],
+        ['fresh/c.ts', 'export const c = 1;\n'],
+      ),
+      options(),
+    );
+    const written = applyWritePlan(plan);
+    const edited = `${read('src/a.ts')}// mine, while the verification ran\n`;
+    fs.writeFileSync(path.join(ws, 'src', 'a.ts'), edited);
+    fs.rmSync(path.join(ws, 'fresh', 'c.ts'));
+
+    const unrestored = putBack(written, { keepChanged: true });
+    expect(unrestored.map((u) => [u.file.path, u.reason, u.changed])).toEqual([
+      ['fresh/c.ts', CHANGED_SINCE_WRITTEN, true],
+      ['src/a.ts', CHANGED_SINCE_WRITTEN, true],
+    ]);
+    expect(read('src/a.ts')).toBe(edited);
+    // Control: the file still as the worker wrote it is removed (the run created it).
+    expect(fs.existsSync(path.join(ws, 'fresh', 'b.ts'))).toBe(false);
   });
 });
 
