@@ -162,6 +162,35 @@ describe('what a unit may never write', () => {
     }
   });
 
+  test('targetFiles no write may reach (outside the workspace, in .git, the policy) are CONTEXT_REFUSED before the worker is called; control: a plain target and a directory target pass (finding dl03)', async () => {
+    const before = worker.requestCount();
+    const refused = await repo.delegate({
+      taskName: 'unreachable',
+      instruction: 'Write them.',
+      targetFiles: ['../x.js', '.git/hooks/post-checkout', '.delegate-git/policy.json', 'src/ok.js'],
+      runVerification: 'true',
+    });
+    expect(refused.code).toBe(1);
+    expect(refused.receipt?.verdict).toBe('CONTEXT_REFUSED');
+    expect(refused.receipt?.message).toContain('no write may reach, so the worker was not called');
+    const errors = refused.receipt?.errors ?? [];
+    expect(errors).toHaveLength(3);
+    expect(errors[0]).toMatch(/^targetFiles: `\.\.\/x\.js` resolves to .*, outside the workspace/);
+    expect(errors[1]).toContain('`.git/hooks/post-checkout` is inside a git directory');
+    expect(errors[2]).toContain('`.delegate-git/policy.json` is the policy or a key file of the trust root');
+    expect(worker.requestCount()).toBe(before);
+
+    worker.enqueue({ content: fileBlock('src/reach/ok.js', 'export const ok = 1;') });
+    const passed = await repo.delegate({
+      taskName: 'reachable',
+      instruction: 'Write it.',
+      targetFiles: ['src/reach/', './src/other.js'],
+      runVerification: 'true',
+    });
+    expect(passed.receipt?.verdict, passed.receipt?.message ?? '').toBe('UNIT_PASSED');
+    expect(worker.requestCount()).toBe(before + 1);
+  });
+
   test('a git directory of another name (a gitfile points at it) is refused like .git; the rest is written', async () => {
     const other = await makeDelegateRepo({ workerUrl: worker.url });
     try {
@@ -176,7 +205,8 @@ describe('what a unit may never write', () => {
       const { receipt } = await other.delegate({
         taskName: 'meta',
         instruction: 'Add.',
-        targetFiles: ['meta', 'src/plain.js'],
+        // A target there is refused before the worker is called (the unit's mistake); here the worker strays.
+        targetFiles: ['src/plain.js'],
         runVerification: 'true',
       });
       expect(receipt?.errors).toEqual([

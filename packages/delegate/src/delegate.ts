@@ -23,6 +23,7 @@ import { buildWorkerMessages } from './prompt.js';
 import { type DelegationReceipt, emptyReceipt } from './receipt.js';
 import { gitDirsOf, repositoryPathOf } from './repository-paths.js';
 import { rememberRetryLocations } from './retry-context.js';
+import { unreachableTargets } from './target-check.js';
 import type { Unit } from './unit.js';
 import type { WriteJournal } from './unrecorded-writes.js';
 import { resolveVerdict, type Verdict } from './verdict.js';
@@ -237,6 +238,19 @@ class Delegation {
         'CONTEXT_REFUSED',
         'The unit declares no targetFiles, so nothing the worker wrote could be kept; the worker was not called. ' +
           'Declare the files it may write in the unit\'s targetFiles, or an operator can set unitScope: "off" to lift the check.',
+      );
+    const unreachable = unreachableTargets(unit.targetFiles ?? [], {
+      workspace: workspace.dir,
+      emitAllowlist: this.emitAllowlist(),
+      gitDirs: this.gitDirs,
+      top,
+      governanceFile: (p) => isGovernanceFile(opts.governance.policy, p),
+    });
+    if (unreachable.length > 0)
+      return this.refuse(
+        'CONTEXT_REFUSED',
+        'The unit names targetFiles no write may reach, so the worker was not called: fix the unit.',
+        unreachable,
       );
     return workspace.dir;
   }
