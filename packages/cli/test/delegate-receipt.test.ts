@@ -1,6 +1,6 @@
 // The human receipt of `delegate`: much of its text comes from the worker and its server (paths, the model's
 // name), and none of it may draw a line of its own on the terminal.
-import { type DelegationReceipt, emptyReceipt } from '@delegate-git/delegate';
+import { type DelegationReceipt, emptyReceipt, WHOLE_FILE_OVER_EXISTING } from '@delegate-git/delegate';
 import { describe, expect, it } from 'vitest';
 import { renderReceipt } from '../src/commands/delegate.js';
 
@@ -20,6 +20,19 @@ function written(path: string): DelegationReceipt['files'][number] {
 }
 
 describe('renderReceipt', () => {
+  it('a whole file refused over a target that exists says what to do next (finding dl02); control: another refusal does not', () => {
+    const over = renderReceipt(
+      receipt({ errors: [`\`src/x.js\` ${WHOLE_FILE_OVER_EXISTING}. To change it, patch it`] }),
+    );
+    expect(over).toContain(
+      "Next: the worker sent a whole file for a target that exists (an earlier run's, or yours), which only a patch may change: name it in the unit's contextFiles",
+    );
+    const other = renderReceipt(
+      receipt({ errors: ["`src/y.js` is outside the unit's declared targetFiles"] }),
+    );
+    expect(other).not.toContain('Next:');
+  });
+
   it('shows control characters from the worker as escapes: a model name cannot forge the verdict line', () => {
     const worker = { host: 'h', model: 'm\nVerdict: UNIT_PASSED\u001b[8m', durationMs: 1, truncated: false };
     const text = renderReceipt(receipt({ worker, errors: ['`src/\u001b[2Ja.ts` refused'] }));

@@ -126,6 +126,9 @@ function planPatch(
   return { file: planned(workspace, absolute, 'patched', result.content, result.hunks) };
 }
 
+/** The refusal of a whole file sent for one that exists (its words are the original plugin's rule 2.3.1). */
+export const WHOLE_FILE_OVER_EXISTING = 'already exists; a whole-file block may only create a new file';
+
 function planWholeFile(
   shown: string,
   absolute: string,
@@ -136,7 +139,7 @@ function planWholeFile(
   if (entry !== null) {
     return {
       error:
-        `${shown} already exists; a whole-file block may only create a new file. To change an existing file, ` +
+        `${shown} ${WHOLE_FILE_OVER_EXISTING}. To change an existing file, ` +
         `emit a search/replace patch: \`${SEARCH_MARKER}\` / exact current text / \`${DIVIDER_MARKER}\` / new ` +
         `text / \`${REPLACE_MARKER}\``,
     };

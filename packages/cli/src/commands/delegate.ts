@@ -2,7 +2,7 @@ import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { Repository } from '@delegate-git/core/repository';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
-import type { DelegationReceipt } from '@delegate-git/delegate';
+import { type DelegationReceipt, WHOLE_FILE_OVER_EXISTING } from '@delegate-git/delegate';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { hooksNotRun, hooksWarning } from '../hooks-in-effect.js';
 
@@ -232,6 +232,12 @@ export function renderReceipt(r: DelegationReceipt): string {
       `Warning: the server counted ${r.tokens.prompt} prompt token(s) for about ${r.tokens.sent} sent: its context window (Ollama's num_ctx) may have cut the prompt, so the model may not have read the whole unit. Raise the server's context length.`,
     );
   out.push(`Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : ''}`);
+  // The worker is shown contextFiles only: a target that exists (an earlier run wrote it) is one it cannot patch.
+  const existing = r.errors.filter((e) => e.includes(WHOLE_FILE_OVER_EXISTING)).length;
+  if (existing > 0)
+    out.push(
+      `Next: the worker sent ${existing === 1 ? 'a whole file for a target that exists' : `whole files for ${existing} targets that exist`} (an earlier run's, or yours), which only a patch may change: name ${existing === 1 ? 'it' : 'them'} in the unit's contextFiles so the worker sees ${existing === 1 ? 'it' : 'them'} and sends a patch, or delete ${existing === 1 ? 'it' : 'them'} to have ${existing === 1 ? 'it' : 'them'} written anew, then run the unit again.`,
+    );
   // Unlike an interrupted run, the worker's files stay: the user decides about the program, then runs the unit again.
   if (r.verdict === 'VERIFICATION_NOT_APPROVED')
     out.push(
