@@ -20,6 +20,27 @@ function written(path: string): DelegationReceipt['files'][number] {
 }
 
 describe('renderReceipt', () => {
+  it('a failed verification shows its exit code beside the counts (one failure stands for a command that printed none: finding dl04); a passing one does not', () => {
+    const run = (exitCode: number, passed: number, failed: number) => ({
+      exitCode,
+      passed,
+      failed,
+      durationMs: 1,
+      timedOut: false,
+    });
+    const verification = (runs: ReturnType<typeof run>[]) => ({
+      ...emptyReceipt({ taskName: 'x' }).verification,
+      command: 'npm test',
+      runs,
+    });
+    expect(renderReceipt(receipt({ verification: verification([run(3, 0, 1)]) }))).toContain(
+      'Verification (1 run(s): FAIL): exit 3, Passed 0, Failed 1.',
+    );
+    expect(renderReceipt(receipt({ verification: verification([run(0, 4, 0)]) }))).toContain(
+      'Verification (1 run(s): PASS): Passed 4, Failed 0.',
+    );
+  });
+
   it('a whole file refused over a target that exists says what to do next (finding dl02); control: another refusal does not', () => {
     const over = renderReceipt(
       receipt({ errors: [`\`src/x.js\` ${WHOLE_FILE_OVER_EXISTING}. To change it, patch it`] }),

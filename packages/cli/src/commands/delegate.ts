@@ -218,7 +218,7 @@ export function renderReceipt(r: DelegationReceipt): string {
     if (v.rawLog) out.push(`Raw output (local only): ${v.rawLog}`);
   } else if (!v.command && r.files.length > 0)
     out.push('No verification command was supplied; the contract is unchecked.');
-  if (r.coherence) out.push(`Coherence check: exit ${r.coherence.exitCode}, ${testCounts(r.coherence)}.`);
+  if (r.coherence) out.push(`Coherence check: exit ${r.coherence.exitCode}, ${counts(r.coherence)}.`);
   if (r.contract.violations.length)
     out.push(`CONTRACT MODIFIED, verdict void: ${r.contract.violations.join('; ')}.`);
   else if (r.contract.files.length)
@@ -256,8 +256,17 @@ function where(c: { path: string; lineRange: [number, number] | null }): string 
 }
 
 /** What a run's output said of its tests; a command that prints no test summary says nothing of them (not "0 passed"). */
+/**
+ * A run's counts, and its exit code whenever it failed: a command that printed no counts and failed is counted as one
+ * failure (test-output.ts), which the exit code explains.
+ */
 function testCounts(run: { passed: number; failed: number; exitCode: number }): string {
+  const counted = run.passed + run.failed > 0;
+  return `${counted && run.exitCode === 0 ? '' : `exit ${run.exitCode}, `}${counts(run)}`;
+}
+
+function counts(run: { passed: number; failed: number }): string {
   return run.passed + run.failed > 0
     ? `Passed ${run.passed}, Failed ${run.failed}`
-    : `exit ${run.exitCode}, no test counts in its output`;
+    : 'no test counts in its output';
 }
