@@ -107,6 +107,7 @@ describe('a whole-file block creates a file', () => {
     });
     // The server reported its usage: the counts are its own, and not marked as estimates.
     expect(statement?.predicate.worker).not.toHaveProperty('tokensEstimated');
+    expect(receipt?.tokens).not.toHaveProperty('estimated');
     expect(statement?.subject).toEqual([
       { name: 'src/created.js', digest: { sha256: receipt?.files[0]?.sha256, gitBlob: blob } },
     ]);
@@ -145,13 +146,15 @@ describe('a whole-file block creates a file', () => {
       content: fileBlock('src/estimated.js', 'export const estimated = 1;'),
       usage: null,
     });
-    const { code } = await repo.delegate({
+    const { code, receipt } = await repo.delegate({
       taskName: 'create another module',
       instruction: 'Export a constant named estimated.',
       targetFiles: ['src/estimated.js'],
       runVerification: 'true',
     });
     expect(code).toBe(0);
+    // The JSON receipt says so too (finding dl05; the control, a server reporting usage, is the test above).
+    expect(receipt?.tokens.estimated).toBe(true);
     const [statement] = repo.ledger(repo.gitText(['hash-object', 'src/estimated.js']));
     const recorded = statement!.predicate.worker as { tokensEstimated?: boolean; completionTokens: number };
     expect(recorded.tokensEstimated).toBe(true);

@@ -148,6 +148,7 @@ describe('what a unit may never write', () => {
     expect(refused.code).toBe(1);
     expect(refused.receipt?.verdict).toBe('CONTEXT_REFUSED');
     expect(refused.receipt?.message).toContain('declares no targetFiles');
+    expect(refused.receipt?.taskName).toBe('anywhere');
     expect(worker.requestCount()).toBe(before);
 
     await repo.configSet('unitScope', 'off');

@@ -25,6 +25,7 @@ export interface CliResult {
 
 /** The JSON receipt `delegate-git delegate --json` prints (the fields tests read). */
 export interface Receipt {
+  taskName: string;
   verdict: string;
   message: string | null;
   files: Array<{
@@ -61,7 +62,7 @@ export interface Receipt {
     files: Array<{ path: string; sha256: string | null; unchanged: boolean }>;
     violations: string[];
   };
-  tokens: { prompt: number; completion: number };
+  tokens: { prompt: number; completion: number; estimated?: true };
   worker: { host: string; model: string; durationMs: number; truncated: boolean } | null;
   envelope: string | null;
 }

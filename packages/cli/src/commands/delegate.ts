@@ -145,6 +145,7 @@ export default {
 
 function receiptJson(r: DelegationReceipt) {
   return {
+    taskName: r.taskName,
     verdict: r.verdict,
     message: r.message,
     files: r.files.map(({ path: p, mode, hunks, bytes, lines, sha256, gitBlob }) => ({
@@ -167,6 +168,8 @@ function receiptJson(r: DelegationReceipt) {
     tokens: {
       prompt: r.tokens.prompt,
       completion: r.tokens.completion,
+      // The server reported no usage: these are the client's estimates (the text receipt says so too).
+      ...(r.tokens.estimated ? { estimated: true } : {}),
       // Said only when so (promptSeemsCut): the server's context window may have cut the prompt.
       ...(r.tokens.cut ? { promptCut: true, promptSent: r.tokens.sent } : {}),
     },
