@@ -65,6 +65,8 @@ describe('the packed CLI in a fresh repository', () => {
     // The hook scripts are inside the bundles (the single-file server build has nothing beside it).
     const bundle = execFileSync('tar', ['-xOzf', tarball, 'package/dist/delegate-git.cjs'], {
       encoding: 'utf8',
+      // The bundle is past Node's default 1 MiB of output.
+      maxBuffer: 64 << 20,
     });
     expect(bundle).toContain('# delegate-git hook (@HOOK@)');
   });
