@@ -531,6 +531,13 @@ describe('sync takes the union, whatever either side dropped', () => {
  * A server without the hook (a fork or a mirror, say), a clone that adopted and pushed a record on src/a.ts with its
  * ledger, and a second clone holding that ledger.
  */
+/** A commit of a file no policy governs, so that `dir`'s branch diverges from origin's. */
+function commitUngoverned(dir: string, name: string): void {
+  writeFiles(dir, { [`notes-${name}.txt`]: 'not governed\n' });
+  gitOk(story, dir, ['add', `notes-${name}.txt`]);
+  expect(gitRun(story, dir, ['commit', '-q', '-m', `notes ${name}`]).code).toBe(0);
+}
+
 function hooklessPair(name: string): { server: string; work: string; other: string } {
   const server = makeServer(story, `${name}.git`, { hook: false });
   const work = cloneInto(story, server, name);
@@ -903,9 +910,7 @@ describe('the records a pull brings', () => {
     const mate = cloneInto(story, server, 'pulled-mate');
     cliOk(story, mate, ['init']);
     const divergeAndPull = (file: string) => {
-      writeFiles(mate, { [`notes-${file}.txt`]: 'not governed\n' });
-      gitOk(story, mate, ['add', `notes-${file}.txt`]);
-      expect(gitRun(story, mate, ['commit', '-q', '-m', `notes ${file}`]).code).toBe(0);
+      commitUngoverned(mate, file);
       writeFiles(work, { [`src/${file}.ts`]: `export const ${file} = 1;\n` });
       cliOk(story, work, ['attest', '--approve', `src/${file}.ts`, '--yes']);
       gitOk(story, work, ['add', `src/${file}.ts`]);
@@ -985,11 +990,6 @@ describe('the records a pull brings', () => {
     const { server, work } = hooklessPair('named-pull');
     const mate = cloneInto(story, server, 'named-pull-mate');
     cliOk(story, mate, ['init']);
-    const local = (file: string) => {
-      writeFiles(mate, { [`notes-${file}.txt`]: 'not governed\n' });
-      gitOk(story, mate, ['add', `notes-${file}.txt`]);
-      expect(gitRun(story, mate, ['commit', '-q', '-m', `notes ${file}`]).code).toBe(0);
-    };
     const approvedThere = (files: Record<string, string>) => {
       writeFiles(work, files);
       for (const file of Object.keys(files)) cliOk(story, work, ['attest', '--approve', file, '--yes']);
@@ -1015,7 +1015,7 @@ describe('the records a pull brings', () => {
     cliOk(story, mate, ['attest', '--approve', '--staged', '--yes']);
     expect(gitRun(story, mate, ['commit', '-q', '--no-edit']).code).toBe(0);
 
-    local('n');
+    commitUngoverned(mate, 'n');
     approvedThere({ 'src/n.ts': 'export const n = 1;\n' });
     const named = gitRun(story, mate, ['pull', '--no-rebase', '--no-edit', 'origin', 'main']);
     expect(named.code).not.toBe(0);
@@ -1038,9 +1038,7 @@ describe('the records a pull brings', () => {
     gitOk(story, mate, ['branch', '-q', '--set-upstream-to=origin/main']);
     gitRun(story, mate, ['update-ref', '-d', 'refs/notes/remotes/origin/delegations']);
     const diverge = (file: string, governed: boolean) => {
-      writeFiles(mate, { [`notes-${file}.txt`]: 'not governed\n' });
-      gitOk(story, mate, ['add', `notes-${file}.txt`]);
-      expect(gitRun(story, mate, ['commit', '-q', '-m', `notes ${file}`]).code).toBe(0);
+      commitUngoverned(mate, file);
       const at = governed ? `src/${file}.ts` : `${file}.txt`;
       writeFiles(work, { [at]: `export const ${file} = 1;\n` });
       if (governed) cliOk(story, work, ['attest', '--approve', at, '--yes']);
