@@ -146,9 +146,14 @@ export class ReplyCollector {
     const content = stripThinking(this.content);
     if (reason !== 'length' && content.trim() === '') {
       const reasoning = this.reasoningChars + (this.content.length - content.length);
+      // What to do differs: a reasoning model can think through its whole budget; an empty reply is the server's.
+      const next =
+        reasoning > 0
+          ? " A reasoning model may have spent its answer thinking: raise worker.maxTokens (and the server's own limit), or use a model that answers after it reasons, then run the unit again."
+          : ' Check that the server has the model loaded and answers a chat request (worker.endpoint, worker.model), then run the unit again.';
       throw new WorkerError(
         'protocol',
-        `The reply from the worker at ${endpointHost} holds no answer${reasoning > 0 ? ` (only ${reasoning} characters of reasoning)` : ''}.${this.unreadText()}`,
+        `The reply from the worker at ${endpointHost} holds no answer${reasoning > 0 ? ` (only ${reasoning} characters of reasoning)` : ''}.${this.unreadText() || next}`,
       );
     }
     const durationMs = Math.round(monotonicMs() - this.started);

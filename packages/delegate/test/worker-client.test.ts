@@ -545,7 +545,14 @@ describe('callWorker: only a reply the model finished is an answer', () => {
     for (const body of [`${reasoning}${delta('', 'stop')}`, `${delta('<think>all of it', 'stop')}`]) {
       const error = await streaming(body, (url) => expectWorkerError(callWorker(request({ endpoint: url }))));
       expect(error.message).toMatch(/holds no answer \(only \d+ characters of reasoning\)/);
+      expect(error.message).toContain('raise worker.maxTokens');
     }
+    // Nothing at all: the server's to look at, not the token budget.
+    const empty = await streaming(delta('', 'stop'), (url) =>
+      expectWorkerError(callWorker(request({ endpoint: url }))),
+    );
+    expect(empty.message).toContain('holds no answer. Check that the server has the model loaded');
+    expect(empty.message).not.toContain('maxTokens');
   });
 
   it('reads CR-only line ends, a stream labelled as JSON, and the choice with index 0 among interleaved ones', async () => {
