@@ -92,13 +92,15 @@ export function restoredText(r: Restored, by: string): string {
 
 /**
  * Before a command writes the ledger: a record written on top of a ledger a fetch moved would make that tip the last
- * local write, and the records the fetch dropped would never be put back. Says what it did, if anything.
+ * local write, and the records the fetch dropped would never be put back. Says what it did (after `prefix`), if
+ * anything.
  */
 export async function restoreBeforeWriting(
   repo: Repository,
   by: string,
   say: (text: string) => void,
+  prefix = 'delegate-git: ',
 ): Promise<void> {
   const restored = await restoreForcedLedger(repo);
-  if (restored) say(`delegate-git: ${restoredText(restored, by)}\n`);
+  if (restored) say(`${prefix}${restoredText(restored, by)}\n`);
 }

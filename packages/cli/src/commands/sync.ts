@@ -15,7 +15,7 @@ import {
   takeInRemoteLedger,
   trackingRef,
 } from '../ledger-intake.js';
-import { restoredText, restoreForcedLedger } from '../ledger-restore.js';
+import { restoreBeforeWriting } from '../ledger-restore.js';
 
 const help = `
 Usage: delegate-git sync [<remote>] [--json]
@@ -74,8 +74,7 @@ export default {
       const tracking = trackingRef(remote);
       // A lock a stopped git left, or a ref file a crash cut short, is named now, not after every retry.
       await repo.ledger.assertWritable();
-      const restored = await restoreForcedLedger(repo);
-      if (restored) io.err(`delegate-git sync: warning: ${restoredText(restored, 'sync')}\n`);
+      await restoreBeforeWriting(repo, 'sync', io.err, 'delegate-git sync: warning: ');
       io.err(hooksWarning('sync', await hooksNotRun(repo)));
       for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
         const theirs = await fetchKeepingLedger(remote, tracking, io, opts);
