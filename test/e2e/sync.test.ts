@@ -986,6 +986,35 @@ describe('the records a pull brings', () => {
     expect(refTip(story, server, LEDGER)).toBe(refTip(story, mate, LEDGER));
   });
 
+  it('a push to another remote whose fetched ledger holds records this clone lacks names sync for that remote, and takes in nothing of it; control: after that sync the push lands', () => {
+    const { server, work } = hooklessPair('behind-upstream');
+    const mate = cloneInto(story, server, 'behind-upstream-mate');
+    cliOk(story, mate, ['init']);
+    gitOk(story, mate, ['remote', 'add', 'upstream', server]);
+    cliOk(story, mate, ['sync', 'upstream']); // sets upstream's ledger refspec
+    writeFiles(mate, { 'src/mine.ts': 'export const mine = 1;\n' });
+    cliOk(story, mate, ['attest', '--approve', 'src/mine.ts', '--yes']);
+    gitOk(story, mate, ['add', 'src/mine.ts']);
+    expect(gitRun(story, mate, ['commit', '-q', '-m', 'mine']).code).toBe(0);
+    writeFiles(work, { 'src/theirs.ts': 'export const theirs = 1;\n' });
+    cliOk(story, work, ['attest', '--approve', 'src/theirs.ts', '--yes']);
+    cliOk(story, work, ['sync']);
+    gitOk(story, mate, ['fetch', '-q', 'upstream']);
+    const ours = refTip(story, mate, LEDGER);
+
+    const refused = gitRun(story, mate, ['push', '--atomic', 'upstream', 'main', LEDGER]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('run `delegate-git sync upstream`');
+    expect(refused.stderr).not.toContain('took the records');
+    expect(refTip(story, mate, LEDGER)).toBe(ours);
+
+    cliOk(story, mate, ['sync', 'upstream']);
+    const landed = gitRun(story, mate, ['push', '--atomic', 'upstream', 'main', LEDGER]);
+    expect(landed.code, landed.stderr).toBe(0);
+    expect(landed.stderr).not.toContain('delegate-git:');
+    expect(refTip(story, server, LEDGER)).toBe(refTip(story, mate, LEDGER));
+  });
+
   it('a merge refused for a file it takes unchanged from the branch merged in says to sync, not to approve it; control: content the merge made gets no such advice', () => {
     const { server, work } = hooklessPair('named-pull');
     const mate = cloneInto(story, server, 'named-pull-mate');

@@ -1,6 +1,6 @@
 /**
- * The pre-push hook's work, once its script found origin's fetched ledger holds what this one lacks, or the push names
- * a ledger behind the remote's: git refuses such a push as not a fast-forward, and its advice, to pull, changes
+ * The pre-push hook's work, once its script found the remote's fetched ledger holds what this one lacks, or the push
+ * names a ledger behind the remote's: git refuses such a push as not a fast-forward, and its advice, to pull, changes
  * nothing when the branch is up to date (a pull then runs no post-merge hook). Takes in what the last fetch brought
  * of origin's ledger, checked as sync checks it, or names `sync`. Refuses nothing: git decides the push.
  */
@@ -13,14 +13,24 @@ import { takeInFetchedLedger } from './ledger-intake.js';
 /**
  * `input`: the lines git gives pre-push on stdin (`<local ref> <local id> <remote ref> <remote id>`). git leaves out
  * a ref it already refuses as not a fast-forward: with no line for the ledger, what origin's fetched ledger holds is
- * taken in. A line for it is a fast-forward, a forced push (the pusher's choice, left alone), or a ledger whose remote
- * tip was never fetched here, which only sync can join.
+ * taken in (another remote's gets the sync advice). A line for it is a fast-forward, a forced push (the pusher's
+ * choice, left alone), or a ledger whose remote tip was never fetched here, which only sync can join.
  */
 export async function beforePush(io: Io, remote: string | undefined, input: string): Promise<number> {
   const repo = await Repository.open(io.cwd, io.env, io.err);
   try {
     const ledger = ledgerUpdate(input);
     if (ledger === null) {
+      // Only origin's fetched ledger is taken in without asking (ledger-intake.ts says why); another remote's is
+      // joined by sync, which checks its lines by that remote's branch too.
+      if (remote !== undefined && remote !== 'origin') {
+        io.err(
+          `delegate-git: ${remote}'s ledger as last fetched holds records this clone lacks, so git refuses the ` +
+            `ledger's push below if this push includes it (not a fast-forward): run \`delegate-git sync ${remote}\`, ` +
+            'which takes them in checked and pushes the ledger, then push again.\n',
+        );
+        return 0;
+      }
       const { said, took, why, quietUnlessRefused } = await takeInFetchedLedger(repo);
       if (took)
         io.err(
