@@ -99,6 +99,9 @@ if [ -n "$since" ]; then
   if [ "${DELEGATE_GIT_PROTECTED:-true}" = false ]; then
     # Another branch was judged at its own pushes by its own rules (as pre-receive does); here, from where it left
     # the protected line. With nothing in common, the whole history is judged.
+    # The protected branch's revocations bind this branch too, as the server judges it: a key revoked there since the
+    # branch parted counts for nothing here.
+    if git rev-parse -q --verify "$since^{commit}" >/dev/null 2>&1; then set -- "$@" --revocations-of "$since"; fi
     commit=$(git rev-parse -q --verify "$rev^{commit}" 2>/dev/null || true)
     since=$(if [ -n "$commit" ]; then git merge-base "$commit" "$since" 2>/dev/null; fi || true)
   fi

@@ -618,3 +618,51 @@ describe('a push that revokes a key and brings content only that key approved (r
     acceptedByEveryGate(story, work, 'revoke bob, content the operator approved');
   });
 });
+
+describe('a revocation on the default branch binds the branches made before it', () => {
+  let story: Story;
+  let work: string;
+
+  beforeAll(() => {
+    story = makeStory();
+    work = adoptedClone(story, ['src/**']);
+    trustedKey(story, work, 'bob');
+  });
+
+  afterAll(() => story.cleanup());
+
+  it("a push to a branch made before bob's revocation is refused for content only bob approved (admin audit a01); control: the operator's approval of it is accepted there", () => {
+    gitOk(story, work, ['push', '-q', 'origin', 'main:refs/heads/release-1']);
+    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
+    attestOk(story, work, 'approve', ['src/r.ts'], { key: 'bob' });
+    fs.rmSync(path.join(work, 'src/r.ts'));
+    cliOk(story, work, ['keys', 'revoke', 'bob']);
+    attestOk(story, work, 'approve', [keyFileOf('bob')]);
+    gitOk(story, work, ['add', keyFileOf('bob')]);
+    acceptedByEveryGate(story, work, 'revoke bob');
+
+    gitOk(story, work, ['checkout', '-q', '-b', 'rel', 'origin/release-1']);
+    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
+    gitOk(story, work, ['add', 'src/r.ts']);
+    expect(commit(story, work, 'what bob approved', ['--no-verify']).code).toBe(0);
+    const refused = gitRun(story, work, ['push', '--atomic', 'origin', 'rel:release-1', LEDGER]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(
+      /refused refs\/heads\/release-1 [0-9a-f]{12} src\/r\.ts: .*bob's key was revoked/,
+    );
+    // CI on that branch, as the ledger action runs it there: from where it left main, with main's revocations.
+    const parted = gitOk(story, work, ['merge-base', 'HEAD', 'main']);
+    const bound = cli(story, work, ['verify', '--since', parted, '--revocations-of', 'main']);
+    expect(bound.code, bound.stdout).toBe(1);
+    expect(bound.stdout).toMatch(/src\/r\.ts.*\n.*bob's key was revoked/);
+    // Control: by the branch's own keys (the option left out) bob's approval still counts.
+    expect(cli(story, work, ['verify', '--since', parted]).code).toBe(0);
+
+    attestOk(story, work, 'approve', ['src/r.ts']);
+    const accepted = gitRun(story, work, ['push', '--atomic', 'origin', 'rel:release-1', LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    const approved = cli(story, work, ['verify', '--since', parted, '--revocations-of', 'main']);
+    expect(approved.code, approved.stdout).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+  });
+});

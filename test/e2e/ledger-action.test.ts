@@ -168,6 +168,16 @@ describe('the ledger action', () => {
     const other = verifyStep(feature, { DELEGATE_GIT_PROTECTED: 'false' }, undefined, verified);
     expect(other.code, other.stdout + other.stderr).toBe(0);
     expect(other.stdout).toContain(`since ${shared.slice(0, 12)}: 0 commit(s)`);
+    // The protected branch's revocations bind the other branch (as the server judges it); a protected run's own.
+    const said = (protectedRun: string) =>
+      verifyStep(
+        feature,
+        { DELEGATE_GIT_PROTECTED: protectedRun, DELEGATE_GIT_CLI: 'echo' },
+        undefined,
+        verified,
+      ).stdout;
+    expect(said('false')).toContain(`verify --rev HEAD --revocations-of ${verified} --since ${shared}`);
+    expect(said('true')).not.toContain('--revocations-of');
     const strict = verifyStep(feature, {}, undefined, verified);
     expect(strict.code).toBe(1);
     expect(strict.stdout).toContain(

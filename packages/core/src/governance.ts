@@ -6,7 +6,7 @@ import path from 'node:path';
 import { DelegateGitError } from './errors.js';
 import { POLICY_PATH, type Policy, parsePolicy } from './policy.js';
 import type { Snapshot } from './snapshot.js';
-import { parseTrustRoot, type TrustRoot } from './trust-root.js';
+import { type KeyFile, keyFileText, parseTrustRoot, type TrustRoot } from './trust-root.js';
 
 export interface Governance {
   policy: Policy;
@@ -66,4 +66,30 @@ export async function loadGovernance(snapshot: Snapshot, knownPolicy?: Policy): 
     );
   }
   return { policy, trustRoot, source: snapshot.label };
+}
+
+/**
+ * `own` with every key that `binding`'s trust root (the default branch's) revokes revoked there too, where `own` lists
+ * it unrevoked. A revocation stops a key's records counting on every branch: judged by its own keys, a branch made
+ * before the revocation would keep a departed or stolen key's approvals promoting there for good (admin audit a01).
+ * Only revocations carry over: a key the default branch removed, or whose roles it changed, stays as the branch lists
+ * it. The same object when nothing changes, so caches keyed by the trust root keep their entries.
+ */
+export function withRevocationsOf(own: Governance, binding: Governance): Governance {
+  let changed = false;
+  const sources = own.trustRoot.sources.map((source) => {
+    const key = own.trustRoot.keys.find((k) => k.file === source.path);
+    const revoked =
+      key?.revoked === undefined ? binding.trustRoot.byKeyid(key?.keyid ?? '')?.revoked : undefined;
+    if (revoked === undefined) return source;
+    changed = true;
+    const file = JSON.parse(source.text) as KeyFile;
+    return { path: source.path, text: keyFileText({ ...file, revoked: new Date(revoked).toISOString() }) };
+  });
+  if (!changed) return own;
+  return {
+    policy: own.policy,
+    trustRoot: parseTrustRoot(sources),
+    source: `${own.source}, with the revocations of ${binding.source}`,
+  };
 }

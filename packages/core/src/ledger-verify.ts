@@ -13,7 +13,7 @@ import path from 'node:path';
 import { type CheckResult, resolveCommit } from './checks.js';
 import { DelegateGitError } from './errors.js';
 import { gitTry } from './git.js';
-import { type Governance, loadGovernance } from './governance.js';
+import { type Governance, loadGovernance, withRevocationsOf } from './governance.js';
 import {
   type GovernanceChangeProblem,
   unapprovedGovernanceChanges,
@@ -105,6 +105,11 @@ export interface VerifyOptions {
   /** The commit verified last on the protected branch (see SinceVerified). */
   since?: string;
   /**
+   * A commit whose trust root's revocations bind `rev` too (the protected branch's tip, for a branch made before a
+   * revocation there): its keys revoked there count for nothing here either (withRevocationsOf).
+   */
+  revocationsOf?: string;
+  /**
    * Reuse and keep the facts of lines already verified under this trust root (`.git/delegate-git/cache`, DESIGN 6).
    * Default true; the answer is the same either way.
    */
@@ -130,7 +135,9 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
   refuseShallow(repo);
   const commit = await resolveCommit(repo, rev);
   const since = opts.since === undefined ? undefined : await resolveVerified(repo, opts.since);
-  const governance = await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
+  const revoking =
+    opts.revocationsOf === undefined ? undefined : await resolveCommit(repo, opts.revocationsOf);
+  const governance = await governanceWithRevocations(repo, commit, revoking);
   const ledgerTip = await repo.ledger.tip();
   const result: LedgerVerification = {
     rev,
@@ -181,12 +188,25 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
     if (!f.promoted && !atRevision.has(f.blob) && f.kind !== 'submodule') f.unrecorded = true;
   atRevision.clear();
   if (opts.since !== undefined)
-    result.since = since ? await judgeSinceVerified(repo, since, commit) : verifiedMissing(opts.since);
+    result.since = since
+      ? await judgeSinceVerified(repo, since, commit, revoking)
+      : verifiedMissing(opts.since);
   if (result.since?.wholeHistory ?? true)
     result.governanceChanges = await unapprovedGovernanceChanges(repo, commit, ledgerTip, index);
   result.files = withGovernanceHistory(judged, result.governanceChanges);
   if (appendOnly) result.appendOnly = await appendOnly;
   return result;
+}
+
+/** The rules at `commit`, with the revocations of `revoking`'s trust root when given. */
+async function governanceWithRevocations(
+  repo: Repository,
+  commit: string,
+  revoking?: string,
+): Promise<Governance> {
+  const at = (c: string) => loadGovernance(gitSnapshot(repo.cwd, repo.objects, c, repo.env));
+  const own = await at(commit);
+  return revoking === undefined || revoking === commit ? own : withRevocationsOf(own, await at(revoking));
 }
 
 /**

@@ -49,6 +49,8 @@ export interface JudgePushOptions {
    * onto the commit verified last, in a clone whose HEAD is whatever CI checked out.
    */
   defaultBranchAt?: string;
+  /** The commit whose revocations bind every ref judged, when not the default branch's (PushReads.refGovernanceAt). */
+  revocationsAt?: string;
 }
 
 export async function judgePush(
@@ -57,7 +59,7 @@ export async function judgePush(
   opts: JudgePushOptions = {},
 ): Promise<PushJudgement> {
   const result = emptyJudgement();
-  const reads = new PushReads(repo, updates, opts.defaultBranchAt);
+  const reads = new PushReads(repo, updates, opts.defaultBranchAt, opts.revocationsAt);
   try {
     return await judgeWith(reads, updates, result);
   } finally {

@@ -1,6 +1,7 @@
 /**
- * Which policy and trust root judge a pushed ref (DESIGN 4.2): those in force on it before the push, else the default
- * branch's; on the first push, or the commit that adopts delegate-git, the pushed policy taken on trust.
+ * Which policy and trust root judge a pushed ref (DESIGN 4.2): those in force on it before the push (with the default
+ * branch's revocations), else the default branch's; on the first push, or the commit that adopts delegate-git, the
+ * pushed policy taken on trust.
  */
 
 import type { Governance } from './governance.js';
@@ -24,7 +25,7 @@ export async function governanceInForce(
   candidates: readonly RefUpdate[] = [],
 ): Promise<Governance | null> {
   const inForce = await policyCommitInForce(reads, update);
-  if (inForce !== null) return reads.governanceAt(inForce);
+  if (inForce !== null) return reads.refGovernanceAt(inForce);
   const first = (await reads.adoptingUpdate()) ?? update ?? (await firstHoldingPolicy(reads, candidates));
   if (!first || ((await reads.headCommit()) === null && (await reads.holdsContent()))) return null;
   const tip = await reads.commit(first.newId);

@@ -1,5 +1,5 @@
 import { CatFileBatch, git, gitTry } from './git.js';
-import { type Governance, loadGovernance } from './governance.js';
+import { type Governance, loadGovernance, withRevocationsOf } from './governance.js';
 import { KeptObjects } from './kept-objects.js';
 import { type GovernedMatcher, governedMatcher, POLICY_PATH, type Policy, parsePolicy } from './policy.js';
 import { early } from './promises.js';
@@ -15,6 +15,7 @@ export class PushReads {
   private readonly policies = new Map<string, Promise<boolean>>();
   private readonly governance = new Map<string, Promise<Governance>>();
   private readonly governanceByRules = new Map<string, Promise<Governance>>();
+  private readonly refGovernance = new Map<string, Promise<Governance>>();
   private readonly parsedPolicies = new Map<string, Policy | null>();
   private readonly rules = new Map<string, Promise<string>>();
   private adopter: Promise<RefUpdate | null> | null = null;
@@ -34,6 +35,8 @@ export class PushReads {
     readonly repo: Repository,
     private readonly updates: readonly RefUpdate[],
     defaultBranchAt?: string,
+    /** Whose revocations bind every ref (refGovernanceAt): the default branch's commit unless given. */
+    private readonly revocationsAt?: string,
   ) {
     if (defaultBranchAt !== undefined) this.head = Promise.resolve(defaultBranchAt);
     this.blobs = new KeptObjects(repo.objects, { cwd: repo.cwd, env: repo.env });
@@ -199,6 +202,27 @@ export class PushReads {
       this.governance.set(commit, loaded);
     }
     return loaded;
+  }
+
+  /**
+   * The governance a ref whose rules are `commit`'s is judged by: those rules, with the default branch's revocations
+   * (withRevocationsOf), or those of `revocationsAt`. Once per commit, so that every question about one ref gets the
+   * same object.
+   */
+  refGovernanceAt(commit: string): Promise<Governance> {
+    let combined = this.refGovernance.get(commit);
+    if (!combined) {
+      const binding =
+        this.revocationsAt === undefined ? this.headCommit() : Promise.resolve(this.revocationsAt);
+      combined = Promise.all([this.governanceAt(commit), binding]).then(async ([own, head]) => {
+        if (head === null || head === commit) return own;
+        // A default branch whose rules cannot be read revokes nothing here: its own pushes say what is wrong.
+        const revoking = await this.governanceAt(head).catch(() => null);
+        return revoking ? withRevocationsOf(own, revoking) : own;
+      });
+      this.refGovernance.set(commit, combined);
+    }
+    return combined;
   }
 }
 

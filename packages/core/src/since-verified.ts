@@ -74,6 +74,7 @@ export async function judgeSinceVerified(
   repo: Repository,
   since: string,
   revision: string,
+  revocationsAt?: string,
 ): Promise<SinceVerified> {
   const opts = { cwd: repo.cwd, env: repo.env };
   const ancestry = ['merge-base', '--is-ancestor', since, revision];
@@ -92,6 +93,7 @@ export async function judgeSinceVerified(
     return { commit: since, commits: 0, refusals: [], wholeHistory: true };
   const judged = await judgePush(repo, [{ oldId: since, newId: revision, ref: revision }], {
     defaultBranchAt: since,
+    revocationsAt,
   });
   return {
     commit: since,

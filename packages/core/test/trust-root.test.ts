@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { vectorsDir } from '../../../test/support/paths.js';
 import { keyFilesOf, testKey, testPolicy, trustRootOf } from '../../../test/support/records.js';
 import { DelegateGitError } from '../src/errors.js';
-import { loadGovernance } from '../src/governance.js';
+import { loadGovernance, withRevocationsOf } from '../src/governance.js';
 import { POLICY_PATH, policyText } from '../src/policy.js';
 import type { Snapshot } from '../src/snapshot.js';
 import {
@@ -330,5 +330,38 @@ describe('keyFileRefusal: a key file keeps its key, and a listed key its content
       'the key bob is in the trust root already as trust/bob.json, with other content: a key keeps its file as it is when the keys directory moves',
     );
     expect(keyFileRefusal(revokedRoot, bobFile, revoked)).toBeNull(); // moved as it is
+  });
+});
+
+describe('withRevocationsOf', () => {
+  const bob = testKey({ name: 'bob', roles: ['reviewer'] });
+  const BOB = '.delegate-git/keys/bob.json';
+  const governanceOf = (files: Array<{ path: string; text: string }>) => ({
+    policy: testPolicy(),
+    trustRoot: parseTrustRoot(files),
+    source: 'test',
+  });
+  const branch = governanceOf([
+    { path: FILE, text: keyFileText(alice.keyFile) },
+    { path: BOB, text: keyFileText(bob.keyFile) },
+  ]);
+
+  it("revokes on a branch the keys the default branch revokes, as of the default branch's date", () => {
+    const main = governanceOf([
+      { path: FILE, text: keyFileText(alice.keyFile) },
+      { path: BOB, text: keyFileText({ ...bob.keyFile, revoked: '2026-06-01T00:00:00Z' }) },
+    ]);
+    const bound = withRevocationsOf(branch, main);
+    expect(bound.trustRoot.byName('bob')!.revoked).toBe(Date.UTC(2026, 5, 1));
+    expect(bound.trustRoot.byName('alice')!.revoked).toBeUndefined();
+    expect(bound.trustRoot.digest).not.toBe(branch.trustRoot.digest);
+    // Another thread rebuilds the same trust root from the sources.
+    expect(parseTrustRoot(bound.trustRoot.sources).byName('bob')!.revoked).toBe(Date.UTC(2026, 5, 1));
+  });
+
+  it('control: a key the default branch removed or never revoked stays as the branch lists it (the same object)', () => {
+    const main = governanceOf([{ path: FILE, text: keyFileText(alice.keyFile) }]);
+    expect(withRevocationsOf(branch, main)).toBe(branch);
+    expect(withRevocationsOf(branch, branch)).toBe(branch);
   });
 });

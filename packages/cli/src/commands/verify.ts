@@ -4,7 +4,8 @@ import { type CommandModule, type Io, json, parseCommandArgs, usageError } from 
 import { annotations, renderMarkdown, renderText, reportNoAnswer } from '../verify-report.js';
 
 const help = `
-Usage: delegate-git verify [--rev <rev>] [--baseline <notes-commit>] [--since <commit>] [--json | --markdown]
+Usage: delegate-git verify [--rev <rev>] [--baseline <notes-commit>] [--since <commit>] [--revocations-of <rev>]
+                           [--json | --markdown]
 
 The ledger job for CI. Checks that every line of every note in refs/notes/delegations parses and verifies
 against the trust root at <rev> (default HEAD), and that the ledger's tree holds nothing but notes; that every
@@ -19,6 +20,9 @@ nothing.
                commit's files as well as the tips' difference), and the history up to it is taken as verified.
                <rev> must contain it. Without it, each change of the policy or keys is judged by the rules of its
                own parent, which cannot tell the protected line from a branch merged into it.
+  --revocations-of <rev>  the protected branch's tip (or the commit verified last there): a key its trust root
+               revokes counts for nothing at <rev> either, as the server judges every branch. Without it, a branch
+               made before a revocation is judged by its own keys, which still trust the revoked one.
   --markdown   a summary for a job page (also appended to $GITHUB_STEP_SUMMARY when that is set)
   --json       the full result for machines
 Under GitHub Actions (GITHUB_ACTIONS=true) refused files are also printed as ::error annotations (GitHub shows 10
@@ -41,6 +45,7 @@ export default {
         rev: { type: 'string' },
         baseline: { type: 'string' },
         since: { type: 'string' },
+        'revocations-of': { type: 'string' },
         json: { type: 'boolean' },
         markdown: { type: 'boolean' },
       },
@@ -55,6 +60,7 @@ export default {
           rev: values.rev,
           baseline: values.baseline,
           since: values.since,
+          revocationsOf: values['revocations-of'],
         });
       } finally {
         await repo.close();
