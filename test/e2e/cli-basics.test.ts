@@ -1169,6 +1169,21 @@ describe('every command', () => {
     expect(refTip(story, dir, LEDGER)).not.toBe(refTip(story, base, LEDGER));
   });
 
+  it("init with no USER (a container, cron) names the key after the account, not 'me' (docs audit d06); control: USER names it", () => {
+    const { USER: _, USERNAME: __, ...env } = story.env;
+    const account = cliOk(story, makeWorkTree(story, 'init-no-user'), ['init'], {
+      ...env,
+      XDG_CONFIG_HOME: path.join(story.root, 'xdg-no-user'),
+    });
+    expect(account.stdout + account.stderr).toContain(`.delegate-git/keys/${os.userInfo().username}.json`);
+    const named = cliOk(story, makeWorkTree(story, 'init-user'), ['init'], {
+      ...env,
+      USER: 'quinn',
+      XDG_CONFIG_HOME: path.join(story.root, 'xdg-user'),
+    });
+    expect(named.stdout + named.stderr).toContain('.delegate-git/keys/quinn.json');
+  });
+
   it('init with an unusable signing key leaves nothing behind, so the next run still writes and approves the anchor', () => {
     const dir = makeWorkTree(story, 'init-bad-key');
     const failed = cli(story, dir, ['init', '--protect', 'src/**'], {

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile, realpath, rm } from 'node:fs/promises';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import {
   checkoutSnapshot,
@@ -94,7 +95,7 @@ first wrote, as a rerun does, or fails (nothing written) when the first holds th
 Options:
   --protect <glob>   paths that must be promoted whether or not they were ever delegated (repeatable);
                      asked for on a terminal when omitted
-  --key <name>       your signing key's name (default: your login name)
+  --key <name>       your signing key's name (default: $USER, else $USERNAME, else your account's name)
   --keys-dir <dir>   where the trust root lives in the repository (default ${DEFAULT_KEYS_DIR})
   --no-hook          do not install the hooks
   --server           in a bare repository: install hooks/pre-receive (chaining an existing one)
@@ -552,6 +553,15 @@ async function initServer(repo: Repository, io: Io, asJson: boolean): Promise<nu
 }
 
 function defaultKeyName(env: NodeJS.ProcessEnv): string {
-  const raw = env.USER ?? env.USERNAME ?? 'me';
+  // A container or cron job sets no USER: the account's name still tells two teammates apart where 'me' would not.
+  const raw = env.USER ?? env.USERNAME ?? accountName() ?? 'me';
   return raw.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64) || 'me';
+}
+
+function accountName(): string | undefined {
+  try {
+    return userInfo().username || undefined;
+  } catch {
+    return undefined; // no entry for this uid in the password database
+  }
 }

@@ -23,7 +23,8 @@ nothing.
   --revocations-of <rev>  the protected branch's tip (or the commit verified last there): a key its trust root
                revokes counts for nothing at <rev> either, as the server judges every branch. Without it, a branch
                made before a revocation is judged by its own keys, which still trust the revoked one.
-  --markdown   a summary for a job page (also appended to $GITHUB_STEP_SUMMARY when that is set)
+  --markdown   print the summary for a job page (with or without it, the summary is appended to
+               $GITHUB_STEP_SUMMARY when that is set: run verify once per job)
   --json       the full result for machines
 Under GitHub Actions (GITHUB_ACTIONS=true) refused files are also printed as ::error annotations (GitHub shows 10
 of a step: past 10, the tenth says how many more there are), and so is why verify could not answer (exit 2), which
