@@ -239,6 +239,19 @@ describe('log', () => {
     ]);
   });
 
+  test('--signer lists what one key signed, by name or keyid prefix (admin audit a05); control: a name no key has is said', () => {
+    const byBob = logJson(['--signer', 'bob']).records;
+    expect(byBob.map((r) => r.outcome)).toEqual(['UNIT_FAILED', 'UNIT_PASSED']);
+    expect(byBob.every((r) => r.signer === 'bob')).toBe(true);
+    const byKeyid = logJson(['--signer', bob.signer.publicKey.keyid.slice(0, 8)]).records;
+    expect(byKeyid.map((r) => r.envelopeSha256)).toEqual(byBob.map((r) => r.envelopeSha256));
+    expect(logJson(['src/lib/b.ts', '--signer', 'bob']).records).toHaveLength(1);
+    expect(cliOk(story, dir, ['log', '--signer', 'rita', '-n', '1']).stdout).toMatch(/review:approve +rita /);
+    expect(cliOk(story, dir, ['log', '--signer', 'nobody']).stdout).toBe(
+      'No records signed by nobody: no key of the trust root has that name or keyid (`delegate-git keys list`).\n',
+    );
+  });
+
   test('in a bare repository, against the trust root at HEAD', () => {
     const bare = path.join(story.root, 'bare.git');
     gitOk(story, story.root, ['clone', '-q', '--bare', dir, bare]);

@@ -1,23 +1,33 @@
 import path from 'node:path';
-import { type JudgedLine, judgeDistinctLines, Repository, unitNameOf, workerOf } from '@delegate-git/core';
+import {
+  type JudgedLine,
+  judgeDistinctLines,
+  Repository,
+  type TrustRoot,
+  unitNameOf,
+  workerOf,
+} from '@delegate-git/core';
 import { relativeWithin } from '@delegate-git/core/path-within';
 import { shownPath, shownText } from '@delegate-git/core/shown-path';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { governanceInForce } from '../governance-in-force.js';
 
 const help = `
-Usage: delegate-git log [<path>] [-n <count>] [--json]
+Usage: delegate-git log [<path>] [--signer <key>] [-n <count>] [--json]
 
 The history of the records in the ledger, newest first (by the time each record says it was made), one line
 each: time, verdict or review decision, signer, path, the blob it judged, and whether it counts under the trust
 root in the work tree (HEAD's in a bare repository). With a path, only records about that file, or about files
 under it when it names a directory. A record about several files is one line, naming the first of them (+N).
+  --signer <key>            only records signed by this key: its name in the trust root, or its keyid (8 or
+                            more hex digits), also when it is revoked (what a compromised key signed)
   -n, --max-count <count>   show at most this many records
   --json                    every record with all its subjects, for machines
 
 Example:
   delegate-git log src/parser.ts
   delegate-git log src/ -n 20
+  delegate-git log --signer bob
   delegate-git log --json | jq '.records[] | select(.valid | not)'
 `;
 
@@ -99,6 +109,27 @@ function logEntryOf(judged: JudgedLine, filter: string | null): LogEntry | null 
   };
 }
 
+/** Whether `key` (a key's name, or a prefix of 8 or more hex digits of its keyid) signed the line. */
+function signedBy(judged: JudgedLine, key: string): boolean {
+  if (judged.signer === key) return true;
+  const keyid = judged.record?.envelope.signatures[0]?.keyid;
+  return keyid !== undefined && isKeyidPrefix(key, keyid);
+}
+
+function isKeyidPrefix(key: string, keyid: string): boolean {
+  return /^[0-9a-f]{8,64}$/.test(key) && keyid.startsWith(key);
+}
+
+function noRecords(filter: string | null, signer: string | undefined, trustRoot: TrustRoot): string {
+  if (signer === undefined)
+    return filter === null ? 'The ledger holds no records.' : `No records about ${filter}.`;
+  const about = filter === null ? '' : ` about ${filter}`;
+  const known = trustRoot.byName(signer) ?? trustRoot.keys.find((k) => isKeyidPrefix(signer, k.keyid));
+  return known
+    ? `No records${about} signed by ${signer}.`
+    : `No records${about} signed by ${shownText(signer)}: no key of the trust root has that name or keyid (\`delegate-git keys list\`).`;
+}
+
 /**
  * Newest first by the record's own time; lines that are no record last. At the same time a rejection is the newer, as
  * the promotion rule takes it (a reviewer's rejection and approval of one instant: the rejection stands); other ties
@@ -158,6 +189,7 @@ export default {
     const { values, positionals } = parseCommandArgs('log', argv, {
       json: { type: 'boolean' },
       'max-count': { type: 'string', short: 'n' },
+      signer: { type: 'string' },
     });
     if (positionals.length > 1) throw usageError('log', 'Name at most one path.');
     const maxText = values['max-count'];
@@ -165,6 +197,8 @@ export default {
     if (max !== null && (!Number.isInteger(max) || max < 0)) {
       throw usageError('log', `--max-count needs a whole number, not "${maxText}".`);
     }
+    const signer = values.signer;
+    if (signer === '') throw usageError('log', '--signer needs a key name or keyid.');
     const repo = await Repository.open(io.cwd, io.env, io.err);
     try {
       const filter = pathFilter(repo.layout.topLevel, io.cwd, positionals[0]);
@@ -173,13 +207,13 @@ export default {
       const entries: LogEntry[] = [];
       for await (const judged of judgeDistinctLines(repo.ledger.entries(), judge)) {
         const entry = logEntryOf(judged, filter);
-        if (entry) entries.push(entry);
+        if (entry && (signer === undefined || signedBy(judged, signer))) entries.push(entry);
       }
       const shown = sortNewestFirst(entries).slice(0, max ?? undefined);
       if (values.json) {
         io.out(json({ path: filter, trustRoot: governance.source, records: shown }));
       } else if (entries.length === 0) {
-        io.out(filter === null ? 'The ledger holds no records.\n' : `No records about ${filter}.\n`);
+        io.out(`${noRecords(filter, signer, governance.trustRoot)}\n`);
       } else io.out(renderLog(shown));
       return 0;
     } finally {
