@@ -586,11 +586,34 @@ describe('keys', () => {
     const email = listed.keys.find((k) => k.name === OPERATOR)!.email;
     const add = ['keys', 'add', 'op2', '--public-key', next.publicKey, '--roles', 'reviewer'];
     cliOk(story, copy, [...add, '--email', email.toUpperCase()]);
-    cliOk(story, copy, ['keys', 'revoke', OPERATOR]);
+    const rotated = cliOk(story, copy, ['keys', 'revoke', OPERATOR]);
     expect(JSON.parse(fs.readFileSync(operatorFile, 'utf8')).revoked).toMatch(/Z$/);
+    // One reviewer left, as many as the threshold asks: one lost key from no approvable change (admin audit a02).
+    expect(rotated.stderr).toContain('1 reviewer(s) are left, as many as reviewThreshold asks');
     // The new key is now the last reviewer; --force revokes it anyway (a compromised key).
     expect(cli(story, copy, ['keys', 'revoke', 'op2']).code).toBe(2);
     cliOk(story, copy, ['keys', 'revoke', 'op2', '--force']);
+
+    // Control: with two other reviewers (two people) left, the revocation says nothing more.
+    const team = copyWorkTree(story, base, 'keys-team-left');
+    for (const name of ['rev2', 'rev3']) {
+      const key = json<{ publicKey: string }>(
+        cliOk(story, team, ['keygen', name, '--json'], operatorEnv(story, name)),
+      );
+      cliOk(story, team, [
+        'keys',
+        'add',
+        name,
+        '--public-key',
+        key.publicKey,
+        '--roles',
+        'reviewer',
+        '--email',
+        `${name}@example.com`,
+      ]);
+    }
+    const left = cliOk(story, team, ['keys', 'revoke', OPERATOR]);
+    expect(left.stderr).not.toContain('warning');
   });
 });
 

@@ -29,7 +29,8 @@ with a reviewer's approval. A key file keeps its key: to rotate a key, add the n
 have it approved and committed, then revoke the old one (every gate refuses another key written into an
 existing file). revoke refuses to leave fewer reviewers than reviewThreshold: no later change to the keys
 or the policy could be approved, so every gate would refuse from then on; --force revokes anyway (a key
-that is compromised), and the repository then needs its rules set again by hand. Reviewers are told apart
+that is compromised), and the repository then needs its rules set again by hand (docs/server.md, "A lost
+key"); it warns when it leaves exactly as many, one lost key from that state. Reviewers are told apart
 by --email: keys with one email (any letter case) count as one reviewer toward reviewThreshold, so a
 rotation's overlap does not count twice; a key with no email is a reviewer of its own.
 
@@ -229,11 +230,17 @@ async function revoke(argv: string[], io: Io, top: string, policy: Policy): Prom
   if (left !== null && left < policy.reviewThreshold && !values.force)
     throw new DelegateGitError(
       'USAGE',
-      `Revoking ${name} would leave ${left} reviewer(s), and a change of the keys or the policy needs ${policy.reviewThreshold} approval(s): none could ever be approved again, so every gate would refuse from the commit of this revocation on. Nothing was changed. Add the new key first (\`delegate-git keys add <name> --public-key <base64> --roles reviewer\`), have ${name} approve it (\`delegate-git attest --approve <its file>\`) and commit it, then revoke ${name}. If ${name}'s key is compromised and must go now, run again with --force; the repository's rules must then be set again by hand.`,
+      `Revoking ${name} would leave ${left} reviewer(s), and a change of the keys or the policy needs ${policy.reviewThreshold} approval(s): none could ever be approved again, so every gate would refuse from the commit of this revocation on. Nothing was changed. Add the new key first (\`delegate-git keys add <name> --public-key <base64> --roles reviewer\`), have ${name} approve it (\`delegate-git attest --approve <its file>\`) and commit it, then revoke ${name}. If ${name}'s key is lost, none of this can be approved: docs/server.md, "A lost key", says what is left. If ${name}'s key is compromised and must go now, run again with --force; the repository's rules must then be set again by hand (the same section).`,
     );
   const updated = { ...key.raw, revoked: key.raw.revoked ?? at };
   parseKeyFile(keyFileText(updated), key.file);
   await writeFileAtomic(path.join(top, key.file), keyFileText(updated));
+  // One lost key from a repository whose keys and policy no approval can change (admin audit a02): said while a
+  // reviewer can still be added.
+  if (left !== null && left === policy.reviewThreshold)
+    io.err(
+      `delegate-git keys: warning: ${left} reviewer(s) are left, as many as reviewThreshold asks: should one more reviewer key be lost, no change of the keys or the policy could be approved again (docs/server.md, "A lost key"). Add a reviewer while you can.\n`,
+    );
   if (values.json) io.out(json({ name, file: key.file, keyid: key.keyid, revoked: updated.revoked }));
   else
     io.out(
