@@ -567,6 +567,21 @@ describe('keys', () => {
     ).toBeUndefined();
   });
 
+  it("keys add says how many reviewers' approvals the key file needs (admin audit a07); control: one reviewer's at the default threshold", () => {
+    const copy = copyWorkTree(story, base, 'keys-add-threshold');
+    const key = json<{ publicKey: string }>(
+      cliOk(story, copy, ['keygen', 'k2', '--json'], operatorEnv(story, 'k2')),
+    );
+    const add = (name: string) => ['keys', 'add', name, '--public-key', key.publicKey, '--roles', 'reviewer'];
+    expect(cliOk(story, copy, add('k2')).stdout).toContain("Commit it with a reviewer's approval.");
+    fs.rmSync(path.join(copy, '.delegate-git/keys/k2.json'));
+    const policyFile = path.join(copy, POLICY_PATH);
+    const policy = JSON.parse(fs.readFileSync(policyFile, 'utf8')) as { reviewThreshold: number };
+    fs.writeFileSync(policyFile, `${JSON.stringify({ ...policy, reviewThreshold: 2 }, null, 2)}\n`);
+    gitOk(story, copy, ['add', POLICY_PATH]);
+    expect(cliOk(story, copy, add('k2')).stdout).toContain("Commit it with 2 reviewers' approvals.");
+  });
+
   it('revoke refuses to leave fewer reviewers than the policy needs (nothing could be approved again); control: the new key added first, and --force', () => {
     const copy = copyWorkTree(story, base, 'keys-last-reviewer');
     const operatorFile = path.join(copy, `.delegate-git/keys/${OPERATOR}.json`);

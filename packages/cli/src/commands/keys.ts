@@ -58,7 +58,7 @@ export default {
       if (sub !== 'add' && sub !== 'revoke')
         throw usageError('keys', `Unknown subcommand "${sub ?? ''}": use list, add or revoke.`);
       await refuseLeftOut(sub, top, checkout, policy.keysDir);
-      return sub === 'add' ? await add(rest, io, top, policy.keysDir) : await revoke(rest, io, top, policy);
+      return sub === 'add' ? await add(rest, io, top, policy) : await revoke(rest, io, top, policy);
     } finally {
       await repo.close();
     }
@@ -109,7 +109,8 @@ async function list(argv: string[], io: Io, checkout: Snapshot, keysDir: string)
   return 0;
 }
 
-async function add(argv: string[], io: Io, top: string, keysDir: string): Promise<number> {
+async function add(argv: string[], io: Io, top: string, policy: Policy): Promise<number> {
+  const { keysDir } = policy;
   const { values, positionals } = parseCommandArgs('keys', argv, {
     'public-key': { type: 'string' },
     roles: { type: 'string' },
@@ -158,7 +159,7 @@ async function add(argv: string[], io: Io, top: string, keysDir: string): Promis
   else
     io.out(
       result.created
-        ? `Added ${result.file}. Commit it with a reviewer's approval.\n`
+        ? `Added ${result.file}. Commit it with ${approvalsAsked(policy.reviewThreshold)}.\n`
         : `That key is already registered in ${result.file}.\n`,
     );
   if (sharing.length > 0 && !values.json)
@@ -258,4 +259,9 @@ export function reviewersLeft(keys: readonly TrustedKey[], revoking: TrustedKey,
     k.roles.has('reviewer') && k.revoked === undefined && (k.notAfter === undefined || k.notAfter > now);
   if (!active(revoking)) return null;
   return new Set(keys.filter((k) => k !== revoking && active(k)).map(holderOf)).size;
+}
+
+/** What a change of the keys needs, in words: "a reviewer's approval", or "2 reviewers' approvals". */
+function approvalsAsked(threshold: number): string {
+  return threshold === 1 ? "a reviewer's approval" : `${threshold} reviewers' approvals`;
 }
