@@ -143,7 +143,7 @@ export function promotionOf(
   }
   if (unreadable.length > 0)
     return refuse(path, `the line on it is not a valid record: ${unreadable[0]}`, []);
-  return refuse(path, reasonFromHistory(earlier, onBlob, candidate), []);
+  return refuse(path, reasonFromHistory(earlier, onBlob, candidate, rules), []);
 }
 
 /**
@@ -180,6 +180,7 @@ function reasonFromHistory(
   earlier: readonly EarlierRecord[],
   onBlob: readonly JudgedRecord[],
   c: Candidate,
+  rules: PromotionRules,
 ): string {
   const approval = earlier.find((e) => e.kind === 'review' && e.decision === 'approve');
   if (approval) return `approved by ${approval.signer ?? 'a reviewer'} for another version`;
@@ -194,7 +195,10 @@ function reasonFromHistory(
     .find((s) => s.path !== c.path && s.gitBlob === c.gitBlob && s.sha256 === c.sha256);
   if (elsewhere)
     return `no verdict for this path (the same content is recorded as ${otherName(elsewhere.path, c.path)})`;
-  return REASONS.noVerdict;
+  // Where only reviewers promote (the policy and key files, requireReview), a missing verdict is not what is missing.
+  return rules.requireReview
+    ? `no reviewer approved it, and the policy requires ${rules.reviewThreshold} reviewer approval(s)`
+    : REASONS.noVerdict;
 }
 
 /**

@@ -252,6 +252,12 @@ describe('what the ledger says about other content or other paths', () => {
     expect(REASONS.noVerdict).toBe('no verdict: no delegated unit is recorded as writing it');
   });
 
+  it('nothing at all where only reviewers promote (requireReview, the policy and key files): says no reviewer approved it, not that a verdict is missing (admin audit a07)', () => {
+    expect(promote([], TWO_REVIEWS).reason).toBe(
+      'no reviewer approved it, and the policy requires 2 reviewer approval(s)',
+    );
+  });
+
   it('an approval of an earlier version: stale (control: the same approval on this content promotes)', () => {
     expect(promote([reviewLine(rita, [file])]).promoted).toBe(true);
     const earlier: EarlierRecord[] = [{ kind: 'review', decision: 'approve', signer: 'rita' }];
