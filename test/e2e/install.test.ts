@@ -124,6 +124,32 @@ describe('init: an existing pre-commit hook', () => {
     expect(commit(story, dir, 'after the second init').code).toBe(0);
     expect(lines(marker)).toHaveLength(5); // the foreign hook ran once, not twice
   });
+
+  it('init stopped while chaining leaves the hook in place with its copy (never no hook: fc audit f02); the next init finishes; control: a different .chained is refused', () => {
+    const dir = makeWorkTree(story, 'chain-stopped');
+    const hooks = path.join(dir, '.git', 'hooks');
+    const foreign = '#!/bin/sh\necho foreign >&2\n';
+    // What a run killed between copying the hook aside and renaming its own over it leaves, and its temporary.
+    executable(path.join(hooks, 'pre-commit'), foreign);
+    executable(path.join(hooks, 'pre-commit.chained'), foreign);
+    fs.writeFileSync(path.join(hooks, 'pre-commit.delegate-git-999999999'), '#!/bin/sh\n');
+    adopt(story, dir, ['src/**']);
+    expect(fs.readFileSync(path.join(hooks, 'pre-commit'), 'utf8')).toContain(MARKER);
+    expect(fs.readFileSync(path.join(hooks, 'pre-commit.chained'), 'utf8')).toBe(foreign);
+    expect(fs.existsSync(path.join(hooks, 'pre-commit.delegate-git-999999999'))).toBe(false);
+    stage(dir, { 'src/a.ts': 'export const a = 1;\n' });
+    const refused = commit(story, dir, 'unpromoted');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('foreign');
+
+    const other = makeWorkTree(story, 'chain-other');
+    const otherHooks = path.join(other, '.git', 'hooks');
+    executable(path.join(otherHooks, 'pre-commit'), foreign);
+    executable(path.join(otherHooks, 'pre-commit.chained'), '#!/bin/sh\necho another >&2\n');
+    const clash = cli(story, other, ['init', '--protect', 'src/**']);
+    expect(clash.code).toBe(2);
+    expect(clash.stderr).toContain('cannot be chained safely');
+  });
 });
 
 describe('init: where git runs hooks', () => {

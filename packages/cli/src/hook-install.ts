@@ -7,10 +7,30 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs';
-import { chmod, cp, mkdir, readFile, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  copyFile,
+  cp,
+  link,
+  mkdir,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DelegateGitError, gitFailure, gitText, gitTry, type Repository } from '@delegate-git/core';
+import {
+  DelegateGitError,
+  gitFailure,
+  gitText,
+  gitTry,
+  processRuns,
+  type Repository,
+} from '@delegate-git/core';
 import { relativeWithin } from '@delegate-git/core/path-within';
 import { writeFileAtomic } from './fs.js';
 import { huskyLine, huskyLinesBefore, runsLast, withHuskyLine } from './hook-script.js';
@@ -273,7 +293,8 @@ export async function installHookFile(
   const link = lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() ?? false;
   const existing = !link && existsSync(file) ? await readFile(file, 'utf8') : null;
   const foreign = link || (existing !== null && !isOurText(existing));
-  if (foreign && lstatSync(chained, { throwIfNoEntry: false })) {
+  // A chained copy the same as the hook is what a run stopped before replacing it left: it is made again.
+  if (foreign && lstatSync(chained, { throwIfNoEntry: false }) && !sameHook(file, chained)) {
     throw new DelegateGitError(
       'IO',
       `${file} is not delegate-git's and ${chained} already exists, so the existing hook cannot be chained safely. Merge them by hand, then run init again.`,
@@ -284,16 +305,17 @@ export async function installHookFile(
   const sibling = link ? await siblingHookChain(dir, file) : null;
   const ready = `${file}.delegate-git-${process.pid}`;
   await mkdir(dir, { recursive: true });
+  await removeStoppedTemporaries(dir, name);
   try {
     await writeFile(ready, text, { mode: 0o755 });
     await chmod(ready, 0o755);
-    // The mode goes with it: the hook runs a .chained file only when executable, so one the user had disabled
-    // (git skips a hook that is not executable) stays disabled.
-    if (aside) await rename(file, aside);
+    // The hook is copied aside before ours replaces it in one rename: a run stopped in between leaves the hook in
+    // place, run as before, never no hook at all (fc audit f02).
+    if (aside) await keepAside(file, aside);
     try {
       await rename(ready, file);
     } catch (error) {
-      if (aside) await rename(aside, file);
+      if (aside) await rm(aside, { force: true });
       throw error;
     }
   } finally {
@@ -306,6 +328,45 @@ export async function installHookFile(
     kept: edited && aside ? { file: aside, why: edited } : null,
     ...(foreign ? { chained } : {}),
   };
+}
+
+/** The temporaries `<name>.delegate-git-<pid>` of runs stopped before they could remove them (fc audit f06). */
+async function removeStoppedTemporaries(dir: string, name: string): Promise<void> {
+  const prefix = `${name}.delegate-git-`;
+  for (const entry of await readdir(dir).catch(() => [])) {
+    const pid = entry.startsWith(prefix) ? Number(entry.slice(prefix.length)) : Number.NaN;
+    if (Number.isInteger(pid) && pid > 0 && !processRuns(pid))
+      await rm(path.join(dir, entry), { force: true });
+  }
+}
+
+/**
+ * A copy of the hook `file` at `aside`: a hard link where the file system has them, else a copy. The mode goes with
+ * it: the hook runs a .chained file only when executable, so one the user had disabled (git skips a hook that is not
+ * executable) stays disabled. A link stays a link to the same place.
+ */
+async function keepAside(file: string, aside: string): Promise<void> {
+  await rm(aside, { force: true }); // absent, or a copy of this hook (sameHook)
+  const stat = lstatSync(file);
+  if (stat.isSymbolicLink()) return symlink(readlinkSync(file), aside);
+  await link(file, aside).catch(async () => {
+    await copyFile(file, aside);
+    await chmod(aside, stat.mode & 0o7777);
+  });
+}
+
+/** Whether `copy` is a copy of the hook `file` as keepAside makes it (same link, or same bytes and mode). */
+function sameHook(file: string, copy: string): boolean {
+  const [a, b] = [lstatSync(file, { throwIfNoEntry: false }), lstatSync(copy)];
+  if (!a) return false;
+  if (a.isSymbolicLink() || b.isSymbolicLink())
+    return a.isSymbolicLink() && b.isSymbolicLink() && readlinkSync(file) === readlinkSync(copy);
+  return (
+    a.isFile() &&
+    b.isFile() &&
+    (a.mode & 0o7777) === (b.mode & 0o7777) &&
+    readFileSync(file).equals(readFileSync(copy))
+  );
 }
 
 /**

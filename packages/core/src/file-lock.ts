@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelegateGitError } from './errors.js';
+import { processRuns } from './process-runs.js';
 
 export interface FileLockOptions {
   /** How long to wait for another holder, in milliseconds, before giving up. */
@@ -62,7 +63,7 @@ async function takeFileLock(lock: string, { waitMs, holderDoing }: FileLockOptio
           { cause: error },
         );
     }
-    const held = readLock(lock);
+    const held = heldLock(lock);
     if (held === null) continue; // released between our attempt and the read: try again at once
     if (holderIsGone(held)) {
       removeStale(lock, held);
@@ -84,6 +85,30 @@ function releaseFileLock(lock: string, mine: string): void {
   if (readLock(lock) === mine) fs.rmSync(lock, { force: true });
 }
 
+/**
+ * What the lock that exists holds; null once it is gone. A lock that cannot be read (a directory there, a file where
+ * its directory should be, no permission) is refused at once: waiting on it would spin for ever (fc audit f03).
+ */
+function heldLock(lock: string): string | null {
+  try {
+    return fs.readFileSync(lock, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
+    const what =
+      code === 'EISDIR'
+        ? `${lock} is a directory`
+        : code === 'ENOTDIR'
+          ? `${path.dirname(lock)} is not a directory`
+          : `${lock} cannot be read (${(error as Error).message})`;
+    throw new DelegateGitError(
+      'IO',
+      `${what}, so the lock delegate-git takes there cannot be taken. Nothing was changed. Remove it (or fix its permissions), then run the command again.`,
+      { cause: error },
+    );
+  }
+}
+
 function readLock(lock: string): string | null {
   try {
     return fs.readFileSync(lock, 'utf8');
@@ -102,12 +127,7 @@ function readLock(lock: string): string | null {
 function holderIsGone(held: string): boolean {
   const [pid, host] = held.split(' ');
   if (!/^\d+$/.test(pid ?? '') || host !== os.hostname()) return false;
-  try {
-    process.kill(Number(pid), 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return !processRuns(Number(pid));
 }
 
 /**

@@ -16,6 +16,7 @@ export * from './notes-ledger.js';
 export * from './path-index.js';
 export * from './policy.js';
 export * from './pre-receive.js';
+export * from './process-runs.js';
 export * from './promotion.js';
 export * from './push-judgement.js';
 export { droppedAlongText } from './push-ledger-update.js';

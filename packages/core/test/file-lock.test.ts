@@ -86,6 +86,27 @@ describe('withFileLock', () => {
     expect(fs.readFileSync(lock, 'utf8')).toBe(held);
   });
 
+  it('refuses at once, naming it, a lock that is a directory or whose directory is a file (it spun for ever: fc audit f03); control: a lock removed meanwhile is taken', async () => {
+    fs.mkdirSync(lock, { recursive: true });
+    const started = Date.now();
+    const directory = await withFileLock(lock, { waitMs: 60_000, ...doing }, () => 'ran').catch((e: unknown) => e);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect((directory as DelegateGitError).code).toBe('IO');
+    expect((directory as DelegateGitError).message).toBe(
+      `${lock} is a directory, so the lock delegate-git takes there cannot be taken. Nothing was changed. Remove it (or fix its permissions), then run the command again.`,
+    );
+    fs.rmSync(lock, { recursive: true });
+
+    const parent = path.dirname(lock);
+    fs.rmSync(parent, { recursive: true, force: true });
+    fs.writeFileSync(parent, 'not a directory\n');
+    const file = await withFileLock(lock, { waitMs: 60_000, ...doing }, () => 'ran').catch((e: unknown) => e);
+    expect((file as DelegateGitError).message).toContain(`${parent} is not a directory`);
+    fs.rmSync(parent);
+
+    expect(await withFileLock(lock, { waitMs: 1000, ...doing }, () => 'ran')).toBe('ran');
+  });
+
   it('goes on once a live holder releases the lock within the wait', async () => {
     holdAs(livePid());
     setTimeout(() => fs.rmSync(lock), 150);
