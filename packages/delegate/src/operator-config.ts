@@ -2,11 +2,13 @@
  * Operator settings (DESIGN 3.5): local, never committed, never settable by a unit. Stored at
  * `.git/delegate-git/config.json`; the environment may override the worker endpoint and model.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { DelegateGitError } from '@delegate-git/core/errors';
 import { describeIssue } from '@delegate-git/core/schema';
 import { KEY_NAME } from '@delegate-git/core/signing-key';
 import * as z from 'zod/mini';
+import { errorCode } from './write-target.js';
 
 /**
  * A time in milliseconds: Node keeps a timer of at most 2^31-1 ms and fires a longer one after 1 ms, which would make
@@ -117,10 +119,11 @@ function parseSettings(value: unknown, source: string, hint = CONFIG_HINT): Oper
 
 /** Reads the raw settings file (an object), or {} when there is none. */
 export function readRawSettings(file: string): Record<string, unknown> {
-  if (!existsSync(file)) return {};
+  const text = settingsText(file);
+  if (text === null) return {};
   let value: unknown;
   try {
-    value = JSON.parse(readFileSync(file, 'utf8'));
+    value = JSON.parse(text);
   } catch (error) {
     throw new DelegateGitError(
       'CONFIG',
@@ -131,6 +134,24 @@ export function readRawSettings(file: string): Record<string, unknown> {
     throw new DelegateGitError('CONFIG', `${file} must hold a JSON object. ${UNREADABLE_HINT}`);
   }
   return value as Record<string, unknown>;
+}
+
+/**
+ * The settings file's text, or null when there is none. One that is there but cannot be read (its directory or the
+ * file unreadable, a directory in its place) is refused: the defaults in its place would run another endpoint and
+ * another approval rule than the operator set, without a word (fc audit f04).
+ */
+function settingsText(file: string): string | null {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return null;
+    throw new DelegateGitError(
+      'CONFIG',
+      `The operator settings ${file} cannot be read (${(error as Error).message}), so the settings made there are unknown. Check the owner and permissions of the file and of ${path.dirname(file)} (it must be a directory you can read), then run the command again.`,
+      { cause: error },
+    );
+  }
 }
 
 export function loadSettings(file: string, env: NodeJS.ProcessEnv = process.env): OperatorSettings {

@@ -37,3 +37,21 @@ describe('loadSettings: DELEGATE_GIT_WORKER_ENDPOINT', () => {
     expect(loadSettings(file, {}).worker.endpoint).toBe('http://127.0.0.1:1234/v1');
   });
 });
+
+describe('loadSettings: a settings file that cannot be read', () => {
+  it('is refused, naming it, where the defaults would have run without a word (fc audit f04); control: none there gives the defaults', () => {
+    const asDirectory = path.join(dir, 'as-directory', 'config.json');
+    fs.mkdirSync(asDirectory, { recursive: true });
+    expect(() => loadSettings(asDirectory, {})).toThrow(
+      `The operator settings ${asDirectory} cannot be read (EISDIR`,
+    );
+    const parentIsFile = path.join(dir, 'parent-file');
+    fs.writeFileSync(parentIsFile, 'not a directory\n');
+    expect(() => loadSettings(path.join(parentIsFile, 'config.json'), {})).toThrow(
+      `(it must be a directory you can read)`,
+    );
+    const none = loadSettings(path.join(dir, 'absent', 'config.json'), {});
+    expect(none.worker.endpoint).toBe('http://127.0.0.1:1234/v1');
+    expect(none.verification.approval).toBe('ask');
+  });
+});
