@@ -89,7 +89,9 @@ describe('withFileLock', () => {
   it('refuses at once, naming it, a lock that is a directory or whose directory is a file (it spun for ever: fc audit f03); control: a lock removed meanwhile is taken', async () => {
     fs.mkdirSync(lock, { recursive: true });
     const started = Date.now();
-    const directory = await withFileLock(lock, { waitMs: 60_000, ...doing }, () => 'ran').catch((e: unknown) => e);
+    const directory = await withFileLock(lock, { waitMs: 60_000, ...doing }, () => 'ran').catch(
+      (e: unknown) => e,
+    );
     expect(Date.now() - started).toBeLessThan(5000);
     expect((directory as DelegateGitError).code).toBe('IO');
     expect((directory as DelegateGitError).message).toBe(
