@@ -660,7 +660,7 @@ describe('check <path> where the object store cannot be written', () => {
     fs.mkdirSync(bin);
     fs.writeFileSync(
       path.join(bin, 'git'),
-      `#!/bin/sh\ncase " $* " in *" hash-object "*"-w "*) echo "error: unable to create temporary file: Read-only file system" >&2; exit 128;; esac\nexec ${realGit} "$@"\n`,
+      `#!/bin/sh\ncase " $* " in *" hash-object "*"-w "* | *" update-index "*"--add "*) echo "error: unable to create temporary file: Read-only file system" >&2; exit 128;; esac\nexec ${realGit} "$@"\n`,
       { mode: 0o755 },
     );
     fs.symlinkSync(process.execPath, path.join(bin, 'node'));
@@ -673,6 +673,17 @@ describe('check <path> where the object store cannot be written', () => {
       expect(run.stdout).toMatch(/^PROMOTED +src\/a\.ts$/m);
       expect(run.stdout).toContain('NOT PROMOTED  src/new.ts');
     }
+
+    // Approved content this store does not hold (its record came from elsewhere): judged from the work tree (fc
+    // audit f05: "its content could not be read", exit 1).
+    writeFiles(dir, { 'src/elsewhere.ts': 'export const e = 1;\n' });
+    cliOk(story, dir, ['attest', '--approve', 'src/elsewhere.ts', '--yes']);
+    const blob = gitOk(story, dir, ['hash-object', 'src/elsewhere.ts']);
+    fs.rmSync(path.join(dir, '.git', 'objects', blob.slice(0, 2), blob.slice(2)));
+    fs.rmSync(path.join(dir, '.git', 'delegate-git', 'cache'), { recursive: true, force: true });
+    const unstored = cli(story, dir, ['check', 'src/elsewhere.ts'], env);
+    expect(unstored.code, unstored.stdout + unstored.stderr).toBe(0);
+    expect(unstored.stdout).toMatch(/^PROMOTED +src\/elsewhere\.ts$/m);
   });
 });
 

@@ -2,7 +2,7 @@
  * The local checks of DESIGN 4.2: the work tree (`--path`), a commit (`--rev`) and the index (`--staged`). Each reads
  * policy, trust root and content from the same snapshot it judges.
  */
-import { existsSync, lstatSync, realpathSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DecisionCache, governanceDigest } from './decision-cache.js';
@@ -22,6 +22,7 @@ import {
 } from './judge.js';
 import { keysMove, leftBehind } from './keys-move.js';
 import { damagedLedger } from './notes-tree.js';
+import { hexDigestOf } from './object-hash.js';
 import { pathHistory } from './path-history.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { relativeWithin } from './path-within.js';
@@ -129,9 +130,11 @@ export async function checkWorktreePaths(
   const rel = paths.map((p) => toRepositoryPath(top, cwd, p));
   // Stored (-w): the blobs are what judging reads, and what a record made next would name. Where the object store
   // is read-only, content already stored (all a record can promote) is still judged.
-  const ids = await worktreeBlobs(top, rel, { env: repo.env, write: true }).catch(() =>
-    worktreeBlobs(top, rel, { env: repo.env, write: false }),
-  );
+  let stored = true;
+  const ids = await worktreeBlobs(top, rel, { env: repo.env, write: true }).catch(() => {
+    stored = false;
+    return worktreeBlobs(top, rel, { env: repo.env, write: false });
+  });
   const files: FileToJudge[] = [];
   const missing: CheckResult[] = [];
   for (const [i, p] of rel.entries()) {
@@ -139,7 +142,12 @@ export async function checkWorktreePaths(
     if (blob) {
       // A symbolic link is governed also by what it brings beneath its path, as at the gates.
       const symlink = lstatSync(path.join(top, p), { throwIfNoEntry: false })?.isSymbolicLink() === true;
-      files.push({ path: p, blob, ...(symlink ? { symlink } : {}) });
+      files.push({
+        path: p,
+        blob,
+        ...(symlink ? { symlink } : {}),
+        ...(stored ? {} : unstoredContent(path.join(top, p), blob, symlink)),
+      });
       continue;
     }
     const exists =
@@ -168,6 +176,17 @@ export async function checkWorktreePaths(
     mode: governance.policy.mode,
     source: governance.source,
   };
+}
+
+/**
+ * The bytes of a work-tree file git hashed but could not store (fc audit f05: every record of it read as "its content
+ * could not be read"), where they are the blob as hashed (no filter changed them): its SHA-256 is then theirs.
+ */
+function unstoredContent(file: string, blob: string, symlink: boolean): { content?: Buffer } {
+  const bytes = symlink ? readlinkSync(file, { encoding: 'buffer' }) : readFileSync(file);
+  const header = Buffer.from(`blob ${bytes.length}\0`, 'latin1');
+  const id = hexDigestOf(blob.length === 64 ? 'sha256' : 'sha1', Buffer.concat([header, bytes]));
+  return id === blob ? { content: bytes } : {};
 }
 
 /** Judges every governed file in a commit's tree, by that commit's policy and trust root. */

@@ -46,6 +46,11 @@ export interface FileToJudge {
    */
   symlink?: boolean;
   /**
+   * Its content, where the object store does not hold `blob` (a work tree judged where git could not store it:
+   * a read-only object store).
+   */
+  content?: Buffer;
+  /**
    * The blob the change replaces at this path (a modification). For the policy and key files, approvals must not
    * be older than that version's admission (PromotionRules.approvedSince).
    */
@@ -238,7 +243,12 @@ async function readAndCheck(
   // Threads take a while to start: start them while git reads, when the batch is large enough to use them.
   const pool = blobs.length >= THREADED_BLOBS ? NotePool.start(ctx.governance) : null;
   try {
-    const contents = new Map(blobs.map((blob) => [blob, ctx.batch.read(blob)]));
+    const given = new Map(
+      files.flatMap((f) => (f.content ? [[f.blob, { content: f.content }] as const] : [])),
+    );
+    const contents = new Map(
+      blobs.map((blob) => [blob, ctx.batch.read(blob).then((object) => object ?? given.get(blob) ?? null)]),
+    );
     for (const content of contents.values()) content.catch(() => {}); // awaited below, window by window
     const filesOf = groupedByBlob(files);
     const checks: Array<Promise<void>> = [];
