@@ -701,4 +701,24 @@ describe('attest: which personal key signs when none is named', () => {
       own.cleanup();
     }
   });
+
+  it('the key the trust root names, too open to use, is named with its fault, not called ambiguous (fc audit f01)', () => {
+    const own = makeStory('delegate-git-attest-open-');
+    try {
+      const dir = makeWorkTree(own, 'open');
+      adopt(own, dir, ['src/**']);
+      generateKey(own, dir, 'elsewhere');
+      writeFiles(dir, { 'src/o.ts': 'export const o = 1;\n' });
+      const keyFile = path.join(own.env.XDG_CONFIG_HOME!, 'delegate-git', 'keys', `${OPERATOR}.key`);
+      fs.chmodSync(keyFile, 0o644);
+      const refused = cli(own, dir, ['attest', '--approve', 'src/o.ts', '--yes']);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('chmod 600');
+      expect(refused.stderr).not.toContain('ambiguous');
+      fs.chmodSync(keyFile, 0o600);
+      expect(cli(own, dir, ['attest', '--approve', 'src/o.ts', '--yes']).code).toBe(0);
+    } finally {
+      own.cleanup();
+    }
+  });
 });

@@ -95,15 +95,21 @@ export function signingKeyFor(
   if (name !== undefined || env[SIGNING_KEY_ENV]?.trim()) return loadSigningKey(name, env);
   const names = listSigningKeys(env);
   if (names.length <= 1) return loadSigningKey(undefined, env);
+  const unreadable: string[] = [];
   const may = names.filter((candidate) => {
     try {
       const trusted = trustRoot.byKeyid(loadSigningKey(candidate, env).key.publicKey.keyid);
       return trusted !== undefined && keyRefusal(trusted, role, Date.now()) === null;
     } catch {
-      return false; // unreadable: not the one to pick for the person (named, it says what is wrong)
+      unreadable.push(candidate); // not the one to pick for the person (named, it says what is wrong)
+      return false;
     }
   });
-  return loadSigningKey(may.length === 1 ? may[0] : undefined, env);
+  if (may.length === 1) return loadSigningKey(may[0], env);
+  // None may sign, and the one the trust root names alike cannot be read: loading it says why (mode, damage), where
+  // "which one is ambiguous" would hide it (fc audit f01).
+  const likely = unreadable.filter((candidate) => trustRoot.byName(candidate) !== undefined);
+  return loadSigningKey(may.length === 0 && likely.length === 1 ? likely[0] : undefined, env);
 }
 
 /** Signs a statement and returns the envelope with its note line. */
