@@ -592,6 +592,12 @@ describe('attest: confirmation and usage', () => {
       'There is no terminal to confirm the signature on, so nothing was signed.',
     );
     expect(noteLines(story, dir, blobOf(dir, 'src/pipe.ts'))).toEqual([]);
+    // --yes after `--` is a path: said so, not "add --yes" (fc audit f07).
+    const afterDashes = await run(['--', '--yes']);
+    expect(afterDashes.code).toBe(2);
+    expect(afterDashes.stderr).toContain(
+      'The --yes given after `--` was read as a path: put it before `--`.',
+    );
     // Control: --yes signs, without asking.
     const confirmed = await run(['--yes']);
     expect(confirmed.code, confirmed.stderr).toBe(0);

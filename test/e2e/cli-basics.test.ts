@@ -727,6 +727,12 @@ describe('check --json', () => {
     expect(run.stdout).toContain('NO FILE       src/a.tss');
     expect(run.stdout).toContain('it is not a file in the work tree');
     expect(run.stdout).not.toContain('not governed');
+    // A directory is named as one, with how to name its files (fc audit f07).
+    const directory = cli(story, dir, ['check', '--path', 'src']);
+    expect(directory.code).toBe(2);
+    expect(directory.stdout).toContain(
+      'it is a directory, and check judges files: name them (git ls-files -z -- src | xargs -0 delegate-git check --)',
+    );
     // A governed file that is not there is counted apart, never as promoted (rt50 f03).
     fs.renameSync(path.join(dir, 'src/a.ts'), path.join(dir, 'src/a.ts.aside'));
     const gone = cli(story, dir, ['check', 'src/a.ts']);

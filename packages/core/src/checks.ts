@@ -163,7 +163,7 @@ export async function checkWorktreePaths(
       sha256: '',
       promoted: false,
       governed: exists,
-      reason: 'it is not a file in the work tree (nothing is there, or a directory or submodule)',
+      reason: notAFile(path.join(top, p), p),
       by: [],
       absent: true,
     });
@@ -176,6 +176,14 @@ export async function checkWorktreePaths(
     mode: governance.policy.mode,
     source: governance.source,
   };
+}
+
+/** Why `check` has no content to judge at a path: a directory is named as such, with how to name its files. */
+function notAFile(file: string, shown: string): string {
+  const directory = lstatSync(file, { throwIfNoEntry: false })?.isDirectory() === true;
+  if (!directory || existsSync(path.join(file, '.git')))
+    return 'it is not a file in the work tree (nothing is there, or a directory or submodule)';
+  return `it is a directory, and check judges files: name them (git ls-files -z -- ${shownPath(shown)} | xargs -0 delegate-git check --)`;
 }
 
 /**

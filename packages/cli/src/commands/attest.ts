@@ -78,7 +78,10 @@ export default {
     if (!io.interactive && !values.yes)
       throw usageError(
         'attest',
-        'There is no terminal to confirm the signature on, so nothing was signed. Add --yes to sign without confirming (in a script).',
+        'There is no terminal to confirm the signature on, so nothing was signed. ' +
+          ((positionals as string[]).includes('--yes')
+            ? 'The --yes given after `--` was read as a path: put it before `--`.'
+            : 'Add --yes to sign without confirming (in a script).'),
       );
     const decision = values.approve ? 'approve' : 'reject';
     const repo = await Repository.open(io.cwd, io.env, io.err);
