@@ -745,3 +745,28 @@ describe('the trust root protects itself: at commit, at push and in CI', () => {
     expect(settled.stdout).not.toContain('NOT PROMOTED  trust/');
   });
 });
+
+describe('attest and check judge the policy and key files by the rules in force, as the commit hook does', () => {
+  it('a threshold raised in the work tree: attest and check say promoted, and the commit is accepted (admin audit a04); control: a file the new rules govern is judged by them', () => {
+    const dir = copyWorkTree(story, template, 'rules-in-force');
+    editPolicy(dir, (p) => {
+      p.reviewThreshold = 2;
+      p.requireReview = true;
+    });
+    writeFiles(dir, { 'src/r.ts': 'export const r = 1;\n' });
+    const approved = attestOk(story, dir, 'approve', [POLICY, 'src/r.ts']);
+    expect(approved.stdout).toContain(
+      `${POLICY} now: promoted (approved by ${OPERATOR} and unchanged since)`,
+    );
+    // src/r.ts is judged by the rules the change brings (two reviewers), as the hook judges it.
+    expect(approved.stdout).toMatch(
+      /src\/r\.ts now: not promoted \(the policy requires 2 reviewer approval\(s\)/,
+    );
+    const checked = cli(story, dir, ['check', '--path', POLICY]);
+    expect(checked.code, checked.stdout).toBe(0);
+    expect(checked.stdout).toMatch(/^PROMOTED +\.delegate-git\/policy\.json$/m);
+    gitOk(story, dir, ['add', POLICY]);
+    const committed = commit(story, dir, 'two reviewers from now on');
+    expect(committed.code, committed.stderr).toBe(0);
+  });
+});

@@ -168,7 +168,7 @@ export async function checkWorktreePaths(
       absent: true,
     });
   }
-  const results = await judgeIn(repo, governance, files, true);
+  const results = await judgeIn(repo, governance, files, true, await rulesInForce(repo));
   return {
     results: [...results, ...missing],
     deletions: [],
@@ -594,6 +594,17 @@ async function committedGovernance(repo: Repository, commit: string | null): Pro
   }
   if (damaged !== undefined) throw damaged;
   return undefined;
+}
+
+/**
+ * The rules in force on the checkout: HEAD's (or, where damaged, the nearest readable first parent's). The commit
+ * hook judges the policy and key files by them, not by the rules a change brings, so `check` and `attest` do too
+ * (admin audit a04: a threshold raised in the work tree read "not promoted" for a change the hook accepts). Undefined
+ * without a HEAD holding a policy (not adopted yet), or where none can be read: the work tree's rules judge then.
+ */
+export async function rulesInForce(repo: Repository): Promise<Governance | undefined> {
+  const head = (await repo.objects.read('HEAD^{commit}'))?.oid ?? null;
+  return committedGovernance(repo, head).catch(() => undefined);
 }
 
 /** How far back committedGovernance looks for rules it can read. */

@@ -17,6 +17,7 @@ import {
   recordStatements,
   reviewStatement,
   rfc3339,
+  rulesInForce,
   signingKeyFor,
   stagedFiles,
   toRepositoryPath,
@@ -254,6 +255,7 @@ async function stateAfter(repo: Repository, governance: Governance, targets: Tar
   const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
   const judged = await judgeFiles(targets, {
     governance,
+    anchor: await rulesInForce(repo),
     ledger: repo.ledger,
     notesAt,
     index,
@@ -278,7 +280,8 @@ async function describe(
 ): Promise<{ files: ShownFile[]; text: string }> {
   const notesAt = await repo.ledger.tip();
   const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
-  const ctx = { governance, ledger: repo.ledger, notesAt, index, batch: repo.objects };
+  const anchor = await rulesInForce(repo);
+  const ctx = { governance, anchor, ledger: repo.ledger, notesAt, index, batch: repo.objects };
   const now = await judgeFiles(targets, ctx);
   const governedNow = governedMatcher(governance.policy);
   const recordsOn = async (blobs: string[]) =>
