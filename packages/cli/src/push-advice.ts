@@ -41,8 +41,8 @@ export function pushRefusalAdvice(
   for (const kind of ['protected deletion', 'governance deletion', 'submodule'] as const)
     if (kinds.has(kind)) out.push(RULES_ADVICE[kind]);
   // Refused by the rules in force: once the rules change is in force, they are judged by it. What the pushed rules
-  // refuse stays refused after that, and is promoted under them (PROMOTE) instead.
-  if (content.some((r) => !r.byPushedRules) && changingRules.length > 0)
+  // refuse stays refused after that, and is promoted under them (PROMOTE) instead; so is the rules change itself.
+  if (content.some((r) => !r.byPushedRules && !r.rulesFile) && changingRules.length > 0)
     out.push(
       `This push also changes the policy or the trust root (${changingRules.join(', ')}), but a push is judged by the rules in force on its branch before it: push the rules change on its own first.`,
     );

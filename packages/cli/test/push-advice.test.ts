@@ -96,6 +96,17 @@ describe('pushRefusalAdvice', () => {
     ).toContain('push the rules change on its own first');
   });
 
+  it('the refused rules change itself (a key file no trusted key approved) is not told to push the rules change first (admin audit a07); control: other content beside it is', () => {
+    const keyFile = {
+      ...refused('signed by a key that is not in the trust root', '.delegate-git/keys/eve.json'),
+      rulesFile: true as const,
+    };
+    expect(pushRefusalAdvice([keyFile], [MAIN], LEDGER_REF).join('\n')).not.toContain('rules change');
+    expect(
+      pushRefusalAdvice([keyFile, refused('no verdict', 'src/b.ts')], [MAIN], LEDGER_REF).at(-1),
+    ).toContain('push the rules change on its own first');
+  });
+
   it('a rewritten ledger alone is told to sync; a refusal that says what to do itself gets nothing more', () => {
     const rewrite = { ref: LEDGER_REF, reason: 'not a fast-forward', kind: 'ledger rewrite' as const };
     expect(pushRefusalAdvice([rewrite], [], LEDGER_REF)[0]).toContain('run `delegate-git sync`');

@@ -233,6 +233,7 @@ async function judgeRefUpdate(
         path: j.path,
         reason: j.reason,
         kind: j.kind,
+        ...(isGovernanceFile(governance.policy, j.path) && { rulesFile: true as const }),
       });
   });
   if (await tipChangesRules(reads, u)) {

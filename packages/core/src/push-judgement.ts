@@ -23,6 +23,8 @@ export interface PushRefusal {
   kind?: RefusalKind | 'ledger line' | 'repeated ref' | 'ledger rewrite';
   /** Refused by the rules the push brings, not by those in force (refusedByPushedRules): pushing those first is no way out. */
   byPushedRules?: true;
+  /** The policy or a key file: the rules change itself, which pushing the rules change first cannot help either. */
+  rulesFile?: true;
 }
 
 export interface PushJudgement {
