@@ -12,7 +12,7 @@ const REFUSED_LINE =
 
 /** What approves a file refused in a commit before its branch's tip, which the work tree (the tip) no longer holds. */
 const BEFORE_TIP =
-  "A file refused in a commit before its branch's tip holds content the work tree no longer has, which `attest <path>` does not approve: approve it from that commit (`git checkout <commit> -- <path> && delegate-git attest --approve --staged`, then `git checkout HEAD -- <path>`), or rewrite the branch so that no commit holds it (`git rebase -i`, squashing that commit into one whose content is promoted).";
+  "A file refused in a commit before its branch's tip may hold content the work tree no longer has, which `attest <path>` does not approve (where the tip still holds it, `attest <path>` is enough): approve it from that commit (`git checkout <commit> -- <path> && delegate-git attest --approve --staged`, then `git checkout HEAD -- <path>`), or rewrite the branch so that no commit holds it (`git rebase -i`, squashing that commit into one whose content is promoted).";
 
 /**
  * The lines after "push refused." (none when every refusal says what to do itself). `tips`: each pushed ref's new
