@@ -681,6 +681,51 @@ describe('attest: confirmation and usage', () => {
   });
 });
 
+describe('attest --rev: content of a commit the work tree does not hold', () => {
+  it("approves each path's content in that commit, leaving the work tree and index alone (admin audit a03); a path the commit lacks is refused", () => {
+    const dir = copyWorkTree(story, template, 'review-rev');
+    gitOk(story, dir, ['checkout', '-q', '-b', 'feature']);
+    writeFiles(dir, { 'src/f.ts': 'export const f = 1;\n' });
+    gitOk(story, dir, ['add', 'src/f.ts']);
+    expect(commit(story, dir, 'the author commits, refused until reviewed', ['--no-verify']).code).toBe(0);
+    gitOk(story, dir, ['checkout', '-q', 'main']);
+    const index = gitOk(story, dir, ['write-tree']);
+    expect(cli(story, dir, ['check', '--rev', 'feature']).code).toBe(1); // control: not promoted yet
+
+    const reviewed = cliOk(story, dir, [
+      'attest',
+      '--approve',
+      '--rev',
+      'feature',
+      'src/f.ts',
+      '--key',
+      OPERATOR,
+      '--yes',
+    ]);
+    expect(reviewed.stdout).toContain('src/f.ts now: promoted');
+    expect(fs.existsSync(path.join(dir, 'src/f.ts'))).toBe(false);
+    expect(gitOk(story, dir, ['write-tree'])).toBe(index);
+    const checked = cli(story, dir, ['check', '--rev', 'feature']);
+    expect(checked.code, checked.stdout).toBe(0);
+
+    const absent = cli(story, dir, [
+      'attest',
+      '--approve',
+      '--rev',
+      'feature',
+      'src/none.ts',
+      '--key',
+      OPERATOR,
+      '--yes',
+    ]);
+    expect(absent.code).toBe(2);
+    expect(absent.stderr).toContain('src/none.ts is not a file in feature');
+    const both = cli(story, dir, ['attest', '--approve', '--rev', 'feature', '--staged', '--yes']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('Give --staged or --rev, not both.');
+  });
+});
+
 describe('attest: which personal key signs when none is named', () => {
   it('of two personal keys, the only one the trust root lets review signs; with two that may, it asks which (exit 2)', () => {
     const own = makeStory('delegate-git-attest-choice-');

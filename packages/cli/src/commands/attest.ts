@@ -10,17 +10,20 @@ import {
   judgeFiles,
   judgeLines,
   keyRefusal,
+  literalPathspecs,
   loadGovernance,
   loadPathIndex,
   Repository,
   type ReviewPredicate,
   recordStatements,
+  resolveCommit,
   reviewStatement,
   rfc3339,
   rulesInForce,
   signingKeyFor,
   stagedFiles,
   toRepositoryPath,
+  treeFiles,
   worktreeBlobs,
 } from '@delegate-git/core';
 import { sha256Hex } from '@delegate-git/core/sha256';
@@ -31,7 +34,8 @@ import { hooksNotRun, hooksWarning } from '../hooks-in-effect.js';
 import { restoreBeforeWriting } from '../ledger-restore.js';
 
 const help = `
-Usage: delegate-git attest (--approve | --reject) [<path>... | --staged] [-m <comment>] [--key <name>] [--yes] [--json]
+Usage: delegate-git attest (--approve | --reject) [<path>... | --staged | --rev <commit> <path>...] [-m <comment>]
+                          [--key <name>] [--yes] [--json]
 
 Signs a review (urn:delegate-git:review:v1) of the exact content of each path with your reviewer key and
 records it in the ledger on that content's blob (one record per file). An approval promotes exactly that content; any later change
@@ -39,6 +43,9 @@ makes it stale. A rejection refuses that content whatever else is recorded, unti
 Before signing it shows each path, its sha256, every record already on that content and the diff since the
 version that was promoted last. Your name and email in the record come from the trust root, not from git.
   --staged       review the staged content of every staged governed file (otherwise the work-tree content)
+  --rev <commit> review each path's content in that commit, leaving the work tree and the index as they are: a
+                 change fetched from the author's fork or bundle that the server refuses until enough reviewers
+                 approve it (reviewThreshold 2 or more)
   -m <comment>   a comment carried in the record
   --key <name>   which of your signing keys to use (default: your only key, else the only one the trust root
                  lets review)
@@ -49,6 +56,7 @@ version that was promoted last. Your name and email in the record come from the 
 Example:
   delegate-git attest --approve src/parser.ts -m "read it; tests cover the edge cases"
   delegate-git attest --approve --staged --yes
+  git fetch ../alice-fork feature && delegate-git attest --approve --rev FETCH_HEAD src/parser.ts
 `;
 
 interface Target {
@@ -64,6 +72,7 @@ export default {
       approve: { type: 'boolean' },
       reject: { type: 'boolean' },
       staged: { type: 'boolean' },
+      rev: { type: 'string' },
       message: { type: 'string', short: 'm' },
       key: { type: 'string' },
       yes: { type: 'boolean', short: 'y' },
@@ -73,6 +82,8 @@ export default {
       throw usageError('attest', 'Give exactly one of --approve or --reject.');
     if (values.staged && positionals.length > 0)
       throw usageError('attest', 'Give paths or --staged, not both.');
+    if (values.staged && values.rev !== undefined)
+      throw usageError('attest', 'Give --staged or --rev, not both.');
     if (!values.staged && positionals.length === 0)
       throw usageError('attest', 'Name the paths to review, or use --staged.');
     // A signature is a reviewer's decision: a script (or a pipe) that nobody reads signs only when told to.
@@ -90,16 +101,25 @@ export default {
       const top = repo.layout.topLevel;
       if (top === null)
         throw new DelegateGitError('USAGE', 'Run `delegate-git attest` in a clone with a work tree.');
-      const snapshot = values.staged
-        ? gitSnapshot(top, repo.objects, null, repo.env)
-        : checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env);
+      const reviewedAt = values.rev === undefined ? null : await resolveCommit(repo, values.rev);
+      const snapshot =
+        reviewedAt !== null
+          ? gitSnapshot(top, repo.objects, reviewedAt, repo.env)
+          : values.staged
+            ? gitSnapshot(top, repo.objects, null, repo.env)
+            : checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env);
       // First: the records shown, and the ledger the review is written onto, are this clone's own.
       await restoreBeforeWriting(repo, 'attest', io.err);
       const governance = await loadGovernance(snapshot);
       const { key } = signingKeyFor(governance.trustRoot, 'reviewer', values.key, io.env);
       const { targets, submodules } = values.staged
         ? await stagedTargets(repo)
-        : { targets: await worktreeTargets(repo, top, io.cwd, positionals), submodules: [] };
+        : reviewedAt !== null
+          ? {
+              targets: await commitTargets(repo, top, io.cwd, reviewedAt, values.rev!, positionals),
+              submodules: [],
+            }
+          : { targets: await worktreeTargets(repo, top, io.cwd, positionals), submodules: [] };
       const signing = await signingGovernance(repo, top, governance, key.publicKey.keyid, targets);
       const reviewer = assertKeyMaySign(signing.trustRoot, key, 'reviewer', signing.policy.keysDir);
       const trusted = signing.trustRoot.byKeyid(key.publicKey.keyid)!;
@@ -201,6 +221,28 @@ async function worktreeTargets(
       `${absent} is not a file in the work tree (nothing is there, or a directory or submodule); there is no content to review.`,
     );
   return rel.map((p, i) => ({ path: p, blob: ids[i]! }));
+}
+
+/** Each path's file in `commit` (named `rev` on the command line), as the work tree's would be reviewed. */
+async function commitTargets(
+  repo: Repository,
+  top: string,
+  cwd: string,
+  commit: string,
+  rev: string,
+  paths: string[],
+): Promise<Target[]> {
+  const rel = [...new Set(paths.map((p) => toRepositoryPath(top, cwd, p)))];
+  const files = new Map(
+    (await treeFiles(top, commit, literalPathspecs(rel), repo.env)).map((f) => [f.path, f.blob]),
+  );
+  const absent = rel.find((p) => !files.has(p));
+  if (absent !== undefined)
+    throw new DelegateGitError(
+      'USAGE',
+      `${absent} is not a file in ${rev} (nothing is there, or a directory or submodule); there is no content to review.`,
+    );
+  return rel.map((p) => ({ path: p, blob: files.get(p)! }));
 }
 
 /** The staged governed files, and the governed submodules staged, which no review promotes. */
