@@ -18,6 +18,10 @@
 #   DELEGATE_GIT_PROTECTED "false" when the revision is another branch than the protected one (a push to a feature
 #                          branch): it is judged from the commit it shares with the verified one. Otherwise (the
 #                          protected branch, a pull request's merge into it) the revision must contain that commit.
+#   DELEGATE_GIT_DEFAULT_BRANCH  the repository's default branch (github.event.repository.default_branch): its tip
+#                          as the remote holds it is fetched, and the keys its trust root revokes count for nothing
+#                          at the revision either (verify --revocations-of), as the server judges every branch. Unset:
+#                          on another branch than the protected one, the commit verified last gives them.
 #   GITHUB_OUTPUT          where the step output goes (as GitHub Actions sets it)
 rev=${DELEGATE_GIT_REV:-HEAD}
 remote=${DELEGATE_GIT_REMOTE:-origin}
@@ -99,13 +103,23 @@ if [ -n "$since" ]; then
   if [ "${DELEGATE_GIT_PROTECTED:-true}" = false ]; then
     # Another branch was judged at its own pushes by its own rules (as pre-receive does); here, from where it left
     # the protected line. With nothing in common, the whole history is judged.
-    # The protected branch's revocations bind this branch too, as the server judges it: a key revoked there since the
-    # branch parted counts for nothing here.
-    if git rev-parse -q --verify "$since^{commit}" >/dev/null 2>&1; then set -- "$@" --revocations-of "$since"; fi
+    # Without the default branch named, the commit verified last on it gives its revocations (below).
+    if [ -z "${DELEGATE_GIT_DEFAULT_BRANCH:-}" ] && git rev-parse -q --verify "$since^{commit}" >/dev/null 2>&1; then
+      set -- "$@" --revocations-of "$since"
+    fi
     commit=$(git rev-parse -q --verify "$rev^{commit}" 2>/dev/null || true)
     since=$(if [ -n "$commit" ]; then git merge-base "$commit" "$since" 2>/dev/null; fi || true)
   fi
   if [ -n "$since" ]; then set -- "$@" --since "$since"; fi
+fi
+# The default branch's revocations bind every revision, as the server binds every branch: what a key revoked there
+# approved before its revocation counts for nothing on a branch or pull request made before it either. Its tip is the
+# remote's own (a pull request cannot move it); a branch that cannot be fetched fails the step rather than drop them.
+if [ -n "${DELEGATE_GIT_DEFAULT_BRANCH:-}" ]; then
+  if ! git fetch --no-tags -- "$remote" "+refs/heads/$DELEGATE_GIT_DEFAULT_BRANCH:refs/delegate-git/default-branch"; then
+    cannot_answer "could not fetch the default branch $DELEGATE_GIT_DEFAULT_BRANCH from $remote, whose revocations bind this revision"
+  fi
+  set -- "$@" --revocations-of refs/delegate-git/default-branch
 fi
 if [ -n "$cli" ]; then
   # $cli is split on purpose: it is a command with its arguments.

@@ -664,5 +664,73 @@ describe('a revocation on the default branch binds the branches made before it',
     const approved = cli(story, work, ['verify', '--since', parted, '--revocations-of', 'main']);
     expect(approved.code, approved.stdout).toBe(0);
     gitOk(story, work, ['checkout', '-q', 'main']);
+    // A revision holding no policy (a default branch not adopted yet) revokes nothing (red team r03).
+    const emptyTree = gitOk(story, work, ['hash-object', '-t', 'tree', '/dev/null']);
+    const unadopted = gitOk(story, work, ['commit-tree', emptyTree, '-m', 'no policy here']);
+    const none = cli(story, work, ['verify', '--revocations-of', unadopted]);
+    expect(none.code, none.stdout + none.stderr).toBe(0);
+  });
+
+  it('that branch can still move its keys directory, its copy of the revoked key as it was (red team r02); the key stays revoked there', () => {
+    gitOk(story, work, ['fetch', '-q', 'origin']);
+    gitOk(story, work, ['checkout', '-q', '-B', 'rel2', 'origin/release-1']);
+    fs.cpSync(path.join(work, '.delegate-git/keys'), path.join(work, 'trust'), { recursive: true });
+    editPolicy(work, (p) => {
+      p.keysDir = 'trust';
+    });
+    const copies = fs.readdirSync(path.join(work, 'trust')).map((f) => `trust/${f}`);
+    attestOk(story, work, 'approve', [POLICY_PATH, ...copies]);
+    gitOk(story, work, ['add', POLICY_PATH, 'trust']);
+    expect(commit(story, work, 'keys in trust/').code).toBe(0);
+    const moved = gitRun(story, work, ['push', '--atomic', 'origin', 'rel2:release-1', LEDGER]);
+    expect(moved.code, moved.stderr).toBe(0);
+
+    // bob's copy there says nothing of the revocation: main's still binds it.
+    writeFiles(work, { 'src/s.ts': "export const s = 'bob';\n" });
+    gitOk(story, work, ['add', 'src/s.ts']);
+    attestOk(story, work, 'approve', ['src/s.ts'], { key: 'bob' });
+    expect(commit(story, work, 'bob approves on the old branch', ['--no-verify']).code).toBe(0);
+    const refused = gitRun(story, work, ['push', '--atomic', 'origin', 'rel2:release-1', LEDGER]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/src\/s\.ts: .*bob's key was revoked/);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+  });
+});
+
+describe('a revocation binds the other refs of the push that brings it', () => {
+  let story: Story;
+  let work: string;
+
+  beforeAll(() => {
+    story = makeStory();
+    work = adoptedClone(story, ['src/**']);
+    trustedKey(story, work, 'bob');
+  });
+
+  afterAll(() => story.cleanup());
+
+  it("one atomic push revoking bob on main and bringing what bob alone approved to an old branch is refused (red team r04); control: main's revocation alone is accepted", () => {
+    gitOk(story, work, ['push', '-q', 'origin', 'main:refs/heads/release-1']);
+    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
+    attestOk(story, work, 'approve', ['src/r.ts'], { key: 'bob' });
+    fs.rmSync(path.join(work, 'src/r.ts'));
+    cliOk(story, work, ['keys', 'revoke', 'bob']);
+    attestOk(story, work, 'approve', [keyFileOf('bob')]);
+    gitOk(story, work, ['add', keyFileOf('bob')]);
+    expect(commit(story, work, 'revoke bob').code).toBe(0);
+    gitOk(story, work, ['checkout', '-q', '-b', 'rel', 'origin/release-1']);
+    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
+    gitOk(story, work, ['add', 'src/r.ts']);
+    expect(commit(story, work, 'what bob approved', ['--no-verify']).code).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+
+    const both = gitRun(story, work, ['push', '--atomic', 'origin', 'main', 'rel:release-1', LEDGER]);
+    expect(both.code).not.toBe(0);
+    expect(both.stderr).toMatch(
+      /refused refs\/heads\/release-1 [0-9a-f]{12} src\/r\.ts: .*bob's key was revoked/,
+    );
+    expect(both.stderr).not.toContain('refused refs/heads/main');
+    const alone = gitRun(story, work, ['push', '--atomic', 'origin', 'main', LEDGER]);
+    expect(alone.code, alone.stderr).toBe(0);
   });
 });

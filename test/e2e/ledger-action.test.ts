@@ -21,6 +21,7 @@ import {
   writeFiles,
 } from '../support/cli-story.js';
 import { repoRoot } from '../support/paths.js';
+import { addKeys, attestOk, revokeKey } from '../support/reviewers.js';
 
 const action = path.join(repoRoot, 'ledger-tools');
 
@@ -193,6 +194,38 @@ describe('the ledger action', () => {
     expect(rewritten.stdout).toContain(
       `the commit verified last, ${verified.slice(0, 12)}, is not in this repository`,
     );
+  });
+
+  it("fails a branch made before the default branch revoked a key, for content only that key approved (red team r01); control: another reviewer's approval passes there", () => {
+    const { remote, work } = hostedPair('revoked-there');
+    addKeys(story, work, [{ name: 'bob' }]);
+    gitOk(story, work, ['push', '-q', 'origin', 'main', LEDGER]);
+    gitOk(story, work, ['push', '-q', 'origin', 'main:refs/heads/release-1']);
+    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
+    attestOk(story, work, 'approve', ['src/r.ts'], { key: 'bob' });
+    fs.rmSync(path.join(work, 'src/r.ts'));
+    revokeKey(story, work, 'bob');
+    gitOk(story, work, ['push', '-q', 'origin', 'main', LEDGER]);
+    // A host without the hook (github.com) takes what only bob approved onto the old branch.
+    gitOk(story, work, ['checkout', '-q', '-b', 'rel', 'origin/release-1']);
+    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
+    gitOk(story, work, ['add', 'src/r.ts']);
+    gitOk(story, work, ['commit', '-q', '--no-verify', '-m', 'what bob approved']);
+    gitOk(story, work, ['push', '-q', 'origin', 'rel:release-1']);
+
+    const ci = cloneInto(story, remote, 'revoked-there-ci');
+    gitOk(story, ci, ['checkout', '-q', 'release-1']);
+    const run = () =>
+      verifyStep(ci, { DELEGATE_GIT_PROTECTED: 'false', DELEGATE_GIT_DEFAULT_BRANCH: 'main' });
+    const refused = run();
+    expect(refused.code, refused.stdout + refused.stderr).toBe(1);
+    expect(refused.stdout).toContain("signer bob's key was revoked");
+
+    attestOk(story, work, 'approve', ['src/r.ts']);
+    gitOk(story, work, ['push', '-q', 'origin', LEDGER]);
+    const approved = run();
+    expect(approved.code, approved.stdout + approved.stderr).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'main']);
   });
 
   /** A pull request from `base` whose merge is pushed as refs/pull/<n>/merge (what actions/checkout checks out). */

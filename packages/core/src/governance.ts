@@ -6,7 +6,7 @@ import path from 'node:path';
 import { DelegateGitError } from './errors.js';
 import { POLICY_PATH, type Policy, parsePolicy } from './policy.js';
 import type { Snapshot } from './snapshot.js';
-import { type KeyFile, keyFileText, parseTrustRoot, type TrustRoot } from './trust-root.js';
+import { type KeyFile, keyFileText, parseTrustRoot, TrustRoot } from './trust-root.js';
 
 export interface Governance {
   policy: Policy;
@@ -76,20 +76,21 @@ export async function loadGovernance(snapshot: Snapshot, knownPolicy?: Policy): 
  * it. The same object when nothing changes, so caches keyed by the trust root keep their entries.
  */
 export function withRevocationsOf(own: Governance, binding: Governance): Governance {
-  let changed = false;
+  const revokedElsewhere = new Set(own.trustRoot.revokedElsewhere);
   const sources = own.trustRoot.sources.map((source) => {
     const key = own.trustRoot.keys.find((k) => k.file === source.path);
     const revoked =
       key?.revoked === undefined ? binding.trustRoot.byKeyid(key?.keyid ?? '')?.revoked : undefined;
-    if (revoked === undefined) return source;
-    changed = true;
+    if (key === undefined || revoked === undefined) return source;
+    revokedElsewhere.add(key.keyid);
     const file = JSON.parse(source.text) as KeyFile;
     return { path: source.path, text: keyFileText({ ...file, revoked: new Date(revoked).toISOString() }) };
   });
-  if (!changed) return own;
+  if (revokedElsewhere.size === own.trustRoot.revokedElsewhere.size) return own;
+  const root = parseTrustRoot(sources);
   return {
     policy: own.policy,
-    trustRoot: parseTrustRoot(sources),
+    trustRoot: new TrustRoot(root.keys, root.digest, root.sources, revokedElsewhere),
     source: `${own.source}, with the revocations of ${binding.source}`,
   };
 }

@@ -23,6 +23,7 @@ import { type PassStats, passOverLedger } from './ledger-pass.js';
 import { lineOutcome } from './line-check.js';
 import { ForeignEntries, type ForeignEntry, isObjectId } from './notes-format.js';
 import { type addLines, PathIndex, recordFacts, writeCache } from './path-index.js';
+import { POLICY_PATH } from './policy.js';
 import type { Promotion } from './promotion.js';
 import { judgeLine } from './record.js';
 import type { Repository } from './repository.js';
@@ -198,7 +199,11 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
   return result;
 }
 
-/** The rules at `commit`, with the revocations of `revoking`'s trust root when given. */
+/**
+ * The rules at `commit`, with the revocations of `revoking`'s trust root when given. One that holds no policy (a
+ * default branch not adopted yet, while a pull request adopts it) revokes nothing; one whose rules cannot be read is
+ * no answer, said as the option's.
+ */
 async function governanceWithRevocations(
   repo: Repository,
   commit: string,
@@ -206,7 +211,17 @@ async function governanceWithRevocations(
 ): Promise<Governance> {
   const at = (c: string) => loadGovernance(gitSnapshot(repo.cwd, repo.objects, c, repo.env));
   const own = await at(commit);
-  return revoking === undefined || revoking === commit ? own : withRevocationsOf(own, await at(revoking));
+  if (revoking === undefined || revoking === commit) return own;
+  if ((await repo.objects.read(`${revoking}:${POLICY_PATH}`)) === null) return own;
+  const binding = await at(revoking).catch((error: unknown) => {
+    if (!(error instanceof DelegateGitError)) throw error;
+    throw new DelegateGitError(
+      error.code,
+      `--revocations-of ${revoking.slice(0, 12)}: its rules cannot be read, so the keys it revokes are unknown. ${error.message}`,
+      { cause: error },
+    );
+  });
+  return withRevocationsOf(own, binding);
 }
 
 /**

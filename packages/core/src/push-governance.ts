@@ -25,7 +25,7 @@ export async function governanceInForce(
   candidates: readonly RefUpdate[] = [],
 ): Promise<Governance | null> {
   const inForce = await policyCommitInForce(reads, update);
-  if (inForce !== null) return reads.refGovernanceAt(inForce);
+  if (inForce !== null) return reads.refGovernanceAt(inForce, update?.ref);
   const first = (await reads.adoptingUpdate()) ?? update ?? (await firstHoldingPolicy(reads, candidates));
   if (!first || ((await reads.headCommit()) === null && (await reads.holdsContent()))) return null;
   const tip = await reads.commit(first.newId);

@@ -205,24 +205,43 @@ export class PushReads {
   }
 
   /**
-   * The governance a ref whose rules are `commit`'s is judged by: those rules, with the default branch's revocations
-   * (withRevocationsOf), or those of `revocationsAt`. Once per commit, so that every question about one ref gets the
-   * same object.
+   * The governance `ref`, whose rules are `commit`'s, is judged by: those rules, with the revocations of the default
+   * branch (withRevocationsOf), or of `revocationsAt`. Another ref also takes those the default branch's new tip
+   * brings in this same push (red team r04: one atomic push revoking a key on the default branch and bringing what
+   * it alone approved to an old branch); the default branch itself is judged by its rules before the push, under
+   * which a reviewer may approve the revocation of their own key. Once per commit and ref, so that every question
+   * about one ref gets the same object.
    */
-  refGovernanceAt(commit: string): Promise<Governance> {
-    let combined = this.refGovernance.get(commit);
+  refGovernanceAt(commit: string, ref?: string): Promise<Governance> {
+    const key = `${commit}\0${ref ?? ''}`;
+    let combined = this.refGovernance.get(key);
     if (!combined) {
-      const binding =
-        this.revocationsAt === undefined ? this.headCommit() : Promise.resolve(this.revocationsAt);
-      combined = Promise.all([this.governanceAt(commit), binding]).then(async ([own, head]) => {
-        if (head === null || head === commit) return own;
-        // A default branch whose rules cannot be read revokes nothing here: its own pushes say what is wrong.
-        const revoking = await this.governanceAt(head).catch(() => null);
-        return revoking ? withRevocationsOf(own, revoking) : own;
-      });
-      this.refGovernance.set(commit, combined);
+      combined = (async () => {
+        const [own, before, after] = await Promise.all([
+          this.governanceAt(commit),
+          this.revocationsAt === undefined ? this.headCommit() : Promise.resolve(this.revocationsAt),
+          this.pushedDefaultTip(ref),
+        ]);
+        let bound = own;
+        for (const at of new Set([before, after])) {
+          if (at === null || at === commit) continue;
+          // A default branch whose rules cannot be read revokes nothing here: its own pushes say what is wrong.
+          const revoking = await this.governanceAt(at).catch(() => null);
+          if (revoking) bound = withRevocationsOf(bound, revoking);
+        }
+        return bound;
+      })();
+      this.refGovernance.set(key, combined);
     }
     return combined;
+  }
+
+  /** The default branch's new tip when this push moves it and `ref` is another ref; null otherwise. */
+  private async pushedDefaultTip(ref: string | undefined): Promise<string | null> {
+    if (ref === undefined || this.revocationsAt !== undefined) return null;
+    const branch = await this.defaultBranch();
+    const u = this.updates.find((x) => x.ref === branch && !isZeroId(x.newId));
+    return u === undefined || ref === branch ? null : this.commit(u.newId);
   }
 }
 

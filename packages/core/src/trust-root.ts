@@ -91,6 +91,11 @@ export class TrustRoot {
     readonly digest: string,
     /** The key files it was built from, so another thread can rebuild the same trust root. */
     readonly sources: ReadonlyArray<{ path: string; text: string }> = [],
+    /**
+     * Keyids revoked here by another trust root's revocation (withRevocationsOf), not by their files: their sources
+     * are rewritten to say so, so the files themselves may read otherwise.
+     */
+    readonly revokedElsewhere: ReadonlySet<string> = new Set(),
   ) {
     for (const key of keys) this.byId.set(key.keyid, key);
   }
@@ -186,7 +191,13 @@ export function keyFileRefusal(before: TrustRoot, path: string, text: string): s
     return `its key changes (keyid ${here.keyid.slice(0, 12)} becomes ${key.keyid.slice(0, 12)}): a key file keeps its key; to rotate a key, revoke it and add the new one in a file of its own`;
   }
   const listed = before.byKeyid(key.keyid);
-  if (listed && listed.file !== path && before.sources.find((f) => f.path === listed.file)?.text !== text) {
+  // A key revoked by the default branch stays revoked here whatever a copy of its file says (red team r02).
+  if (
+    listed &&
+    listed.file !== path &&
+    !before.revokedElsewhere.has(listed.keyid) &&
+    before.sources.find((f) => f.path === listed.file)?.text !== text
+  ) {
     return `the key ${listed.name} is in the trust root already as ${listed.file}, with other content: a key keeps its file as it is when the keys directory moves`;
   }
   return null;
