@@ -95,6 +95,7 @@ describe('an excluded name that is one file with a governed one on a checkout th
       work,
       'src/gen/core.ts',
       `${WHY} or Unicode normalization (macOS, Windows) this is one file with the governed src/Gen/core.ts`,
+      { byContent: false },
     );
   });
 
@@ -105,7 +106,7 @@ describe('an excluded name that is one file with a governed one on a checkout th
     writeFiles(work, { 'src/GEN/late.ts': 'export const late = "judged";\n' });
     await recordVerdict(story, work, 'src/GEN/late.ts');
     gitOk(story, work, ['add', '.']);
-    refusedByEveryGate(story, work, 'src/gen/late.ts', WHY);
+    refusedByEveryGate(story, work, 'src/gen/late.ts', WHY, { byContent: false });
   });
 
   it('check --staged refuses it before the commit, and check --rev names the pair after it', () => {

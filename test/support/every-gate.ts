@@ -15,11 +15,25 @@ export function adoptedClone(story: Story, protect: string[]): string {
 }
 
 /**
- * The staged change is refused at commit; committed past the hook, by the server; and by verify at that commit.
+ * The staged change is refused by `check --path` and at commit; committed past the hook, by the server; and by verify
+ * at that commit.
  * Each gate is asserted on its own (soft), so a run without a fix shows every gate that lets the change through.
  * The work tree is then put back as the server has it.
  */
-export function refusedByEveryGate(story: Story, work: string, at: string, why?: string): void {
+export function refusedByEveryGate(
+  story: Story,
+  work: string,
+  at: string,
+  why?: string,
+  { byContent = true }: { byContent?: boolean } = {},
+): void {
+  // check --path asks the commit hook's question of the work tree's content (the same as the staged content here);
+  // not of what is refused for the tree's shape (names one file on another checkout, a submodule).
+  if (byContent) {
+    const asked = cli(story, work, ['check', '--path', at]);
+    expect.soft(asked.code, `check --path: ${asked.stdout}${asked.stderr}`).toBe(1);
+    expect.soft(asked.stdout).toContain(`NOT PROMOTED  ${at}`);
+  }
   const refused = commit(story, work, `${at}, refused`);
   expect.soft(refused.code, `commit: ${refused.stderr}`).not.toBe(0);
   expect.soft(refused.stderr).toContain(`NOT PROMOTED  ${at}`);

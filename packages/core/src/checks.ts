@@ -168,7 +168,14 @@ export async function checkWorktreePaths(
       absent: true,
     });
   }
-  const results = await judgeIn(repo, governance, files, true, await rulesInForce(repo));
+  const anchor = await rulesInForce(repo);
+  const results = await judgeIn(
+    repo,
+    governance,
+    await withVersionsReplaced(repo, files, anchor),
+    true,
+    anchor,
+  );
   return {
     results: [...results, ...missing],
     deletions: [],
@@ -605,6 +612,29 @@ async function committedGovernance(repo: Repository, commit: string | null): Pro
 export async function rulesInForce(repo: Repository): Promise<Governance | undefined> {
   const head = (await repo.objects.read('HEAD^{commit}'))?.oid ?? null;
   return committedGovernance(repo, head).catch(() => undefined);
+}
+
+/**
+ * Each policy or key file with the version at HEAD it replaces (FileToJudge.replaces), as the commit hook judges a
+ * change of them: an approval older than that version's admission does not count (going back to an earlier version
+ * needs a new one). Only where rules are in force (`anchor`).
+ */
+export async function withVersionsReplaced(
+  repo: Repository,
+  files: readonly FileToJudge[],
+  anchor: Governance | undefined,
+): Promise<FileToJudge[]> {
+  const head = anchor && (await repo.objects.read('HEAD^{commit}'))?.oid;
+  if (!anchor || !head) return [...files];
+  return Promise.all(
+    files.map(async (f) => {
+      if (!isGovernanceFile(anchor.policy, f.path)) return f;
+      const before = await repo.objects.read(`${head}:${f.path}`);
+      return before?.type === 'blob' && before.oid !== f.blob
+        ? { ...f, replaces: before.oid, replacedAt: head }
+        : f;
+    }),
+  );
 }
 
 /** How far back committedGovernance looks for rules it can read. */

@@ -24,6 +24,7 @@ import {
   stagedFiles,
   toRepositoryPath,
   treeFiles,
+  withVersionsReplaced,
   worktreeBlobs,
 } from '@delegate-git/core';
 import { sha256Hex } from '@delegate-git/core/sha256';
@@ -295,9 +296,10 @@ interface ShownFile {
 async function stateAfter(repo: Repository, governance: Governance, targets: Target[]): Promise<string> {
   const notesAt = await repo.ledger.tip();
   const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
-  const judged = await judgeFiles(targets, {
+  const anchor = await rulesInForce(repo);
+  const judged = await judgeFiles(await withVersionsReplaced(repo, targets, anchor), {
     governance,
-    anchor: await rulesInForce(repo),
+    anchor,
     ledger: repo.ledger,
     notesAt,
     index,
@@ -324,7 +326,7 @@ async function describe(
   const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
   const anchor = await rulesInForce(repo);
   const ctx = { governance, anchor, ledger: repo.ledger, notesAt, index, batch: repo.objects };
-  const now = await judgeFiles(targets, ctx);
+  const now = await judgeFiles(await withVersionsReplaced(repo, targets, anchor), ctx);
   const governedNow = governedMatcher(governance.policy);
   const recordsOn = async (blobs: string[]) =>
     notesAt === null || blobs.length === 0
