@@ -650,11 +650,13 @@ describe('a revocation on the default branch binds the branches made before it',
     expect(refused.stderr).toMatch(
       /refused refs\/heads\/release-1 [0-9a-f]{12} src\/r\.ts: .*bob's key was revoked/,
     );
+    // Its own key file says nothing of the revocation: the refusal says where it is (red team r06).
+    expect(refused.stderr).toContain("bob's key was revoked on the default branch");
     // CI on that branch, as the ledger action runs it there: from where it left main, with main's revocations.
     const parted = gitOk(story, work, ['merge-base', 'HEAD', 'main']);
     const bound = cli(story, work, ['verify', '--since', parted, '--revocations-of', 'main']);
     expect(bound.code, bound.stdout).toBe(1);
-    expect(bound.stdout).toMatch(/src\/r\.ts.*\n.*bob's key was revoked/);
+    expect(bound.stdout).toMatch(/NOT PROMOTED {2}src\/r\.ts: .*bob's key was revoked at main/);
     // Control: by the branch's own keys (the option left out) bob's approval still counts.
     expect(cli(story, work, ['verify', '--since', parted]).code).toBe(0);
 

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { type CheckResult, resolveCommit } from './checks.js';
 import { DelegateGitError } from './errors.js';
 import { gitTry } from './git.js';
-import { type Governance, loadGovernance, withRevocationsOf } from './governance.js';
+import { type Governance, loadGovernance, revokedWhere, withRevocationsOf } from './governance.js';
 import {
   type GovernanceChangeProblem,
   unapprovedGovernanceChanges,
@@ -194,7 +194,11 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
       : verifiedMissing(opts.since);
   if (result.since?.wholeHistory ?? true)
     result.governanceChanges = await unapprovedGovernanceChanges(repo, commit, ledgerTip, index);
-  result.files = withGovernanceHistory(judged, result.governanceChanges);
+  result.files = withGovernanceHistory(judged, result.governanceChanges).map((f) =>
+    opts.revocationsOf === undefined
+      ? f
+      : { ...f, reason: revokedWhere(f.reason, governance.trustRoot, `at ${opts.revocationsOf}`) },
+  );
   if (appendOnly) result.appendOnly = await appendOnly;
   return result;
 }

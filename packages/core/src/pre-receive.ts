@@ -6,7 +6,7 @@
 import { firstOfEach } from './collections.js';
 import { DecisionCache } from './decision-cache.js';
 import { collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
-import type { Governance } from './governance.js';
+import { type Governance, revokedWhere } from './governance.js';
 import { recordedAsCheckedOut } from './governed-paths.js';
 import { governedFiles, judgeFiles, revisionAnchor } from './judge.js';
 import { LEDGER_REF } from './notes-ledger.js';
@@ -231,7 +231,7 @@ async function judgeRefUpdate(
         ref: u.ref,
         commit: unique[i]!.commit,
         path: j.path,
-        reason: j.reason,
+        reason: revokedWhere(j.reason, governance.trustRoot, 'on the default branch'),
         kind: j.kind,
         ...(isGovernanceFile(governance.policy, j.path) && { rulesFile: true as const }),
       });
