@@ -619,6 +619,28 @@ describe('a push that revokes a key and brings content only that key approved (r
   });
 });
 
+/**
+ * release-1 is pushed from main while bob is trusted; bob approves src/r.ts (on no branch); his revocation is staged on
+ * main, approved by the operator.
+ */
+function bobApprovesThenIsRevoked(story: Story, work: string): void {
+  gitOk(story, work, ['push', '-q', 'origin', 'main:refs/heads/release-1']);
+  writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
+  attestOk(story, work, 'approve', ['src/r.ts'], { key: 'bob' });
+  fs.rmSync(path.join(work, 'src/r.ts'));
+  cliOk(story, work, ['keys', 'revoke', 'bob']);
+  attestOk(story, work, 'approve', [keyFileOf('bob')]);
+  gitOk(story, work, ['add', keyFileOf('bob')]);
+}
+
+/** Branch `rel` from release-1, with the src/r.ts bob approved committed past the hook. */
+function bobsContentOnRelease(story: Story, work: string): void {
+  gitOk(story, work, ['checkout', '-q', '-b', 'rel', 'origin/release-1']);
+  writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
+  gitOk(story, work, ['add', 'src/r.ts']);
+  expect(commit(story, work, 'what bob approved', ['--no-verify']).code).toBe(0);
+}
+
 describe('a revocation on the default branch binds the branches made before it', () => {
   let story: Story;
   let work: string;
@@ -632,19 +654,9 @@ describe('a revocation on the default branch binds the branches made before it',
   afterAll(() => story.cleanup());
 
   it("a push to a branch made before bob's revocation is refused for content only bob approved (admin audit a01); control: the operator's approval of it is accepted there", () => {
-    gitOk(story, work, ['push', '-q', 'origin', 'main:refs/heads/release-1']);
-    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
-    attestOk(story, work, 'approve', ['src/r.ts'], { key: 'bob' });
-    fs.rmSync(path.join(work, 'src/r.ts'));
-    cliOk(story, work, ['keys', 'revoke', 'bob']);
-    attestOk(story, work, 'approve', [keyFileOf('bob')]);
-    gitOk(story, work, ['add', keyFileOf('bob')]);
+    bobApprovesThenIsRevoked(story, work);
     acceptedByEveryGate(story, work, 'revoke bob');
-
-    gitOk(story, work, ['checkout', '-q', '-b', 'rel', 'origin/release-1']);
-    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
-    gitOk(story, work, ['add', 'src/r.ts']);
-    expect(commit(story, work, 'what bob approved', ['--no-verify']).code).toBe(0);
+    bobsContentOnRelease(story, work);
     const refused = gitRun(story, work, ['push', '--atomic', 'origin', 'rel:release-1', LEDGER]);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(
@@ -712,18 +724,9 @@ describe('a revocation binds the other refs of the push that brings it', () => {
   afterAll(() => story.cleanup());
 
   it("one atomic push revoking bob on main and bringing what bob alone approved to an old branch is refused (red team r04); control: main's revocation alone is accepted", () => {
-    gitOk(story, work, ['push', '-q', 'origin', 'main:refs/heads/release-1']);
-    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
-    attestOk(story, work, 'approve', ['src/r.ts'], { key: 'bob' });
-    fs.rmSync(path.join(work, 'src/r.ts'));
-    cliOk(story, work, ['keys', 'revoke', 'bob']);
-    attestOk(story, work, 'approve', [keyFileOf('bob')]);
-    gitOk(story, work, ['add', keyFileOf('bob')]);
+    bobApprovesThenIsRevoked(story, work);
     expect(commit(story, work, 'revoke bob').code).toBe(0);
-    gitOk(story, work, ['checkout', '-q', '-b', 'rel', 'origin/release-1']);
-    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
-    gitOk(story, work, ['add', 'src/r.ts']);
-    expect(commit(story, work, 'what bob approved', ['--no-verify']).code).toBe(0);
+    bobsContentOnRelease(story, work);
     gitOk(story, work, ['checkout', '-q', 'main']);
 
     const both = gitRun(story, work, ['push', '--atomic', 'origin', 'main', 'rel:release-1', LEDGER]);

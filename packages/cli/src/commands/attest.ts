@@ -211,16 +211,11 @@ async function worktreeTargets(
   cwd: string,
   paths: string[],
 ): Promise<Target[]> {
-  // One file however often and however spelled (`src/a.ts ./src/a.ts`): one review of it, counted once.
-  const rel = [...new Set(paths.map((p) => toRepositoryPath(top, cwd, p)))];
+  const rel = repositoryPaths(top, cwd, paths);
   // Stored: the record about to be made names them, and the commit will hold them.
   const ids = await worktreeBlobs(top, rel, { env: repo.env, write: true });
   const absent = rel.find((_, i) => ids[i] === null);
-  if (absent !== undefined)
-    throw new DelegateGitError(
-      'USAGE',
-      `${absent} is not a file in the work tree (nothing is there, or a directory or submodule); there is no content to review.`,
-    );
+  if (absent !== undefined) throw noContentAt(absent, 'the work tree');
   return rel.map((p, i) => ({ path: p, blob: ids[i]! }));
 }
 
@@ -233,17 +228,25 @@ async function commitTargets(
   rev: string,
   paths: string[],
 ): Promise<Target[]> {
-  const rel = [...new Set(paths.map((p) => toRepositoryPath(top, cwd, p)))];
+  const rel = repositoryPaths(top, cwd, paths);
   const files = new Map(
     (await treeFiles(top, commit, literalPathspecs(rel), repo.env)).map((f) => [f.path, f.blob]),
   );
   const absent = rel.find((p) => !files.has(p));
-  if (absent !== undefined)
-    throw new DelegateGitError(
-      'USAGE',
-      `${absent} is not a file in ${rev} (nothing is there, or a directory or submodule); there is no content to review.`,
-    );
+  if (absent !== undefined) throw noContentAt(absent, rev);
   return rel.map((p) => ({ path: p, blob: files.get(p)! }));
+}
+
+/** Each path once, however often and however spelled (`src/a.ts ./src/a.ts`): one review of it, counted once. */
+function repositoryPaths(top: string, cwd: string, paths: string[]): string[] {
+  return [...new Set(paths.map((p) => toRepositoryPath(top, cwd, p)))];
+}
+
+function noContentAt(path: string, where: string): DelegateGitError {
+  return new DelegateGitError(
+    'USAGE',
+    `${path} is not a file in ${where} (nothing is there, or a directory or submodule); there is no content to review.`,
+  );
 }
 
 /** The staged governed files, and the governed submodules staged, which no review promotes. */
