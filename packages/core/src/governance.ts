@@ -75,21 +75,6 @@ export async function loadGovernance(snapshot: Snapshot, knownPolicy?: Policy): 
  * Only revocations carry over: a key the default branch removed, or whose roles it changed, stays as the branch lists
  * it. The same object when nothing changes, so caches keyed by the trust root keep their entries.
  */
-/**
- * A reason as said where `trustRoot` revokes keys by another trust root's revocation: "signer bob's key was revoked"
- * names where (red team r06), since the key file here says nothing of it.
- */
-export function revokedWhere(reason: string, trustRoot: TrustRoot, where: string): string {
-  let said = reason;
-  for (const key of trustRoot.keys)
-    if (trustRoot.revokedElsewhere.has(key.keyid))
-      said = said.replaceAll(
-        `signer ${key.name}'s key was revoked`,
-        `signer ${key.name}'s key was revoked ${where}`,
-      );
-  return said;
-}
-
 export function withRevocationsOf(own: Governance, binding: Governance): Governance {
   const revokedElsewhere = new Set(own.trustRoot.revokedElsewhere);
   const sources = own.trustRoot.sources.map((source) => {
@@ -108,4 +93,19 @@ export function withRevocationsOf(own: Governance, binding: Governance): Governa
     trustRoot: new TrustRoot(root.keys, root.digest, root.sources, revokedElsewhere),
     source: `${own.source}, with the revocations of ${binding.source}`,
   };
+}
+
+/**
+ * A reason as said where `trustRoot` revokes keys by another trust root's revocation: "signer bob's key was revoked"
+ * names where (red team r06), since the key file here says nothing of it.
+ */
+export function revokedWhere(reason: string, trustRoot: TrustRoot, where: string): string {
+  let said = reason;
+  for (const key of trustRoot.keys)
+    if (trustRoot.revokedElsewhere.has(key.keyid))
+      said = said.replaceAll(
+        `signer ${key.name}'s key was revoked`,
+        `signer ${key.name}'s key was revoked ${where}`,
+      );
+  return said;
 }
