@@ -669,6 +669,7 @@ describe('a revocation on the default branch binds the branches made before it',
     const bound = cli(story, work, ['verify', '--since', parted, '--revocations-of', 'main']);
     expect(bound.code, bound.stdout).toBe(1);
     expect(bound.stdout).toMatch(/NOT PROMOTED {2}src\/r\.ts: .*bob's key was revoked at main/);
+    expect(bound.stdout).toMatch(/^revoked +blob .*bob's key was revoked at main \(no longer counts\)$/m);
     // Control: by the branch's own keys (the option left out) bob's approval still counts.
     expect(cli(story, work, ['verify', '--since', parted]).code).toBe(0);
 

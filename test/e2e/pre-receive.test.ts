@@ -128,7 +128,7 @@ describe('pre-receive: content and the ledger', () => {
     expect(refused.stderr).toContain('git push --atomic <remote> <branch> refs/notes/delegations');
     // The likely cause first: the push carried no ledger.
     expect(refused.stderr).toContain(
-      'delegate-git: push refused. This push does not carry refs/notes/delegations',
+      'delegate-git: push refused. This push brings no change to refs/notes/delegations',
     );
 
     const accepted = gitRun(story, work, ATOMIC);

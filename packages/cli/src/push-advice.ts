@@ -32,7 +32,7 @@ export function pushRefusalAdvice(
   // The commonest slip: the files are promoted in the pusher's clone, and a plain `git push` left the records behind.
   if (kinds.has('content') && !ledgerPushed)
     out.push(
-      `This push does not carry ${ledgerRef}, so the server judged the files by its ledger alone: if \`delegate-git check <path>\` says they are promoted in your clone, push the ledger with the branch: git push --atomic <remote> <branch> ${ledgerRef}`,
+      `This push brings no change to ${ledgerRef} (it was not pushed, or the server holds it as it is), so the server judged the files by its ledger alone: if \`delegate-git check <path>\` says they are promoted in your clone, push the ledger with the branch: git push --atomic <remote> <branch> ${ledgerRef}`,
     );
   if (kinds.has('content')) out.push(PROMOTE);
   const beforeTip = (r: PushRefusal) =>

@@ -125,7 +125,7 @@ describe('pushRefusalAdvice', () => {
   it('files refused in a push without the ledger are told first to push the ledger with the branch; control: with it, promoting comes first', () => {
     const file = refused('no verdict: no delegated unit is recorded as writing it');
     const without = pushRefusalAdvice([file], [], LEDGER_REF, false);
-    expect(without[0]).toContain(`This push does not carry ${LEDGER_REF}`);
+    expect(without[0]).toContain(`This push brings no change to ${LEDGER_REF}`);
     expect(without[0]).toContain(`git push --atomic <remote> <branch> ${LEDGER_REF}`);
     expect(without[1]).toContain('Promote each file');
     const withLedger = pushRefusalAdvice([file], [], LEDGER_REF, true);

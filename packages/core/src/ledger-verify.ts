@@ -194,11 +194,19 @@ export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): 
       : verifiedMissing(opts.since);
   if (result.since?.wholeHistory ?? true)
     result.governanceChanges = await unapprovedGovernanceChanges(repo, commit, ledgerTip, index);
-  result.files = withGovernanceHistory(judged, result.governanceChanges).map((f) =>
-    opts.revocationsOf === undefined
-      ? f
-      : { ...f, reason: revokedWhere(f.reason, governance.trustRoot, `at ${opts.revocationsOf}`) },
-  );
+  result.files = withGovernanceHistory(judged, result.governanceChanges);
+  if (opts.revocationsOf !== undefined) {
+    // Said where the revision's own key files show no revocation (red team r06).
+    const where = `at ${opts.revocationsOf}`;
+    result.files = result.files.map((f) => ({
+      ...f,
+      reason: revokedWhere(f.reason, governance.trustRoot, where),
+    }));
+    result.revoked = result.revoked.map((l) => ({
+      ...l,
+      reason: revokedWhere(l.reason, governance.trustRoot, where),
+    }));
+  }
   if (appendOnly) result.appendOnly = await appendOnly;
   return result;
 }
