@@ -132,7 +132,11 @@ export default {
           );
         return 0;
       }
-      const shown = await describe(repo, governance, targets);
+      // The policy and key files are judged as the commit hook judges them: by HEAD's rules, dated by the versions
+      // they replace there. Read once, for what is shown and for the "now:" lines after signing.
+      const anchor = await rulesInForce(repo);
+      const judging = await withVersionsReplaced(repo, targets, anchor);
+      const shown = await describe(repo, governance, anchor, judging);
       if (!values.json) io.out(shown.text);
       if (io.interactive && !values.yes) {
         const answer = await io.prompt(
@@ -173,7 +177,7 @@ export default {
       else
         io.out(
           `Recorded ${decision === 'approve' ? 'approval' : 'rejection'} by ${reviewer} of ${shown.files.length} file(s) in refs/notes/delegations.\n` +
-            (await stateAfter(repo, governance, targets)),
+            (await stateAfter(repo, governance, anchor, judging)),
         );
       io.err(hooksWarning('attest', await hooksNotRun(repo)));
       return 0;
@@ -296,11 +300,15 @@ interface ShownFile {
 }
 
 /** Where the reviewed files stand with the new records (an approval short of the threshold leaves one refused). */
-async function stateAfter(repo: Repository, governance: Governance, targets: Target[]): Promise<string> {
+async function stateAfter(
+  repo: Repository,
+  governance: Governance,
+  anchor: Governance | undefined,
+  targets: Target[],
+): Promise<string> {
   const notesAt = await repo.ledger.tip();
   const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
-  const anchor = await rulesInForce(repo);
-  const judged = await judgeFiles(await withVersionsReplaced(repo, targets, anchor), {
+  const judged = await judgeFiles(targets, {
     governance,
     anchor,
     ledger: repo.ledger,
@@ -323,13 +331,13 @@ async function stateAfter(repo: Repository, governance: Governance, targets: Tar
 async function describe(
   repo: Repository,
   governance: Governance,
+  anchor: Governance | undefined,
   targets: Target[],
 ): Promise<{ files: ShownFile[]; text: string }> {
   const notesAt = await repo.ledger.tip();
   const index = await loadPathIndex(repo.ledger, notesAt, repo.cacheDir);
-  const anchor = await rulesInForce(repo);
   const ctx = { governance, anchor, ledger: repo.ledger, notesAt, index, batch: repo.objects };
-  const now = await judgeFiles(await withVersionsReplaced(repo, targets, anchor), ctx);
+  const now = await judgeFiles(targets, ctx);
   const governedNow = governedMatcher(governance.policy);
   const recordsOn = async (blobs: string[]) =>
     notesAt === null || blobs.length === 0
