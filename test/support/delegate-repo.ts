@@ -47,6 +47,7 @@ export interface Receipt {
     bytes: number;
     sha256: string;
   }>;
+  contextTargets: Array<{ path: string; lineRange: null; lines: number; bytes: number; sha256: string }>;
   contextWidened: Array<{ path: string; lineRange: [number, number] | null; sha256: string }>;
   verification: {
     command: string | null;

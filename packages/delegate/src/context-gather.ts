@@ -1,13 +1,14 @@
 /**
- * The context the worker is shown: the unit's declared context files and, with retryContext "auto", the
- * surroundings of where the previous attempt failed (retry-context.ts). The receipt keeps what was shown, the
- * widened part apart, because the record signs it; locations taken by an attempt that gave no answer are offered
- * again.
+ * The context the worker is shown: the unit's declared context files, the target files that exist (whole, unless
+ * contextFiles names them), and, with retryContext "auto", the surroundings of where the previous attempt failed
+ * (retry-context.ts). The receipt keeps what was shown, each part apart, because the record signs it; locations
+ * taken by an attempt that gave no answer are offered again.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Repository } from '@delegate-git/core/repository';
-import { canonicalisePath, entersGitDir } from './containment.js';
-import { readContext } from './context.js';
+import { canonicalisePath, entersGitDir, locateReadable } from './containment.js';
+import { CONTEXT_MAX_BYTES, type InjectedContext, readContext } from './context.js';
 import type { OperatorSettings } from './operator-config.js';
 import type { DelegationReceipt } from './receipt.js';
 import { gitDirsOf } from './repository-paths.js';
@@ -28,28 +29,97 @@ export async function gatherContext(
   const gitDirs = gitDirsOf(repo);
   const declared = await readContext(unit.contextFiles ?? [], { workspace: ws, gitDirs });
   if (!declared.ok) return declared;
-  receipt.context = declared.context.map(({ text: _text, ...meta }) => meta);
-  if (settings.retryContext !== 'auto') return { ...declared, retry: undefined, taken: [] };
-  const locations = await takeRetryLocations(retryStore(repo), ws);
-  const declaredPaths = new Set(
-    (unit.contextFiles ?? []).map((c) => canonicalisePath(path.resolve(ws, c.path))),
+  receipt.context = withoutText(declared.context);
+  // Each file is shown once: a target or a retry location the unit already shows (or pins as contract) is left out.
+  const shownPaths = new Set([
+    ...(unit.contextFiles ?? []).map((c) => canonicalisePath(path.resolve(ws, c.path))),
+    ...contractFiles,
+  ]);
+  const targetFiles = existingTargets(unit.targetFiles ?? [], ws, gitDirs).filter(
+    (t) => !shownPaths.has(t.absolute),
   );
+  for (const t of targetFiles) shownPaths.add(t.absolute);
+  const targets = await readContext(
+    targetFiles.map((t) => ({ path: t.path })),
+    {
+      workspace: ws,
+      gitDirs,
+      maxBytes: CONTEXT_MAX_BYTES - bytesOf(declared.context),
+    },
+  );
+  if (!targets.ok) return { ok: false as const, errors: targets.errors.map(asTargetError) };
+  receipt.contextTargets = withoutText(targets.context);
+  const shown = { ok: true as const, context: declared.context, targets: targets.context };
+  if (settings.retryContext !== 'auto') return { ...shown, retry: undefined, taken: [] };
+  const locations = await takeRetryLocations(retryStore(repo), ws);
   // A git directory is never read for the worker (readContext refuses it): such a location is dropped, not the rest.
   const windows = retryWindows(locations, (rel) => {
     const abs = canonicalisePath(path.resolve(ws, rel));
-    return declaredPaths.has(abs) || contractFiles.includes(abs) || entersGitDir(abs, gitDirs);
+    return shownPaths.has(abs) || entersGitDir(abs, gitDirs);
   });
-  if (windows.length === 0) return { ...declared, retry: undefined, taken: locations };
+  if (windows.length === 0) return { ...shown, retry: undefined, taken: locations };
   // Best effort: widened context that cannot be read (budget, missing file) is dropped, never a refusal.
-  const widened = await readContext([...(unit.contextFiles ?? []), ...windows], { workspace: ws, gitDirs });
-  if (!widened.ok) return { ...declared, retry: undefined, taken: locations };
-  const extra = widened.context.slice(declared.context.length);
-  receipt.contextWidened = extra.map(({ text: _text, ...meta }) => meta);
+  const widened = await readContext(windows, {
+    workspace: ws,
+    gitDirs,
+    maxBytes: CONTEXT_MAX_BYTES - bytesOf(declared.context) - bytesOf(targets.context),
+  });
+  if (!widened.ok) return { ...shown, retry: undefined, taken: locations };
+  receipt.contextWidened = withoutText(widened.context);
   return {
-    ...declared,
-    retry: { note: 'The previous attempt at this unit failed at the locations shown below.', context: extra },
+    ...shown,
+    retry: {
+      note: 'The previous attempt at this unit failed at the locations shown below.',
+      context: widened.context,
+    },
     taken: locations,
   };
+}
+
+/**
+ * The unit's target files that exist in the workspace: the worker changes an existing file only with a patch whose
+ * SEARCH text is copied from it, so it is shown the file. A directory, and a path outside the workspace or in a git
+ * directory (where the write is refused) are left out. The caller leaves out what the unit shows already (a range of
+ * it in contextFiles: the architect's choice stands).
+ */
+function existingTargets(
+  targetFiles: readonly string[],
+  ws: string,
+  gitDirs: readonly string[],
+): Array<{ path: string; absolute: string }> {
+  const workspace = canonicalisePath(path.resolve(ws));
+  const found = new Map<string, string>();
+  for (const target of targetFiles) {
+    if (target.trim() === '') continue;
+    const located = locateReadable(workspace, target, gitDirs);
+    if (typeof located === 'string' || found.has(located.absolute) || !isRegularFile(located.absolute))
+      continue;
+    found.set(located.absolute, target);
+  }
+  return [...found].map(([absolute, target]) => ({ path: target, absolute }));
+}
+
+function isRegularFile(absolute: string): boolean {
+  try {
+    return fs.statSync(absolute).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** readContext names a refused request by its path: a target's says why it was read at all. */
+function asTargetError(error: string): string {
+  return error.startsWith('credential in ')
+    ? error
+    : `target ${error}. A target file that exists is shown to the worker whole, so that it can patch it: name a line range of it in contextFiles to show only that range, or split the unit.`;
+}
+
+function withoutText(context: readonly InjectedContext[]): Array<Omit<InjectedContext, 'text'>> {
+  return context.map(({ text: _text, ...meta }) => meta);
+}
+
+function bytesOf(context: readonly InjectedContext[]): number {
+  return context.reduce((sum, c) => sum + c.bytes, 0);
 }
 
 /**

@@ -35,7 +35,8 @@ export interface InjectedContext {
 
 export type ContextResult = { ok: true; context: InjectedContext[] } | { ok: false; errors: string[] };
 
-const DEFAULT_CONTEXT_MAX_BYTES = 32768;
+/** The bytes of file content one prompt may show the worker, all context together. */
+export const CONTEXT_MAX_BYTES = 32768;
 
 const READ_CHUNK_BYTES = 64 * 1024;
 
@@ -43,7 +44,7 @@ export async function readContext(
   requests: ContextRequest[],
   opts: { workspace: string; maxBytes?: number; gitDirs?: readonly string[] },
 ): Promise<ContextResult> {
-  const maxBytes = opts.maxBytes ?? DEFAULT_CONTEXT_MAX_BYTES;
+  const maxBytes = opts.maxBytes ?? CONTEXT_MAX_BYTES;
   let workspace: string;
   try {
     workspace = canonicalisePath(path.resolve(opts.workspace));

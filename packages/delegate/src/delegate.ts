@@ -272,7 +272,7 @@ class Delegation {
     if (!context.ok)
       return this.refuse(
         'CONTEXT_REFUSED',
-        'The declared context was refused; the worker was not called.',
+        'The context the worker would be shown was refused; the worker was not called.',
         context.errors,
       );
     return context;
@@ -295,7 +295,7 @@ class Delegation {
           timeoutMs: settings.worker.timeoutMs,
           idleTimeoutMs: settings.worker.idleTimeoutMs,
           maxTokens: settings.worker.maxTokens,
-          messages: buildWorkerMessages(this.unit, context.context, context.retry),
+          messages: buildWorkerMessages(this.unit, context, context.retry),
           onProgress: this.opts.onProgress,
           onSent: () => this.writers.start(),
         },

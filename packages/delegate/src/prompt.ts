@@ -1,6 +1,7 @@
 /**
  * The worker prompt: a fixed system prompt that teaches the two emission forms the emission parser accepts, and a
- * user prompt in the original plugin's layout (task, target files, declared context, verification command).
+ * user prompt in the original plugin's layout (task, target files, declared context, verification command), with the
+ * target files that exist shown as they are.
  * Pure: same unit and context in, same messages out.
  */
 import type { InjectedContext } from './context.js';
@@ -11,6 +12,12 @@ export interface PromptUnit {
   instruction: string;
   targetFiles?: string[];
   runVerification?: string;
+}
+
+/** The files the worker is shown: the unit's declared slices, and the target files that exist, whole. */
+export interface ShownFiles {
+  context: InjectedContext[];
+  targets: InjectedContext[];
 }
 
 export interface RetryPrompt {
@@ -24,7 +31,8 @@ const FENCE = '```';
 
 export const WORKER_SYSTEM_PROMPT = [
   'You are a coding worker. You write the code for one unit of work and nothing else.',
-  'You cannot read the repository: the only file contents you know are the ones shown under "Declared Context".',
+  'You cannot read the repository: the only file contents you know are the ones shown under "Declared Context" and',
+  '"Current Content of the Target Files".',
   '',
   'Emit every file change as a fenced code block. There are exactly two forms.',
   '',
@@ -65,20 +73,24 @@ export const WORKER_SYSTEM_PROMPT = [
 
 export function buildWorkerMessages(
   unit: PromptUnit,
-  context: InjectedContext[],
+  shown: ShownFiles,
   retry?: RetryPrompt,
 ): WorkerMessage[] {
   return [
     { role: 'system', content: WORKER_SYSTEM_PROMPT },
-    { role: 'user', content: buildUserPrompt(unit, context, retry) },
+    { role: 'user', content: buildUserPrompt(unit, shown, retry) },
   ];
 }
 
-function buildUserPrompt(unit: PromptUnit, context: InjectedContext[], retry?: RetryPrompt): string {
+function buildUserPrompt(unit: PromptUnit, { context, targets }: ShownFiles, retry?: RetryPrompt): string {
   const sections: string[] = [`Task: ${unit.taskName.trim() || 'Subtask'}\n${unit.instruction.trim()}`];
-  const targets = (unit.targetFiles ?? []).map((file) => file.trim()).filter((file) => file !== '');
-  if (targets.length > 0) sections.push(`Target Files:\n${targets.map((file) => `- ${file}`).join('\n')}`);
+  const named = (unit.targetFiles ?? []).map((file) => file.trim()).filter((file) => file !== '');
+  if (named.length > 0) sections.push(`Target Files:\n${named.map((file) => `- ${file}`).join('\n')}`);
   if (context.length > 0) sections.push(`Declared Context:\n${renderContextList(context)}`);
+  if (targets.length > 0)
+    sections.push(
+      `Current Content of the Target Files (change them with patch blocks):\n${renderContextList(targets)}`,
+    );
   if (retry) {
     const parts = [`Previous Attempt:\n${retry.note.trim()}`];
     if (retry.context.length > 0) {

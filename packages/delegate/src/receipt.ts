@@ -27,6 +27,8 @@ export interface DelegationReceipt {
   /** Paths the worker emitted again after a block for the same file: ignored, the first block was used. */
   duplicates: string[];
   context: Array<Omit<InjectedContext, 'text'>>;
+  /** The target files that existed, shown whole beside the declared context (unless it named them). */
+  contextTargets: Array<Omit<InjectedContext, 'text'>>;
   /** What the retry context added beyond the unit's declared context (shown to the worker, recorded as signed). */
   contextWidened: Array<Omit<InjectedContext, 'text'>>;
   verification: {
@@ -63,6 +65,7 @@ export function emptyReceipt(unit: Pick<Unit, 'taskName'>): DelegationReceipt {
     errors: [],
     duplicates: [],
     context: [],
+    contextTargets: [],
     contextWidened: [],
     verification: {
       command: null,

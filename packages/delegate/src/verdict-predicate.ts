@@ -39,7 +39,9 @@ export function verdictPredicate(
       instructionSha256: sha(unit.instruction),
       targetFiles: unit.targetFiles ?? [],
       contextFiles: r.context.map(contextEntry),
-      // The worker was also shown these (the previous failure's surroundings): the record says so.
+      // The worker was also shown these: the target files as they were (the record says what it changed from)...
+      ...(r.contextTargets.length > 0 ? { targetContextFiles: r.contextTargets.map(contextEntry) } : {}),
+      // ...and the previous failure's surroundings.
       ...(r.contextWidened.length > 0 ? { retryContextFiles: r.contextWidened.map(contextEntry) } : {}),
       contractFiles: r.contract.files.map((c) => ({ path: c.path, sha256: c.sha256 })),
       runVerification: unit.runVerification ?? null,

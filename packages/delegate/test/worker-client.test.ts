@@ -846,7 +846,7 @@ describe('buildWorkerMessages', () => {
         targetFiles: ['src/sum.ts', ' '],
         runVerification: 'node --test',
       },
-      context,
+      { context, targets: [] },
     );
     expect(system).toEqual({ role: 'system', content: WORKER_SYSTEM_PROMPT });
     expect(user!.role).toBe('user');
@@ -878,10 +878,14 @@ describe('buildWorkerMessages', () => {
   });
 
   it('omits empty sections and adds the retry note with its widened context', () => {
-    const [, user] = buildWorkerMessages({ taskName: '', instruction: 'Fix it.' }, [], {
-      note: '1 failed: src/a.ts:4:1 (ERR_ASSERTION)',
-      context: [context[0]!],
-    });
+    const [, user] = buildWorkerMessages(
+      { taskName: '', instruction: 'Fix it.' },
+      { context: [], targets: [] },
+      {
+        note: '1 failed: src/a.ts:4:1 (ERR_ASSERTION)',
+        context: [context[0]!],
+      },
+    );
     expect(user!.content).toBe(
       [
         'Task: Subtask',
@@ -901,7 +905,7 @@ describe('buildWorkerMessages', () => {
 
   it('the messages go over the wire unchanged', async () => {
     worker.enqueue({ content: 'ok' });
-    const built = buildWorkerMessages({ taskName: 'T', instruction: 'I' }, context);
+    const built = buildWorkerMessages({ taskName: 'T', instruction: 'I' }, { context, targets: [] });
     await callWorker(request({ messages: built }));
     expect((worker.requests[0]!.body as { messages: unknown }).messages).toEqual(built);
   });

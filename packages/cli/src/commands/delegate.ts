@@ -15,7 +15,8 @@ refs/notes/delegations on every blob it wrote. Commands decide the verdict, not 
 
 The unit: {"taskName", "instruction", "targetFiles", "contextFiles": [{"path","startLine","endLine"}],
 "contractFiles", "runVerification", "verificationRepeats", "workspaceDir"}; the worker may write only the
-targetFiles (none declared: nothing). The worker endpoint, model, verification approval and allowlist are
+targetFiles (none declared: nothing), and is shown the contextFiles and each target file that exists, whole
+(unless contextFiles names it: then only the slices named). The worker endpoint, model, verification approval and allowlist are
 operator settings (\`delegate-git config\`), never the unit's.
 
 Exit 0 for UNIT_PASSED (and NO_CHANGES), 1 for any other verdict, 2 for bad input or setup. Interrupted
@@ -161,6 +162,7 @@ function receiptJson(r: DelegationReceipt) {
     duplicates: r.duplicates,
     workspace: r.workspace,
     context: r.context,
+    contextTargets: r.contextTargets,
     contextWidened: r.contextWidened,
     verification: r.verification,
     coherence: r.coherence,
@@ -198,6 +200,8 @@ export function renderReceipt(r: DelegationReceipt): string {
     }
   }
   if (r.workspace) out.push(`Workspace: ${r.workspace}`);
+  if (r.contextTargets.length)
+    out.push(`Target files shown to the worker as they were: ${r.contextTargets.map(where).join(', ')}.`);
   if (r.contextWidened.length) {
     out.push(
       `Context widened with the previous failure at ${r.contextWidened.map(where).join(', ')}. The worker was shown code the architect did not name.`,
@@ -235,12 +239,17 @@ export function renderReceipt(r: DelegationReceipt): string {
       `Warning: the server counted ${r.tokens.prompt} prompt token(s) for about ${r.tokens.sent} sent: its context window (Ollama's num_ctx) may have cut the prompt, so the model may not have read the whole unit. Raise the server's context length.`,
     );
   out.push(`Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : ''}`);
-  // The worker is shown contextFiles only: a target that exists (an earlier run wrote it) is one it cannot patch.
+  // A file that exists is changed only by a patch; the worker is shown the targets, not other files it may write.
   const existing = r.errors.filter((e) => e.includes(WHOLE_FILE_OVER_EXISTING)).length;
-  if (existing > 0)
+  if (existing > 0) {
+    const [it, them] =
+      existing === 1
+        ? ['it', 'a whole file for a file that exists']
+        : ['them', `whole files for ${existing} files that exist`];
     out.push(
-      `Next: the worker sent ${existing === 1 ? 'a whole file for a target that exists' : `whole files for ${existing} targets that exist`} (an earlier run's, or yours), which only a patch may change: name ${existing === 1 ? 'it' : 'them'} in the unit's contextFiles so the worker sees ${existing === 1 ? 'it' : 'them'} and sends a patch, or delete ${existing === 1 ? 'it' : 'them'} to have ${existing === 1 ? 'it' : 'them'} written anew, then run the unit again.`,
+      `Next: the worker sent ${them} (an earlier run's, or yours), which only a patch may change: run the unit again (the worker is shown each target file as it is, or the slices of it contextFiles names, and may patch ${it} next time; name ${it} in targetFiles if ${it} is not there), or delete ${it} to have ${it} written anew.`,
     );
+  }
   // Unlike an interrupted run, the worker's files stay: the user decides about the program, then runs the unit again.
   if (r.verdict === 'VERIFICATION_NOT_APPROVED')
     out.push(

@@ -1,0 +1,159 @@
+// The worker is shown each target file that exists, as it is: it changes such a file only with a patch whose SEARCH
+// text is copied from it, so a unit that did not also name the file in contextFiles could not be done (finding dl02).
+// Built CLI, a temp repository, a real HTTP worker on 127.0.0.1 that records what it was sent.
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import {
+  type DelegateRepo,
+  decodeLine,
+  fileBlock,
+  makeDelegateRepo,
+  patchBlock,
+  userPrompt,
+} from '../support/delegate-repo.js';
+import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
+
+// Built at runtime so this file never holds a credential-shaped literal.
+const AWS_KEY_ID = ['AKIA', 'Z7Q2', 'X9RT', 'M4KD', 'P3WB'].join('');
+const GREET = "export function greet(name) {\n  return 'hello ' + name;\n}\n";
+// About 50 KB, over the 32 KiB the worker is shown at most.
+const BIG = Array.from({ length: 2000 }, (_, i) => `export const v${i} = ${i};\n`).join('');
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+let worker: FakeWorker;
+let repo: DelegateRepo;
+
+beforeAll(async () => {
+  worker = await startFakeWorker();
+  repo = await makeDelegateRepo({
+    workerUrl: worker.url,
+    files: {
+      'src/greet.js': GREET,
+      'src/ranged.js': 'export const a = 1;\nexport const b = 2;\nexport const c = 3;\n',
+      'src/big.js': BIG,
+      'src/secret.js': `export const id = '${AWS_KEY_ID}';\n`,
+      'lib/other.js': 'export {};\n',
+    },
+  });
+});
+
+afterAll(async () => {
+  await worker?.close();
+  repo?.cleanup();
+});
+
+const CURRENT = 'Current Content of the Target Files (change them with patch blocks):';
+
+describe('a target file that exists is shown to the worker', () => {
+  test('whole, under its own heading; the patch copied from it applies, and the record signs what was shown', async () => {
+    worker.enqueue({
+      content: patchBlock('src/greet.js', [["  return 'hello ' + name;", "  return 'hello, ' + name;"]]),
+    });
+    const { code, receipt, stdout } = await repo.delegate({
+      taskName: 'comma',
+      instruction: 'Greet with a comma.',
+      targetFiles: ['src/greet.js', 'src/new.js'],
+      runVerification: 'true',
+    });
+    expect(code, stdout).toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(userPrompt(worker.requests.at(-1))).toContain(`${CURRENT}\n--- src/greet.js ---\n${GREET}`);
+    // The target that does not exist yet is listed as a target, with no content.
+    expect(userPrompt(worker.requests.at(-1))).not.toContain('--- src/new.js ---');
+    expect(receipt?.context).toEqual([]);
+    expect(receipt?.contextTargets).toEqual([
+      { path: 'src/greet.js', lineRange: null, lines: 3, bytes: GREET.length, sha256: sha256(GREET) },
+    ]);
+    const predicate = decodeLine(receipt!.envelope!).predicate;
+    expect(predicate.unit.targetContextFiles).toEqual([
+      { path: 'src/greet.js', lineRange: null, sha256: sha256(GREET) },
+    ]);
+    expect(repo.read('src/greet.js')).toContain("return 'hello, ' + name;");
+  });
+
+  test('control: a unit whose targets do not exist shows none, and its record has no targetContextFiles', async () => {
+    worker.enqueue({ content: fileBlock('src/fresh.js', 'export {};') });
+    const { code, receipt } = await repo.delegate({
+      taskName: 'fresh',
+      instruction: 'Create src/fresh.js.',
+      targetFiles: ['src/fresh.js', 'lib/'],
+      runVerification: 'true',
+    });
+    expect(code).toBe(0);
+    expect(userPrompt(worker.requests.at(-1))).not.toContain(CURRENT);
+    expect(receipt?.contextTargets).toEqual([]);
+    // A directory target is not a file to show: its files are not sent.
+    expect(userPrompt(worker.requests.at(-1))).not.toContain('lib/other.js');
+    expect(decodeLine(receipt!.envelope!).predicate.unit).not.toHaveProperty('targetContextFiles');
+  });
+
+  test('a target the unit names in contextFiles is shown only as contextFiles names it', async () => {
+    worker.enqueue({
+      content: patchBlock('src/ranged.js', [['export const b = 2;', 'export const b = 20;']]),
+    });
+    const { code, receipt } = await repo.delegate({
+      taskName: 'ranged',
+      instruction: 'Set b to 20.',
+      targetFiles: ['src/ranged.js'],
+      contextFiles: [{ path: 'src/ranged.js', startLine: 2, endLine: 2 }],
+      runVerification: 'true',
+    });
+    expect(code).toBe(0);
+    const user = userPrompt(worker.requests.at(-1));
+    expect(user).toContain('Declared Context:\n--- src/ranged.js (lines 2-2) ---\nexport const b = 2;\n');
+    expect(user).not.toContain(CURRENT);
+    expect(receipt?.contextTargets).toEqual([]);
+  });
+});
+
+describe('a target the worker cannot be shown refuses the unit before the worker is called', () => {
+  test('over the context budget: CONTEXT_REFUSED, naming it as a target and what to do', async () => {
+    const before = worker.requestCount();
+    const { code, receipt } = await repo.delegate({
+      taskName: 'big',
+      instruction: 'Trim the comment.',
+      targetFiles: ['src/big.js'],
+      runVerification: 'true',
+    });
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('CONTEXT_REFUSED');
+    expect(receipt?.message).toContain('the worker was not called');
+    expect(receipt?.errors).toEqual([
+      expect.stringMatching(
+        /^target src\/big\.js: over the context budget: .* name a line range of it in contextFiles to show only that range, or split the unit\.$/,
+      ),
+    ]);
+    expect(worker.requestCount()).toBe(before);
+  });
+
+  test('control: the same file named by a line range in contextFiles is not refused', async () => {
+    worker.enqueue({
+      content: patchBlock('src/big.js', [['export const v0 = 0;', 'export const v0 = -1;']]),
+    });
+    const { code, receipt } = await repo.delegate({
+      taskName: 'big, ranged',
+      instruction: 'Trim the comment.',
+      targetFiles: ['src/big.js'],
+      contextFiles: [{ path: 'src/big.js', startLine: 1, endLine: 1 }],
+      runVerification: 'true',
+    });
+    expect(code).toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(receipt?.context.map((c) => c.lineRange)).toEqual([[1, 1]]);
+  });
+
+  test('holding a credential: CONTEXT_REFUSED without echoing it', async () => {
+    const before = worker.requestCount();
+    const { code, receipt, stdout } = await repo.delegate({
+      taskName: 'secret',
+      instruction: 'Rename id.',
+      targetFiles: ['src/secret.js'],
+      runVerification: 'true',
+    });
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('CONTEXT_REFUSED');
+    expect(receipt?.errors).toEqual([expect.stringMatching(/^credential in src\/secret\.js:1 \(aws/)]);
+    expect(stdout).not.toContain(AWS_KEY_ID);
+    expect(worker.requestCount()).toBe(before);
+  });
+});
