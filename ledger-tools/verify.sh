@@ -49,8 +49,14 @@ fi
 # remote without a ledger leaves none here either, and a remote that cannot be asked fails the step. Only the ref of
 # that exact name is the ledger: ls-remote also lists refs whose names merely end in it, and a fetch would take
 # refs/heads/refs/notes/delegations (or such a tag) where the ledger is gone.
-listed=$(git ls-remote -- "$remote" refs/notes/delegations)
+# Replace refs are asked for in the same call: git honours them wherever it reads, and a mirror clone takes them.
+listed=$(git ls-remote -- "$remote" refs/notes/delegations 'refs/replace/*')
 if [ $? -ne 0 ]; then cannot_answer "could not ask $remote for its ledger (git ls-remote failed)"; fi
+replaced=$(printf '%s\n' "$listed" | awk 'index($2, "refs/replace/") == 1 { print $2 }')
+if [ -n "$replaced" ]; then
+  first=$(printf '%s\n' "$replaced" | head -n 1)
+  cannot_answer "$remote holds replace refs ($(printf '%s\n' "$replaced" | wc -l | tr -d ' '), the first $first): every mirror clone, and every fetch of all refs, checks out the objects they name in place of the ones the ledger judged, which the server hook refuses and verify cannot vouch for. Delete them (\`git push $remote :$first\`, each) and run the job again"
+fi
 ledger=$(printf '%s\n' "$listed" | awk '$2 == "refs/notes/delegations" { print $1 }')
 if [ -n "$ledger" ]; then
   # --no-filter: in a partial clone (checkout's `filter:`, sparse checkouts) the notes would otherwise come without

@@ -100,6 +100,35 @@ describe('the ledger action', () => {
     expect(refTip(story, ci, LEDGER)).toBe(refTip(story, work, LEDGER));
   });
 
+  it('fails, before verify runs, while the remote holds a replace ref (rt57 f01); control: deleted there, it passes', () => {
+    const { remote, work } = hostedPair('replaced');
+    const blob = gitOk(story, work, ['rev-parse', 'HEAD:src/a.ts']);
+    const other = spawnSync('git', ['hash-object', '-w', '--stdin'], {
+      cwd: work,
+      env: story.env,
+      input: 'export const a = "never promoted";\n',
+    });
+    gitOk(story, work, ['replace', blob, other.stdout.toString().trim()]);
+    // A host without the hook takes it, and a mirror clone applies it to every checkout.
+    gitOk(story, work, ['push', '-q', 'origin', `refs/replace/${blob}`]);
+    const mirror = path.join(story.root, 'replaced-mirror');
+    gitOk(story, story.root, ['clone', '-q', '--mirror', `file://${remote}`, mirror]);
+    expect(gitOk(story, mirror, ['show', 'main:src/a.ts'])).toContain('never promoted');
+
+    const ci = cloneInto(story, remote, 'replaced-ci');
+    const refused = verifyStep(ci);
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toContain(
+      `::error::origin holds replace refs (1, the first refs/replace/${blob})`,
+    );
+    expect(refused.stdout).not.toContain('verify: ok');
+
+    gitOk(story, work, ['push', '-q', 'origin', `:refs/replace/${blob}`]);
+    const step = verifyStep(ci);
+    expect(step.code, step.stdout + step.stderr).toBe(0);
+    expect(step.stdout).toContain('verify: ok');
+  });
+
   it("in a shallow clone (actions/checkout's default) fetches the whole history first; verify alone refuses to answer there", () => {
     const { remote, work } = hostedPair('shallow');
     const shallowClone = (name: string) => {

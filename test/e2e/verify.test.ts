@@ -960,6 +960,40 @@ describe('a note the object store lost (rt51 f03)', () => {
   });
 });
 
+describe('a clone whose git shows other objects than it stores (rt57 f01)', () => {
+  it('a replace ref: git checks out the unpromoted replacement, so verify answers nothing (exit 2); control: without it, exit 0', () => {
+    const dir = copyWorkTree(story, template, 'replaced');
+    const unpromoted = spawnSync('git', ['hash-object', '-w', '--stdin'], {
+      cwd: dir,
+      env: story.env,
+      input: 'export const a = "not what was promoted";\n',
+    });
+    const replacement = unpromoted.stdout.toString().trim();
+    gitOk(story, dir, ['replace', blobs.a, replacement]);
+    expect(gitOk(story, dir, ['show', 'HEAD:src/a.ts'])).toContain('not what was promoted');
+
+    const refused = verify(dir);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`This clone holds a replace ref (refs/replace/${blobs.a})`);
+    expect(refused.stderr).toContain(`git replace -d ${blobs.a}`);
+
+    gitOk(story, dir, ['replace', '-d', blobs.a]);
+    expect(verify(dir).code).toBe(0);
+  });
+
+  it('a grafts file: exit 2 naming it; control: moved aside, exit 0', () => {
+    const dir = copyWorkTree(story, template, 'grafted');
+    const grafts = path.join(dir, '.git', 'info', 'grafts');
+    fs.mkdirSync(path.dirname(grafts), { recursive: true });
+    fs.writeFileSync(grafts, `${gitOk(story, dir, ['rev-parse', 'HEAD'])}\n`);
+    const refused = verify(dir);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('This clone has a grafts file');
+    fs.renameSync(grafts, `${grafts}.aside`);
+    expect(verify(dir).code).toBe(0);
+  });
+});
+
 describe('the JSON shape', () => {
   it('has the documented keys (more may be added; none of these may go)', () => {
     const { result } = verifyJson(template);

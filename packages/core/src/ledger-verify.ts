@@ -12,7 +12,7 @@ import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { type CheckResult, resolveCommit } from './checks.js';
 import { DelegateGitError } from './errors.js';
-import { gitTry } from './git.js';
+import { git, gitTry } from './git.js';
 import { type Governance, loadGovernance, revokedWhere, withRevocationsOf } from './governance.js';
 import {
   type GovernanceChangeProblem,
@@ -134,6 +134,7 @@ export function verificationExitCode(v: LedgerVerification): 0 | 1 {
 export async function verifyLedger(repo: Repository, opts: VerifyOptions = {}): Promise<LedgerVerification> {
   const rev = opts.rev ?? 'HEAD';
   refuseShallow(repo);
+  await refuseReplaced(repo);
   const commit = await resolveCommit(repo, rev);
   const since = opts.since === undefined ? undefined : await resolveVerified(repo, opts.since);
   const revoking =
@@ -245,6 +246,32 @@ function refuseShallow(repo: Repository): void {
   throw new DelegateGitError(
     'GIT',
     "This clone is shallow: verify judges the history of the policy and the keys, and the ledger's own history, which a shallow clone does not hold, so it cannot answer here. Fetch the whole history (`git fetch --unshallow`, or `fetch-depth: 0` for actions/checkout) and run verify again.",
+  );
+}
+
+/**
+ * Replace refs and a grafts file make git check out, show and archive other objects, or another history, than the
+ * ones stored, while verify judges what is stored (gitEnv sets GIT_NO_REPLACE_OBJECTS): a pass would vouch for what
+ * this clone does not hold (rt57 f01; the server hook refuses such refs, a host without it keeps them for every
+ * mirror clone). So verify refuses to answer in such a clone.
+ */
+async function refuseReplaced(repo: Repository): Promise<void> {
+  const grafts = path.join(repo.layout.commonDir, 'info', 'grafts');
+  if (fs.existsSync(grafts))
+    throw new DelegateGitError(
+      'GIT',
+      `This clone has a grafts file (${grafts}): git reads the history through it, so verify's answer would not be about the history this clone shows. Remove it (or move it aside) and run verify again.`,
+    );
+  const listed = await git(['for-each-ref', '--format=%(refname)', 'refs/replace/'], {
+    cwd: repo.cwd,
+    env: repo.env,
+  });
+  const refs = listed.toString('utf8').split('\n').filter(Boolean);
+  if (refs.length === 0) return;
+  const first = refs[0]!.slice('refs/replace/'.length);
+  throw new DelegateGitError(
+    'GIT',
+    `This clone holds ${refs.length === 1 ? 'a replace ref' : `${refs.length} replace refs`} (refs/replace/${first}${refs.length > 1 ? ', …' : ''}): git checks out, shows and archives the object ${refs.length === 1 ? 'it names' : 'each names'} in place of the one stored, while verify judges what is stored, so its answer would not be about what this clone holds. The server hook refuses such refs; a host without it (github.com) keeps them for every mirror clone. Delete them (\`git replace -d ${first}\`${refs.length > 1 ? ', and so on' : ''}; on the remote too) and run verify again.`,
   );
 }
 
