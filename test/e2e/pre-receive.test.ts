@@ -1067,6 +1067,31 @@ describe('pre-receive: the server’s own git configuration', () => {
     expect(accepted.code, accepted.stderr).toBe(0);
   });
 
+  it('receive.shallowUpdate: a push from a shallow clone is refused, the server left whole (rt57 f08); control: the same branch pushed with its history is taken', () => {
+    const { server, work } = adoptedPair('shallow-push');
+    gitOk(story, server, ['config', 'receive.shallowUpdate', 'true']);
+    gitOk(story, work, ['checkout', '-q', '-b', 'feat']);
+    for (const text of ['one', 'two']) {
+      writeFiles(work, { 'notes.txt': `${text}\n` });
+      gitOk(story, work, ['add', 'notes.txt']);
+      gitOk(story, work, ['commit', '-q', '--no-verify', '-m', text]);
+    }
+    const shallow = path.join(story.root, 'shallow-push-clone');
+    gitOk(story, story.root, ['clone', '-q', '--depth', '1', '-b', 'feat', `file://${work}`, shallow]);
+    const refused = gitRun(story, shallow, ['push', `file://${server}`, 'feat']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('this push comes from a shallow clone and lacks history');
+    expect(refused.stderr).toContain('git fetch --unshallow');
+    // Judged alone: no advice about rules the push does not change.
+    expect(refused.stderr).not.toContain('policy or the trust root');
+    expect(fs.existsSync(path.join(server, 'shallow'))).toBe(false);
+    expect(gitRun(story, server, ['rev-parse', '--verify', '-q', 'refs/heads/feat']).code).not.toBe(0);
+
+    const accepted = gitRun(story, work, ['push', 'origin', 'feat']);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(fs.existsSync(path.join(server, 'shallow'))).toBe(false);
+  });
+
   // Signing needs ssh-keygen; without it this case cannot be made here, and says so by being skipped.
   it.skipIf(!sshKeygen)('reads signed commits correctly when log.showSignature is true', () => {
     const key = path.join(story.root, 'signing-key');
