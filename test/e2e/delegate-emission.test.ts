@@ -237,7 +237,7 @@ describe('a SEARCH/REPLACE block patches a file', () => {
     expect(receipt?.errors).toEqual([expect.stringContaining('matched more than once (2 times)')]);
     expect(receipt?.files).toEqual([]);
     expect(receipt?.verification.runs).toEqual([]);
-    expect(receipt?.verification.skipped).toBe('nothing was written');
+    expect(receipt?.verification.skipped).toBe('the emission had refused files');
     expect(repo.read('src/dup.js')).toBe(DUPLICATED_FILE);
     expect(repo.ledgerCommits()).toBe(ledgerBefore);
     expect(receipt?.envelope).toBeNull();

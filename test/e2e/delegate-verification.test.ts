@@ -455,3 +455,39 @@ function processIsRunning(pid: number): boolean {
     return false;
   }
 }
+
+describe('a worker that writes nothing (ux57 f09: commands, not claims, decide)', () => {
+  const unit = (runVerification: string) => ({
+    taskName: 'nothing to do?',
+    instruction: 'Make the check pass.',
+    targetFiles: ['src/'],
+    runVerification,
+  });
+  const claim = 'The existing implementation already handles this, so no changes are needed.';
+
+  test('its claim that nothing needed changing is checked: a failing command is UNIT_FAILED (exit 1), nothing recorded', async () => {
+    const ledgerBefore = repo.ledgerCommits();
+    worker.enqueue({ content: claim });
+    const { code, receipt, stdout } = await repo.delegate(unit('exit 1'));
+    expect(code).toBe(1);
+    expect(receipt?.verdict).toBe('UNIT_FAILED');
+    expect(receipt?.files).toEqual([]);
+    expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([1, 1, 1]);
+    expect(receipt?.message).toContain("the worker's word that nothing needed changing is not borne out");
+    expect(receipt?.envelope).toBeNull();
+    expect(repo.ledgerCommits()).toBe(ledgerBefore);
+    expect(stdout).not.toContain('NO_CHANGES');
+  });
+
+  test('control: a command that passes on the work tree as it is leaves NO_CHANGES (exit 0)', async () => {
+    worker.enqueue({ content: claim });
+    const { code, receipt } = await repo.delegate(unit('true'));
+    expect(code).toBe(0);
+    expect(receipt?.verdict).toBe('NO_CHANGES');
+    expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([0, 0, 0]);
+    expect(receipt?.message).toBe(
+      'The worker wrote nothing, and the verification passes on the work tree as it is.',
+    );
+    expect(receipt?.envelope).toBeNull();
+  });
+});

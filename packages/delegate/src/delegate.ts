@@ -378,13 +378,15 @@ class Delegation {
   /** Verification, coherence, the contract re-hashed and the written files hashed: the verdict. */
   private async judge(ws: string, contract: PinnedContract, plan: WritePlan): Promise<void> {
     const { receipt, opts, unit } = this;
-    const wroteCleanly = plan.files.length > 0 && receipt.errors.length === 0;
+    const refused = receipt.errors.length > 0;
     const { ran, notApproved, unitFailed, flaky, verifiedAs } = await verificationStep(unit, opts, receipt, {
       workspace: ws,
       files: plan.files,
-      wroteCleanly,
+      refused,
     });
-    const coherenceFailed = wroteCleanly && (await coherenceStep(opts, receipt, this.top));
+    // The project-wide check judges a change; a worker that wrote nothing made none.
+    const coherenceFailed =
+      plan.files.length > 0 && !refused && (await coherenceStep(opts, receipt, this.top));
     receipt.contract = recheckContract(contract);
     // Read once: what is fingerprinted is what is hashed and recorded (written-content.ts).
     const contents = plan.files.map((f) => regularContent(f.absolute));
@@ -405,7 +407,12 @@ class Delegation {
       emissionErrors: receipt.errors.length,
       changedWhileVerified: changedByLastRun || (ran && stored.problems.length > 0),
     });
-    if (receipt.verdict === 'UNIT_UNVERIFIED' && ran)
+    if (plan.files.length === 0 && ran && !refused)
+      receipt.message =
+        receipt.verdict === 'NO_CHANGES'
+          ? 'The worker wrote nothing, and the verification passes on the work tree as it is.'
+          : "The worker wrote nothing, and the verification does not pass on the work tree as it is: the worker's word that nothing needed changing is not borne out. Nothing was recorded (there is no written file to record it on).";
+    else if (receipt.verdict === 'UNIT_UNVERIFIED' && ran)
       receipt.message = changedByLastRun
         ? 'The files written changed during the last verification run (or the coherence check after it), so what ' +
           'would be recorded is not what was verified. A command that formats files must find them formatted when run ' +

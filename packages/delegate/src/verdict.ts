@@ -34,7 +34,8 @@ export interface VerdictInputs {
 /**
  * Precedence (DESIGN 4.4, plugin 2.12), first match wins:
  * CONTRACT_MODIFIED > VERIFICATION_NOT_APPROVED > UNIT_FLAKY > coherence failed (INCOHERENT if the unit itself
- * passed or was unverified, else UNIT_FAILED) > NO_CHANGES (nothing written, nothing refused) > UNIT_FAILED
+ * passed or was unverified, else UNIT_FAILED) > NO_CHANGES (nothing written, nothing refused, and the command, if
+ * any, passed on the work tree as it is; else UNIT_FAILED) > UNIT_FAILED
  * (any emission error: a unit that was only partly written did not do what it was asked) > UNIT_UNVERIFIED (no
  * command ran) > UNIT_FAILED (a run failed) > UNIT_UNVERIFIED (the files changed while the last run verified them)
  * > UNIT_PASSED.
@@ -47,7 +48,8 @@ export function resolveVerdict(i: VerdictInputs): Verdict {
     const unitHeld = i.emissionErrors === 0 && (!i.ran || i.unitFailed === 0);
     return unitHeld ? 'INCOHERENT' : 'UNIT_FAILED';
   }
-  if (i.filesWritten === 0 && i.emissionErrors === 0) return 'NO_CHANGES';
+  // Nothing written is NO_CHANGES only when the command, if there is one, passes on the work tree as it is.
+  if (i.filesWritten === 0 && i.emissionErrors === 0) return i.unitFailed > 0 ? 'UNIT_FAILED' : 'NO_CHANGES';
   if (i.emissionErrors > 0) return 'UNIT_FAILED';
   if (!i.ran) return 'UNIT_UNVERIFIED';
   if (i.unitFailed > 0) return 'UNIT_FAILED';

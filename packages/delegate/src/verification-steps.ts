@@ -39,14 +39,15 @@ export interface VerificationOutcome {
 }
 
 /**
- * The unit's verification command, run only when the files were written cleanly and the operator's policy allows it
- * (or the operator, asked, does); the receipt's `verification` says what happened and why.
+ * The unit's verification command, run when nothing the worker sent was refused and the operator's policy allows it
+ * (or the operator, asked, does); the receipt's `verification` says what happened and why. It runs when the worker
+ * wrote nothing too: its word that nothing needed changing is a claim, and the command decides it.
  */
 export async function verificationStep(
   unit: Unit,
   opts: DelegationOptions,
   receipt: DelegationReceipt,
-  written: { workspace: string; files: readonly PlannedFile[]; wroteCleanly: boolean },
+  written: { workspace: string; files: readonly PlannedFile[]; refused: boolean },
 ): Promise<VerificationOutcome> {
   const { repo, settings } = opts;
   const outcome: VerificationOutcome = {
@@ -59,9 +60,8 @@ export async function verificationStep(
   const command = unit.runVerification ?? null;
   receipt.verification.command = command;
   if (!command) return outcome;
-  if (!written.wroteCleanly) {
-    receipt.verification.skipped =
-      written.files.length === 0 ? 'nothing was written' : 'the emission had refused files';
+  if (written.refused) {
+    receipt.verification.skipped = 'the emission had refused files';
     return outcome;
   }
   const policy = evaluateVerificationPolicy(command, settings.verification);

@@ -55,7 +55,9 @@ describe('resolveVerdict precedence', () => {
     ['coherence failed, emission errors', { coherenceFailed: true, emissionErrors: 1 }, 'UNIT_FAILED'],
     // NO_CHANGES.
     ['nothing written, nothing refused, no command', { filesWritten: 0, ran: false }, 'NO_CHANGES'],
-    ['nothing written, nothing refused, a failing run', { filesWritten: 0, unitFailed: 3 }, 'NO_CHANGES'],
+    ['nothing written, nothing refused, runs passed', { filesWritten: 0 }, 'NO_CHANGES'],
+    // The worker's word that nothing needed changing, which the command does not bear out (ux57 f09).
+    ['nothing written, nothing refused, a failing run', { filesWritten: 0, unitFailed: 3 }, 'UNIT_FAILED'],
     // Emission errors.
     ['nothing written because everything was refused', { filesWritten: 0, emissionErrors: 2 }, 'UNIT_FAILED'],
     ['partly written, runs passed', { emissionErrors: 1 }, 'UNIT_FAILED'],

@@ -19,7 +19,8 @@ targetFiles (none declared: nothing), and is shown the contextFiles and each tar
 (unless contextFiles names it: then only the slices named). The worker endpoint, model, verification approval and allowlist are
 operator settings (\`delegate-git config\`), never the unit's.
 
-Exit 0 for UNIT_PASSED (and NO_CHANGES), 1 for any other verdict, 2 for bad input or setup. Interrupted
+Exit 0 for UNIT_PASSED (and NO_CHANGES: the worker wrote nothing, and the unit's command, run on the work
+tree as it is, passes), 1 for any other verdict, 2 for bad input or setup. Interrupted
 (Ctrl-C, SIGTERM, SIGHUP) before the verdict is recorded, it puts back the files the worker wrote and records
 nothing (a file it cannot put back is named, with where the copy of what it held is kept); while it is recorded, it
 finishes the record first. It says which, and exits 128 + the signal's number. Killed outright (SIGKILL, a crash, a
