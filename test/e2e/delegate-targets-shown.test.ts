@@ -57,6 +57,9 @@ describe('a target file that exists is shown to the worker', () => {
     });
     expect(code, stdout).toBe(0);
     expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(userPrompt(worker.requests.at(-1))).toContain(
+      'Target Files:\n- src/greet.js (exists: change it with a patch block)\n- src/new.js\n',
+    );
     expect(userPrompt(worker.requests.at(-1))).toContain(`${CURRENT}\n--- src/greet.js ---\n${GREET}`);
     // The target that does not exist yet is listed as a target, with no content.
     expect(userPrompt(worker.requests.at(-1))).not.toContain('--- src/new.js ---');
@@ -103,6 +106,31 @@ describe('a target file that exists is shown to the worker', () => {
     expect(user).toContain('Declared Context:\n--- src/ranged.js (lines 2-2) ---\nexport const b = 2;\n');
     expect(user).not.toContain(CURRENT);
     expect(receipt?.contextTargets).toEqual([]);
+  });
+});
+
+describe('a unit run again after a failure (ux57 f02)', () => {
+  test('the file the failed attempt created is shown as it is and marked to be patched; the patch passes', async () => {
+    const unit = {
+      taskName: 'kebab',
+      instruction: 'Create src/kebab.js exporting kebab = "good".',
+      targetFiles: ['src/kebab.js'],
+      runVerification: 'grep -q good src/kebab.js',
+    };
+    worker.enqueue({ content: fileBlock('src/kebab.js', 'export const kebab = "bad";') });
+    const first = await repo.delegate(unit);
+    expect(first.receipt?.verdict).toBe('UNIT_FAILED');
+    expect(repo.read('src/kebab.js')).toBe('export const kebab = "bad";\n');
+
+    worker.enqueue({
+      content: patchBlock('src/kebab.js', [['export const kebab = "bad";', 'export const kebab = "good";']]),
+    });
+    const second = await repo.delegate(unit);
+    const user = userPrompt(worker.requests.at(-1));
+    expect(user).toContain('Target Files:\n- src/kebab.js (exists: change it with a patch block)\n');
+    expect(user).toContain(`${CURRENT}\n--- src/kebab.js ---\nexport const kebab = "bad";\n`);
+    expect(second.code).toBe(0);
+    expect(second.receipt?.verdict).toBe('UNIT_PASSED');
   });
 });
 

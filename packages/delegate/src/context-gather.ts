@@ -35,9 +35,8 @@ export async function gatherContext(
     ...(unit.contextFiles ?? []).map((c) => canonicalisePath(path.resolve(ws, c.path))),
     ...contractFiles,
   ]);
-  const targetFiles = existingTargets(unit.targetFiles ?? [], ws, gitDirs).filter(
-    (t) => !shownPaths.has(t.absolute),
-  );
+  const existing = existingTargets(unit.targetFiles ?? [], ws, gitDirs);
+  const targetFiles = existing.filter((t) => !shownPaths.has(t.absolute));
   for (const t of targetFiles) shownPaths.add(t.absolute);
   const targets = await readContext(
     targetFiles.map((t) => ({ path: t.path })),
@@ -49,7 +48,12 @@ export async function gatherContext(
   );
   if (!targets.ok) return { ok: false as const, errors: targets.errors.map(asTargetError) };
   receipt.contextTargets = withoutText(targets.context);
-  const shown = { ok: true as const, context: declared.context, targets: targets.context };
+  const shown = {
+    ok: true as const,
+    context: declared.context,
+    targets: targets.context,
+    existing: existing.map((t) => t.path),
+  };
   if (settings.retryContext !== 'auto') return { ...shown, retry: undefined, taken: [] };
   const locations = await takeRetryLocations(retryStore(repo), ws);
   // A git directory is never read for the worker (readContext refuses it): such a location is dropped, not the rest.
@@ -77,10 +81,10 @@ export async function gatherContext(
 }
 
 /**
- * The unit's target files that exist in the workspace: the worker changes an existing file only with a patch whose
- * SEARCH text is copied from it, so it is shown the file. A directory, and a path outside the workspace or in a git
- * directory (where the write is refused) are left out. The caller leaves out what the unit shows already (a range of
- * it in contextFiles: the architect's choice stands).
+ * The unit's target files that exist in the workspace, as the unit spells them: the worker changes an existing file
+ * only with a patch whose SEARCH text is copied from it, so it is shown the file. A directory, and a path outside the
+ * workspace or in a git directory (where the write is refused) are left out. The caller leaves out what the unit
+ * shows already (a range of it in contextFiles: the architect's choice stands); one file spelled twice is read once.
  */
 function existingTargets(
   targetFiles: readonly string[],
@@ -88,15 +92,14 @@ function existingTargets(
   gitDirs: readonly string[],
 ): Array<{ path: string; absolute: string }> {
   const workspace = canonicalisePath(path.resolve(ws));
-  const found = new Map<string, string>();
-  for (const target of targetFiles) {
-    if (target.trim() === '') continue;
+  return targetFiles.flatMap((spelled) => {
+    const target = spelled.trim();
+    if (target === '') return [];
     const located = locateReadable(workspace, target, gitDirs);
-    if (typeof located === 'string' || found.has(located.absolute) || !isRegularFile(located.absolute))
-      continue;
-    found.set(located.absolute, target);
-  }
-  return [...found].map(([absolute, target]) => ({ path: target, absolute }));
+    return typeof located !== 'string' && isRegularFile(located.absolute)
+      ? [{ path: target, absolute: located.absolute }]
+      : [];
+  });
 }
 
 function isRegularFile(absolute: string): boolean {

@@ -18,6 +18,8 @@ export interface PromptUnit {
 export interface ShownFiles {
   context: InjectedContext[];
   targets: InjectedContext[];
+  /** The unit's target files (as it spells them) that exist: each is changed by a patch, never written whole. */
+  existing?: readonly string[];
 }
 
 export interface RetryPrompt {
@@ -82,10 +84,18 @@ export function buildWorkerMessages(
   ];
 }
 
-function buildUserPrompt(unit: PromptUnit, { context, targets }: ShownFiles, retry?: RetryPrompt): string {
+function buildUserPrompt(
+  unit: PromptUnit,
+  { context, targets, existing = [] }: ShownFiles,
+  retry?: RetryPrompt,
+): string {
   const sections: string[] = [`Task: ${unit.taskName.trim() || 'Subtask'}\n${unit.instruction.trim()}`];
   const named = (unit.targetFiles ?? []).map((file) => file.trim()).filter((file) => file !== '');
-  if (named.length > 0) sections.push(`Target Files:\n${named.map((file) => `- ${file}`).join('\n')}`);
+  // Said where the worker reads the list: a model that re-sent a file an earlier attempt wrote as a whole file was
+  // refused every time (ux57 f02).
+  const form = (file: string) => (existing.includes(file) ? ' (exists: change it with a patch block)' : '');
+  if (named.length > 0)
+    sections.push(`Target Files:\n${named.map((file) => `- ${file}${form(file)}`).join('\n')}`);
   if (context.length > 0) sections.push(`Declared Context:\n${renderContextList(context)}`);
   if (targets.length > 0)
     sections.push(
