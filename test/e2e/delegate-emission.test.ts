@@ -68,6 +68,31 @@ describe('a second block for the same file', () => {
     expect((await repo.delegate(unit)).receipt?.duplicates).toEqual([]);
     fs.rmSync(path.join(repo.dir, 'src/twice.js'));
   });
+
+  test('patch blocks for one file, prose between, are applied in order as one patch (ux57 f04)', async () => {
+    repo.write('src/hunks.js', 'export const a = 1;\nexport const mid = 0;\nexport const b = 1;\n');
+    repo.git(['add', 'src/hunks.js']);
+    worker.enqueue({
+      content:
+        `First a:\n${patchBlock('src/hunks.js', [['export const a = 1;', 'export const a = 2;']])}\n` +
+        `Then b:\n${patchBlock('src/hunks.js', [['export const b = 1;', 'export const b = 2;']])}`,
+    });
+    const { code, receipt } = await repo.delegate({
+      taskName: 'hunks',
+      instruction: 'Set a and b to 2.',
+      targetFiles: ['src/hunks.js'],
+      runVerification: 'grep -q "a = 2" src/hunks.js && grep -q "b = 2" src/hunks.js',
+    });
+    expect(code).toBe(0);
+    expect(receipt?.verdict).toBe('UNIT_PASSED');
+    expect(receipt?.duplicates).toEqual([]);
+    expect(receipt?.files).toEqual([
+      expect.objectContaining({ path: 'src/hunks.js', mode: 'patched', hunks: 2 }),
+    ]);
+    expect(repo.read('src/hunks.js')).toBe(
+      'export const a = 2;\nexport const mid = 0;\nexport const b = 2;\n',
+    );
+  });
 });
 
 describe('a whole-file block creates a file', () => {

@@ -17,6 +17,7 @@
  * which would walk around the containment, contract and scope refusals.
  */
 import path from 'node:path';
+import { parseSearchReplace } from './patch.js';
 
 export type EmissionSource = 'header' | 'marker' | 'fallback';
 
@@ -208,12 +209,18 @@ function fallbackFiles(
   return [];
 }
 
+/** A body of complete SEARCH/REPLACE pairs only (an unclosed one is refused whole, never joined to another). */
+function isPatch(body: string): boolean {
+  const pairs = parseSearchReplace(body);
+  return pairs !== null && pairs.length > 0;
+}
+
 export function parseEmission(reply: string, opts: { targetFiles: string[] }): Emission {
   const blocks = scanBlocks(reply);
   const files: EmittedFile[] = [];
   const duplicates: string[] = [];
   const errors: string[] = [];
-  const seen = new Set<string>();
+  const seen = new Map<string, EmittedFile>();
   let namedSeen = false;
 
   for (const block of blocks) {
@@ -227,12 +234,19 @@ export function parseEmission(reply: string, opts: { targetFiles: string[] }): E
       continue;
     }
     const key = pathKey(spelled);
-    if (seen.has(key)) {
-      duplicates.push(spelled);
+    const body = bodyOf(block);
+    const earlier = seen.get(key);
+    if (earlier !== undefined) {
+      // Patch blocks for one file, one per hunk with prose between (as small models write them), are its pairs in
+      // order: one patch, applied all or none (an unclosed pair refuses it whole). Anything else named again is
+      // ignored: the first block is used.
+      if (isPatch(earlier.body) && parseSearchReplace(body) !== null) earlier.body = `${earlier.body}${body}`;
+      else duplicates.push(spelled);
       continue;
     }
-    seen.add(key);
-    files.push({ path: spelled, body: bodyOf(block), source: block.name.source });
+    const file: EmittedFile = { path: spelled, body, source: block.name.source };
+    seen.set(key, file);
+    files.push(file);
   }
 
   if (!namedSeen) files.push(...fallbackFiles(reply, blocks, opts.targetFiles, errors));

@@ -63,7 +63,7 @@ export const WORKER_SYSTEM_PROMPT = [
   '   The SEARCH text must be copied exactly from the file as shown (same characters, spaces and indentation)',
   '   and must match exactly once: include enough lines to make it unique. There is no fuzzy matching: a',
   '   SEARCH that matches zero times or more than once is refused, and then no pair of that block is applied.',
-  '   The REPLACE text is inserted literally.',
+  '   The REPLACE text is inserted literally. Several patch blocks for one file are applied in order, as one patch.',
   '',
   'Rules:',
   '- Paths are relative to the workspace root. When "Target Files" are listed, write only those files.',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { looksLikeSource, parseEmission } from '../src/emission.js';
+import { parseSearchReplace } from '../src/patch.js';
 
 const F = '```';
 const none = { targetFiles: [] as string[] };
@@ -140,6 +141,27 @@ describe('parseEmission: truncation, order, duplicates', () => {
     ]);
     expect(emission.duplicates).toEqual(['./src/a.ts']);
     expect(emission.errors).toEqual([]);
+  });
+
+  it('patch blocks for one file, prose between, are one patch in order (ux57 f04); a whole file named again is still ignored', () => {
+    const pair = (a: string, b: string) => `<<<<<<< SEARCH\n${a}\n=======\n${b}\n>>>>>>> REPLACE\n`;
+    const reply =
+      `First the import:\n${F}patch file="src/a.ts"\n${pair('import x;', 'import y;')}${F}\n` +
+      `Then the call:\n${F}patch file="./src/a.ts"\n${pair('x();', 'y();')}${F}\n` +
+      `${F}ts file="src/b.ts"\nb\n${F}\n${F}patch file="src/b.ts"\n${pair('b', 'c')}${F}\n`;
+    const emission = parseEmission(reply, none);
+    expect(emission.files).toEqual([
+      { path: 'src/a.ts', body: pair('import x;', 'import y;') + pair('x();', 'y();'), source: 'header' },
+      { path: 'src/b.ts', body: 'b\n', source: 'header' },
+    ]);
+    expect(emission.duplicates).toEqual(['src/b.ts']);
+  });
+
+  it('a second patch block for a file with an unclosed SEARCH refuses the whole patch (none of it applies)', () => {
+    const first = '<<<<<<< SEARCH\nconst a = 1;\n=======\nconst a = 2;\n>>>>>>> REPLACE\n';
+    const reply = `${F}patch file="a.ts"\n${first}${F}\n${F}patch file="a.ts"\n<<<<<<< SEARCH\nconst b = 1;\n${F}\n`;
+    const [file] = parseEmission(reply, none).files;
+    expect(parseSearchReplace(file!.body)).toEqual([]);
   });
 
   it('a patch body keeps its markers for the patcher', () => {
