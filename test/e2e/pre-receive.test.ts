@@ -1203,17 +1203,21 @@ describe('pre-receive: content that arrives by other refs', () => {
     expect(gitOk(story, server, ['for-each-ref', 'refs/replace/'])).toBe('');
   });
 
-  it('judges objects as stored, not what a refs/replace/* ref puts in their place (the server and verify)', () => {
+  it('judges objects as stored, not what a refs/replace/* ref puts in their place (the server); verify refuses to answer beside one', () => {
     const harmless = harmlessCommit();
     const made = unpromotedCommit('src/replaced.ts');
     // On the server and in this clone.
     replaceOnServer(made, harmless);
     gitOk(story, work, ['replace', made, harmless]);
-    // verify reads the commit itself, as a clone checks it out, though this clone has the replacement too.
+    // What git checks out here is the replacement, which verify does not judge: it answers nothing (rt57 f01).
+    const beside = cli(story, work, ['verify', '--rev', made]);
+    expect(beside.code).toBe(2);
+    expect(beside.stderr).toContain(`This clone holds a replace ref (refs/replace/${made})`);
+    gitOk(story, work, ['replace', '-d', made]);
+    // Without it, verify reads the commit itself, as a clone checks it out.
     const verified = cli(story, work, ['verify', '--rev', made]);
     expect(verified.code).toBe(1);
     expect(verified.stdout).toContain('NOT PROMOTED  src/replaced.ts');
-    gitOk(story, work, ['replace', '-d', made]);
 
     const refused = gitRun(story, work, ['push', 'origin', `${made}:refs/heads/main`]);
     expect(refused.code).not.toBe(0);
