@@ -67,16 +67,24 @@ describe('contract re-hash after verification', () => {
     expect(verdicts).toEqual(['UNIT_PASSED']);
   });
 
-  test('a declared contract file that does not exist fails closed (a typo is a violation)', async () => {
-    const { code, receipt } = await delegateCreating(repo, worker, 'src/typo.js', {
+  test('a declared contract file that does not exist (a typo) is CONTEXT_REFUSED before the worker is called (ux57 f07)', async () => {
+    const before = worker.requestCount();
+    const ledgerBefore = repo.ledgerCommits();
+    const { code, receipt } = await repo.delegate({
+      taskName: 'typo',
+      instruction: 'Create src/typo.js.',
+      targetFiles: ['src/typo.js'],
       contractFiles: ['test/spec-typo.txt'],
       runVerification: 'true',
     });
     expect(code).toBe(1);
-    expect(receipt?.verdict).toBe('CONTRACT_MODIFIED');
-    expect(receipt?.contract.violations).toEqual([
-      'test/spec-typo.txt was declared as a contract file but does not exist',
+    expect(receipt?.verdict).toBe('CONTEXT_REFUSED');
+    expect(receipt?.errors).toEqual([
+      "test/spec-typo.txt: no such file (a contract file is a test the worker's code must pass unchanged: name one that exists)",
     ]);
+    expect(worker.requestCount()).toBe(before);
+    expect(repo.ledgerCommits()).toBe(ledgerBefore);
+    expect(repo.exists('src/typo.js')).toBe(false);
   });
 });
 

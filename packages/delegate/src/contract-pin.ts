@@ -14,14 +14,15 @@ import { sha256Of } from './written-hashes.js';
 export interface PinnedContract {
   workspace: string;
   canonical: string[];
-  before: Map<string, string | null>;
+  before: Map<string, string>;
 }
 
 /**
  * The contract files' digests before the worker is called, or why they cannot be pinned: each must be where a context
  * file may be (locateReadable) and a regular file delegate-git reads whole. A device or a pipe hung the run, and a
- * file outside the repository had its path and digest signed into the ledger. A file that does not exist is pinned
- * as missing: that is a contract violation once the run ends, as it always was.
+ * file outside the repository had its path and digest signed into the ledger. A file that does not exist is refused
+ * too: it is a unit's mistake (a misspelled path), known before a worker call is spent on it (ux57 f07), and a
+ * contract nobody wrote verifies nothing.
  */
 export function pinContract(
   ws: string,
@@ -29,7 +30,7 @@ export function pinContract(
   gitDirs: readonly string[],
 ): PinnedContract | { errors: string[] } {
   const errors: string[] = [];
-  const before = new Map<string, string | null>();
+  const before = new Map<string, string>();
   for (const file of files) {
     const located = locateReadable(ws, file, gitDirs);
     if (typeof located === 'string') {
@@ -44,7 +45,10 @@ export function pinContract(
         `${file}: ${content.size} bytes, more than delegate-git reads to pin a contract file (${MAX_WRITTEN_BYTES})`,
       );
     else if (existsWithoutFollowing(located.absolute)) errors.push(`${file}: not a regular file`);
-    else before.set(located.absolute, null);
+    else
+      errors.push(
+        `${file}: no such file (a contract file is a test the worker's code must pass unchanged: name one that exists)`,
+      );
   }
   if (errors.length > 0) return { errors };
   return { workspace: ws, canonical: [...before.keys()], before };
@@ -62,10 +66,9 @@ export function recheckContract(c: PinnedContract): DelegationReceipt['contract'
     const content = regularContent(file);
     const after = Buffer.isBuffer(content) ? sha256Of(content) : null;
     const rel = relativePosix(c.workspace, file);
-    if (before === null) violations.push(`${rel} was declared as a contract file but does not exist`);
-    else if (after === null) violations.push(`${rel} was deleted while the unit ran`);
+    if (after === null) violations.push(`${rel} was deleted while the unit ran`);
     else if (after !== before) violations.push(`${rel} was modified while the unit ran`);
-    files.push({ path: rel, sha256: after, unchanged: before !== null && before === after });
+    files.push({ path: rel, sha256: after, unchanged: before === after });
   }
   return { files, violations };
 }
