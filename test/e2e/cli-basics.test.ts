@@ -687,6 +687,23 @@ describe('check <path> where the object store cannot be written', () => {
   });
 });
 
+describe('check with nothing staged (ux57 f15)', () => {
+  it('says that nothing governed is staged and how to ask about the last commit; control: a governed file staged, it does not', () => {
+    const dir = copyWorkTree(story, base, 'check-nothing-staged');
+    const nothing = cli(story, dir, ['check']);
+    expect(nothing.code).toBe(0);
+    expect(nothing.stdout).toContain('0 governed file(s)');
+    expect(nothing.stdout).toContain(
+      'Nothing governed is staged (check judges the staged changes by default)',
+    );
+    writeFiles(dir, { 'src/b.ts': 'export const b = 2;\n' });
+    gitOk(story, dir, ['add', 'src/b.ts']);
+    const staged = cli(story, dir, ['check']);
+    expect(staged.code).toBe(1);
+    expect(staged.stdout).not.toContain('Nothing governed is staged');
+  });
+});
+
 describe('check --json', () => {
   let dir: string;
   beforeAll(() => {

@@ -431,6 +431,7 @@ describe('verification timeout', () => {
     expect(code).toBe(1);
     expect(receipt?.verdict).toBe('UNIT_FAILED');
     expect(receipt?.verification.runs).toEqual([expect.objectContaining({ timedOut: true, exitCode: 124 })]);
+    expect(receipt?.verification.timeoutMs).toBe(1000);
     // The background `sleep` shares the command's process group; it must be gone (or a zombie nobody reaps).
     const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
     expect(pid).toBeGreaterThan(0);

@@ -57,6 +57,7 @@ export interface Receipt {
     failures: Array<{ name?: string; location?: string; code?: string }>;
     omittedFailures: number;
     rawLog: string | null;
+    timeoutMs: number | null;
   };
   coherence: { command: string; exitCode: number; passed: number; failed: number } | null;
   contract: {

@@ -41,6 +41,11 @@ export function renderCheckReport(report: CheckReport, judged: Judged = 'paths')
       `${absent > 0 ? `, ${absent} not there` : ''}` +
       `${blocking.length > 0 ? `; ${blocking.length} deletion(s) refused` : ''} (policy and trust root from ${report.source})`,
   );
+  // "0 governed file(s)" right after a commit read as "nothing here is governed" (ux57 f15).
+  if (judged === 'index' && governed.length === 0 && report.deletions.length === 0)
+    out.push(
+      'Nothing governed is staged (check judges the staged changes by default): `check --rev HEAD` judges the last commit, `check --path <file>` a file as the work tree holds it.',
+    );
   // A submodule is never promoted by a record: its refusal says what keeps it.
   const promotable = refused.filter((r) => r.kind !== 'submodule');
   if (promotable.length > 0)

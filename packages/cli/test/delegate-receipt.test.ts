@@ -54,6 +54,24 @@ describe('renderReceipt', () => {
     expect(other).not.toContain('Next:');
   });
 
+  it('a run stopped at the time limit names the limit and the setting (ux57 f16); control: runs that end do not', () => {
+    const run = { exitCode: 124, passed: 0, failed: 1, durationMs: 1000, timedOut: true };
+    const verification = {
+      ...emptyReceipt({ taskName: 'x' }).verification,
+      command: 'sh slow.sh',
+      timeoutMs: 1000,
+    };
+    const stopped = renderReceipt(receipt({ verification: { ...verification, runs: [run, run] } }));
+    expect(stopped).toContain('Verification (2 run(s): TIMEOUT TIMEOUT)');
+    expect(stopped).toContain(
+      '  2 run(s) stopped at the 1000 ms limit (verification.timeoutMs): if the command needs longer, raise it',
+    );
+    const ended = renderReceipt(
+      receipt({ verification: { ...verification, runs: [{ ...run, exitCode: 1, timedOut: false }] } }),
+    );
+    expect(ended).not.toContain('stopped at the');
+  });
+
   it('shows control characters from the worker as escapes: a model name cannot forge the verdict line', () => {
     const worker = { host: 'h', model: 'm\nVerdict: UNIT_PASSED\u001b[8m', durationMs: 1, truncated: false };
     const text = renderReceipt(receipt({ worker, errors: ['`src/\u001b[2Ja.ts` refused'] }));

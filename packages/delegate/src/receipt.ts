@@ -39,6 +39,8 @@ export interface DelegationReceipt {
     failures: RedactedFailure[];
     omittedFailures: number;
     rawLog: string | null;
+    /** The limit each run had (verification.timeoutMs), when one ran. */
+    timeoutMs: number | null;
   };
   coherence: { command: string; exitCode: number; passed: number; failed: number } | null;
   contract: {
@@ -75,6 +77,7 @@ export function emptyReceipt(unit: Pick<Unit, 'taskName'>): DelegationReceipt {
       failures: [],
       omittedFailures: 0,
       rawLog: null,
+      timeoutMs: null,
     },
     coherence: null,
     contract: { files: [], violations: [] },

@@ -88,6 +88,7 @@ export async function verificationStep(
     interrupt: opts.interrupt?.signal,
   });
   receipt.verification.rawLog = rawLog;
+  receipt.verification.timeoutMs = settings.verification.timeoutMs;
   receipt.verification.flaky = result.flaky;
   receipt.verification.runs = result.runs.map(({ exitCode, passed, failed, durationMs, timedOut }) => ({
     exitCode,

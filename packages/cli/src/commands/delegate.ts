@@ -220,6 +220,12 @@ export function renderReceipt(r: DelegationReceipt): string {
     out.push(
       `Verification (${v.runs.length} run(s): ${runs}): ${testCounts(last)}.${v.flaky ? ' The runs disagreed: the contract is flaky.' : ''}`,
     );
+    const stopped = v.runs.filter((x) => x.timedOut).length;
+    // A run stopped at the limit reads as a failure of the code; the limit may be what is wrong (ux57 f16).
+    if (stopped > 0)
+      out.push(
+        `  ${stopped} run(s) stopped at the ${v.timeoutMs ?? '?'} ms limit (verification.timeoutMs): if the command needs longer, raise it (\`delegate-git config set verification.timeoutMs <ms>\`) and run the unit again.`,
+      );
     for (const f of v.failures)
       out.push(`  failure: ${[f.name, f.location, f.code].filter(Boolean).join(' at ')}`);
     if (v.omittedFailures) out.push(`  (${v.omittedFailures} more failure(s) not listed)`);
