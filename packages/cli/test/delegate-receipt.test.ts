@@ -54,6 +54,36 @@ describe('renderReceipt', () => {
     expect(other).not.toContain('Next:');
   });
 
+  it('VERIFICATION_NOT_APPROVED advice fits why (ux57 f08): the list with the program added, no allowlist for a chained command, no terminal hint after a no', () => {
+    const refused = (skipped: string) =>
+      renderReceipt(
+        receipt({
+          verdict: 'VERIFICATION_NOT_APPROVED',
+          verification: { ...receipt({}).verification, skipped },
+        }),
+        ['node', 'sh'],
+      );
+    expect(
+      refused(
+        "`npm` is not on the verification allowlist, so running it needs the operator's approval; no terminal to ask on, so it was refused",
+      ),
+    ).toContain(
+      `Next: allow the program (\`delegate-git config set verification.allowlist '["node","sh","npm"]'\`), or run delegate on a terminal to approve it once, and run the unit again.`,
+    );
+    const chained = refused(
+      "`node` is on the verification allowlist, but the command chains or redirects (it holds `&&`) and runs through a shell; the allowlist matches one program, so it does not cover this command, and running it needs the operator's approval; no terminal to ask on, so it was refused",
+    );
+    expect(chained).toContain('no allowlist entry covers this command');
+    expect(chained).toContain('verification.approval allow');
+    expect(chained).not.toContain('verification.allowlist');
+    const declined = refused('the operator declined to run it');
+    expect(declined).toContain("you declined to run the unit's command");
+    expect(declined).not.toContain('on a terminal');
+    expect(refused('verification approval is set to "deny" in the operator settings')).toContain(
+      'verification.approval ask',
+    );
+  });
+
   it('a run stopped at the time limit names the limit and the setting (ux57 f16); control: runs that end do not', () => {
     const run = { exitCode: 124, passed: 0, failed: 1, durationMs: 1000, timedOut: true };
     const verification = {
@@ -112,7 +142,7 @@ describe('renderReceipt', () => {
     );
     const next = text.split('\n').find((line) => line.startsWith('Next: '));
     expect(next).toContain('the files above are left as the worker wrote them, unverified');
-    expect(next).toContain(`delegate-git config set verification.allowlist '["<program>"]'`);
+    expect(next).toContain(`delegate-git config set verification.allowlist '["node"]'`);
     expect(next).toContain('`git restore <path>`, or delete a created one');
     expect(renderReceipt(receipt({ files: [written('src/a.js')] }))).not.toContain('Next: ');
   });

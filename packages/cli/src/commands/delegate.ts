@@ -136,7 +136,9 @@ export default {
         // Ended, so that the interrupt's notice starts a line of its own.
         progress?.done();
       }
-      io.out(values.json ? json(receiptJson(receipt)) : renderReceipt(receipt));
+      io.out(
+        values.json ? json(receiptJson(receipt)) : renderReceipt(receipt, settings.verification.allowlist),
+      );
       io.err(hooksWarning('delegate', await hooks));
       return verdictExitCode(receipt.verdict);
     } finally {
@@ -185,7 +187,7 @@ function receiptJson(r: DelegationReceipt) {
 const REFUSALS_SHOWN = 20;
 
 /** The seed's receipt shape: files, workspace, verification, coherence, contract, then the verdict. */
-export function renderReceipt(r: DelegationReceipt): string {
+export function renderReceipt(r: DelegationReceipt, allowlist: readonly string[] = []): string {
   const out: string[] = [`Unit: ${r.taskName}`];
   if (r.message) out.push(r.message);
   for (const e of r.errors.slice(0, REFUSALS_SHOWN)) out.push(`  refused: ${e}`);
@@ -260,9 +262,31 @@ export function renderReceipt(r: DelegationReceipt): string {
   // Unlike an interrupted run, the worker's files stay: the user decides about the program, then runs the unit again.
   if (r.verdict === 'VERIFICATION_NOT_APPROVED')
     out.push(
-      `Next: ${r.files.length > 0 ? 'the files above are left as the worker wrote them, unverified; ' : ''}allow the verification program (\`delegate-git config set verification.allowlist '["<program>"]'\`), or run delegate on a terminal to approve it once${r.files.length > 0 ? ', then put those files back (`git restore <path>`, or delete a created one) and run the unit again: the worker writes them afresh' : ', and run the unit again'}.`,
+      `Next: ${r.files.length > 0 ? 'the files above are left as the worker wrote them, unverified; ' : ''}${approvalAdvice(r.verification.skipped ?? '', allowlist)}${r.files.length > 0 ? ', then put those files back (`git restore <path>`, or delete a created one) and run the unit again: the worker writes them afresh' : ', and run the unit again'}.`,
     );
   return `${out.map(shownText).join('\n')}\n`;
+}
+
+/**
+ * What lets a refused verification command run, for the reason it was refused (verification-policy.ts): the
+ * allowlist is the way only for a plain command (one program, no shell syntax); the command `config set` would
+ * replace the whole list, so the list offered is the current one with the program added (ux57 f08).
+ */
+export function approvalAdvice(skipped: string, allowlist: readonly string[]): string {
+  if (skipped.includes('approval is set to "deny"'))
+    return 'verification approval is "deny" in this clone\'s settings: set it to ask or allow (`delegate-git config set verification.approval ask`)';
+  if (skipped === 'the operator declined to run it')
+    return "you declined to run the unit's command: change the unit's runVerification if it is not one to run, or approve it when asked";
+  const terminal = skipped.includes('no terminal to ask on')
+    ? ', or run delegate on a terminal to approve it once'
+    : '';
+  const unlisted = /`([^`]+)` is not on the verification allowlist/.exec(skipped);
+  if (unlisted) {
+    const list = JSON.stringify([...allowlist, unlisted[1]!]);
+    return `allow the program (\`delegate-git config set verification.allowlist '${list}'\`)${terminal}`;
+  }
+  // Chained, redirected or built by the shell: no allowlist entry covers it.
+  return `no allowlist entry covers this command: make it one program the allowlist can name (a script file, say), or let every command run (\`delegate-git config set verification.approval allow\`)${terminal}`;
 }
 
 // Each receipt line goes through shownText: the worker and its server chose much of this text (paths, the model's
