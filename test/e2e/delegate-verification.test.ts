@@ -483,6 +483,9 @@ describe('a worker that writes nothing (ux57 f09: commands, not claims, decide)'
     expect(receipt?.files).toEqual([]);
     expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([1, 1, 1]);
     expect(receipt?.message).toContain("the worker's word that nothing needed changing is not borne out");
+    // What the worker said is kept for the operator to read (ux57 f10).
+    expect(fs.readFileSync(receipt!.worker!.reply!, 'utf8')).toBe(claim);
+    expect(receipt!.worker!.reply).toBe(path.join(repo.stateDir, 'last-worker-reply.md'));
     expect(receipt?.envelope).toBeNull();
     expect(repo.ledgerCommits()).toBe(ledgerBefore);
     expect(stdout).not.toContain('NO_CHANGES');

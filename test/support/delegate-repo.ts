@@ -65,7 +65,13 @@ export interface Receipt {
     violations: string[];
   };
   tokens: { prompt: number; completion: number; estimated?: true };
-  worker: { host: string; model: string; durationMs: number; truncated: boolean } | null;
+  worker: {
+    host: string;
+    model: string;
+    durationMs: number;
+    truncated: boolean;
+    reply: string | null;
+  } | null;
   envelope: string | null;
 }
 

@@ -4,6 +4,7 @@
  * verification runs → coherence → contract re-hash → redaction → verdict → signed record in the ledger → receipt.
  */
 import path from 'node:path';
+import { writeFileAtomic } from '@delegate-git/core/atomic-file';
 import { DelegateGitError, InterruptedError } from '@delegate-git/core/errors';
 import { isGovernanceFile } from '@delegate-git/core/governed-paths';
 import { isRepositoryPath } from '@delegate-git/core/record';
@@ -316,6 +317,7 @@ class Delegation {
       model: reply.model,
       durationMs: reply.durationMs,
       truncated: reply.truncated,
+      reply: await this.keepReply(reply.content),
     };
     if (reply.truncated) {
       await offerAgain(repo, ws, context.taken);
@@ -325,6 +327,20 @@ class Delegation {
       );
     }
     return reply.content;
+  }
+
+  /**
+   * The worker's answer, kept beside the verification log: a refusal quotes none of it, and the operator may need
+   * to read what the model said instead of code (ux57 f10). Best effort: a reply that cannot be kept is not a failure.
+   */
+  private async keepReply(content: string): Promise<string | null> {
+    const file = path.join(this.opts.repo.stateDir, 'last-worker-reply.md');
+    try {
+      await writeFileAtomic(file, content);
+      return file;
+    } catch {
+      return null;
+    }
   }
 
   /** Parses the answer and writes what the unit may write; the receipt keeps what was refused. */

@@ -52,7 +52,14 @@ export interface DelegationReceipt {
    * context window may have cut the prompt.
    */
   tokens: { prompt: number; completion: number; estimated: boolean; sent: number; cut: boolean };
-  worker: { host: string; model: string; durationMs: number; truncated: boolean } | null;
+  /** `reply`: where the worker's answer is kept (local only), for the operator to read what was refused or why. */
+  worker: {
+    host: string;
+    model: string;
+    durationMs: number;
+    truncated: boolean;
+    reply: string | null;
+  } | null;
   envelope: string | null;
 }
 

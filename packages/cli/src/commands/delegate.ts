@@ -243,6 +243,9 @@ export function renderReceipt(r: DelegationReceipt, allowlist: readonly string[]
     out.push(
       `Worker: ${r.worker.model} at ${r.worker.host}, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion token(s)${r.tokens.estimated ? ' (estimated locally)' : ''}, ${r.worker.durationMs} ms.`,
     );
+  // What the model said, when it did not pass: a refusal or NO_CHANGES quotes none of it (ux57 f10).
+  if (r.worker?.reply && r.verdict !== 'UNIT_PASSED')
+    out.push(`Worker's reply (local only): ${r.worker.reply}`);
   if (r.tokens.cut)
     out.push(
       `Warning: the server counted ${r.tokens.prompt} prompt token(s) for about ${r.tokens.sent} sent: its context window (Ollama's num_ctx) may have cut the prompt, so the model may not have read the whole unit. Raise the server's context length.`,
