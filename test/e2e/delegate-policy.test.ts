@@ -160,13 +160,23 @@ describe('coherence', () => {
   afterAll(() => repo?.cleanup());
 
   test('a passing unit with a failing coherence command is INCOHERENT, recorded, and not promoted', async () => {
-    await repo.configSet('coherence', 'exit 1');
-    const { code, receipt, verdicts } = await delegateCreating(repo, worker, 'src/incoherent.js', {
+    await repo.configSet('coherence', 'echo "src/incoherent.js:1:1 lint: indentation" >&2; exit 1');
+    const { code, receipt, verdicts, blob } = await delegateCreating(repo, worker, 'src/incoherent.js', {
       runVerification: 'true',
     });
 
     expect(receipt?.verification.runs.map((r) => r.exitCode)).toEqual([0, 0, 0]);
-    expect(receipt?.coherence).toEqual({ command: 'exit 1', exitCode: 1, passed: 0, failed: 1 });
+    const rawLog = path.join(repo.stateDir, 'last-coherence.log');
+    expect(receipt?.coherence).toEqual({
+      command: 'echo "src/incoherent.js:1:1 lint: indentation" >&2; exit 1',
+      exitCode: 1,
+      passed: 0,
+      failed: 1,
+      rawLog,
+    });
+    // Its output is kept for the operator (ux57 f14), and its path is never signed into the ledger.
+    expect(fs.readFileSync(rawLog, 'utf8')).toContain('src/incoherent.js:1:1 lint: indentation');
+    expect(repo.ledger(blob!)[0]!.predicate.coherence).not.toHaveProperty('rawLog');
     expect(code).toBe(1);
     expect(receipt?.verdict).toBe('INCOHERENT');
     expect(verdicts).toEqual(['INCOHERENT']);

@@ -59,7 +59,13 @@ export interface Receipt {
     rawLog: string | null;
     timeoutMs: number | null;
   };
-  coherence: { command: string; exitCode: number; passed: number; failed: number } | null;
+  coherence: {
+    command: string;
+    exitCode: number;
+    passed: number;
+    failed: number;
+    rawLog: string | null;
+  } | null;
   contract: {
     files: Array<{ path: string; sha256: string | null; unchanged: boolean }>;
     violations: string[];

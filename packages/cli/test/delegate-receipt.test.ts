@@ -98,6 +98,23 @@ describe('renderReceipt', () => {
     expect(renderReceipt(receipt({ verdict: 'UNIT_PASSED', worker }))).not.toContain("Worker's reply");
   });
 
+  it('CONTRACT_MODIFIED says how to see and put back the contract (ux57 f13); UNIT_FLAKY says what flaky means here (f19); control: UNIT_FAILED says neither', () => {
+    const contract = {
+      files: [
+        { path: 'test/a.test.js', sha256: 'ab', unchanged: false },
+        { path: 'test/b.test.js', sha256: 'cd', unchanged: true },
+      ],
+      violations: ['test/a.test.js was modified while the unit ran'],
+    };
+    expect(renderReceipt(receipt({ verdict: 'CONTRACT_MODIFIED', contract }))).toContain(
+      'Next: the contract is left as the run changed it: see how (`git diff -- test/a.test.js`), put it back (`git restore -- test/a.test.js`)',
+    );
+    expect(renderReceipt(receipt({ verdict: 'UNIT_FLAKY' }))).toContain(
+      "Next: the same code passed some runs and failed others, so the unit's command is not deterministic",
+    );
+    expect(renderReceipt(receipt({ verdict: 'UNIT_FAILED', contract }))).not.toContain('Next:');
+  });
+
   it('a run stopped at the time limit names the limit and the setting (ux57 f16); control: runs that end do not', () => {
     const run = { exitCode: 124, passed: 0, failed: 1, durationMs: 1000, timedOut: true };
     const verification = {

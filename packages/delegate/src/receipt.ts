@@ -42,7 +42,14 @@ export interface DelegationReceipt {
     /** The limit each run had (verification.timeoutMs), when one ran. */
     timeoutMs: number | null;
   };
-  coherence: { command: string; exitCode: number; passed: number; failed: number } | null;
+  /** `rawLog`: where its output is kept (local only, never signed). */
+  coherence: {
+    command: string;
+    exitCode: number;
+    passed: number;
+    failed: number;
+    rawLog: string | null;
+  } | null;
   contract: {
     files: Array<{ path: string; sha256: string | null; unchanged: boolean }>;
     violations: string[];

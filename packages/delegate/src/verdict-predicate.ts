@@ -53,7 +53,12 @@ export function verdictPredicate(
       skipped: r.verification.skipped,
       failures: r.verification.failures,
     },
-    coherence: r.coherence,
+    coherence: r.coherence && {
+      command: r.coherence.command,
+      exitCode: r.coherence.exitCode,
+      passed: r.coherence.passed,
+      failed: r.coherence.failed,
+    },
     contract: r.contract.violations.length ? { violations: r.contract.violations } : { unchanged: true },
     files: r.files.map((f) => ({
       path: f.path,

@@ -4,6 +4,7 @@
  * code a model wrote, so they run only as allowed and without the operator's secrets.
  */
 import path from 'node:path';
+import { writeFileAtomic } from '@delegate-git/core/atomic-file';
 import { SIGNING_KEY_ENV } from '@delegate-git/core/signing-key';
 import type { DelegationOptions } from './delegation-options.js';
 import type { DelegationReceipt } from './receipt.js';
@@ -131,11 +132,18 @@ export async function coherenceStep(
     env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
     interrupt: opts.interrupt?.signal,
   });
+  // Kept as the unit's runs are: a receipt that says INCOHERENT and nothing of why helps no one (ux57 f14).
+  const rawLog = path.join(opts.repo.stateDir, 'last-coherence.log');
+  const kept = await writeFileAtomic(rawLog, `$ ${settings.coherence}\n${run.output}\n`, 0o600).then(
+    () => rawLog,
+    () => null,
+  );
   receipt.coherence = {
     command: settings.coherence,
     exitCode: run.exitCode,
     passed: run.passed,
     failed: run.failed,
+    rawLog: kept,
   };
   return !runPassed(run);
 }

@@ -234,7 +234,13 @@ export function renderReceipt(r: DelegationReceipt, allowlist: readonly string[]
     if (v.rawLog) out.push(`Raw output (local only): ${v.rawLog}`);
   } else if (!v.command && r.files.length > 0)
     out.push('No verification command was supplied; the contract is unchecked.');
-  if (r.coherence) out.push(`Coherence check: exit ${r.coherence.exitCode}, ${counts(r.coherence)}.`);
+  if (r.coherence) {
+    out.push(
+      `Coherence check (${r.coherence.command}): exit ${r.coherence.exitCode}, ${counts(r.coherence)}.`,
+    );
+    if (r.coherence.rawLog && r.verdict === 'INCOHERENT')
+      out.push(`Coherence output (local only): ${r.coherence.rawLog}`);
+  }
   if (r.contract.violations.length)
     out.push(`CONTRACT MODIFIED, verdict void: ${r.contract.violations.join('; ')}.`);
   else if (r.contract.files.length)
@@ -262,6 +268,18 @@ export function renderReceipt(r: DelegationReceipt, allowlist: readonly string[]
       `Next: the worker sent ${them} (an earlier run's, or yours), which only a patch may change: run the unit again (the worker is shown each target file as it is, or the slices of it contextFiles names, and may patch ${it} next time; name ${it} in targetFiles if ${it} is not there), or delete ${it} to have ${it} written anew.`,
     );
   }
+  // The run leaves a changed contract as it is; committed, it would pass for the architect's (ux57 f13).
+  const changed = r.contract.files
+    .filter((f) => !f.unchanged && f.sha256 !== null)
+    .map((f) => shownPath(f.path));
+  if (r.verdict === 'CONTRACT_MODIFIED' && changed.length > 0)
+    out.push(
+      `Next: the contract is left as the run changed it: see how (\`git diff -- ${changed.join(' ')}\`), put it back (\`git restore -- ${changed.join(' ')}\`), and look at the code the worker wrote, which changed it when verified.`,
+    );
+  if (r.verdict === 'UNIT_FLAKY')
+    out.push(
+      `Next: the same code passed some runs and failed others, so the unit's command is not deterministic: make it so (or raise verificationRepeats to see how often it fails), then run the unit again${r.files.length > 0 ? '; the files above are left as the worker wrote them' : ''}.`,
+    );
   // Unlike an interrupted run, the worker's files stay: the user decides about the program, then runs the unit again.
   if (r.verdict === 'VERIFICATION_NOT_APPROVED')
     out.push(
