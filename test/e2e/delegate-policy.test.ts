@@ -12,6 +12,7 @@ import {
   delegateGitBin,
   fileBlock,
   makeDelegateRepo,
+  patchBlock,
   userPrompt,
 } from '../support/delegate-repo.js';
 import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
@@ -240,6 +241,10 @@ describe('retry context', () => {
     ]);
     expect(unitOf(retried.receipt!.envelope).contextFiles).toEqual([]);
     const prompt = lastPrompt();
+    // What failed is said, redacted as the receipt says it (ux57 f11).
+    expect(prompt).toContain(
+      'Previous Attempt:\nThe previous attempt in this workspace did not pass its verification:\n- x handles zero at src/x.js:5:1\n',
+    );
     expect(prompt).toContain('Context Around the Previous Failure:');
     expect(prompt).toContain(`--- src/x.js (lines 1-15) ---\n${xLines.slice(0, 15).join('\n')}\n`);
     expect(prompt).not.toContain(xLines[15]);
@@ -254,6 +259,7 @@ describe('retry context', () => {
     );
     expect(plain.predicate.unit).not.toHaveProperty('retryContextFiles');
     expect(lastPrompt()).not.toContain('Context Around the Previous Failure');
+    expect(lastPrompt()).not.toContain('Previous Attempt:');
   });
 
   test('an attempt the worker gave no answer to (HTTP 503, a truncated reply) leaves the offer to the next one', async () => {
@@ -278,5 +284,30 @@ describe('retry context', () => {
     expect(answered.receipt?.contextWidened.map((c) => [c.path, c.lineRange])).toEqual([
       ['src/x.js', [10, 30]],
     ]);
+  });
+
+  test('a failure in a file the next attempt is shown anyway is still said, with no window (ux57 f11); control: after a pass, nothing is', async () => {
+    const unit = (runVerification: string) => ({
+      taskName: 'x',
+      instruction: 'Fix src/x.js.',
+      targetFiles: ['src/x.js'],
+      runVerification,
+    });
+    worker.enqueue({ content: patchBlock('src/x.js', [[xLines[0]!, xLines[0]!.replace('= 1', '= 0')]]) });
+    const failed = await repo.delegate(unit(failingTest('x starts at one', 'src/x.js:1:1')));
+    expect(failed.receipt?.verdict).toBe('UNIT_FAILED');
+
+    worker.enqueue({ content: patchBlock('src/x.js', [[xLines[0]!.replace('= 1', '= 0'), xLines[0]!]]) });
+    const retried = await repo.delegate(unit('true'));
+    expect(retried.receipt?.verdict).toBe('UNIT_PASSED');
+    expect(retried.receipt?.contextWidened).toEqual([]);
+    expect(lastPrompt()).toContain(
+      'Previous Attempt:\nThe previous attempt in this workspace did not pass its verification:\n- x starts at one at src/x.js:1:1\n',
+    );
+    expect(lastPrompt()).not.toContain('Context Around the Previous Failure');
+
+    worker.enqueue({ content: fileBlock('src/after.js', 'export {};') });
+    await repo.delegate({ ...unit('true'), targetFiles: ['src/after.js'] });
+    expect(lastPrompt()).not.toContain('Previous Attempt:');
   });
 });

@@ -12,7 +12,14 @@ import { CONTEXT_MAX_BYTES, type InjectedContext, readContext } from './context.
 import type { OperatorSettings } from './operator-config.js';
 import type { DelegationReceipt } from './receipt.js';
 import { gitDirsOf } from './repository-paths.js';
-import { rememberRetryLocations, retryWindows, takeRetryLocations } from './retry-context.js';
+import {
+  isEmptyOffer,
+  NO_OFFER,
+  type RetryOffer,
+  rememberRetryOffer,
+  retryWindows,
+  takeRetryOffer,
+} from './retry-context.js';
 import type { Unit } from './unit.js';
 
 /** The context gathered for the worker, and the failure locations this attempt took from the previous one. */
@@ -54,30 +61,36 @@ export async function gatherContext(
     targets: targets.context,
     existing: existing.map((t) => t.path),
   };
-  if (settings.retryContext !== 'auto') return { ...shown, retry: undefined, taken: [] };
-  const locations = await takeRetryLocations(retryStore(repo), ws);
+  if (settings.retryContext !== 'auto') return { ...shown, retry: undefined, taken: NO_OFFER };
+  const taken = await takeRetryOffer(retryStore(repo), ws);
   // A git directory is never read for the worker (readContext refuses it): such a location is dropped, not the rest.
-  const windows = retryWindows(locations, (rel) => {
+  const windows = retryWindows(taken.locations, (rel) => {
     const abs = canonicalisePath(path.resolve(ws, rel));
     return shownPaths.has(abs) || entersGitDir(abs, gitDirs);
   });
-  if (windows.length === 0) return { ...shown, retry: undefined, taken: locations };
   // Best effort: widened context that cannot be read (budget, missing file) is dropped, never a refusal.
-  const widened = await readContext(windows, {
-    workspace: ws,
-    gitDirs,
-    maxBytes: CONTEXT_MAX_BYTES - bytesOf(declared.context) - bytesOf(targets.context),
-  });
-  if (!widened.ok) return { ...shown, retry: undefined, taken: locations };
-  receipt.contextWidened = withoutText(widened.context);
-  return {
-    ...shown,
-    retry: {
-      note: 'The previous attempt at this unit failed at the locations shown below.',
-      context: widened.context,
-    },
-    taken: locations,
-  };
+  const widened =
+    windows.length === 0
+      ? null
+      : await readContext(windows, {
+          workspace: ws,
+          gitDirs,
+          maxBytes: CONTEXT_MAX_BYTES - bytesOf(declared.context) - bytesOf(targets.context),
+        });
+  const context = widened?.ok ? widened.context : [];
+  receipt.contextWidened = withoutText(context);
+  // The failures are said even when no code around them is shown (it is shown above already, or was not readable):
+  // without them a retry's prompt was the first attempt's, word for word (ux57 f11).
+  if (taken.failures.length === 0 && context.length === 0) return { ...shown, retry: undefined, taken };
+  return { ...shown, retry: { note: retryNote(taken), context }, taken };
+}
+
+function retryNote(taken: RetryOffer): string {
+  const failures = taken.failures.map((f) => `- ${f}`).join('\n');
+  return (
+    `The previous attempt in this workspace did not pass its verification${failures ? `:\n${failures}` : '.'}\n` +
+    'Files it wrote hold its code as it left them; the failures are where to look first.'
+  );
 }
 
 /**
@@ -129,8 +142,8 @@ function bytesOf(context: readonly InjectedContext[]): number {
  * A failed unit's locations are offered to the next attempt once; an attempt whose worker gave no answer did not use
  * the offer, so it stands for the attempt after.
  */
-export async function offerAgain(repo: Repository, ws: string, taken: string[]): Promise<void> {
-  if (taken.length > 0) await rememberRetryLocations(retryStore(repo), ws, taken);
+export async function offerAgain(repo: Repository, ws: string, taken: RetryOffer): Promise<void> {
+  if (!isEmptyOffer(taken)) await rememberRetryOffer(retryStore(repo), ws, taken);
 }
 
 export function retryStore(repo: Repository): string {

@@ -23,7 +23,7 @@ import { type InterruptedRun, interruptionNotice } from './interruption-notice.j
 import { buildWorkerMessages } from './prompt.js';
 import { type DelegationReceipt, emptyReceipt } from './receipt.js';
 import { gitDirsOf, repositoryPathOf } from './repository-paths.js';
-import { rememberRetryLocations } from './retry-context.js';
+import { NO_OFFER, type RetryOffer, rememberRetryOffer } from './retry-context.js';
 import { unreachableTargets } from './target-check.js';
 import type { Unit } from './unit.js';
 import type { WriteJournal } from './unrecorded-writes.js';
@@ -59,7 +59,7 @@ class Delegation {
   /** What the files held before the write, on disk until the run ends: what a run that dies is undone from. */
   private journal: WriteJournal | null = null;
   /** The failure locations this attempt took from the previous one: offered again when it ends with no verdict. */
-  private taken: string[] = [];
+  private taken: RetryOffer = NO_OFFER;
 
   constructor(
     private readonly unit: Unit,
@@ -436,15 +436,29 @@ class Delegation {
         : `What would be recorded is not what was verified: ${stored.problems.join(' ')}`;
   }
 
-  /** The failures' locations, offered to the next attempt at this unit (retryContext "auto"). */
+  /** The failures, redacted, and their locations, offered to the next attempt in this workspace (retryContext "auto"). */
   private async rememberFailures(ws: string): Promise<void> {
     const { receipt, opts } = this;
     if (opts.settings.retryContext !== 'auto') return;
-    const locations =
-      receipt.verdict === 'UNIT_PASSED'
-        ? []
-        : receipt.verification.failures.flatMap((f) => (f.location ? [f.location] : []));
-    await rememberRetryLocations(retryStore(opts.repo), ws, locations);
+    const { failures, runs } = receipt.verification;
+    const failing = runs.find((r) => r.exitCode !== 0 || r.failed > 0);
+    const offer =
+      receipt.verdict === 'UNIT_PASSED' || failing === undefined
+        ? NO_OFFER
+        : {
+            locations: failures.flatMap((f) => (f.location ? [f.location] : [])),
+            failures:
+              failures.length > 0
+                ? failures.map((f) =>
+                    [f.name, f.location && `at ${f.location}`, f.code && `(${f.code})`]
+                      .filter(Boolean)
+                      .join(' '),
+                  )
+                : [
+                    `its command exited ${failing.exitCode}${failing.timedOut ? ' (stopped at the time limit)' : ''}`,
+                  ],
+          };
+    await rememberRetryOffer(retryStore(opts.repo), ws, offer);
   }
 
   /** The signed verdict on the written files inside the repository, in the ledger. */
