@@ -68,6 +68,7 @@ export const WORKER_SYSTEM_PROMPT = [
   'Rules:',
   '- Paths are relative to the workspace root. When "Target Files" are listed, write only those files.',
   '- The closing fence of a block must stand alone on its own line.',
+  '- Never send a unified diff (`---`, `+++`, `@@` lines): it is refused, not applied.',
   '- Do not modify files you were not shown; do not write tests unless the task asks for them.',
   '- When a verification command is given, your change must make it pass.',
   '- Keep any prose outside the code blocks short.',

@@ -126,6 +126,9 @@ function planPatch(
   return { file: planned(workspace, absolute, 'patched', result.content, result.hunks) };
 }
 
+/** A `---` line, a `+++` line, then a hunk header: the head of a file's part of a unified diff. */
+const UNIFIED_DIFF = /^--- [^\n]*\n\+\+\+ [^\n]*\n@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@/m;
+
 /** The refusal of a whole file sent for one that exists (its words are the original plugin's rule 2.3.1). */
 export const WHOLE_FILE_OVER_EXISTING = 'already exists; a whole-file block may only create a new file';
 
@@ -218,6 +221,15 @@ export function planWrites(emission: Emission, opts: WritePlanOptions): WritePla
       continue;
     }
 
+    // A unified diff in a block is a form models often send and delegate-git does not apply: written as the file, it
+    // was source no one wrote (ux57 f05). A file that is a diff by name (fix.patch) is content like any other.
+    if (UNIFIED_DIFF.test(emitted.body) && !/\.(?:diff|patch)$/i.test(emitted.path)) {
+      errors.push(
+        `${shown}: the block is a unified diff (\`---\`, \`+++\`, \`@@\` lines), which delegate-git does not apply; not ` +
+          'written. To create the file, send all of it in a fenced block; to change it, send SEARCH/REPLACE pairs',
+      );
+      continue;
+    }
     const outcome =
       parseSearchReplace(emitted.body) === null
         ? planWholeFile(shown, absolute, existing.entry, emitted.body, workspace)

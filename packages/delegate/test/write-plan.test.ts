@@ -88,6 +88,22 @@ describe('planWrites: create and patch', () => {
     expect(read('src/a.ts')).toBe(original.replace('a + b', 'b + a'));
   });
 
+  it('refuses a unified diff sent as a file, new or existing (ux57 f05); control: a file named .patch holding one is written', () => {
+    const diff =
+      '--- /dev/null\n+++ b/src/strip.js\n@@ -0,0 +1,2 @@\n+export const a = 1;\n+export const b = 2;\n';
+    const plan = planWrites(
+      emission(['src/strip.js', diff], ['src/a.ts', diff], ['fixes/strip.patch', diff]),
+      options(),
+    );
+    expect(plan.errors).toEqual([
+      expect.stringMatching(
+        /^`src\/strip\.js`: the block is a unified diff .* which delegate-git does not apply; not written/,
+      ),
+      expect.stringMatching(/^`src\/a\.ts`: the block is a unified diff/),
+    ]);
+    expect(plan.files.map((f) => f.path)).toEqual(['fixes/strip.patch']);
+  });
+
   it('counts lines as a reader would', async () => {
     const plan = planWrites(
       emission(['one.txt', 'a\nb'], ['two.txt', 'a\nb\n'], ['empty.txt', '']),
