@@ -20,6 +20,7 @@ import {
 } from './worker-advice.js';
 import { WorkerError, type WorkerReply, type WorkerRequest } from './worker-exchange.js';
 import {
+  get,
   MAX_REPLY_CHARS,
   post,
   readEventStream,
@@ -44,6 +45,10 @@ const DEFAULT_WORKER_MAX_TOKENS = 2048;
 
 /** An error body is read up to this many bytes: enough for any server's message, bounded against a stream. */
 const MAX_ERROR_BODY_BYTES = 16_000;
+
+/** How long a 404's refusal waits for the server's list of models, and how many of them it names. */
+const MODELS_WAIT_MS = 3000;
+const MODELS_SHOWN = 20;
 
 /** The silence allowed once the usage followed the model's finish, before the reply is taken as whole. */
 const AFTER_FINISH_MS = 2000;
@@ -141,8 +146,8 @@ class WorkerCall {
       accept: 'text/event-stream, application/json',
       // Compression would hold streamed chunks back; a server that compresses anyway is still decoded (responseBody).
       'accept-encoding': 'identity',
+      ...this.authorization(),
     };
-    if (this.req.apiKey) headers.authorization = `Bearer ${this.req.apiKey}`;
     const sent = () => {
       this.req.onSent?.();
       this.req.onProgress?.({
@@ -165,6 +170,32 @@ class WorkerCall {
     }
   }
 
+  private authorization(): Record<string, string> {
+    return this.req.apiKey ? { authorization: `Bearer ${this.req.apiKey}` } : {};
+  }
+
+  /**
+   * The model ids the server lists at `<endpoint>/models` (OpenAI's GET /v1/models), or null when it lists none in
+   * time: a 404 for a model name the server does not have said nothing of the names it has (ux57 f17).
+   */
+  private async offeredModels(): Promise<string[] | null> {
+    const url = new URL(this.url);
+    url.pathname = url.pathname.replace(/\/chat\/completions\/?$/, '/models');
+    const signal = AbortSignal.any([this.stop, AbortSignal.timeout(MODELS_WAIT_MS)]);
+    try {
+      const response = await get(url, { accept: 'application/json', ...this.authorization() }, signal);
+      const text = await readText(responseBody(response, signal), MAX_ERROR_BODY_BYTES);
+      if ((response.statusCode ?? 0) < 200 || (response.statusCode ?? 0) > 299) return null;
+      const data = (JSON.parse(text) as { data?: unknown }).data;
+      if (!Array.isArray(data)) return null;
+      return data
+        .map((m) => (m as { id?: unknown })?.id)
+        .filter((id): id is string => typeof id === 'string' && id !== '' && id.length <= 200);
+    } catch {
+      return null;
+    }
+  }
+
   /** An HTTP error status, said with the server's message and what to look at. */
   private async refusal(response: IncomingMessage): Promise<WorkerError> {
     const text = await readText(responseBody(response, this.stop), MAX_ERROR_BODY_BYTES).catch(() => '');
@@ -178,9 +209,14 @@ class WorkerCall {
       retryAfter: response.headers['retry-after'],
       now: Date.now(),
     });
+    const models = status === 404 ? await this.offeredModels() : null;
+    const offered =
+      models && models.length > 0 && !models.includes(this.req.model)
+        ? ` The server offers ${models.length === 1 ? 'one model' : `${models.length} models`}: ${models.slice(0, MODELS_SHOWN).join(', ')}${models.length > MODELS_SHOWN ? ', …' : ''}; name one with \`delegate-git config set worker.model <name>\`.`
+        : '';
     return new WorkerError(
       'http',
-      `The worker at ${this.host} answered HTTP ${status}${message ? `: ${message}` : ''}. ${advice}`,
+      `The worker at ${this.host} answered HTTP ${status}${message ? `: ${message}` : ''}. ${advice}${offered}`,
       status,
     );
   }

@@ -27,22 +27,33 @@ export async function post(
   signal: AbortSignal,
   onSent?: () => void,
 ): Promise<IncomingMessage> {
+  return exchange('POST', url, { ...headers, 'content-length': String(body.length) }, body, signal, onSent);
+}
+
+/** One GET, as `post` sends its request. */
+export async function get(
+  url: URL,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
+  return exchange('GET', url, headers, null, signal);
+}
+
+async function exchange(
+  method: 'GET' | 'POST',
+  url: URL,
+  headers: Record<string, string>,
+  body: Buffer | null,
+  signal: AbortSignal,
+  onSent?: () => void,
+): Promise<IncomingMessage> {
   const transport = url.protocol === 'https:' ? await import('node:https') : http;
   return new Promise((resolve, reject) => {
-    const request = transport.request(
-      url,
-      {
-        method: 'POST',
-        headers: { ...headers, 'content-length': String(body.length) },
-        signal,
-        agent: false,
-      },
-      resolve,
-    );
+    const request = transport.request(url, { method, headers, signal, agent: false }, resolve);
     // Later socket errors reach the response stream too; this listener only has to exist.
     request.on('error', reject);
     if (onSent) request.once('finish', onSent);
-    request.end(body);
+    request.end(body ?? undefined);
   });
 }
 

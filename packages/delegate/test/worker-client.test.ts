@@ -597,6 +597,41 @@ describe('callWorker: only a reply the model finished is an answer', () => {
     }
   });
 
+  it('a 404 for a model the server does not have names the models it lists (ux57 f17); control: a model it lists is not offered again', async () => {
+    const asked: Array<{ method?: string; url?: string; authorization?: string }> = [];
+    const server = await rawServer((req, res) => {
+      req.resume();
+      asked.push({ method: req.method, url: req.url, authorization: req.headers.authorization });
+      if (req.method === 'GET' && req.url === '/v1/models') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({ object: 'list', data: [{ id: 'coder-7b' }, { id: 'coder-14b' }, { nope: 1 }] }),
+        );
+        return;
+      }
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'model not found' } }));
+    });
+    try {
+      const missing = await expectWorkerError(callWorker(request({ endpoint: server.url, apiKey: 'k' })));
+      expect(missing.message).toContain(
+        'The server offers 2 models: coder-7b, coder-14b; name one with `delegate-git config set worker.model <name>`.',
+      );
+      expect(asked.find((a) => a.method === 'GET')).toEqual({
+        method: 'GET',
+        url: '/v1/models',
+        authorization: 'Bearer k',
+      });
+      const listed = await expectWorkerError(
+        callWorker(request({ endpoint: server.url, model: 'coder-7b' })),
+      );
+      expect(listed.message).toContain('answered HTTP 404: model not found');
+      expect(listed.message).not.toContain('The server offers');
+    } finally {
+      await server.close();
+    }
+  });
+
   it('says a stream that closed in the middle of an event broke off; a last event without its blank line is read', async () => {
     const whole = delta(file, 'stop');
     const cut = await streaming(whole.slice(0, whole.length - 20), (url) =>
