@@ -122,7 +122,7 @@ function planPatch(
     return { error: `${shown} is not UTF-8 text; it cannot be patched without altering its bytes` };
   }
   const result = applySearchReplace(text, blocks);
-  if (!result.ok) return { error: `${shown}: patch refused, nothing written: ${result.reason}` };
+  if (!result.ok) return { error: `${shown}: patch refused, the file left as it was: ${result.reason}` };
   return { file: planned(workspace, absolute, 'patched', result.content, result.hunks) };
 }
 

@@ -172,7 +172,7 @@ describe('planWrites: create and patch', () => {
     const plan = planWrites(emission(['src/a.ts', patchBody(search, replace)]), options());
     expect(plan.files).toEqual([]);
     expect(plan.errors).toHaveLength(1);
-    expect(plan.errors[0]).toMatch(/^`src\/a\.ts`: patch refused, nothing written: /);
+    expect(plan.errors[0]).toMatch(/^`src\/a\.ts`: patch refused, the file left as it was: /);
     expect(plan.errors[0]).toContain(expected);
   });
 

@@ -15,7 +15,7 @@ take turns (config.json.lock beside the file), so neither loses the other's sett
 Keys: worker.endpoint (default http://127.0.0.1:1234/v1; no user:password@, name the secret with
 worker.apiKeyEnv), worker.model, worker.apiKeyEnv, worker.timeoutMs
 (default 300000), worker.idleTimeoutMs (the longest silence once the reply has begun, default 120000),
-worker.maxTokens, verification.approval (ask | allow | deny), verification.allowlist (programs),
+worker.maxTokens (default 4096), verification.approval (ask | allow | deny), verification.allowlist (programs),
 verification.repeats (1..20, default 3; the least a unit gets), verification.timeoutMs (default 30000), coherence (a command or null),
 emitAllowlist, unitScope (enforce | off), retryContext (auto | off), signingKey (the key
 delegate signs verdicts with; attest takes --key).
