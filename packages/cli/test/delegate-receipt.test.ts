@@ -115,6 +115,17 @@ describe('renderReceipt', () => {
     expect(renderReceipt(receipt({ verdict: 'UNIT_FAILED', contract }))).not.toContain('Next:');
   });
 
+  it('files written beside refused ones are said to be half a unit, to put back (ux57 f03); control: nothing written, nothing said', () => {
+    const verification = { ...receipt({}).verification, skipped: 'the emission had refused files' };
+    const half = renderReceipt(
+      receipt({ files: [written('src/strip.js')], verification, errors: ['`src/a.js`: patch refused'] }),
+    );
+    expect(half).toContain('Next: the files above were written though the reply was refused for others');
+    expect(renderReceipt(receipt({ verification, errors: ['`src/a.js`: patch refused'] }))).not.toContain(
+      'half done',
+    );
+  });
+
   it('a run stopped at the time limit names the limit and the setting (ux57 f16); control: runs that end do not', () => {
     const run = { exitCode: 124, passed: 0, failed: 1, durationMs: 1000, timedOut: true };
     const verification = {

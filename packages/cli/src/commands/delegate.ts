@@ -276,6 +276,11 @@ export function renderReceipt(r: DelegationReceipt, allowlist: readonly string[]
     out.push(
       `Next: the contract is left as the run changed it: see how (\`git diff -- ${changed.join(' ')}\`), put it back (\`git restore -- ${changed.join(' ')}\`), and look at the code the worker wrote, which changed it when verified.`,
     );
+  // Half a unit is on disk, unverified (ux57 f03): the ledger records it failed, the work tree does not say so.
+  if (r.files.length > 0 && r.verification.skipped === 'the emission had refused files')
+    out.push(
+      'Next: the files above were written though the reply was refused for others, and were not verified, so the unit is half done: put them back (`git restore <path>`, or delete a created one) and run the unit again.',
+    );
   if (r.verdict === 'UNIT_FLAKY')
     out.push(
       `Next: the same code passed some runs and failed others, so the unit's command is not deterministic: make it so (or raise verificationRepeats to see how often it fails), then run the unit again${r.files.length > 0 ? '; the files above are left as the worker wrote them' : ''}.`,
