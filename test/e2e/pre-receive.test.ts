@@ -1260,6 +1260,58 @@ describe('pre-receive: content that arrives by other refs', () => {
   });
 });
 
+describe('pre-receive: namespaces the administrator leaves to review (delegate-git.reviewRefs)', () => {
+  /** A commit with an unpromoted governed file, made on top of the clone's branch and left out of it. */
+  function unpromoted(work: string, file: string): string {
+    stageFile(work, file, `export const x = ${JSON.stringify(file)};\n`);
+    expect(commit(story, work, `${file}, hook skipped`, ['--no-verify']).code).toBe(0);
+    const made = refTip(story, work, 'HEAD')!;
+    gitOk(story, work, ['reset', '-q', '--hard', 'HEAD~1']);
+    return made;
+  }
+
+  it('takes an unpromoted commit there unjudged, and judges it wherever else it goes (held there counts for nothing); control: unset, it is refused there too', () => {
+    const { server, work } = adoptedPair('review-refs');
+    const made = unpromoted(work, 'src/for-review.ts');
+    const unset = gitRun(story, work, ['push', 'origin', `${made}:refs/review/alice/1`]);
+    expect(unset.code).not.toBe(0);
+    expect(unset.stderr).toMatch(refusedLine('refs/review/alice/1', 'src/for-review.ts', 'no verdict'));
+
+    gitOk(story, server, ['config', 'delegate-git.reviewRefs', 'refs/review/']);
+    const taken = gitRun(story, work, ['push', 'origin', `${made}:refs/review/alice/1`]);
+    expect(taken.code, taken.stderr).toBe(0);
+    expect(refTip(story, server, 'refs/review/alice/1')).toBe(made);
+    // Held by a review ref only, the commit is new to every ref the gate judges: a branch, a tag, main.
+    for (const ref of ['refs/heads/feature', 'refs/tags/v1', 'refs/heads/main']) {
+      const refused = gitRun(story, work, ['push', 'origin', `${made}:${ref}`]);
+      expect(refused.code, ref).not.toBe(0);
+      expect(refused.stderr).toMatch(refusedLine(ref, 'src/for-review.ts', 'no verdict'));
+    }
+    // Once approved (the reviewer fetched it from the review ref), it goes to main with the ledger.
+    gitOk(story, work, ['fetch', '-q', 'origin', 'refs/review/alice/1']);
+    cliOk(story, work, ['attest', '--approve', '--rev', made, 'src/for-review.ts', '--yes']);
+    const accepted = gitRun(story, work, ['push', '--atomic', 'origin', `${made}:refs/heads/main`, LEDGER]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+
+  it('a value that could reach what the gate judges refuses every push, naming the setting; control: a sound value takes a promoted push', () => {
+    const { server, work } = adoptedPair('review-refs-bad');
+    for (const bad of ['refs/heads/', 'refs/', 'refs/notes/review/', 'refs/review']) {
+      gitOk(story, server, ['config', 'delegate-git.reviewRefs', bad]);
+      stageFile(work, 'README.md', `${bad}\n`);
+      expect(commit(story, work, `readme ${bad}`).code).toBe(0);
+      const refused = gitRun(story, work, ['push', 'origin', 'main']);
+      expect(refused.code, bad).not.toBe(0);
+      expect(refused.stderr).toContain(
+        `the server's delegate-git.reviewRefs value "${bad}" is not a namespace`,
+      );
+    }
+    gitOk(story, server, ['config', 'delegate-git.reviewRefs', 'refs/for/']);
+    const accepted = gitRun(story, work, ['push', 'origin', 'main']);
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+});
+
 describe('pre-receive: a default branch that does not exist', () => {
   it('trusts a first push, then refuses new refs until HEAD names the branch that holds the policy', () => {
     const server = makeServer(story, 'dangling-head.git');

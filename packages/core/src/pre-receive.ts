@@ -40,6 +40,7 @@ import {
 } from './push-walks.js';
 import { changesBetween, filesAt, type Introduced, type NewChanges } from './pushed-changes.js';
 import type { Repository } from './repository.js';
+import { isReviewRef } from './review-refs.js';
 import { treeFiles } from './snapshot.js';
 
 export { LEDGER_REF };
@@ -80,15 +81,26 @@ async function judgeWith(
       result.refusals.push({ ref: u.ref, reason: SHALLOW_PUSH_REFUSED });
     return result;
   }
+  const review = await reads.reviewRefs();
+  if ('invalid' in review) {
+    for (const u of updates) result.refusals.push({ ref: u.ref, reason: review.invalid });
+    return result;
+  }
   const notesUpdate = updates.find((u) => u.ref === LEDGER_REF);
   for (const u of updates.filter((x) => isReplaceRef(x.ref) && !isZeroId(x.newId)))
     result.refusals.push({ ref: u.ref, reason: REPLACE_REFUSED });
   for (const u of updates.filter((x) => posesAsLedger(x.ref)))
     result.refusals.push({ ref: u.ref, reason: POSES_AS_LEDGER });
   const detours = ledgerDetours(repo, updates);
-  // Every other ref is content anyone can check out, a notes ref too (`git checkout refs/notes/x` gives its files).
+  // Every other ref is content anyone can check out, a notes ref too (`git checkout refs/notes/x` gives its files),
+  // but for the namespaces the server's administrator leaves to review (review-refs.ts).
   const contentUpdates = updates.filter(
-    (u) => u.ref !== LEDGER_REF && !posesAsLedger(u.ref) && !isReplaceRef(u.ref) && !isZeroId(u.newId),
+    (u) =>
+      u.ref !== LEDGER_REF &&
+      !posesAsLedger(u.ref) &&
+      !isReplaceRef(u.ref) &&
+      !isZeroId(u.newId) &&
+      !isReviewRef(u.ref, review),
   );
   // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
   // awaited where it is needed.

@@ -5,6 +5,7 @@ import { type GovernedMatcher, governedMatcher, POLICY_PATH, type Policy, parseP
 import { early } from './promises.js';
 import { isZeroId, type RefUpdate } from './push-judgement.js';
 import type { Repository } from './repository.js';
+import { isReviewRef, type ReviewRefs, reviewRefsIn } from './review-refs.js';
 import { gitSnapshot } from './snapshot.js';
 
 /** Git reads a push needs more than once (the default branch, a commit's governance), each made once. */
@@ -20,6 +21,7 @@ export class PushReads {
   private readonly rules = new Map<string, Promise<string>>();
   private adopter: Promise<RefUpdate | null> | null = null;
   private content: Promise<boolean> | null = null;
+  private review: Promise<ReviewRefs> | null = null;
   private readonly matchers = new WeakMap<Policy, GovernedMatcher>();
   /** The pushed blobs the ledger check hashes, kept for judging the pushed files. */
   readonly blobs: KeptObjects;
@@ -122,18 +124,38 @@ export class PushReads {
     return this.adopter;
   }
 
-  /** Whether any ref but a notes ref exists here: content the policy in force was meant to govern. */
+  /** Whether any ref but a notes or review ref exists here: content the policy in force was meant to govern. */
   holdsContent(): Promise<boolean> {
-    this.content ??= git(['for-each-ref', '--format=%(refname)'], {
-      cwd: this.repo.cwd,
-      env: this.repo.env,
-    }).then((refs) =>
+    this.content ??= Promise.all([
+      git(['for-each-ref', '--format=%(refname)'], { cwd: this.repo.cwd, env: this.repo.env }),
+      this.reviewRefs(),
+    ]).then(([refs, review]) =>
       refs
         .toString('utf8')
         .split('\n')
-        .some((ref) => ref !== '' && !ref.startsWith('refs/notes/')),
+        .some((ref) => ref !== '' && !ref.startsWith('refs/notes/') && !isReviewRef(ref, review)),
     );
     return this.content;
+  }
+
+  /** The namespaces this server's administrator leaves to review (review-refs.ts): none unless configured. */
+  reviewRefs(): Promise<ReviewRefs> {
+    this.review ??= gitTry(['config', '--get-all', 'delegate-git.reviewRefs'], {
+      cwd: this.repo.cwd,
+      env: this.repo.env,
+    }).then((r) => {
+      // 1: no such setting. Anything else unread is refused, not read as "none".
+      if (r.code === 1) return { prefixes: [] };
+      if (r.code !== 0)
+        return { invalid: `the server's git configuration cannot be read (${r.stderr.trim()})` };
+      return reviewRefsIn(
+        r.stdout
+          .toString('utf8')
+          .split('\n')
+          .filter((line) => line !== ''),
+      );
+    });
+    return this.review;
   }
 
   /**

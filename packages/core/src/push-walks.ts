@@ -17,9 +17,10 @@ import {
   treeRefChanges,
   walkNewCommits,
 } from './pushed-changes.js';
+import { judgedRefsArgs } from './review-refs.js';
 
 /**
- * The commits no ref holds (notes refs aside) among and behind the tips of the new refs a push makes, found in one
+ * The commits no ref holds (notes and review refs aside) among and behind the tips of the new refs a push makes, found in one
  * walk: a new ref whose tip is not among them (a tag on a commit held already) brings nothing, and is not walked on
  * its own. A release pushing a thousand tags cost a git process each (rt41 f05).
  */
@@ -32,8 +33,8 @@ export async function unheldCommits(
   );
   const commits = tips.filter((tip): tip is string => tip !== null);
   if (commits.length === 0) return new Set();
-  const adopted = await adoptedTip(reads);
-  const out = await git(['rev-list', '--stdin', '--not', '--exclude=refs/notes/*', '--all', ...adopted], {
+  const [adopted, review] = await Promise.all([adoptedTip(reads), reads.reviewRefs()]);
+  const out = await git(['rev-list', '--stdin', '--not', ...judgedRefsArgs(review), ...adopted], {
     cwd: reads.repo.cwd,
     env: reads.repo.env,
     input: `${commits.join('\n')}\n`,
@@ -95,7 +96,7 @@ export async function walkNewRefs(
   return walkNewCommits(
     reads.repo,
     [...tips],
-    ['--exclude=refs/notes/*', '--all', ...(await adoptedTip(reads))],
+    [...judgedRefsArgs(await reads.reviewRefs()), ...(await adoptedTip(reads))],
   );
 }
 
