@@ -336,7 +336,7 @@ class Delegation {
   private async keepReply(content: string): Promise<string | null> {
     const file = path.join(this.opts.repo.stateDir, 'last-worker-reply.md');
     try {
-      await writeFileAtomic(file, content);
+      await writeFileAtomic(file, content, 0o600);
       return file;
     } catch {
       return null;
