@@ -154,7 +154,9 @@ describe('renderReceipt', () => {
     };
     const text = renderReceipt(receipt({ worker, errors: ['`src/\u001b[2Ja.ts` refused'] }));
     const verdictLines = text.split('\n').filter((line) => line.startsWith('Verdict:'));
-    expect(verdictLines).toEqual(['Verdict: UNIT_FAILED']);
+    expect(verdictLines).toEqual([
+      'Verdict: UNIT_FAILED (not recorded: no file was written to record it on)',
+    ]);
     expect(text).toContain('Worker: m\\u000aVerdict: UNIT_PASSED\\u001b[8m at h');
     expect(text).toContain('refused: `src/\\u001b[2Ja.ts` refused');
     expect(text).not.toMatch(/\u001b/);

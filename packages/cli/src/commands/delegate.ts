@@ -256,7 +256,10 @@ export function renderReceipt(r: DelegationReceipt, allowlist: readonly string[]
     out.push(
       `Warning: the server counted ${r.tokens.prompt} prompt token(s) for about ${r.tokens.sent} sent: its context window (Ollama's num_ctx) may have cut the prompt, so the model may not have read the whole unit. Raise the server's context length.`,
     );
-  out.push(`Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : ''}`);
+  // A verdict with no file to record it on leaves no trace in the ledger or in `report`: said, not implied (ux57 f12).
+  out.push(
+    `Verdict: ${r.verdict}${r.envelope ? ' (signed and recorded in refs/notes/delegations)' : r.files.length === 0 ? ' (not recorded: no file was written to record it on)' : ''}`,
+  );
   // A file that exists is changed only by a patch; the worker is shown the targets, not other files it may write.
   const existing = r.errors.filter((e) => e.includes(WHOLE_FILE_OVER_EXISTING)).length;
   if (existing > 0) {
