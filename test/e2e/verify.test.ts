@@ -384,6 +384,18 @@ describe('a revoked key', () => {
     expect(text.stdout).toContain('NOT PROMOTED  src/b.ts');
   });
 
+  it("report counts the revoked key's lines on its own row, as not counted (a05); the other signers' rows are as before", () => {
+    const report = JSON.parse(cliOk(story, dir, ['report', '--json']).stdout) as {
+      bySigner: Array<{ signer: string; delegations: number; approvals: number; notCounted: number }>;
+    };
+    const row = (name: string) => report.bySigner.find((s) => s.signer === name);
+    expect(row('bob')).toMatchObject({ delegations: 0, approvals: 0, notCounted: 2 });
+    expect(row('alice')).toMatchObject({ notCounted: 0 });
+    expect(row('alice')!.approvals).toBeGreaterThan(0);
+    const text = cliOk(story, dir, ['report']).stdout;
+    expect(text).toMatch(/not counted/);
+  });
+
   it('control: the revision before the revocation is judged by the trust root in force there, and passes', () => {
     const { code, result } = verifyJson(dir, ['--rev', 'HEAD~1']);
     expect(code).toBe(0);

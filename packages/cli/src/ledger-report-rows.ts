@@ -8,7 +8,7 @@ export function num(n: number): string {
   return integer.format(n);
 }
 
-export const SIGNER_HEADERS = ['signer', 'delegations', 'passed', 'approvals', 'rejections'];
+export const SIGNER_HEADERS = ['signer', 'delegations', 'passed', 'approvals', 'rejections', 'not counted'];
 
 /** One row per signer, in the order of SIGNER_HEADERS. */
 export function signerRows(stats: LedgerStats): string[][] {
@@ -18,5 +18,6 @@ export function signerRows(stats: LedgerStats): string[][] {
     num(s.passed),
     num(s.approvals),
     num(s.rejections),
+    num(s.notCounted),
   ]);
 }

@@ -222,6 +222,8 @@ export interface SignerStats {
   byVerdict: VerdictCounts;
   approvals: number;
   rejections: number;
+  /** Lines it signed that verify but count for nothing now (its key revoked, or a role or validity it lacks). */
+  notCounted: number;
 }
 
 export interface DayStats {
@@ -352,6 +354,8 @@ export class LedgerStatsAccumulator {
     if (!judged.valid || record === null) {
       const reasons = judged.notCounted ? this.notCountingReasons : this.invalidReasons;
       reasons.set(judged.reason, (reasons.get(judged.reason) ?? 0) + 1);
+      // By signer too: what a revoked key signed is otherwise only counted by reason (a05).
+      if (judged.notCounted && judged.signer !== null) this.signer(judged.signer).notCounted++;
       // Not counted, and yet weighed by the promotion rule: a rejection dated ahead refuses its content.
       if (record !== null && judged.trust?.ok) this.remember(record, judged.trust);
       return;
@@ -441,6 +445,7 @@ export class LedgerStatsAccumulator {
         .sort(
           (a, b) =>
             b.delegations + b.approvals + b.rejections - (a.delegations + a.approvals + a.rejections) ||
+            b.notCounted - a.notCounted ||
             byName(a.signer, b.signer),
         ),
       byDay: [...this.days.values()]
@@ -533,7 +538,15 @@ export class LedgerStatsAccumulator {
   private signer(name: string): SignerStats {
     let s = this.signers.get(name);
     if (!s) {
-      s = { signer: name, delegations: 0, passed: 0, byVerdict: zeroVerdicts(), approvals: 0, rejections: 0 };
+      s = {
+        signer: name,
+        delegations: 0,
+        passed: 0,
+        byVerdict: zeroVerdicts(),
+        approvals: 0,
+        rejections: 0,
+        notCounted: 0,
+      };
       this.signers.set(name, s);
     }
     return s;
