@@ -390,7 +390,7 @@ describe('report (text)', () => {
     expect(text).toContain('Delegations: 5   passed 3 (60.0%)   flaky 1 (20.0%)');
     expect(text).toMatch(/^ {2}UNIT_PASSED\s+3 {2}█+$/m);
     expect(text).toMatch(/^ {2}qwen2\.5-coder\s+2\s+1\s+50\.0%\s+0\s+2,700\s+9\.0 s$/m);
-    expect(text).toMatch(/^ {2}bob\s+3\s+2\s+0\s+0$/m);
+    expect(text).toMatch(/^ {2}bob\s+3\s+2\s+0\s+0\s+0$/m);
     expect(text).toMatch(/^ {2}2026-11-02\s+1\s+0\s+1\s+0\.0%\s+100\.0%\s+2\s+900$/m);
     expect(text).toContain('Tokens spent locally: 4,650 (3,900 prompt + 750 completion)');
     expect(text).toContain(
