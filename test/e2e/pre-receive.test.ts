@@ -1090,6 +1090,26 @@ describe('pre-receive: the server’s own git configuration', () => {
     const accepted = gitRun(story, work, ['push', 'origin', 'feat']);
     expect(accepted.code, accepted.stderr).toBe(0);
     expect(fs.existsSync(path.join(server, 'shallow'))).toBe(false);
+
+    // A depth-1 clone of the server itself pushing back cuts nothing: the server holds what is behind it (rt58 f01).
+    const own = path.join(story.root, 'shallow-push-own');
+    gitOk(story, story.root, ['clone', '-q', '--depth', '1', '-b', 'feat', `file://${server}`, own]);
+    writeFiles(own, { 'notes.txt': 'three\n' });
+    gitOk(story, own, ['add', 'notes.txt']);
+    gitOk(story, own, [
+      '-c',
+      'user.name=a',
+      '-c',
+      'user.email=a@b',
+      'commit',
+      '-q',
+      '--no-verify',
+      '-m',
+      'three',
+    ]);
+    const back = gitRun(story, own, ['push', 'origin', 'feat']);
+    expect(back.code, back.stderr).toBe(0);
+    expect(fs.existsSync(path.join(server, 'shallow'))).toBe(false);
   });
 
   // Signing needs ssh-keygen; without it this case cannot be made here, and says so by being skipped.

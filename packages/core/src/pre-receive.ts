@@ -28,7 +28,7 @@ import {
   REPLACE_REFUSED,
 } from './push-ref-names.js';
 import { movedKeysRefused, refusedByPushedRules, tipChangesRules } from './push-rules-change.js';
-import { SHALLOW_PUSH_REFUSED, shallowBoundariesAdded } from './push-shallow.js';
+import { SHALLOW_PUSH_REFUSED, shallowCuts } from './push-shallow.js';
 import {
   changesOf,
   diffHeldTips,
@@ -76,7 +76,7 @@ async function judgeWith(
 ): Promise<PushJudgement> {
   const { repo } = reads;
   // Judged first and alone: with the history cut off, the rest would be judged against what is not there.
-  if (shallowBoundariesAdded(repo.env ?? process.env, repo.layout.commonDir).length > 0) {
+  if ((await shallowCuts(repo)).length > 0) {
     for (const u of updates.filter((x) => !isZeroId(x.newId)))
       result.refusals.push({ ref: u.ref, reason: SHALLOW_PUSH_REFUSED });
     return result;
