@@ -49,6 +49,8 @@ const MAX_ERROR_BODY_BYTES = 16_000;
 /** How long a 404's refusal waits for the server's list of models, and how many of them it names. */
 const MODELS_WAIT_MS = 3000;
 const MODELS_SHOWN = 20;
+/** A list with each model's metadata runs past an error body's bound (rt58 f09); a list past this one is not read. */
+const MODELS_MAX_BYTES = 1024 * 1024;
 
 /** The silence allowed once the usage followed the model's finish, before the reply is taken as whole. */
 const AFTER_FINISH_MS = 2000;
@@ -184,7 +186,7 @@ class WorkerCall {
     const signal = AbortSignal.any([this.stop, AbortSignal.timeout(MODELS_WAIT_MS)]);
     try {
       const response = await get(url, { accept: 'application/json', ...this.authorization() }, signal);
-      const text = await readText(responseBody(response, signal), MAX_ERROR_BODY_BYTES);
+      const text = await readText(responseBody(response, signal), MODELS_MAX_BYTES);
       if ((response.statusCode ?? 0) < 200 || (response.statusCode ?? 0) > 299) return null;
       const data = (JSON.parse(text) as { data?: unknown }).data;
       if (!Array.isArray(data)) return null;

@@ -126,8 +126,21 @@ function planPatch(
   return { file: planned(workspace, absolute, 'patched', result.content, result.hunks) };
 }
 
-/** A `---` line, a `+++` line, then a hunk header: the head of a file's part of a unified diff. */
-const UNIFIED_DIFF = /^--- [^\n]*\n\+\+\+ [^\n]*\n@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@/m;
+/**
+ * Whether a block is a diff rather than a file: it begins as one (`diff --git`, `---` then `+++`, a hunk header `@@`,
+ * apply_patch's `*** Begin Patch`). A file that only quotes one further down (a doc, a test fixture) is a file.
+ */
+function isDiff(body: string): boolean {
+  const [first = '', second = ''] = body
+    .slice(0, 4096)
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .filter((line) => line !== '');
+  return (
+    /^(?:diff --git |\*\*\* Begin Patch|@@(?: |$))/.test(first) ||
+    (first.startsWith('--- ') && second.startsWith('+++ '))
+  );
+}
 
 /** The refusal of a whole file sent for one that exists (its words are the original plugin's rule 2.3.1). */
 export const WHOLE_FILE_OVER_EXISTING = 'already exists; a whole-file block may only create a new file';
@@ -223,7 +236,8 @@ export function planWrites(emission: Emission, opts: WritePlanOptions): WritePla
 
     // A unified diff in a block is a form models often send and delegate-git does not apply: written as the file, it
     // was source no one wrote (ux57 f05). A file that is a diff by name (fix.patch) is content like any other.
-    if (UNIFIED_DIFF.test(emitted.body) && !/\.(?:diff|patch)$/i.test(emitted.path)) {
+    const patch = parseSearchReplace(emitted.body);
+    if (patch === null && isDiff(emitted.body) && !/\.(?:diff|patch)$/i.test(emitted.path)) {
       errors.push(
         `${shown}: the block is a unified diff (\`---\`, \`+++\`, \`@@\` lines), which delegate-git does not apply; not ` +
           'written. To create the file, send all of it in a fenced block; to change it, send SEARCH/REPLACE pairs',
@@ -231,7 +245,7 @@ export function planWrites(emission: Emission, opts: WritePlanOptions): WritePla
       continue;
     }
     const outcome =
-      parseSearchReplace(emitted.body) === null
+      patch === null
         ? planWholeFile(shown, absolute, existing.entry, emitted.body, workspace)
         : planPatch(shown, absolute, existing.entry, emitted.body, workspace);
     if ('error' in outcome) {

@@ -604,9 +604,10 @@ describe('callWorker: only a reply the model finished is an answer', () => {
       asked.push({ method: req.method, url: req.url, authorization: req.headers.authorization });
       if (req.method === 'GET' && req.url === '/v1/models') {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({ object: 'list', data: [{ id: 'coder-7b' }, { id: 'coder-14b' }, { nope: 1 }] }),
-        );
+        // With each model's metadata, as servers send it: far more than an error body (rt58 f09).
+        const meta = { owned_by: 'me', description: 'x'.repeat(20_000) };
+        const data = [{ id: 'coder-7b', ...meta }, { id: 'coder-14b', ...meta }, { nope: 1 }];
+        res.end(JSON.stringify({ object: 'list', data }));
         return;
       }
       res.writeHead(404, { 'content-type': 'application/json' });

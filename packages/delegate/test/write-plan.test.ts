@@ -104,6 +104,34 @@ describe('planWrites: create and patch', () => {
     expect(plan.files.map((f) => f.path)).toEqual(['fixes/strip.patch']);
   });
 
+  it('refuses the other shapes a diff comes in (rt58 f06), not a file that only quotes one further down (rt58 f02)', () => {
+    const refused = [
+      '@@\n-export const a = 1;\n+export const a = 2;\n',
+      '@@ -1 +1 @@\n-a\n+b\n',
+      'diff --git a/src/x.js b/src/x.js\nindex 1..2\n',
+      '*** Begin Patch\n*** Add File: src/x.js\n+export {};\n*** End Patch\n',
+      '\n--- a/src/x.js\n+++ b/src/x.js\n',
+    ];
+    const quoted = [
+      '# Changes\n\n~~~diff\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n~~~\n',
+      'export const fixture = `\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n`;\n',
+      '--- a heading underlined\nnot a diff\n',
+    ];
+    const plan = planWrites(
+      emission(
+        ...refused.map((body, i): [string, string] => [`src/refused-${i}.js`, body]),
+        ...quoted.map((body, i): [string, string] => [`docs/quoted-${i}.md`, body]),
+        ['src/a.ts', patchBody('  return a + b;', '  return a + b; // --- +++ @@')],
+      ),
+      options(),
+    );
+    expect(plan.errors).toHaveLength(refused.length);
+    expect(plan.files.map((f) => f.path)).toEqual([
+      ...quoted.map((_, i) => `docs/quoted-${i}.md`),
+      'src/a.ts',
+    ]);
+  });
+
   it('counts lines as a reader would', async () => {
     const plan = planWrites(
       emission(['one.txt', 'a\nb'], ['two.txt', 'a\nb\n'], ['empty.txt', '']),
