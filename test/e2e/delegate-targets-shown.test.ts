@@ -33,6 +33,8 @@ beforeAll(async () => {
       'src/big.js': BIG,
       'src/secret.js': `export const id = '${AWS_KEY_ID}';\n`,
       'lib/other.js': 'export {};\n',
+      '.gitignore': '.env\n',
+      'assets/logo.bin': Buffer.from([0xff, 0xfe, 0x00, 0x01]),
     },
   });
 });
@@ -134,6 +136,39 @@ describe('a unit run again after a failure (ux57 f02)', () => {
   });
 });
 
+describe('a target the worker is not shown (rt58 f04, f03)', () => {
+  test('a file git ignores (.env) is never sent, whatever the unit names; control: the tracked file beside it is', async () => {
+    repo.write('.env', 'DB_PASSWORD=hunter2-but-longer\n');
+    worker.enqueue({ content: fileBlock('src/fresh2.js', 'export {};') });
+    await repo.delegate({
+      taskName: 'env',
+      instruction: 'Create src/fresh2.js.',
+      targetFiles: ['.env', 'src/greet.js', 'src/fresh2.js'],
+      runVerification: 'true',
+    });
+    const user = userPrompt(worker.requests.at(-1));
+    expect(user).not.toContain('hunter2');
+    expect(user).toContain('--- src/greet.js ---');
+  });
+
+  test('a binary target refuses the unit, saying to take it out of targetFiles', async () => {
+    const before = worker.requestCount();
+    const { receipt } = await repo.delegate({
+      taskName: 'logo',
+      instruction: 'Change the logo.',
+      targetFiles: ['assets/logo.bin'],
+      runVerification: 'true',
+    });
+    expect(receipt?.verdict).toBe('CONTEXT_REFUSED');
+    expect(receipt?.errors).toEqual([
+      expect.stringMatching(
+        /^target assets\/logo\.bin: not UTF-8 text .*a binary file cannot be; take it out of targetFiles$/,
+      ),
+    ]);
+    expect(worker.requestCount()).toBe(before);
+  });
+});
+
 describe('a target the worker cannot be shown refuses the unit before the worker is called', () => {
   test('over the context budget: CONTEXT_REFUSED, naming it as a target and what to do', async () => {
     const before = worker.requestCount();
@@ -148,7 +183,7 @@ describe('a target the worker cannot be shown refuses the unit before the worker
     expect(receipt?.message).toContain('the worker was not called');
     expect(receipt?.errors).toEqual([
       expect.stringMatching(
-        /^target src\/big\.js: over the context budget: .* name a line range of it in contextFiles to show only that range, or split the unit\.$/,
+        /^target src\/big\.js: over the context budget: .*, over the 32768-byte limit .* name a line range of it in contextFiles to show only that range, or split the unit\.$/,
       ),
     ]);
     expect(worker.requestCount()).toBe(before);
@@ -180,7 +215,11 @@ describe('a target the worker cannot be shown refuses the unit before the worker
     });
     expect(code).toBe(1);
     expect(receipt?.verdict).toBe('CONTEXT_REFUSED');
-    expect(receipt?.errors).toEqual([expect.stringMatching(/^credential in src\/secret\.js:1 \(aws/)]);
+    expect(receipt?.errors).toEqual([
+      expect.stringMatching(
+        /^credential in src\/secret\.js:1 \(aws.*\): a target file that exists is shown to the worker whole/,
+      ),
+    ]);
     expect(stdout).not.toContain(AWS_KEY_ID);
     expect(worker.requestCount()).toBe(before);
   });

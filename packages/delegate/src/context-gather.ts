@@ -6,9 +6,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { gitTry } from '@delegate-git/core/git';
+import { relativePosix } from '@delegate-git/core/path-within';
 import type { Repository } from '@delegate-git/core/repository';
-import { canonicalisePath, entersGitDir, locateReadable } from './containment.js';
-import { CONTEXT_MAX_BYTES, type InjectedContext, readContext } from './context.js';
+import { canonicalisePath, entersGitDir, isPathWithin, locateReadable } from './containment.js';
+import { type InjectedContext, readContext } from './context.js';
 import type { OperatorSettings } from './operator-config.js';
 import type { DelegationReceipt } from './receipt.js';
 import { gitDirsOf } from './repository-paths.js';
@@ -42,16 +44,12 @@ export async function gatherContext(
     ...(unit.contextFiles ?? []).map((c) => canonicalisePath(path.resolve(ws, c.path))),
     ...contractFiles,
   ]);
-  const existing = existingTargets(unit.targetFiles ?? [], ws, gitDirs);
+  const existing = await existingTargets(unit.targetFiles ?? [], ws, repo, { gitDirs, contractFiles });
   const targetFiles = existing.filter((t) => !shownPaths.has(t.absolute));
   for (const t of targetFiles) shownPaths.add(t.absolute);
   const targets = await readContext(
     targetFiles.map((t) => ({ path: t.path })),
-    {
-      workspace: ws,
-      gitDirs,
-      maxBytes: CONTEXT_MAX_BYTES - bytesOf(declared.context),
-    },
+    { workspace: ws, gitDirs, used: bytesOf(declared.context) },
   );
   if (!targets.ok) return { ok: false as const, errors: targets.errors.map(asTargetError) };
   receipt.contextTargets = withoutText(targets.context);
@@ -75,7 +73,7 @@ export async function gatherContext(
       : await readContext(windows, {
           workspace: ws,
           gitDirs,
-          maxBytes: CONTEXT_MAX_BYTES - bytesOf(declared.context) - bytesOf(targets.context),
+          used: bytesOf(declared.context) + bytesOf(targets.context),
         });
   const context = widened?.ok ? widened.context : [];
   receipt.contextWidened = withoutText(context);
@@ -95,24 +93,42 @@ function retryNote(taken: RetryOffer): string {
 
 /**
  * The unit's target files that exist in the workspace, as the unit spells them: the worker changes an existing file
- * only with a patch whose SEARCH text is copied from it, so it is shown the file. A directory, and a path outside the
- * workspace or in a git directory (where the write is refused) are left out. The caller leaves out what the unit
- * shows already (a range of it in contextFiles: the architect's choice stands); one file spelled twice is read once.
+ * only with a patch whose SEARCH text is copied from it, so it is shown the file. Left out: a directory; a path outside
+ * the workspace, in a git directory or a contract file (where the write is refused); and a file git ignores or that
+ * lies outside the repository, such as `.env`, whose secrets a unit naming it as a target must not send to the worker
+ * (rt58 f04: a password is no credential the scan knows). The caller leaves out what the unit shows already (a range
+ * of it in contextFiles: the architect's choice stands); one file spelled twice is read once.
  */
-function existingTargets(
+async function existingTargets(
   targetFiles: readonly string[],
   ws: string,
-  gitDirs: readonly string[],
-): Array<{ path: string; absolute: string }> {
+  repo: Repository,
+  { gitDirs, contractFiles }: { gitDirs: readonly string[]; contractFiles: readonly string[] },
+): Promise<Array<{ path: string; absolute: string }>> {
   const workspace = canonicalisePath(path.resolve(ws));
-  return targetFiles.flatMap((spelled) => {
+  const top = repo.layout.topLevel === null ? null : canonicalisePath(repo.layout.topLevel);
+  const found = targetFiles.flatMap((spelled) => {
     const target = spelled.trim();
-    if (target === '') return [];
+    if (target === '' || top === null) return [];
     const located = locateReadable(workspace, target, gitDirs);
-    return typeof located !== 'string' && isRegularFile(located.absolute)
+    return typeof located !== 'string' &&
+      isPathWithin(top, located.absolute) &&
+      !contractFiles.includes(located.absolute) &&
+      isRegularFile(located.absolute)
       ? [{ path: target, absolute: located.absolute }]
       : [];
   });
+  if (found.length === 0) return found;
+  const relative = found.map((t) => relativePosix(top!, t.absolute));
+  const ignored = await gitTry(['check-ignore', '-z', '--stdin'], {
+    cwd: top!,
+    env: repo.env,
+    input: `${relative.join('\0')}\0`,
+  });
+  // 0: some are ignored, 1: none is; anything else (git failed) shows none, rather than maybe a secret.
+  if (ignored.code !== 0 && ignored.code !== 1) return [];
+  const out = new Set(ignored.stdout.toString('utf8').split('\0'));
+  return found.filter((_, i) => !out.has(relative[i]!));
 }
 
 function isRegularFile(absolute: string): boolean {
@@ -123,11 +139,15 @@ function isRegularFile(absolute: string): boolean {
   }
 }
 
-/** readContext names a refused request by its path: a target's says why it was read at all. */
+/** readContext names a refused request by its path: a target's says why it was read at all, and what to do. */
 function asTargetError(error: string): string {
-  return error.startsWith('credential in ')
-    ? error
-    : `target ${error}. A target file that exists is shown to the worker whole, so that it can patch it: name a line range of it in contextFiles to show only that range, or split the unit.`;
+  const why = 'a target file that exists is shown to the worker whole, so that it can patch it';
+  if (error.startsWith('credential in ')) return `${error}: ${why}; take it out of targetFiles`;
+  if (error.includes('not UTF-8 text'))
+    return `target ${error}: ${why}, and a binary file cannot be; take it out of targetFiles`;
+  if (error.includes('over the context budget'))
+    return `target ${error}. ${why[0]!.toUpperCase()}${why.slice(1)}: name a line range of it in contextFiles to show only that range, or split the unit.`;
+  return `target ${error} (${why})`;
 }
 
 function withoutText(context: readonly InjectedContext[]): Array<Omit<InjectedContext, 'text'>> {

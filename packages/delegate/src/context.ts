@@ -36,13 +36,14 @@ export interface InjectedContext {
 export type ContextResult = { ok: true; context: InjectedContext[] } | { ok: false; errors: string[] };
 
 /** The bytes of file content one prompt may show the worker, all context together. */
-export const CONTEXT_MAX_BYTES = 32768;
+const CONTEXT_MAX_BYTES = 32768;
 
 const READ_CHUNK_BYTES = 64 * 1024;
 
 export async function readContext(
   requests: ContextRequest[],
-  opts: { workspace: string; maxBytes?: number; gitDirs?: readonly string[] },
+  /** `used`: bytes of context already shown beside these, counted against the same budget. */
+  opts: { workspace: string; maxBytes?: number; used?: number; gitDirs?: readonly string[] },
 ): Promise<ContextResult> {
   const maxBytes = opts.maxBytes ?? CONTEXT_MAX_BYTES;
   let workspace: string;
@@ -60,7 +61,7 @@ export async function readContext(
   // One slice named again (20,000 times in a unit) is read and shown once: repeated, it spent the budget and
   // printed a refusal per copy.
   const seen = new Set<string>();
-  let usedBytes = 0;
+  let usedBytes = opts.used ?? 0;
   for (const request of requests) {
     const label = typeof request?.path === 'string' ? request.path : String(request?.path);
     const range = validateRange(request);
