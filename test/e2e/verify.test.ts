@@ -991,6 +991,13 @@ describe('a clone whose git shows other objects than it stores (rt57 f01)', () =
 
     gitOk(story, dir, ['replace', '-d', blobs.a]);
     expect(verify(dir).code).toBe(0);
+
+    // Where the environment tells git to look for them instead (rt58 f08); without it, git reads none there.
+    gitOk(story, dir, ['update-ref', `refs/other-replace/${blobs.a}`, replacement]);
+    const elsewhere = verify(dir, [], { ...story.env, GIT_REPLACE_REF_BASE: 'refs/other-replace/' });
+    expect(elsewhere.code).toBe(2);
+    expect(elsewhere.stderr).toContain(`(refs/other-replace/${blobs.a})`);
+    expect(verify(dir).code).toBe(0);
   });
 
   it('a grafts file: exit 2 naming it; control: moved aside, exit 0', () => {

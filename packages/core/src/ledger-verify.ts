@@ -256,22 +256,24 @@ function refuseShallow(repo: Repository): void {
  * mirror clone). So verify refuses to answer in such a clone.
  */
 async function refuseReplaced(repo: Repository): Promise<void> {
-  const grafts = path.join(repo.layout.commonDir, 'info', 'grafts');
+  // Where git looks for them in this environment, as it would for a checkout here (rt58 f08).
+  const env = repo.env ?? process.env;
+  const grafts = env.GIT_GRAFT_FILE
+    ? path.resolve(repo.cwd, env.GIT_GRAFT_FILE)
+    : path.join(repo.layout.commonDir, 'info', 'grafts');
+  const base = (env.GIT_REPLACE_REF_BASE || 'refs/replace/').replace(/\/*$/, '/');
   if (fs.existsSync(grafts))
     throw new DelegateGitError(
       'GIT',
       `This clone has a grafts file (${grafts}): git reads the history through it, so verify's answer would not be about the history this clone shows. Remove it (or move it aside) and run verify again.`,
     );
-  const listed = await git(['for-each-ref', '--format=%(refname)', 'refs/replace/'], {
-    cwd: repo.cwd,
-    env: repo.env,
-  });
+  const listed = await git(['for-each-ref', '--format=%(refname)', base], { cwd: repo.cwd, env });
   const refs = listed.toString('utf8').split('\n').filter(Boolean);
   if (refs.length === 0) return;
-  const first = refs[0]!.slice('refs/replace/'.length);
+  const first = refs[0]!.slice(base.length);
   throw new DelegateGitError(
     'GIT',
-    `This clone holds ${refs.length === 1 ? 'a replace ref' : `${refs.length} replace refs`} (refs/replace/${first}${refs.length > 1 ? ', …' : ''}): git checks out, shows and archives the object ${refs.length === 1 ? 'it names' : 'each names'} in place of the one stored, while verify judges what is stored, so its answer would not be about what this clone holds. The server hook refuses such refs; a host without it (github.com) keeps them for every mirror clone. Delete them (\`git replace -d ${first}\`${refs.length > 1 ? ', and so on' : ''}; on the remote too) and run verify again.`,
+    `This clone holds ${refs.length === 1 ? 'a replace ref' : `${refs.length} replace refs`} (${base}${first}${refs.length > 1 ? ', …' : ''}): git checks out, shows and archives the object ${refs.length === 1 ? 'it names' : 'each names'} in place of the one stored, while verify judges what is stored, so its answer would not be about what this clone holds. The server hook refuses such refs; a host without it (github.com) keeps them for every mirror clone. Delete them (\`git replace -d ${first}\`${refs.length > 1 ? ', and so on' : ''}; on the remote too) and run verify again.`,
   );
 }
 
