@@ -19,6 +19,8 @@ export interface DelegationOptions {
   /** Asked when approval is `ask`; absent means nobody can answer, which is a refusal. */
   approve?: (command: string) => Promise<boolean>;
   onProgress?: (progress: WorkerProgress) => void;
+  /** Told as each verification run starts: minutes may pass between the worker's answer and the receipt. */
+  onVerifying?: (run: number, of: number) => void;
   /**
    * The signals the command listens for (interruption.ts). An interrupt aborts the worker's request or the running
    * command, puts back the files written and ends the run with an InterruptedError; one that comes while the

@@ -217,7 +217,13 @@ export function runPassed(run: RunResult): boolean {
 
 export async function runVerification(
   command: string,
-  opts: RunOptions & { repeats: number; logPath: string; fingerprint?: () => string },
+  opts: RunOptions & {
+    repeats: number;
+    logPath: string;
+    fingerprint?: () => string;
+    /** Told as each run starts (1-based), of how many at most (a flaky result stops early). */
+    onRun?: (run: number, of: number) => void;
+  },
 ): Promise<VerificationResult> {
   const repeats = resolveRepeats(opts.repeats);
   const runs: RunResult[] = [];
@@ -227,6 +233,7 @@ export async function runVerification(
     // The content recorded is what the last run leaves; it was verified only if that run found it already so (a
     // formatter in the command settles on the first run; code that rewrites itself on its way out does not).
     const before = opts.fingerprint?.();
+    opts.onRun?.(i + 1, repeats);
     const run = await runCommand(command, opts);
     changedByLastRun = before !== opts.fingerprint?.();
     runs.push(run);

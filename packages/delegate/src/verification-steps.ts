@@ -86,6 +86,7 @@ export async function verificationStep(
     logPath: rawLog,
     env: commandEnvironment(opts.env, settings.worker.apiKeyEnv),
     fingerprint: () => fingerprintOf(written.files),
+    onRun: opts.onVerifying,
     interrupt: opts.interrupt?.signal,
   });
   receipt.verification.rawLog = rawLog;

@@ -100,6 +100,21 @@ describe('runVerification: repeats (plugin 2.8 table)', () => {
     expect(runsExecuted()).toBe(3);
   });
 
+  it('says as each run starts which of how many it is (a flaky result stops early)', async () => {
+    const told: Array<[number, number]> = [];
+    await runVerification(scripted(['PASS', 'FAIL', 'PASS']), {
+      cwd: dir,
+      timeoutMs: 10_000,
+      repeats: 3,
+      logPath: path.join(dir, 'logs', 'last.log'),
+      onRun: (run, of) => told.push([run, of]),
+    });
+    expect(told).toEqual([
+      [1, 3],
+      [2, 3],
+    ]);
+  });
+
   it('PASS FAIL → flaky after 2 runs', async () => {
     const result = await verify(scripted(['PASS', 'FAIL', 'PASS']));
     expect(result).toMatchObject({ passed: false, flaky: true });

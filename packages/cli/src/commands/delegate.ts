@@ -129,6 +129,14 @@ export default {
                 )
             : undefined,
           onProgress: progress ? (p) => progress.update(p) : undefined,
+          // On a terminal only, as the worker's progress: the runs may take minutes (ux57 f16).
+          onVerifying:
+            progress && process.stderr.isTTY
+              ? (run, of) => {
+                  progress.done();
+                  io.err(`delegate-git: verifying, run ${run} of ${of}…\n`);
+                }
+              : undefined,
           interrupt,
         });
       } finally {
