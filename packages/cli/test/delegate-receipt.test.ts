@@ -46,7 +46,7 @@ describe('renderReceipt', () => {
       receipt({ errors: [`\`src/x.js\` ${WHOLE_FILE_OVER_EXISTING}. To change it, patch it`] }),
     );
     expect(over).toContain(
-      "Next: the worker sent a whole file for a file that exists (an earlier run's, or yours), which only a patch may change: run the unit again (the worker is shown each target file as it is",
+      "Next: the worker sent a whole file for a file that exists (an earlier run's, or yours), which only a patch may change: run the unit again (the worker is shown each target file of the repository as it is, unless git ignores it",
     );
     const other = renderReceipt(
       receipt({ errors: ["`src/y.js` is outside the unit's declared targetFiles"] }),

@@ -276,7 +276,7 @@ export function renderReceipt(r: DelegationReceipt, allowlist: readonly string[]
         ? ['it', 'a whole file for a file that exists']
         : ['them', `whole files for ${existing} files that exist`];
     out.push(
-      `Next: the worker sent ${them} (an earlier run's, or yours), which only a patch may change: run the unit again (the worker is shown each target file as it is, or the slices of it contextFiles names, and may patch ${it} next time; name ${it} in targetFiles if ${it} is not there), or delete ${it} to have ${it} written anew.`,
+      `Next: the worker sent ${them} (an earlier run's, or yours), which only a patch may change: run the unit again (the worker is shown each target file of the repository as it is, unless git ignores it, or the slices of it contextFiles names, and may patch ${it} next time; name ${it} in targetFiles if ${it} is not there), or delete ${it} to have ${it} written anew.`,
     );
   }
   // The run leaves a changed contract as it is; committed, it would pass for the architect's (ux57 f13).
