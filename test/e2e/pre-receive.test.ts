@@ -1314,9 +1314,37 @@ describe('pre-receive: namespaces the administrator leaves to review (delegate-g
     expect(accepted.code, accepted.stderr).toBe(0);
   });
 
+  it('a review ref git lists in another case still holds nothing for the judged refs (rt59 f02); a symbolic ref there is judged (f03)', () => {
+    const { server, work } = adoptedPair('review-refs-spelled');
+    gitOk(story, server, ['config', 'delegate-git.reviewRefs', 'refs/review/']);
+    // As on a file system that ignores case: refs/review/* and refs/REVIEW/* are the same files.
+    const seeded = gitRun(story, work, ['push', 'origin', 'main:refs/REVIEW/seed']);
+    expect(seeded.code, seeded.stderr).toBe(0);
+    fs.symlinkSync('REVIEW', path.join(server, 'refs', 'review'));
+    const made = unpromoted(work, 'src/spelled.ts');
+    const taken = gitRun(story, work, ['push', 'origin', `${made}:refs/review/a`]);
+    expect(taken.code, taken.stderr).toBe(0);
+    expect(gitOk(story, server, ['for-each-ref', '--format=%(refname)', 'refs/REVIEW/'])).toContain(
+      'refs/REVIEW/a',
+    );
+    const branch = gitRun(story, work, ['push', 'origin', `${made}:refs/heads/spelled`]);
+    expect(branch.code).not.toBe(0);
+    expect(branch.stderr).toMatch(refusedLine('refs/heads/spelled', 'src/spelled.ts', 'no verdict'));
+
+    // A symbolic ref in the namespace moves what it leads to: a push to it is judged as that ref's would be.
+    fs.unlinkSync(path.join(server, 'refs', 'review'));
+    gitOk(story, server, ['symbolic-ref', 'refs/review/link', 'refs/heads/main']);
+    const through = gitRun(story, work, ['push', 'origin', `${made}:refs/review/link`]);
+    expect(through.code).not.toBe(0);
+    expect(through.stderr).toMatch(refusedLine('refs/review/link', 'src/spelled.ts', 'no verdict'));
+    gitOk(story, server, ['symbolic-ref', '--delete', 'refs/review/link']);
+    const plain = gitRun(story, work, ['push', 'origin', `${made}:refs/review/link`]);
+    expect(plain.code, plain.stderr).toBe(0);
+  });
+
   it('a value that could reach what the gate judges refuses every push, naming the setting; control: a sound value takes a promoted push', () => {
     const { server, work } = adoptedPair('review-refs-bad');
-    for (const bad of ['refs/heads/', 'refs/', 'refs/notes/review/', 'refs/review']) {
+    for (const bad of ['refs/heads/', 'refs/', 'refs/notes/review/', 'refs/review', 'refs/namespaces/']) {
       gitOk(story, server, ['config', 'delegate-git.reviewRefs', bad]);
       stageFile(work, 'README.md', `${bad}\n`);
       expect(commit(story, work, `readme ${bad}`).code).toBe(0);

@@ -5,7 +5,7 @@ import { type GovernedMatcher, governedMatcher, POLICY_PATH, type Policy, parseP
 import { early } from './promises.js';
 import { isZeroId, type RefUpdate } from './push-judgement.js';
 import type { Repository } from './repository.js';
-import { isReviewRef, type ReviewRefs, reviewRefsIn } from './review-refs.js';
+import { holdsNothingJudged, type ReviewRefs, reviewRefsIn } from './review-refs.js';
 import { gitSnapshot } from './snapshot.js';
 
 /** Git reads a push needs more than once (the default branch, a commit's governance), each made once. */
@@ -133,7 +133,7 @@ export class PushReads {
       refs
         .toString('utf8')
         .split('\n')
-        .some((ref) => ref !== '' && !ref.startsWith('refs/notes/') && !isReviewRef(ref, review)),
+        .some((ref) => ref !== '' && !ref.startsWith('refs/notes/') && !holdsNothingJudged(ref, review)),
     );
     return this.content;
   }
@@ -148,12 +148,9 @@ export class PushReads {
       if (r.code === 1) return { prefixes: [] };
       if (r.code !== 0)
         return { invalid: `the server's git configuration cannot be read (${r.stderr.trim()})` };
-      return reviewRefsIn(
-        r.stdout
-          .toString('utf8')
-          .split('\n')
-          .filter((line) => line !== ''),
-      );
+      // An empty value is one too (and refused), not none (rt59 f06).
+      const values = r.stdout.toString('utf8').replace(/\n$/, '').split('\n');
+      return reviewRefsIn(values, this.repo.env ?? process.env);
     });
     return this.review;
   }

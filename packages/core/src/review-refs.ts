@@ -5,14 +5,32 @@
  * unjudged. Nothing else changes: such refs never count as holding content for the refs the gate does judge, so a
  * commit only they hold is judged wherever else it is pushed. A value that could reach a branch, a tag, the ledger
  * or a replace ref is refused, and with it every push, until the administrator fixes it.
+ *
+ * Which update is taken unjudged is decided strictly (its exact name, not a symbolic ref, none leading to it: see
+ * pre-receive.ts); which refs count as holding nothing is decided loosely (any letter case, and under any git
+ * namespace), so a ref git stores or lists under another spelling than it was pushed as errs on the judged side
+ * (rt59 f01, f02).
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 
 export type ReviewRefs = { prefixes: string[] } | { invalid: string };
 
-/** Namespaces the gate must always judge (or, for replace refs, always refuse). */
-const JUDGED = ['refs/heads/', 'refs/tags/', 'refs/notes/', 'refs/replace/'];
+/** Namespaces the gate must always judge (or, for replace refs, always refuse), and git's namespaces of others. */
+const JUDGED = [
+  'refs/heads/',
+  'refs/tags/',
+  'refs/notes/',
+  'refs/replace/',
+  'refs/namespaces/',
+  'refs/remotes/',
+];
 
-export function reviewRefsIn(values: readonly string[]): ReviewRefs {
+/**
+ * The configured values, read strictly. Under a git namespace (GIT_NAMESPACE) every ref is stored elsewhere than it
+ * is named, so no namespace is left to review there: every push is judged.
+ */
+export function reviewRefsIn(values: readonly string[], env: NodeJS.ProcessEnv = {}): ReviewRefs {
   const prefixes: string[] = [];
   for (const value of values) {
     const prefix = value.trim();
@@ -26,21 +44,83 @@ export function reviewRefsIn(values: readonly string[]): ReviewRefs {
       return {
         invalid:
           `the server's delegate-git.reviewRefs value ${JSON.stringify(value)} is not a namespace it can leave to ` +
-          'review (a ref prefix ending in "/", such as refs/review/, outside refs/heads, refs/tags, refs/notes and ' +
-          "refs/replace), so no push is taken until the server's administrator fixes it " +
-          '(`git config --unset-all delegate-git.reviewRefs`, or a namespace such as refs/review/)',
+          'review (a ref prefix ending in "/", such as refs/review/, outside refs/heads, refs/tags, refs/notes, ' +
+          "refs/replace, refs/namespaces and refs/remotes), so no push is taken until the server's administrator " +
+          'fixes it (`git config --unset-all delegate-git.reviewRefs`, or a namespace such as refs/review/)',
       };
     prefixes.push(prefix);
   }
-  return { prefixes };
+  return { prefixes: env.GIT_NAMESPACE ? [] : prefixes };
 }
 
+/** Whether a pushed ref is named as a review ref: its exact name (an update is taken unjudged only then). */
 export function isReviewRef(ref: string, review: ReviewRefs): boolean {
   return 'prefixes' in review && review.prefixes.some((prefix) => ref.startsWith(prefix));
 }
 
-/** The `git rev-list` arguments naming every ref that holds judged content: all but notes and review refs. */
+/** Whether a ref the server lists counts as holding nothing judged: a review ref in any case, under any namespace. */
+export function holdsNothingJudged(ref: string, review: ReviewRefs): boolean {
+  if (!('prefixes' in review)) return false;
+  const lower = ref.toLowerCase().replace(/^refs\/namespaces\/.*?\/(?=refs\/)/, '');
+  return review.prefixes.some((prefix) => lower.startsWith(prefix.toLowerCase()));
+}
+
+/** Whether a ref is a symbolic ref here (a loose file `ref: <name>`): a push to it moves the ref it leads to. */
+export function isSymbolicRef(commonDir: string, ref: string): boolean {
+  try {
+    return readFileSync(path.join(commonDir, ref), 'utf8').startsWith('ref: ');
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The `git rev-list` arguments naming every ref that holds judged content: all but notes and review refs, the review
+ * refs matched in any letter case and under any git namespace.
+ */
 export function judgedRefsArgs(review: ReviewRefs): string[] {
   const prefixes = 'prefixes' in review ? review.prefixes : [];
-  return ['--exclude=refs/notes/*', ...prefixes.map((prefix) => `--exclude=${prefix}*`), '--all'];
+  const excluded = prefixes.flatMap((prefix) => {
+    const anyCase = [...prefix]
+      .map((c) => (/[a-z]/i.test(c) ? `[${c.toLowerCase()}${c.toUpperCase()}]` : c))
+      .join('');
+    return [`--exclude=${anyCase}*`, `--exclude=refs/namespaces/*/${anyCase}*`];
+  });
+  return ['--exclude=refs/notes/*', ...excluded, '--all'];
+}
+
+/**
+ * The symbolic refs of a repository that lead into a review namespace (any case), HEAD included: a push to a review
+ * ref they lead to moves them too (rt59 f03, f04). Read from the loose ref files, where git keeps symbolic refs.
+ */
+export function symbolicRefsIntoReview(commonDir: string, review: ReviewRefs): string[] {
+  if (!('prefixes' in review) || review.prefixes.length === 0) return [];
+  const lowered = review.prefixes.map((p) => p.toLowerCase());
+  const found: string[] = [];
+  const visit = (name: string) => {
+    let text: string;
+    try {
+      text = readFileSync(path.join(commonDir, name), 'utf8');
+    } catch {
+      return;
+    }
+    const target = /^ref: (\S+)/.exec(text)?.[1]?.toLowerCase();
+    if (target && lowered.some((p) => target.startsWith(p))) found.push(name);
+  };
+  visit('HEAD');
+  const walk = (dir: string) => {
+    let entries: import('node:fs').Dirent[];
+    try {
+      entries = readdirSync(path.join(commonDir, dir), { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      const name = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) walk(name);
+      else if (entry.isFile()) visit(name);
+    }
+  };
+  walk('refs');
+  return found;
 }
