@@ -20,9 +20,9 @@ import {
 import { judgedRefsArgs } from './review-refs.js';
 
 /**
- * The commits no ref holds (notes and review refs aside) among and behind the tips of the new refs a push makes, found in one
- * walk: a new ref whose tip is not among them (a tag on a commit held already) brings nothing, and is not walked on
- * its own. A release pushing a thousand tags cost a git process each (rt41 f05).
+ * The commits no ref holds (notes and review refs aside) among and behind the tips of the new refs a push makes,
+ * found in one walk: a new ref whose tip is not among them (a tag on a commit held already) brings nothing, and is not
+ * walked on its own. A release pushing a thousand tags cost a git process each (rt41 f05).
  */
 export async function unheldCommits(
   reads: PushReads,
