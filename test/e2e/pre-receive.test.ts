@@ -1314,32 +1314,42 @@ describe('pre-receive: namespaces the administrator leaves to review (delegate-g
     expect(accepted.code, accepted.stderr).toBe(0);
   });
 
-  it('a review ref git lists in another case still holds nothing for the judged refs (rt59 f02); a symbolic ref there is judged (f03)', () => {
-    const { server, work } = adoptedPair('review-refs-spelled');
+  it('a server that is not plain (a symbolic ref, a link under refs/, a linked worktree) takes no push while review refs are set (rt59 f02-f04, rt60); control: made plain, it does', () => {
+    const { server, work } = adoptedPair('review-refs-plain');
     gitOk(story, server, ['config', 'delegate-git.reviewRefs', 'refs/review/']);
-    // As on a file system that ignores case: refs/review/* and refs/REVIEW/* are the same files.
-    const seeded = gitRun(story, work, ['push', 'origin', 'main:refs/REVIEW/seed']);
-    expect(seeded.code, seeded.stderr).toBe(0);
+    const made = unpromoted(work, 'src/plain.ts');
+    const refusedFor = (why: string) => {
+      const refused = gitRun(story, work, ['push', 'origin', `${made}:refs/review/a`]);
+      expect(refused.code, why).not.toBe(0);
+      expect(refused.stderr).toContain(
+        'leaves refs to review (delegate-git.reviewRefs) only in a plain repository',
+      );
+      expect(refused.stderr).toContain(why);
+    };
+    gitOk(story, server, ['symbolic-ref', 'refs/heads/queue', 'refs/review/a']);
+    refusedFor('refs/heads/queue is a symbolic ref');
+    gitOk(story, server, ['symbolic-ref', '--delete', 'refs/heads/queue']);
+    // As a file system that ignores case would make refs/review and refs/REVIEW one directory.
+    fs.mkdirSync(path.join(server, 'refs', 'REVIEW'));
     fs.symlinkSync('REVIEW', path.join(server, 'refs', 'review'));
-    const made = unpromoted(work, 'src/spelled.ts');
+    refusedFor('refs/review is a symbolic link');
+    fs.unlinkSync(path.join(server, 'refs', 'review'));
+    gitOk(story, server, [
+      'worktree',
+      'add',
+      '-q',
+      '--detach',
+      path.join(story.root, 'review-refs-look'),
+      'main',
+    ]);
+    refusedFor('it has linked worktrees');
+    gitOk(story, server, ['worktree', 'remove', path.join(story.root, 'review-refs-look')]);
+
     const taken = gitRun(story, work, ['push', 'origin', `${made}:refs/review/a`]);
     expect(taken.code, taken.stderr).toBe(0);
-    expect(gitOk(story, server, ['for-each-ref', '--format=%(refname)', 'refs/REVIEW/'])).toContain(
-      'refs/REVIEW/a',
-    );
-    const branch = gitRun(story, work, ['push', 'origin', `${made}:refs/heads/spelled`]);
+    const branch = gitRun(story, work, ['push', 'origin', `${made}:refs/heads/plain`]);
     expect(branch.code).not.toBe(0);
-    expect(branch.stderr).toMatch(refusedLine('refs/heads/spelled', 'src/spelled.ts', 'no verdict'));
-
-    // A symbolic ref in the namespace moves what it leads to: a push to it is judged as that ref's would be.
-    fs.unlinkSync(path.join(server, 'refs', 'review'));
-    gitOk(story, server, ['symbolic-ref', 'refs/review/link', 'refs/heads/main']);
-    const through = gitRun(story, work, ['push', 'origin', `${made}:refs/review/link`]);
-    expect(through.code).not.toBe(0);
-    expect(through.stderr).toMatch(refusedLine('refs/review/link', 'src/spelled.ts', 'no verdict'));
-    gitOk(story, server, ['symbolic-ref', '--delete', 'refs/review/link']);
-    const plain = gitRun(story, work, ['push', 'origin', `${made}:refs/review/link`]);
-    expect(plain.code, plain.stderr).toBe(0);
+    expect(branch.stderr).toMatch(refusedLine('refs/heads/plain', 'src/plain.ts', 'no verdict'));
   });
 
   it('a value that could reach what the gate judges refuses every push, naming the setting; control: a sound value takes a promoted push', () => {

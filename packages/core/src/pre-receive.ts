@@ -40,7 +40,7 @@ import {
 } from './push-walks.js';
 import { changesBetween, filesAt, type Introduced, type NewChanges } from './pushed-changes.js';
 import type { Repository } from './repository.js';
-import { isReviewRef, isSymbolicRef, type ReviewRefs, symbolicRefsIntoReview } from './review-refs.js';
+import { isReviewRef, notPlain, notPlainReason } from './review-refs.js';
 import { treeFiles } from './snapshot.js';
 
 export { LEDGER_REF };
@@ -69,18 +69,6 @@ export async function judgePush(
   }
 }
 
-/**
- * The review-ref updates taken unjudged: named so exactly, not a symbolic ref, and none in the repository (HEAD
- * included) leading into a review namespace, since a push to a ref such a link leads to moves what the link names
- * too: a branch, the default branch (rt59 f03, f04). Otherwise each is judged as any ref is.
- */
-function reviewUpdatesLeft(repo: Repository, updates: readonly RefUpdate[], review: ReviewRefs): Set<string> {
-  const named = updates.filter((u) => isReviewRef(u.ref, review) && !isZeroId(u.newId));
-  const { commonDir } = repo.layout;
-  if (named.length === 0 || symbolicRefsIntoReview(commonDir, review).length > 0) return new Set();
-  return new Set(named.filter((u) => !isSymbolicRef(commonDir, u.ref)).map((u) => u.ref));
-}
-
 async function judgeWith(
   reads: PushReads,
   updates: RefUpdate[],
@@ -104,7 +92,12 @@ async function judgeWith(
   for (const u of updates.filter((x) => posesAsLedger(x.ref)))
     result.refusals.push({ ref: u.ref, reason: POSES_AS_LEDGER });
   const detours = ledgerDetours(repo, updates);
-  const leftToReview = reviewUpdatesLeft(repo, updates, review);
+  // On a repository that is not plain, a name alone cannot say what a ref holds: every push is refused until it is.
+  const unplain = 'prefixes' in review && review.prefixes.length > 0 ? notPlain(repo.layout.commonDir) : null;
+  if (unplain !== null) {
+    for (const u of updates) result.refusals.push({ ref: u.ref, reason: notPlainReason(unplain) });
+    return result;
+  }
   // Every other ref is content anyone can check out, a notes ref too (`git checkout refs/notes/x` gives its files),
   // but for the namespaces the server's administrator leaves to review (review-refs.ts).
   const contentUpdates = updates.filter(
@@ -113,7 +106,7 @@ async function judgeWith(
       !posesAsLedger(u.ref) &&
       !isReplaceRef(u.ref) &&
       !isZeroId(u.newId) &&
-      !leftToReview.has(u.ref),
+      !isReviewRef(u.ref, review),
   );
   // Every git read that depends on nothing else starts now (spawning is cheapest while the heap is small); each is
   // awaited where it is needed.

@@ -6,12 +6,12 @@
  * commit only they hold is judged wherever else it is pushed. A value that could reach a branch, a tag, the ledger
  * or a replace ref is refused, and with it every push, until the administrator fixes it.
  *
- * Which update is taken unjudged is decided strictly (its exact name, not a symbolic ref, none leading to it: see
- * pre-receive.ts); which refs count as holding nothing is decided loosely (any letter case, and under any git
+ * Which update is taken unjudged is decided strictly (its exact name, on a plain repository: notPlain); which refs
+ * count as holding nothing is decided loosely (any letter case, and under any git
  * namespace), so a ref git stores or lists under another spelling than it was pushed as errs on the judged side
  * (rt59 f01, f02).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { type Dirent, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 export type ReviewRefs = { prefixes: string[] } | { invalid: string };
@@ -65,15 +65,6 @@ export function holdsNothingJudged(ref: string, review: ReviewRefs): boolean {
   return review.prefixes.some((prefix) => lower.startsWith(prefix.toLowerCase()));
 }
 
-/** Whether a ref is a symbolic ref here (a loose file `ref: <name>`): a push to it moves the ref it leads to. */
-export function isSymbolicRef(commonDir: string, ref: string): boolean {
-  try {
-    return readFileSync(path.join(commonDir, ref), 'utf8').startsWith('ref: ');
-  } catch {
-    return false;
-  }
-}
-
 /**
  * The `git rev-list` arguments naming every ref that holds judged content: all but notes and review refs, the review
  * refs matched in any letter case and under any git namespace.
@@ -90,37 +81,45 @@ export function judgedRefsArgs(review: ReviewRefs): string[] {
 }
 
 /**
- * The symbolic refs of a repository that lead into a review namespace (any case), HEAD included: a push to a review
- * ref they lead to moves them too (rt59 f03, f04). Read from the loose ref files, where git keeps symbolic refs.
+ * Why this repository is not plain enough to leave refs unjudged, or null. Whether a ref holds judged content is told
+ * by its name, so anything that makes a name lead elsewhere, or holds a commit by no name, could make review content
+ * count as held, or a review push move a judged ref (rt59 f03, f04; rt60): a symbolic ref other than HEAD naming a
+ * branch (in any form git reads: `ref:` files, symbolic links), a symbolic link under refs/, a detached HEAD, a linked
+ * worktree (its HEAD holds a commit). Read from the files git keeps them in, on every push while review refs are set.
  */
-export function symbolicRefsIntoReview(commonDir: string, review: ReviewRefs): string[] {
-  if (!('prefixes' in review) || review.prefixes.length === 0) return [];
-  const lowered = review.prefixes.map((p) => p.toLowerCase());
-  const found: string[] = [];
-  const visit = (name: string) => {
-    let text: string;
-    try {
-      text = readFileSync(path.join(commonDir, name), 'utf8');
-    } catch {
-      return;
-    }
-    const target = /^ref: (\S+)/.exec(text)?.[1]?.toLowerCase();
-    if (target && lowered.some((p) => target.startsWith(p))) found.push(name);
-  };
-  visit('HEAD');
-  const walk = (dir: string) => {
-    let entries: import('node:fs').Dirent[];
+export function notPlain(commonDir: string): string | null {
+  const worktrees = path.join(commonDir, 'worktrees');
+  if (existsSync(worktrees) && readdirSync(worktrees).length > 0)
+    return `it has linked worktrees (${worktrees}), whose HEADs hold commits by no ref name`;
+  const head = path.join(commonDir, 'HEAD');
+  if (lstatSync(head, { throwIfNoEntry: false })?.isSymbolicLink()) return 'its HEAD is a symbolic link';
+  const target = /^ref:\s*(\S+)/.exec(readFileSync(head, 'utf8'))?.[1];
+  if (target === undefined || !target.startsWith('refs/heads/'))
+    return 'its HEAD does not name a branch (refs/heads/...)';
+  const walk = (dir: string): string | null => {
+    let entries: Dirent[];
     try {
       entries = readdirSync(path.join(commonDir, dir), { withFileTypes: true });
     } catch {
-      return;
+      return null;
     }
     for (const entry of entries) {
       const name = `${dir}/${entry.name}`;
-      if (entry.isDirectory()) walk(name);
-      else if (entry.isFile()) visit(name);
+      if (entry.isSymbolicLink()) return `${name} is a symbolic link`;
+      if (entry.isDirectory()) {
+        const found = walk(name);
+        if (found) return found;
+      } else if (/^ref:/.test(readFileSync(path.join(commonDir, name), 'utf8').slice(0, 8)))
+        return `${name} is a symbolic ref`;
     }
+    return null;
   };
-  walk('refs');
-  return found;
+  return walk('refs');
+}
+
+export function notPlainReason(why: string): string {
+  return (
+    `the server leaves refs to review (delegate-git.reviewRefs) only in a plain repository, and ${why}, so no push ` +
+    "is taken until the server's administrator removes that, or unsets delegate-git.reviewRefs"
+  );
 }

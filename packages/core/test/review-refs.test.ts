@@ -5,10 +5,9 @@ import { describe, expect, it } from 'vitest';
 import {
   holdsNothingJudged,
   isReviewRef,
-  isSymbolicRef,
   judgedRefsArgs,
+  notPlain,
   reviewRefsIn,
-  symbolicRefsIntoReview,
 } from '../src/review-refs.js';
 
 describe('reviewRefsIn', () => {
@@ -73,22 +72,33 @@ describe('what counts as a review ref, and the refs that hold judged content', (
     expect(reviewRefsIn(['refs/review/'], { GIT_NAMESPACE: 'alice' })).toEqual({ prefixes: [] });
   });
 
-  it('finds the symbolic refs that lead into a review namespace, HEAD included (rt59 f03, f04); control: others', () => {
+  it('finds what makes a repository not plain: any symbolic ref or link under refs/, HEAD not naming a branch, a linked worktree (rt59 f03, f04; rt60); control: a plain one', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dg-review-'));
+    const write = (name: string, text: string) => {
+      fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+      fs.writeFileSync(path.join(dir, name), text);
+    };
     try {
-      fs.mkdirSync(path.join(dir, 'refs', 'heads'), { recursive: true });
-      fs.mkdirSync(path.join(dir, 'refs', 'review'), { recursive: true });
-      fs.writeFileSync(path.join(dir, 'HEAD'), 'ref: refs/heads/main\n');
-      fs.writeFileSync(path.join(dir, 'refs', 'heads', 'main'), `${'a'.repeat(40)}\n`);
-      fs.writeFileSync(path.join(dir, 'refs', 'heads', 'alias'), 'ref: refs/heads/main\n');
-      expect(symbolicRefsIntoReview(dir, review)).toEqual([]);
-      fs.writeFileSync(path.join(dir, 'refs', 'heads', 'queue'), 'ref: refs/Review/q\n');
-      fs.writeFileSync(path.join(dir, 'refs', 'review', 'link'), 'ref: refs/heads/main\n');
-      expect(symbolicRefsIntoReview(dir, review)).toEqual(['refs/heads/queue']);
-      fs.writeFileSync(path.join(dir, 'HEAD'), 'ref: refs/review/x\n');
-      expect(symbolicRefsIntoReview(dir, review)).toEqual(['HEAD', 'refs/heads/queue']);
-      expect(isSymbolicRef(dir, 'refs/review/link')).toBe(true);
-      expect(isSymbolicRef(dir, 'refs/heads/main')).toBe(false);
+      write('HEAD', 'ref: refs/heads/main\n');
+      write('refs/heads/main', `${'a'.repeat(40)}\n`);
+      write('refs/review/a', `${'b'.repeat(40)}\n`);
+      expect(notPlain(dir)).toBeNull();
+
+      write('refs/heads/queue', 'ref:refs/review/a\n');
+      expect(notPlain(dir)).toBe('refs/heads/queue is a symbolic ref');
+      fs.rmSync(path.join(dir, 'refs/heads/queue'));
+      fs.symlinkSync('../review/a', path.join(dir, 'refs/heads/link'));
+      expect(notPlain(dir)).toBe('refs/heads/link is a symbolic link');
+      fs.rmSync(path.join(dir, 'refs/heads/link'));
+      write('HEAD', 'ref:\trefs/review/a\n');
+      expect(notPlain(dir)).toBe('its HEAD does not name a branch (refs/heads/...)');
+      write('HEAD', `${'c'.repeat(40)}\n`);
+      expect(notPlain(dir)).toBe('its HEAD does not name a branch (refs/heads/...)');
+      write('HEAD', 'ref: refs/heads/main\n');
+      write('worktrees/look/HEAD', `${'b'.repeat(40)}\n`);
+      expect(notPlain(dir)).toMatch(/^it has linked worktrees/);
+      fs.rmSync(path.join(dir, 'worktrees'), { recursive: true });
+      expect(notPlain(dir)).toBeNull();
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
