@@ -88,6 +88,8 @@ export function judgedRefsArgs(review: ReviewRefs): string[] {
  * worktree (its HEAD holds a commit). Read from the files git keeps them in, on every push while review refs are set.
  */
 export function notPlain(commonDir: string): string | null {
+  // git 2.45's reftable keeps symbolic refs where this does not read them (rt60: untested here, git 2.39).
+  if (existsSync(path.join(commonDir, 'reftable'))) return 'it keeps its refs in a reftable, not in files';
   const worktrees = path.join(commonDir, 'worktrees');
   if (existsSync(worktrees) && readdirSync(worktrees).length > 0)
     return `it has linked worktrees (${worktrees}), whose HEADs hold commits by no ref name`;

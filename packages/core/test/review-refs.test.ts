@@ -99,6 +99,8 @@ describe('what counts as a review ref, and the refs that hold judged content', (
       expect(notPlain(dir)).toMatch(/^it has linked worktrees/);
       fs.rmSync(path.join(dir, 'worktrees'), { recursive: true });
       expect(notPlain(dir)).toBeNull();
+      fs.mkdirSync(path.join(dir, 'reftable'));
+      expect(notPlain(dir)).toBe('it keeps its refs in a reftable, not in files');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
