@@ -403,6 +403,7 @@ describe('keys', () => {
       roles: string[];
       email: string;
       revoked?: string;
+      approvedBy: string[] | null;
     }>;
   }
 
@@ -437,7 +438,15 @@ describe('keys', () => {
       email: 'bob@example.com',
     });
     expect(cliOk(story, dir, ['keys', 'list']).stdout).toMatch(
-      /^bob +[0-9a-f]{16} +reviewer +active +<bob@example\.com>$/m,
+      /^bob +[0-9a-f]{16} +reviewer +active +<bob@example\.com>\n {4}not approved as it is: no reviewer approved it/m,
+    );
+    // Who approved each key file as it is, as the gates judge it (a06).
+    expect(after.keys.find((k) => k.name === 'bob')?.approvedBy).toBeNull();
+    expect(after.keys.find((k) => k.name === OPERATOR)?.approvedBy).toEqual([OPERATOR]);
+    const approved = copyWorkTree(story, dir, 'keys-approved');
+    cliOk(story, approved, ['attest', '--approve', '.delegate-git/keys/bob.json', '--yes']);
+    expect(cliOk(story, approved, ['keys', 'list']).stdout).toMatch(
+      new RegExp(`^bob .*\\n {4}approved by ${OPERATOR}$`, 'm'),
     );
   });
 

@@ -11,6 +11,7 @@ import {
   type Role,
   type TrustedKey,
 } from '@delegate-git/core';
+import { shownText } from '@delegate-git/core/shown-path';
 import { checkoutSnapshot, type Snapshot, worktreeSnapshot } from '@delegate-git/core/snapshot';
 import { type CommandModule, type Io, json, parseCommandArgs, usageError } from '../command.js';
 import { writeFileAtomic } from '../fs.js';
@@ -23,6 +24,7 @@ Usage: delegate-git keys list [--json]
        delegate-git keys revoke <name> [--at <time>] [--force] [--json]
 
 Edits the trust root: one JSON file per key in the repository's keys directory (the policy's keysDir).
+list shows under each key who approved its file as it is, as every gate judges it (--json: approvedBy).
 Roles: delegator (signs verdicts), reviewer (signs reviews). Times are RFC 3339 UTC. A revoked key's
 records never count again, whatever their date. Changes to the keys directory are governed: commit them
 with a reviewer's approval. A key file keeps its key: to rotate a key, add the new key under another name,
@@ -54,7 +56,7 @@ export default {
       // A sparse checkout may leave the policy and keys out of the work tree: the index holds this checkout's.
       const checkout = checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env);
       const policy = await readPolicyIn(checkout);
-      if (sub === 'list') return await list(rest, io, checkout, policy.keysDir);
+      if (sub === 'list') return await list(rest, io, { repo, top, checkout, keysDir: policy.keysDir });
       if (sub !== 'add' && sub !== 'revoke')
         throw usageError('keys', `Unknown subcommand "${sub ?? ''}": use list, add or revoke.`);
       await refuseLeftOut(sub, top, checkout, policy.keysDir);
@@ -88,14 +90,28 @@ async function refuseLeftOut(sub: string, top: string, checkout: Snapshot, keysD
   );
 }
 
-async function list(argv: string[], io: Io, checkout: Snapshot, keysDir: string): Promise<number> {
+async function list(
+  argv: string[],
+  io: Io,
+  where: { repo: Repository; top: string; checkout: Snapshot; keysDir: string },
+): Promise<number> {
   const { values } = parseCommandArgs('keys', argv, { json: { type: 'boolean' } }, false);
-  const keys = await readKeyFiles(checkout, keysDir);
+  const keys = await readKeyFiles(where.checkout, where.keysDir);
+  // Who approved each key file as it is, as every gate judges it (a06): a key is trusted on their word.
+  const approvals = await keyApprovals(
+    where.repo,
+    where.top,
+    keys.map((k) => k.file),
+  );
   if (values.json) {
-    io.out(json({ keys: keys.map((k) => ({ ...k.raw, file: k.file })) }));
+    io.out(
+      json({
+        keys: keys.map((k) => ({ ...k.raw, file: k.file, approvedBy: approvals.get(k.file)?.by ?? null })),
+      }),
+    );
     return 0;
   }
-  if (keys.length === 0) io.out(`No keys in ${keysDir}.\n`);
+  if (keys.length === 0) io.out(`No keys in ${where.keysDir}.\n`);
   for (const k of keys) {
     const status = k.raw.revoked ? `REVOKED ${k.raw.revoked}` : 'active';
     const window = [
@@ -105,8 +121,30 @@ async function list(argv: string[], io: Io, checkout: Snapshot, keysDir: string)
     io.out(
       `${k.name.padEnd(16)} ${k.keyid.slice(0, 16)}  ${[...k.roles].sort().join(',').padEnd(18)} ${status}${window.length ? ` (${window.join(' ')})` : ''}${k.email ? `  <${k.email}>` : ''}\n`,
     );
+    const approval = approvals.get(k.file);
+    if (approval)
+      io.out(
+        approval.by
+          ? `    approved by ${shownText(approval.by.join(', '))}\n`
+          : `    not approved as it is: ${shownText(approval.reason)}\n`,
+      );
   }
   return 0;
+}
+
+/** Per key file the work tree holds: who approved it as it is (null: nobody yet), and why not. */
+async function keyApprovals(
+  repo: Repository,
+  top: string,
+  files: string[],
+): Promise<Map<string, { by: string[] | null; reason: string }>> {
+  const { checkWorktreePaths } = await import('@delegate-git/core/checks');
+  const report = await checkWorktreePaths(repo, top, files);
+  return new Map(
+    report.results
+      .filter((r) => !r.absent)
+      .map((r) => [r.path, { by: r.promoted ? r.by : null, reason: r.reason }] as const),
+  );
 }
 
 async function add(argv: string[], io: Io, top: string, policy: Policy): Promise<number> {
