@@ -5,11 +5,14 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type DelegateRepo, fileBlock, makeDelegateRepo, userPrompt } from '../support/delegate-repo.js';
+import {
+  type DelegateRepo,
+  FAKE_AWS_KEY_ID,
+  fileBlock,
+  makeDelegateRepo,
+  userPrompt,
+} from '../support/delegate-repo.js';
 import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
-
-// Built at runtime so this file never holds a credential-shaped literal.
-const AWS_KEY_ID = ['AKIA', 'Z7Q2', 'X9RT', 'M4KD', 'P3WB'].join('');
 
 let worker: FakeWorker;
 let repo: DelegateRepo;
@@ -21,7 +24,7 @@ beforeAll(async () => {
   repo = await makeDelegateRepo({
     workerUrl: worker.url,
     files: {
-      'config/settings.js': `export const region = 'eu-west-1';\nexport const accessKeyId = '${AWS_KEY_ID}';\n`,
+      'config/settings.js': `export const region = 'eu-west-1';\nexport const accessKeyId = '${FAKE_AWS_KEY_ID}';\n`,
       'config/clean.js': "export const region = 'eu-west-1';\n",
     },
   });
@@ -64,7 +67,7 @@ describe('credential scan of the declared context', () => {
     expect(receipt?.verdict).toBe('CONTEXT_REFUSED');
     expect(receipt?.message).toContain('the worker was not called');
     expect(receipt?.errors).toEqual([expect.stringMatching(/^credential in config\/settings\.js:2 \(aws/)]);
-    expect(stdout).not.toContain(AWS_KEY_ID);
+    expect(stdout).not.toContain(FAKE_AWS_KEY_ID);
     expect(repo.exists('src/uses-settings.js')).toBe(false);
     expect(repo.ledgerCommits()).toBe(ledgerBefore);
   });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   type DelegateRepo,
   decodeLine,
+  FAKE_AWS_KEY_ID,
   fileBlock,
   makeDelegateRepo,
   patchBlock,
@@ -13,8 +14,6 @@ import {
 } from '../support/delegate-repo.js';
 import { type FakeWorker, startFakeWorker } from '../support/fake-worker.js';
 
-// Built at runtime so this file never holds a credential-shaped literal.
-const AWS_KEY_ID = ['AKIA', 'Z7Q2', 'X9RT', 'M4KD', 'P3WB'].join('');
 const GREET = "export function greet(name) {\n  return 'hello ' + name;\n}\n";
 // About 50 KB, over the 32 KiB the worker is shown at most.
 const BIG = Array.from({ length: 2000 }, (_, i) => `export const v${i} = ${i};\n`).join('');
@@ -31,7 +30,7 @@ beforeAll(async () => {
       'src/greet.js': GREET,
       'src/ranged.js': 'export const a = 1;\nexport const b = 2;\nexport const c = 3;\n',
       'src/big.js': BIG,
-      'src/secret.js': `export const id = '${AWS_KEY_ID}';\n`,
+      'src/secret.js': `export const id = '${FAKE_AWS_KEY_ID}';\n`,
       'lib/other.js': 'export {};\n',
       '.gitignore': '.env\n',
       'assets/logo.bin': Buffer.from([0xff, 0xfe, 0x00, 0x01]),
@@ -220,7 +219,7 @@ describe('a target the worker cannot be shown refuses the unit before the worker
         /^credential in src\/secret\.js:1 \(aws.*\): a target file that exists is shown to the worker whole/,
       ),
     ]);
-    expect(stdout).not.toContain(AWS_KEY_ID);
+    expect(stdout).not.toContain(FAKE_AWS_KEY_ID);
     expect(worker.requestCount()).toBe(before);
   });
 });

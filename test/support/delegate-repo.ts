@@ -322,6 +322,9 @@ function runGitLenient(cwd: string, args: string[]): string | null {
   }
 }
 
+/** An AWS access key id the credential scan knows, built at runtime so no test file holds a credential-shaped literal. */
+export const FAKE_AWS_KEY_ID = ['AKIA', 'Z7Q2', 'X9RT', 'M4KD', 'P3WB'].join('');
+
 /** A fenced whole-file block naming its file, as a worker emits it. */
 export function fileBlock(file: string, body: string, lang = 'js'): string {
   return `\`\`\`${lang} file="${file}"\n${body.endsWith('\n') ? body : `${body}\n`}\`\`\`\n`;

@@ -7,9 +7,8 @@
  * or a replace ref is refused, and with it every push, until the administrator fixes it.
  *
  * Which update is taken unjudged is decided strictly (its exact name, on a plain repository: notPlain); which refs
- * count as holding nothing is decided loosely (any letter case, and under any git
- * namespace), so a ref git stores or lists under another spelling than it was pushed as errs on the judged side
- * (rt59 f01, f02).
+ * count as holding nothing is decided loosely (any letter case, under any git namespace), so a ref git stores or
+ * lists under another spelling than it was pushed as errs on the judged side (rt59 f01, f02).
  */
 import { type Dirent, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
