@@ -8,6 +8,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -109,6 +110,8 @@ export function ensureCliBuilt() {
       fs.cpSync(dist, path.join(copy, 'dist'), { recursive: true });
       fs.cpSync(path.join(repoRoot, 'packages', 'cli', 'bin'), path.join(copy, 'bin'), { recursive: true });
       copyPackageJson(copy);
+      // The CLI's optional native dependency (sodium-native) resolves from the copy as from packages/cli.
+      fs.symlinkSync(path.join(repoRoot, 'packages', 'cli', 'node_modules'), path.join(copy, 'node_modules'));
       run(process.execPath, [cliPath, '--version']);
       return;
     } catch (error) {
@@ -434,7 +437,22 @@ export async function cryptoCalibration() {
   return {
     verify: rate(() => verify(null, message, publicKey, signature)),
     sign: rate(() => sign(null, message, privateKey)),
+    libsodiumVerify: libsodiumRate(rate, message, publicKey, signature),
   };
+}
+
+/** libsodium's verify rate (what `verify`'s threads use when sodium-native loads beside the CLI), or null without it. */
+function libsodiumRate(rate, message, publicKey, signature) {
+  if (process.env.DELEGATE_GIT_LIBSODIUM === '0') return null;
+  let sodium;
+  try {
+    sodium = createRequire(path.join(benchDir, 'cli', 'dist', 'verify-worker.js'))('sodium-native');
+  } catch {
+    return null;
+  }
+  const raw = Buffer.from(publicKey.export({ format: 'jwk' }).x, 'base64url');
+  rate(() => sodium.crypto_sign_verify_detached(signature, message, raw));
+  return rate(() => sodium.crypto_sign_verify_detached(signature, message, raw));
 }
 
 // --- content and records --------------------------------------------------------------------------------

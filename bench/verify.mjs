@@ -195,7 +195,7 @@ console.log(
   `Each repository: records / 10 files under src/, 5 versions each, 10 records per file (3 UNIT_PASSED, 2 UNIT_FAILED, ` +
     `1 each of UNIT_FLAKY, INCOHERENT, CONTRACT_MODIFIED, approve, reject), in notes commits of 10,000 records. ` +
     `Medians of up to ${RUNS} runs (within ${options.budget} s per size), the repository and the CLI read into the page cache first. Load average ${loadBefore} before, ${loadAfter} after; node:crypto ` +
-    `Ed25519 here: ${fmtInt(crypto.verify)} verify/s.\n`,
+    `Ed25519 here: ${fmtInt(crypto.verify)} verify/s; the checking threads use ${crypto.libsodiumVerify === null ? 'node:crypto alone (sodium-native off or not beside the CLI)' : `libsodium first (sodium-native), ${fmtInt(crypto.libsodiumVerify)} verify/s here`}.\n`,
 );
 console.log(
   markdownTable(

@@ -58,6 +58,8 @@ describe('the packed CLI in a fresh repository', () => {
     const manifest = execFileSync('tar', ['-xOzf', tarball, 'package/package.json'], { encoding: 'utf8' });
     expect(manifest).not.toContain('workspace:');
     expect(JSON.parse(manifest).dependencies ?? {}).toEqual({});
+    // Its one install-time dependency: libsodium for verify's bulk signature checks, optional and pinned.
+    expect(JSON.parse(manifest).optionalDependencies).toEqual({ 'sodium-native': '5.1.0' });
     const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' });
     expect(listing).toContain('package/bin/delegate-git.js');
     // The bin is CommonJS inside a "type": "module" package: its own package.json says so.

@@ -1,14 +1,18 @@
 /**
  * `verify` over a ledger large enough to be checked on worker threads: the answer (counts, and each problem with
  * its blob and line, and the files judged) must be exactly what a line-by-line check gives, and what core gives
- * in-process, with or without the cache of lines verified by an earlier run.
+ * in-process, with or without the cache of lines verified by an earlier run, and with or without libsodium on the
+ * threads.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  loadSigningKey,
   Repository,
+  signStatement,
   verdictStatement,
   verificationExitCode,
   verifyLedger,
@@ -20,10 +24,13 @@ import {
   gitOk,
   makeStory,
   makeWorkTree,
+  OPERATOR,
   operatorSigner,
   type Story,
+  storyCli,
   writeFiles,
 } from '../support/cli-story.js';
+import { identityRSigningKey } from '../support/identity-r.js';
 import { subjectOf } from '../support/records.js';
 
 const RECORDS = 2400;
@@ -31,6 +38,8 @@ const RECORDS = 2400;
 const FILES = 40;
 /** This one's content changed after its records: refused, and worded by the main thread from the ledger's history. */
 const CHANGED = 5;
+/** One more blob, with one UNIT_PASSED record whose signature has an identity R: libsodium refuses it, node:crypto and the strict rule accept it. */
+const IDENTITY_R_BLOB = createHash('sha1').update('identity R').digest('hex');
 
 describe('verify on worker threads', () => {
   let story: Story;
@@ -76,6 +85,12 @@ describe('verify on worker threads', () => {
       target.lines[1] = line.slice(0, i) + (line[i] === 'A' ? 'B' : 'A') + line.slice(i + 1);
       forgedBlob = target.blob;
       forgedLine = [...target.lines].sort().indexOf(target.lines[1]!) + 1;
+      const identityR = identityRSigningKey(loadSigningKey(OPERATOR, story.env).key);
+      const statement = verdictStatement(
+        [{ path: 'src/identity-r.ts', sha256: 'a'.repeat(64), gitBlob: IDENTITY_R_BLOB }],
+        { verdict: 'UNIT_PASSED', repository, createdAt: '2026-11-01T00:00:00.000Z' },
+      );
+      additions.push({ blob: IDENTITY_R_BLOB, lines: [signStatement(statement, identityR).line] });
       await repo.ledger.append(additions);
       writeFiles(work, files);
       gitOk(story, work, ['add', 'src']);
@@ -91,10 +106,11 @@ describe('verify on worker threads', () => {
   it('counts every line once and names the one forged line by blob and line', () => {
     const run = cli(story, work, ['verify', '--json']);
     const result = JSON.parse(run.stdout);
-    // Lines: every record, + init's anchor approval on the policy and on the key file. Records: distinct valid ones.
-    expect(result.lines).toBe(RECORDS + 2);
-    expect(result.records).toBe(RECORDS - 1 + 1);
-    expect(result.byVerdict.UNIT_PASSED).toBe((RECORDS / 3) * 2 - 1);
+    // Lines: every record, the identity-R one, + init's anchor approval on the policy and on the key file. Records:
+    // distinct valid ones (all but the forged line, and the anchor).
+    expect(result.lines).toBe(RECORDS + 1 + 2);
+    expect(result.records).toBe(RECORDS + 1 - 1 + 1);
+    expect(result.byVerdict.UNIT_PASSED).toBe((RECORDS / 3) * 2 - 1 + 1);
     expect(result.byVerdict.UNIT_FAILED).toBe(RECORDS / 3);
     expect(result.invalid).toHaveLength(1);
     expect(result.invalid[0]).toMatchObject({ blob: forgedBlob, line: forgedLine });
@@ -109,6 +125,17 @@ describe('verify on worker threads', () => {
       reason: 'its content changed after the verdict, so it is not the version anything verified',
     });
     expect(files['src/f1.ts']).toMatchObject({ promoted: true });
+  });
+
+  it('the threads find libsodium beside the built CLI, and answer the same without it', () => {
+    const worker = path.join(path.dirname(path.dirname(storyCli)), 'dist', 'verify-worker.js');
+    expect(createRequire(worker).resolve('sodium-native')).toContain('sodium-native');
+    fs.rmSync(path.join(work, '.git', 'delegate-git', 'cache'), { recursive: true, force: true });
+    const withLibsodium = cli(story, work, ['verify', '--json']);
+    fs.rmSync(path.join(work, '.git', 'delegate-git', 'cache'), { recursive: true, force: true });
+    const without = cli(story, work, ['verify', '--json'], { ...story.env, DELEGATE_GIT_LIBSODIUM: '0' });
+    expect(JSON.parse(withLibsodium.stdout).invalid).toHaveLength(1);
+    expect(without.stdout).toBe(withLibsodium.stdout);
   });
 
   it('threads, the cache and core in-process all give the same answer', async () => {

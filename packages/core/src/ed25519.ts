@@ -14,17 +14,23 @@
  * reference. Noble checks the cofactored equation, which also accepts an R = R0 + T with T a small-order point;
  * only the key's owner can make such a signature, but node:crypto refuses it. With a torsion-free A, the two
  * equations agree exactly when R is torsion-free as well, so the noble path adds that check.
+ *
+ * 'libsodium' is node:crypto's answer, reached sooner (libsodium.ts): libsodium computes the same cofactorless
+ * equation on the same bytes after checks of its own that refuse more (a small-order R, which the strict rule
+ * allows), never less, once the key is sound and S and R are checked here. So its "valid" is taken, and whatever it
+ * refuses is asked of node:crypto. Without libsodium it is 'node'.
  */
 import { createHash, createPublicKey, type KeyObject, verify as nodeVerify } from 'node:crypto';
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { DelegateGitError } from './errors.js';
+import { libsodiumVerify } from './libsodium.js';
 import { isTorsionFree } from './prime-order.js';
 
 // @noble/ed25519 needs a synchronous SHA-512 for its sync API (its README: set `hashes.sha512`).
 ed.hashes.sha512 = sha512;
 
-export type Ed25519Backend = 'node' | 'noble';
+export type Ed25519Backend = 'node' | 'noble' | 'libsodium';
 
 export type KeyProblem = 'wrong length' | 'not canonical' | 'small order' | 'mixed order (torsion component)';
 
@@ -196,7 +202,9 @@ export class PublicKey {
   verify(message: Uint8Array, signature: Uint8Array, backend: Ed25519Backend = 'node'): boolean {
     if (!wellFormed(message, signature)) return false;
     try {
-      if (backend === 'node') return nodeVerify(null, message, this.#nodeKey(), signature);
+      if (backend === 'libsodium' && libsodiumVerify()?.(signature, message, this.#raw)) return true;
+      if (backend === 'node' || backend === 'libsodium')
+        return nodeVerify(null, message, this.#nodeKey(), signature);
       if (backend === 'noble') return this.#verifyNoble(message, signature);
       return false;
     } catch {

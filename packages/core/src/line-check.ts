@@ -4,6 +4,7 @@
  * so it crosses threads and a cache unchanged, and everything verify reports about the line is derived from it.
  */
 import { datedAhead } from './dated-ahead.js';
+import type { Ed25519Backend } from './ed25519.js';
 import { addLines } from './path-index.js';
 import {
   decodeRecord,
@@ -68,6 +69,7 @@ export function examineLine(
   annotated: string,
   trustRoot: TrustRoot,
   repositoryId: string,
+  backend: Ed25519Backend = 'node',
 ): ExaminedLine {
   const decoded = decodeRecord(line);
   if (!decoded.ok) return examined(line, annotated, decoded);
@@ -76,7 +78,7 @@ export function examineLine(
   return examined(line, annotated, {
     ok: true,
     record,
-    trust: verifyRecord(record, trustRoot, repositoryId),
+    trust: verifyRecord(record, trustRoot, repositoryId, backend),
   });
 }
 

@@ -5,6 +5,8 @@
  * them at once (promotion.ts); only a refusal, whose wording needs the whole ledger's history of the path, is left
  * to the main thread, with the note's lines. The same function runs in a worker thread or, without one, in-process.
  */
+
+import type { Ed25519Backend } from './ed25519.js';
 import { type ExaminedLine, examineLine, type IndexFact, indexFactOf, type LineFacts } from './line-check.js';
 import { compareBytewise, parseNote } from './notes-format.js';
 import {
@@ -90,11 +92,16 @@ export class NoteBatchBuilder {
   }
 }
 
-export function checkNoteBatch(batch: NoteBatch, trustRoot: TrustRoot, repositoryId: string): CheckedBatch {
+export function checkNoteBatch(
+  batch: NoteBatch,
+  trustRoot: TrustRoot,
+  repositoryId: string,
+  backend: Ed25519Backend = 'node',
+): CheckedBatch {
   const buffer = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength);
   const notes = batch.notes.map(([annotated, start, end, candidates, wantLines]): CheckedNote => {
     const lines = noteLines(buffer.toString('utf8', start, end));
-    return examineNote(annotated, lines, candidates, wantLines, trustRoot, repositoryId).note;
+    return examineNote(annotated, lines, candidates, wantLines, trustRoot, repositoryId, backend).note;
   });
   return { id: batch.id, notes };
 }
@@ -116,8 +123,9 @@ function examineNote(
   wantLines: boolean,
   trustRoot: TrustRoot,
   repositoryId: string,
+  backend: Ed25519Backend,
 ): { note: CheckedNote; examined: ExaminedLine[] } {
-  const examined = lines.map((line) => examineLine(line, annotated, trustRoot, repositoryId));
+  const examined = lines.map((line) => examineLine(line, annotated, trustRoot, repositoryId, backend));
   return { note: weighNote(lines, examined, candidates, wantLines), examined };
 }
 

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as ed from '@noble/ed25519';
 import { describe, expect, it } from 'vitest';
+import { identityRSignature } from '../../../test/support/identity-r.js';
 import { vectorsDir } from '../../../test/support/paths.js';
 import {
   type Ed25519Backend,
@@ -12,10 +13,11 @@ import {
   verifyStrict,
 } from '../src/ed25519.js';
 import { DelegateGitError } from '../src/errors.js';
+import { libsodiumVerify, loadLibsodium } from '../src/libsodium.js';
 import { generateSigningKey, signingKeyFromSeed } from '../src/signing-key.js';
 import { refusalWith } from './support.js';
 
-const BACKENDS: readonly Ed25519Backend[] = ['node', 'noble'];
+const BACKENDS: readonly Ed25519Backend[] = ['node', 'noble', 'libsodium'];
 const L = 2n ** 252n + 27742317777372353535851937790883648493n;
 
 const ed25519Vectors = path.join(vectorsDir, 'ed25519');
@@ -74,7 +76,7 @@ describe('RFC 8032 §7.1 test vectors', () => {
   );
 });
 
-describe('Wycheproof EdDSA vectors give the expected result in both back-ends, and on the thread pool', () => {
+describe('Wycheproof EdDSA vectors give the expected result in every back-end, and on the thread pool', () => {
   const files = [
     { file: 'wycheproof_eddsa.json', total: 151, valid: 88, invalid: 63 },
     { file: 'wycheproof_eddsa_legacy.json', total: 145, valid: 84, invalid: 61 },
@@ -124,7 +126,7 @@ describe('Wycheproof EdDSA vectors give the expected result in both back-ends, a
   });
 });
 
-describe('ed25519-speccheck edge cases: all rejected, for the stated reason, in both back-ends and on the thread pool', () => {
+describe('ed25519-speccheck edge cases: all rejected, for the stated reason, in every back-end and on the thread pool', () => {
   const cases = readVectors('speccheck_cases.json') as SpeccheckCase[];
   const expectedReason = [
     'public key small order',
@@ -363,5 +365,49 @@ describe('the byte checks on S and on point encodings, against BigInt arithmetic
       const problem = signatureProblem(Uint8Array.from([...y, ...new Uint8Array(32)]));
       expect(problem === 'R not canonical').toBe(!canonicalByBigInt(y));
     }
+  });
+});
+
+describe('libsodium: its yes is taken, node:crypto answers what it refuses', () => {
+  const seed = hex('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
+  const owner = signingKeyFromSeed(seed);
+  const message = new TextEncoder().encode('a record');
+  const sodium = libsodiumVerify();
+
+  it('loads here (an optional dependency the lockfile installs), and DELEGATE_GIT_LIBSODIUM=0 turns it off', () => {
+    expect(sodium).toBeTypeOf('function');
+    expect(loadLibsodium({ DELEGATE_GIT_LIBSODIUM: '0' })).toBeNull();
+    expect(loadLibsodium({})).toBeTypeOf('function');
+  });
+
+  it('an identity R (only the key owner can make one) is valid under the strict rule: libsodium refuses it, node:crypto decides', () => {
+    const honest = owner.sign(message);
+    const identityR = identityRSignature(seed, owner.publicKey.raw, message);
+    expect(signatureProblem(identityR)).toBeNull();
+    expect(sodium!(honest, message, owner.publicKey.raw)).toBe(true); // control: libsodium answers honest signatures
+    expect(sodium!(identityR, message, owner.publicKey.raw)).toBe(false);
+    for (const backend of BACKENDS) {
+      expect(owner.publicKey.verify(message, identityR, backend)).toBe(true);
+      // The same bytes signed over another message: the equation fails, in every back-end.
+      expect(owner.publicKey.verify(new TextEncoder().encode('another'), identityR, backend)).toBe(false);
+    }
+  });
+
+  it("on every published vector whose key and signature bytes pass the strict checks, libsodium's yes is node:crypto's yes", () => {
+    const cases: Array<{ pk: Uint8Array; msg: Uint8Array; sig: Uint8Array }> = [];
+    for (const c of readVectors('speccheck_cases.json') as SpeccheckCase[])
+      cases.push({ pk: hex(c.pub_key), msg: hex(c.message), sig: hex(c.signature) });
+    for (const file of ['wycheproof_eddsa.json', 'wycheproof_eddsa_legacy.json'])
+      for (const group of (readVectors(file) as WycheproofFile).testGroups)
+        for (const t of group.tests)
+          cases.push({ pk: hex((group.publicKey ?? group.key)!.pk), msg: hex(t.msg), sig: hex(t.sig) });
+    let libsodiumYes = 0;
+    for (const { pk, msg, sig } of cases) {
+      if (publicKeyProblem(pk) !== null || signatureProblem(sig) !== null) continue;
+      if (!sodium!(sig, msg, pk)) continue;
+      libsodiumYes++;
+      expect(PublicKey.fromRaw(pk).verify(msg, sig, 'node')).toBe(true);
+    }
+    expect(libsodiumYes).toBeGreaterThan(150);
   });
 });
