@@ -22,8 +22,10 @@ export const cliPath = path.join(benchDir, 'cli', 'bin', 'delegate-git.js');
  * The copies carry the package's package.json as installed: without its `"type": "module"`, Node first tries the
  * bin as CommonJS, fails, and only then loads it as ESM (about 20 ms more on every run).
  */
-function copyPackageJson(root) {
+/** A copy of the CLI's package.json, and its node_modules linked: the optional sodium-native resolves as installed. */
+function copyPackageFiles(root) {
   fs.copyFileSync(path.join(repoRoot, 'packages', 'cli', 'package.json'), path.join(root, 'package.json'));
+  fs.symlinkSync(path.join(repoRoot, 'packages', 'cli', 'node_modules'), path.join(root, 'node_modules'));
 }
 
 /** The same sources bundled without minifying, for profiles that name functions (see readableCli). */
@@ -109,9 +111,7 @@ export function ensureCliBuilt() {
       fs.rmSync(copy, { recursive: true, force: true });
       fs.cpSync(dist, path.join(copy, 'dist'), { recursive: true });
       fs.cpSync(path.join(repoRoot, 'packages', 'cli', 'bin'), path.join(copy, 'bin'), { recursive: true });
-      copyPackageJson(copy);
-      // The CLI's optional native dependency (sodium-native) resolves from the copy as from packages/cli.
-      fs.symlinkSync(path.join(repoRoot, 'packages', 'cli', 'node_modules'), path.join(copy, 'node_modules'));
+      copyPackageFiles(copy);
       run(process.execPath, [cliPath, '--version']);
       return;
     } catch (error) {
@@ -136,7 +136,7 @@ export async function readableCli() {
     env: { ...process.env, DELEGATE_GIT_MINIFY: '0' },
   });
   fs.cpSync(path.join(repoRoot, 'packages', 'cli', 'bin'), path.join(root, 'bin'), { recursive: true });
-  copyPackageJson(root);
+  copyPackageFiles(root);
   return readableCliPath;
 }
 

@@ -283,7 +283,7 @@ if (history) {
   );
 }
 
-if (options.profile && largest.ms >= 8000) {
+if (options.profile) {
   fs.rmSync(path.join(largest.dataset.repo, '.git', 'delegate-git', 'cache'), {
     recursive: true,
     force: true,
