@@ -712,6 +712,73 @@ describe('a revocation on the default branch binds the branches made before it',
   });
 });
 
+describe("the commit hook applies the revocations of origin's default branch as last fetched", () => {
+  let story: Story;
+  let work: string;
+
+  beforeAll(() => {
+    story = makeStory();
+    work = adoptedClone(story, ['src/**']);
+    trustedKey(story, work, 'bob');
+    // A clone of the then empty server has no origin/HEAD; `git clone` of a non-empty one sets it.
+    gitOk(story, work, ['remote', 'set-head', 'origin', 'main']);
+  });
+
+  afterAll(() => story.cleanup());
+
+  it('a commit on a branch made before the revocation, of content only bob approved, passes until the fetch that brings the revocation, then is refused, even where it passed before in the same state', () => {
+    gitOk(story, work, ['push', '-q', 'origin', 'main:refs/heads/release-1']);
+    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
+    attestOk(story, work, 'approve', ['src/r.ts'], { key: 'bob' });
+    fs.rmSync(path.join(work, 'src/r.ts'));
+    gitOk(story, work, ['checkout', '-q', '-b', 'rel', 'origin/release-1']);
+    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
+    gitOk(story, work, ['add', 'src/r.ts']);
+    // Control: bob is trusted everywhere yet, so the hook takes it (and remembers the decision).
+    const before = commit(story, work, 'what bob approved');
+    expect(before.code, before.stderr).toBe(0);
+    gitOk(story, work, ['reset', '-q', '--soft', 'HEAD~1']); // the same staged state again
+
+    // Another clone revokes bob on main and pushes; this clone's own ledger and branch do not move.
+    const other = path.join(story.root, 'other');
+    gitOk(story, story.root, ['clone', '-q', path.join(story.root, 'remote.git'), other]);
+    gitOk(story, other, ['fetch', '-q', 'origin', `${LEDGER}:${LEDGER}`]);
+    cliOk(story, other, ['keys', 'revoke', 'bob']);
+    attestOk(story, other, 'approve', [keyFileOf('bob')]);
+    gitOk(story, other, ['add', keyFileOf('bob')]);
+    expect(commit(story, other, 'revoke bob', ['--no-verify']).code).toBe(0);
+    const pushed = gitRun(story, other, ['push', '--atomic', 'origin', 'main', LEDGER]);
+    expect(pushed.code, pushed.stderr).toBe(0);
+
+    const ledgerTip = refTip(story, work, LEDGER);
+    gitOk(story, work, ['fetch', '-q', 'origin']);
+    expect(refTip(story, work, LEDGER)).toBe(ledgerTip);
+    const refused = commit(story, work, 'what bob approved');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(
+      /NOT PROMOTED {2}src\/r\.ts\n.*signer bob's key was revoked on origin's default branch/,
+    );
+    // check asks the hook's question, of the index or the work tree: the same answer.
+    expect(cli(story, work, ['check', '--staged']).code).toBe(1);
+    const asked = cli(story, work, ['check', '--path', 'src/r.ts']);
+    expect(asked.code).toBe(1);
+    expect(asked.stdout).toContain("signer bob's key was revoked on origin's default branch");
+    // The server refuses its push for the same reason (the commit made past the hook), and check --rev says so first.
+    expect(commit(story, work, 'past the hook', ['--no-verify']).code).toBe(0);
+    expect(cli(story, work, ['check', '--rev', 'rel']).code).toBe(1);
+    const atServer = gitRun(story, work, ['push', '--atomic', 'origin', 'rel:release-1', LEDGER]);
+    expect(atServer.code).not.toBe(0);
+    expect(atServer.stderr).toContain("bob's key was revoked on the default branch");
+    gitOk(story, work, ['reset', '-q', '--soft', 'HEAD~1']);
+
+    // Control: the operator's approval of the same content is taken by the hook.
+    attestOk(story, work, 'approve', ['src/r.ts']);
+    const approved = commit(story, work, 'what the operator approved');
+    expect(approved.code, approved.stderr).toBe(0);
+    gitOk(story, work, ['checkout', '-q', 'main']);
+  });
+});
+
 describe('a revocation binds the other refs of the push that brings it', () => {
   let story: Story;
   let work: string;

@@ -10,7 +10,13 @@ import { rememberGovernanceDigest } from './decision-store.js';
 import { DelegateGitError, isDelegateGitError } from './errors.js';
 import { collisionRefusals, collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
 import { git, gitTry, literalPathspecs } from './git.js';
-import { type Governance, loadGovernance, loadPolicy } from './governance.js';
+import {
+  type Governance,
+  loadGovernance,
+  loadPolicy,
+  revokedWhere,
+  withRevocationsOf,
+} from './governance.js';
 import { changesGovernance, isGovernanceFile, recordedAsCheckedOut } from './governed-paths.js';
 import {
   type FileToJudge,
@@ -126,7 +132,13 @@ export async function checkWorktreePaths(
   paths: string[],
 ): Promise<CheckReport> {
   const top = requireWorkTree(repo);
-  const governance = await loadGovernance(checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env));
+  const defaultBranch = await defaultBranchRules(
+    repo,
+    (await repo.objects.read('HEAD^{commit}'))?.oid ?? null,
+  );
+  const governance = defaultBranch.bind(
+    await loadGovernance(checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env)),
+  );
   const rel = paths.map((p) => toRepositoryPath(top, cwd, p));
   // Stored (-w): the blobs are what judging reads, and what a record made next would name. Where the object store
   // is read-only, content already stored (all a record can promote) is still judged.
@@ -168,7 +180,8 @@ export async function checkWorktreePaths(
       absent: true,
     });
   }
-  const anchor = await rulesInForce(repo);
+  const inForce = await rulesInForce(repo);
+  const anchor = inForce && defaultBranch.bind(inForce);
   const results = await judgeIn(
     repo,
     governance,
@@ -177,7 +190,10 @@ export async function checkWorktreePaths(
     anchor,
   );
   return {
-    results: [...results, ...missing],
+    results: [
+      ...results.map((r) => ({ ...r, reason: defaultBranch.where(r.reason, governance) })),
+      ...missing,
+    ],
     deletions: [],
     policy: governance.policy,
     mode: governance.policy.mode,
@@ -207,10 +223,16 @@ function unstoredContent(file: string, blob: string, symlink: boolean): { conten
 /** Judges every governed file in a commit's tree, by that commit's policy and trust root. */
 export async function checkRevision(repo: Repository, rev: string): Promise<CheckReport> {
   const commit = await resolveCommit(repo, rev);
-  const governance = await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env));
+  const defaultBranch = await defaultBranchRules(repo, commit);
+  const governance = defaultBranch.bind(
+    await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env)),
+  );
   const files = await treeFiles(repo.cwd, commit, [], repo.env, { submodules: true });
   // As verify judges a revision: the governance files by the anchor, and every change in their history.
-  const judged = await judgeIn(repo, governance, files, false, revisionAnchor(governance));
+  const judged = (await judgeIn(repo, governance, files, false, revisionAnchor(governance))).map((r) => ({
+    ...r,
+    reason: defaultBranch.where(r.reason, governance),
+  }));
   // Loaded when asked: governance-history.ts builds on this module.
   const { unapprovedGovernanceChanges, withGovernanceHistory } = await import('./governance-history.js');
   const problems = await unapprovedGovernanceChanges(repo, commit, await repo.ledger.tip());
@@ -286,10 +308,13 @@ export async function checkStaged(repo: Repository): Promise<CheckReport> {
   if (files.length === 0 && deletions.length === 0 && collisions.length === 0) return quiet;
 
   // Only content needs the trust root; a change that only deletes is decided by the policy alone.
-  const [committed, governance] = await Promise.all([
+  const [ownCommitted, ownGovernance, defaultBranch] = await Promise.all([
     committedGovernance(repo, base),
     files.length > 0 ? loadGovernance(snapshot, policy) : null,
+    defaultBranchRules(repo, base),
   ]);
+  const committed = ownCommitted && defaultBranch.bind(ownCommitted);
+  const governance = ownGovernance && defaultBranch.bind(ownGovernance);
   if (committed) refuseGovernanceDeletions(deletions, removed, committed.policy);
   const move = committed
     ? await keysMove(repo, {
@@ -312,7 +337,7 @@ export async function checkStaged(repo: Repository): Promise<CheckReport> {
           await judgeWithCache(repo, judged, governance, committed, notesAt),
           notesAt,
         )
-      ).map(governedResult)
+      ).map((j) => governedResult({ ...j, reason: defaultBranch.where(j.reason, governance) }))
     : [];
   results.push(...collisions);
   const mode = (committed?.policy ?? policy).mode;
@@ -322,7 +347,11 @@ export async function checkStaged(repo: Repository): Promise<CheckReport> {
   // The staged governance is the committed one: say which objects the decisions' digest stands for.
   if (!changesRules && policyBlob !== null) {
     const keys = await repo.objects.read(`${base}:${policy.keysDir}`);
-    const objects = { policyBlob, keysTree: keys?.type === 'tree' ? keys.oid : null };
+    const objects = {
+      policyBlob,
+      keysTree: keys?.type === 'tree' ? keys.oid : null,
+      defaultTip: defaultBranch.tip,
+    };
     await rememberGovernanceDigest(repo.cacheDir, objects, governanceDigest(governance, committed));
   }
   report.policyInForce = committed.policy;
@@ -579,6 +608,38 @@ function refuseUnmerged(changes: readonly StagedChange[]): void {
     'GIT',
     `Governed files are in conflict (${unmerged.join(', ')}), so the index holds no content of theirs to judge yet. Resolve each and \`git add\` it, then check again.`,
   );
+}
+
+/** Where a clone keeps its remote's default branch as last fetched (`git clone` sets it; `git remote set-head`). */
+export const DEFAULT_BRANCH_REF = 'refs/remotes/origin/HEAD';
+
+interface DefaultBranchRules {
+  /** The commit DEFAULT_BRANCH_REF names, or null: what the quick answer's cache is keyed by. */
+  tip: string | null;
+  /** `own` with the default branch's revocations (the same object when they add none). */
+  bind(own: Governance): Governance;
+  /** A refusal's reason, saying where a key it names as revoked was revoked. */
+  where(reason: string, governance: Governance): string;
+}
+
+/**
+ * The revocations of origin's default branch as last fetched: the server applies them to a push of any branch
+ * (withRevocationsOf), so the commit hook and `check` do too, and refuse on a branch made before a revocation what
+ * its push will be refused for. None where there is no such ref, it is `base` (the commit judged from), or its rules
+ * cannot be read (revoking nothing, as on the server).
+ */
+async function defaultBranchRules(repo: Repository, base: string | null): Promise<DefaultBranchRules> {
+  const tip = (await repo.objects.readRef(DEFAULT_BRANCH_REF))?.oid ?? null;
+  const commit = tip === null ? null : ((await repo.objects.read(`${tip}^{commit}`))?.oid ?? null);
+  const binding =
+    commit === null || commit === base
+      ? null
+      : await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env)).catch(() => null);
+  return {
+    tip,
+    bind: (own) => (binding ? withRevocationsOf(own, binding) : own),
+    where: (reason, governance) => revokedWhere(reason, governance.trustRoot, "on origin's default branch"),
+  };
 }
 
 /**

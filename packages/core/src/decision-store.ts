@@ -156,14 +156,19 @@ export function readPromotions(file: string): PromotedTest | null {
   };
 }
 
-/** The committed governance as git objects: the policy blob and the keys directory's tree (null: no such tree). */
+/**
+ * The committed governance as git objects: the policy blob, the keys directory's tree (null: no such tree), and the
+ * commit of origin's default branch whose revocations bind it (checks.ts, DEFAULT_BRANCH_REF; null: none).
+ */
 export interface GovernanceObjects {
   policyBlob: string;
   keysTree: string | null;
+  defaultTip: string | null;
 }
 
 function aliasFile(cacheDir: string, g: GovernanceObjects): string {
-  return path.join(cacheDir, `governance-${STORE_VERSION}-${g.policyBlob}-${g.keysTree ?? 'none'}.json`);
+  const name = `${g.policyBlob}-${g.keysTree ?? 'none'}-${g.defaultTip ?? 'none'}`;
+  return path.join(cacheDir, `governance-${STORE_VERSION}-${name}.json`);
 }
 
 /** Called by the full check with the digest it computed from exactly these objects. */

@@ -14,13 +14,20 @@
  * What it relies on, each written by the full check: the staged policy as last validated (kept under the policy
  * blob's id, so an edited policy is validated again), the set of paths the ledger has recorded (per notes commit,
  * path-index.ts), and the decisions per (path, blob) at the ledger tip (decision-store.ts): a commit whose every
- * governed file the full check already found promoted, under the same governance and ledger tip, passes here too.
+ * governed file the full check already found promoted, under the same governance (and the same tip of origin's
+ * default branch, whose revocations bind it) and ledger tip, passes here too.
  */
 import { isUtf8 } from 'node:buffer';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathsName, recordedPathsBody, replaceCacheFile } from './cache-file.js';
-import { governanceDigestOf, type PromotedTest, promotedFile, readPromotions } from './decision-store.js';
+import {
+  type GovernanceObjects,
+  governanceDigestOf,
+  type PromotedTest,
+  promotedFile,
+  readPromotions,
+} from './decision-store.js';
 import { namesCanCollide } from './fold-collisions.js';
 import { splitZ } from './git-fields.js';
 import { type GitDirs, gitDirsOf, looseCommitTree, readText, refTarget } from './git-files.js';
@@ -46,7 +53,10 @@ import { addsName, removedPaths, type StagedChange } from './staged-changes.js';
 const LEDGER_REF = 'refs/notes/delegations';
 // The CLI's trackingRef('origin') (ledger-intake.ts), spelled here for the same reason: where a pull fetches origin's.
 const FETCHED_LEDGER_REF = 'refs/notes/remotes/origin/delegations';
-const LEDGER_SHADOWS = shadowsOf(LEDGER_REF)
+// checks.ts's DEFAULT_BRANCH_REF, spelled here for the same reason: whose revocations bind every branch.
+const DEFAULT_BRANCH_REF = 'refs/remotes/origin/HEAD';
+/** The names git reads the ledger's and the default branch's as where they do not exist: each must be missing. */
+const SHADOWS = [...shadowsOf(LEDGER_REF), ...shadowsOf(DEFAULT_BRANCH_REF)]
   .map((name) => `${name}\n`)
   .join('');
 
@@ -90,16 +100,16 @@ async function askGit(
 ): Promise<QuickAnswer> {
   // The keys directory is asked for before the policy says where it is: almost every policy keeps the default.
   // And the names git reads the ledger's as where it does not exist (a tag refs/tags/refs/notes/delegations).
-  const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\nHEAD^{tree}\n${LEDGER_SHADOWS}`;
+  const names = `HEAD\n:${POLICY_PATH}\n${LEDGER_REF}\nHEAD:${DEFAULT_KEYS_DIR}\nHEAD^{tree}\n${DEFAULT_BRANCH_REF}\n${SHADOWS}`;
   // The diff first: it takes longest, and the first spawn of a process also loads node:child_process.
   const [diff, ids, commonDir] = await Promise.all([
     run(CHANGED_PATHS, cwd, env),
     run(['cat-file', '--batch-check'], cwd, env, names),
     dirs?.commonDir ?? commonDirFromGit(cwd, env),
   ]);
-  const [head, policyId, ledger, defaultKeys, headTree, ...shadows] = (ids?.toString('utf8') ?? '').split(
-    '\n',
-  );
+  const [head, policyId, ledger, defaultKeys, headTree, defaultBranch, ...shadows] = (
+    ids?.toString('utf8') ?? ''
+  ).split('\n');
   if (diff === null || !head?.includes(' commit ')) return UNSURE;
   const base = head.split(' ')[0]!;
   // The blobs come from the index as read before git ran: only if git diffed that same index.
@@ -130,7 +140,16 @@ async function askGit(
       ? (defaultKeys ?? '')
       : ((await run(['cat-file', '--batch-check'], cwd, env, `${base}:${policy.keysDir}\n`))?.toString() ??
         '');
-  const promotions = () => promotionsFor(changes, policy, policyBlob, tip, cacheDir, keysAt);
+  // As the full check reads it (checks.ts, defaultBranchRules): the commit it names, or none (undefined: unsure).
+  const defaultTip = defaultBranch?.includes(' commit ')
+    ? defaultBranch.split(' ')[0]!
+    : defaultBranch?.endsWith(' missing')
+      ? null
+      : undefined;
+  const promotions = async () =>
+    defaultTip === undefined
+      ? null
+      : promotionsFor(changes, policy, { policyBlob, defaultTip }, tip, cacheDir, keysAt);
   // Many changes are mostly promoted files: looking each up costs less than matching it against the policy first.
   const promoted = changes.length > FEW_CHANGES ? await promotions() : null;
   const governed: QuickChange[] = [];
@@ -418,7 +437,7 @@ function recordedPathTest(recorded: string): (p: string) => boolean {
 async function promotionsFor(
   changes: readonly StagedChange[],
   policy: Policy,
-  policyBlob: string,
+  committed: Omit<GovernanceObjects, 'keysTree'>,
   tip: string | null,
   cacheDir: string,
   /** cat-file's answer for the keys directory at HEAD ("<id> tree <size>", or "... missing"). */
@@ -428,7 +447,7 @@ async function promotionsFor(
   if (/[\n\0]/.test(policy.keysDir)) return null; // cat-file reads one name per line
   const [keysId, keysType] = (await keysAt()).split(' ');
   const keysTree = keysType === 'tree' ? keysId! : null;
-  const digest = governanceDigestOf(cacheDir, { policyBlob, keysTree });
+  const digest = governanceDigestOf(cacheDir, { ...committed, keysTree });
   return digest === null ? null : readPromotions(promotedFile(cacheDir, digest, tip));
 }
 
