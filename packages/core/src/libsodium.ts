@@ -9,8 +9,11 @@
  * for only where the package manager installed it for this package (its own node_modules, or beside it in the
  * node_modules that holds it), never by Node's walk up the directories: the hooks run a copy of the CLI inside
  * .git, and that walk would reach the node_modules of the repository being judged, whose content a pull request
- * chooses. And a module that does not answer a published test vector both ways is not used.
+ * chooses. Only where it ships a binary for this host: without one, its loader looks for `prebuilds/<host>/` in
+ * every directory above it (red team rt61 f02). And a module that does not answer three vectors as OpenSSL does
+ * (one of them a signature only a cofactored check accepts) is not used.
  */
+import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,31 +49,69 @@ export function loadLibsodium(env: NodeJS.ProcessEnv, root: string): LibsodiumVe
   if (env.DELEGATE_GIT_LIBSODIUM === '0') return null;
   const load = createRequire(import.meta.url);
   for (const place of libsodiumPlaces(root)) {
+    if (!existsSync(place)) continue;
+    if (!shipsBinaryForThisHost(place)) return null;
     let verify: unknown;
     try {
-      verify = (load(place) as { crypto_sign_verify_detached?: unknown }).crypto_sign_verify_detached;
+      // The trailing separator: the directory itself, never a file `sodium-native.js` beside it (rt61 f03).
+      verify = (load(`${place}${path.sep}`) as { crypto_sign_verify_detached?: unknown })
+        .crypto_sign_verify_detached;
     } catch {
-      continue; // not installed there (or its binary does not load here)
+      return null; // its binary does not load here
     }
     if (typeof verify !== 'function') return null;
-    const call: LibsodiumVerify = (s, m, k) => verify(s, m, k) === true;
-    return answersTheVector(call) ? call : null;
+    const call: LibsodiumVerify = (s, m, k) =>
+      withinLibsodiumLimits(s) &&
+      withinLibsodiumLimits(m) &&
+      withinLibsodiumLimits(k) &&
+      verify(s, m, k) === true;
+    return answersTheVectors(call) ? call : null;
   }
   return null;
 }
 
-/** RFC 8032 §7.1 TEST 1: its signature over the empty message, which must verify, and over "x", which must not. */
-const TEST_1 = {
+/** As sodium-native's loader names the host: `prebuilds/<platform>-<arch>[-musl]/`, holding a `.node` binary. */
+function shipsBinaryForThisHost(place: string): boolean {
+  const musl = process.platform === 'linux' && existsSync('/etc/alpine-release');
+  const dir = path.join(place, 'prebuilds', `${process.platform}-${process.arch}${musl ? '-musl' : ''}`);
+  try {
+    return readdirSync(dir).some((name) => name.endsWith('.node'));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * sodium-native hands libsodium a view's offset and length as 32-bit numbers, so past them it checks other bytes than
+ * node:crypto would (rt61 f01). node:crypto refuses a message of 2 GiB or more itself; such views go to it alone.
+ */
+export function withinLibsodiumLimits(view: Pick<Uint8Array, 'byteLength' | 'byteOffset'>): boolean {
+  return view.byteLength < 2 ** 31 && view.byteOffset + view.byteLength < 2 ** 32;
+}
+
+/**
+ * RFC 8032 §7.1 TEST 1's key: its signature over the empty message, which must verify, the same over "x", which must
+ * not, and one whose R has a point of order 8 added (S made to fit), which a cofactored check accepts and OpenSSL, so
+ * node:crypto, refuses.
+ */
+export const SELF_TEST_VECTORS = {
   publicKey: 'd75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a',
   signature:
     'e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b',
+  mixedOrderR:
+    'c2ecc2af9bfefd06ee0f9cbb9adf4abda71f6a01db3f1a78458754856f6bd5c4ce8bac9d0a9cb8149696874ba55329baae5a03fbf3fe13adcd95f3d3050f3504',
 };
 
-function answersTheVector(verify: LibsodiumVerify): boolean {
-  const publicKey = Buffer.from(TEST_1.publicKey, 'hex');
-  const signature = Buffer.from(TEST_1.signature, 'hex');
+function answersTheVectors(verify: LibsodiumVerify): boolean {
+  const publicKey = Buffer.from(SELF_TEST_VECTORS.publicKey, 'hex');
+  const signature = Buffer.from(SELF_TEST_VECTORS.signature, 'hex');
+  const empty = Buffer.alloc(0);
   try {
-    return verify(signature, Buffer.alloc(0), publicKey) && !verify(signature, Buffer.from('x'), publicKey);
+    return (
+      verify(signature, empty, publicKey) &&
+      !verify(signature, Buffer.from('x'), publicKey) &&
+      !verify(Buffer.from(SELF_TEST_VECTORS.mixedOrderR, 'hex'), empty, publicKey)
+    );
   } catch {
     return false;
   }
