@@ -611,7 +611,7 @@ function refuseUnmerged(changes: readonly StagedChange[]): void {
 }
 
 /** Where a clone keeps its remote's default branch as last fetched (`git clone` sets it; `git remote set-head`). */
-export const DEFAULT_BRANCH_REF = 'refs/remotes/origin/HEAD';
+const DEFAULT_BRANCH_REF = 'refs/remotes/origin/HEAD';
 
 interface DefaultBranchRules {
   /** The commit DEFAULT_BRANCH_REF names, or null: what the quick answer's cache is keyed by. */

@@ -22,6 +22,8 @@ path where the work tree holds no file).
                  judges it (each change in the history of the policy and keys approved by the rules then)
   --path <p>     the work-tree content of each named path (repeatable; also bare arguments)
   --json         {"results":[{"path","promoted","reason","by","governed"}],"deletions":[...],"exitCode"}
+A key revoked on origin's default branch as last fetched (refs/remotes/origin/HEAD) counts for nothing here
+either, as the server judges a push of any branch.
 
 Example:
   delegate-git check --path src/parser.ts
