@@ -41,6 +41,30 @@ describe('renderReceipt', () => {
     );
   });
 
+  it('runs that disagree each show their counts (ux57 f19); control: runs that agree show the last one', () => {
+    const run = (exitCode: number, passed: number, failed: number) => ({
+      exitCode,
+      passed,
+      failed,
+      durationMs: 1,
+      timedOut: false,
+    });
+    const base = { ...emptyReceipt({ taskName: 'x' }).verification, command: 'npm test' };
+    const flaky = renderReceipt(
+      receipt({
+        verdict: 'UNIT_FLAKY',
+        verification: { ...base, flaky: true, runs: [run(0, 4, 0), run(1, 3, 1)] },
+      }),
+    );
+    expect(flaky).toContain(
+      'Verification (2 run(s)): run 1 PASS (Passed 4, Failed 0), run 2 FAIL (exit 1, Passed 3, Failed 1). The runs disagreed: the contract is flaky.',
+    );
+    const agreeing = renderReceipt(
+      receipt({ verification: { ...base, runs: [run(0, 4, 0), run(0, 4, 0)] } }),
+    );
+    expect(agreeing).toContain('Verification (2 run(s): PASS PASS): Passed 4, Failed 0.');
+  });
+
   it('a whole file refused over a target that exists says what to do next (finding dl02); control: another refusal does not', () => {
     const over = renderReceipt(
       receipt({ errors: [`\`src/x.js\` ${WHOLE_FILE_OVER_EXISTING}. To change it, patch it`] }),

@@ -221,14 +221,13 @@ export function renderReceipt(r: DelegationReceipt, allowlist: readonly string[]
   const v = r.verification;
   if (v.skipped) out.push(`Verification was NOT run: ${v.skipped}.`);
   else if (v.runs.length > 0) {
-    const runs = v.runs
-      .map((x) =>
-        x.exitCode === 0 && x.failed === 0 && !x.timedOut ? 'PASS' : x.timedOut ? 'TIMEOUT' : 'FAIL',
-      )
-      .join(' ');
-    const last = v.runs.at(-1)!;
+    const outcome = (x: (typeof v.runs)[number]) =>
+      x.exitCode === 0 && x.failed === 0 && !x.timedOut ? 'PASS' : x.timedOut ? 'TIMEOUT' : 'FAIL';
+    // Runs that disagree each say what they counted: the last run's counts alone would stand for all (ux57 f19).
     out.push(
-      `Verification (${v.runs.length} run(s): ${runs}): ${testCounts(last)}.${v.flaky ? ' The runs disagreed: the contract is flaky.' : ''}`,
+      v.flaky
+        ? `Verification (${v.runs.length} run(s)): ${v.runs.map((x, i) => `run ${i + 1} ${outcome(x)} (${testCounts(x)})`).join(', ')}. The runs disagreed: the contract is flaky.`
+        : `Verification (${v.runs.length} run(s): ${v.runs.map(outcome).join(' ')}): ${testCounts(v.runs.at(-1)!)}.`,
     );
     const stopped = v.runs.filter((x) => x.timedOut).length;
     // A run stopped at the limit reads as a failure of the code; the limit may be what is wrong (ux57 f16).
