@@ -215,7 +215,19 @@ function isPatch(body: string): boolean {
   return pairs !== null && pairs.length > 0;
 }
 
-export function parseEmission(reply: string, opts: { targetFiles: string[] }): Emission {
+/**
+ * Whether every line of a reply ends in CRLF: the line endings of its transport (a server, or a model that writes
+ * them everywhere), not of its files (ux57 f18). Such a reply is read as LF, so a file it creates has git's usual
+ * endings, and the blob a record names is the one `git add` stores. A reply that mixes the two is read as it came: a
+ * block in CRLF among LF prose is the model's choice for that file.
+ */
+function transportCrlf(reply: string): boolean {
+  const lineFeeds = reply.split('\n').length - 1;
+  return lineFeeds > 0 && reply.split('\r\n').length - 1 === lineFeeds;
+}
+
+export function parseEmission(received: string, opts: { targetFiles: string[] }): Emission {
+  const reply = transportCrlf(received) ? received.replaceAll('\r\n', '\n') : received;
   const blocks = scanBlocks(reply);
   const files: EmittedFile[] = [];
   const duplicates: string[] = [];

@@ -29,9 +29,20 @@ describe('parseEmission: header form', () => {
     expect(emission.files).toEqual([]);
   });
 
-  it('keeps CRLF bodies byte for byte', () => {
-    const emission = parseEmission(`${F}ts file="a.ts"\r\nline1\r\nline2\r\n${F}\r\n`, none);
+  it('keeps a CRLF body byte for byte in a reply whose prose is LF (the model chose CRLF for that file)', () => {
+    const emission = parseEmission(`Here:\n\n${F}bat file="a.bat"\r\nline1\r\nline2\r\n${F}\n`, none);
     expect(emission.files[0]?.body).toBe('line1\r\nline2\r\n');
+  });
+
+  it('reads a reply whose every line ends in CRLF (its transport) as LF (ux57 f18)', () => {
+    const emission = parseEmission(`Sure:\r\n\r\n${F}ts file="a.ts"\r\nline1\r\nline2\r\n${F}\r\n`, none);
+    expect(emission.files[0]?.body).toBe('line1\nline2\n');
+    // A patch block in such a reply still matches an LF file, as before (patch.ts splits on either).
+    const patch = parseEmission(
+      `${F}ts file="a.ts"\r\n<<<<<<< SEARCH\r\nline1\r\n=======\r\nline one\r\n>>>>>>> REPLACE\r\n${F}\r\n`,
+      none,
+    );
+    expect(patch.files[0]?.body).toBe('<<<<<<< SEARCH\nline1\n=======\nline one\n>>>>>>> REPLACE\n');
   });
 
   it('an empty named block is an empty file', () => {
