@@ -97,7 +97,19 @@ describe('the packed CLI in a fresh repository', () => {
   it('`npx <tarball> init` sets up the repository and the hook then gates commits', () => {
     const init = spawnSync(
       'npx',
-      ['--yes', '../delegate-git.tgz', 'init', '--protect', 'src/**', '--key', 'fresh'],
+      // By its absolute path: npm reads a relative one from the nearest directory above holding a node_modules or a
+      // package.json, which the temporary directory's parents may hold.
+      [
+        '--yes',
+        `--package=file:${path.join(tmp, 'delegate-git.tgz')}`,
+        '--',
+        'delegate-git',
+        'init',
+        '--protect',
+        'src/**',
+        '--key',
+        'fresh',
+      ],
       {
         cwd: repo,
         env,
