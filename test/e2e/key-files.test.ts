@@ -737,6 +737,7 @@ describe("the commit hook applies the revocations of origin's default branch as 
     // Control: bob is trusted everywhere yet, so the hook takes it (and remembers the decision).
     const before = commit(story, work, 'what bob approved');
     expect(before.code, before.stderr).toBe(0);
+    gitOk(story, work, ['branch', 'feature']); // that commit, for a merge below
     gitOk(story, work, ['reset', '-q', '--soft', 'HEAD~1']); // the same staged state again
 
     // Another clone revokes bob on main and pushes; this clone's own ledger and branch do not move.
@@ -769,7 +770,14 @@ describe("the commit hook applies the revocations of origin's default branch as 
     const atServer = gitRun(story, work, ['push', '--atomic', 'origin', 'rel:release-1', LEDGER]);
     expect(atServer.code).not.toBe(0);
     expect(atServer.stderr).toContain("bob's key was revoked on the default branch");
-    gitOk(story, work, ['reset', '-q', '--soft', 'HEAD~1']);
+    // Nor does it come in through a merge of the branch that holds it, judged by that branch's rules (rt62 f01).
+    gitOk(story, work, ['reset', '-q', '--hard', 'HEAD~1']);
+    const merged = gitRun(story, work, ['merge', '--no-ff', '-m', 'merge feature', 'feature']);
+    expect(merged.code).not.toBe(0);
+    expect(merged.stderr).toContain("signer bob's key was revoked on origin's default branch");
+    gitOk(story, work, ['merge', '--abort']);
+    writeFiles(work, { 'src/r.ts': "export const r = 'bob';\n" });
+    gitOk(story, work, ['add', 'src/r.ts']);
 
     // Control: the operator's approval of the same content is taken by the hook.
     attestOk(story, work, 'approve', ['src/r.ts']);

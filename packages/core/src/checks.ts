@@ -336,6 +336,7 @@ export async function checkStaged(repo: Repository): Promise<CheckReport> {
           judged,
           await judgeWithCache(repo, judged, governance, committed, notesAt),
           notesAt,
+          defaultBranch,
         )
       ).map((j) => governedResult({ ...j, reason: defaultBranch.where(j.reason, governance) }))
     : [];
@@ -474,6 +475,7 @@ async function takenFromMerged(
   files: readonly FileToJudge[],
   judged: Judgement[],
   notesAt: string | null,
+  defaultBranch: DefaultBranchRules,
 ): Promise<Judgement[]> {
   let out = judged;
   // An octopus merge merges several: each is asked about what it holds.
@@ -485,7 +487,10 @@ async function takenFromMerged(
     }
     const theirs = gitSnapshot(repo.cwd, repo.objects, merged, repo.env);
     if (taken.length === 0 || (await theirs.readFile(POLICY_PATH)) === null) continue;
-    const rules = await loadGovernance(theirs).catch(() => null);
+    // Bound by origin's default branch as the merge's own side is (rt62 f01): else what a key revoked there approved
+    // would come in through a merge.
+    const own = await loadGovernance(theirs).catch(() => null);
+    const rules = own && defaultBranch.bind(own);
     if (rules === null || !(await admittedAlongItsHistory(repo, merged, notesAt))) continue;
     const again = new Map(
       (await judgeWithCache(repo, taken, rules, rules, notesAt))
