@@ -24,6 +24,7 @@ import { acceptedByEveryGate, adoptedClone, refusedByEveryGate } from '../suppor
 import {
   type AddedKey,
   addKeys,
+  attest,
   attestOk,
   editPolicy,
   generateKey,
@@ -759,6 +760,12 @@ describe("the commit hook applies the revocations of origin's default branch as 
     expect(refused.stderr).toMatch(
       /NOT PROMOTED {2}src\/r\.ts\n.*signer bob's key was revoked on origin's default branch/,
     );
+    // Nor may bob sign here any more: what he signs would count nowhere, and the server refuses such a ledger (rt62 f05).
+    const ledgerBefore = refTip(story, work, LEDGER);
+    const signed = attest(story, work, 'approve', ['src/r.ts'], { key: 'bob' });
+    expect(signed.code).toBe(2);
+    expect(signed.stderr).toContain("Cannot sign as bob: the key was revoked on origin's default branch");
+    expect(refTip(story, work, LEDGER)).toBe(ledgerBefore);
     // check asks the hook's question, of the index or the work tree: the same answer.
     expect(cli(story, work, ['check', '--staged']).code).toBe(1);
     const asked = cli(story, work, ['check', '--path', 'src/r.ts']);

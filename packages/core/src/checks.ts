@@ -618,7 +618,7 @@ function refuseUnmerged(changes: readonly StagedChange[]): void {
 /** Where a clone keeps its remote's default branch as last fetched (`git clone` sets it; `git remote set-head`). */
 const DEFAULT_BRANCH_REF = 'refs/remotes/origin/HEAD';
 
-interface DefaultBranchRules {
+export interface DefaultBranchRules {
   /** The commit DEFAULT_BRANCH_REF names, or null: what the quick answer's cache is keyed by. */
   tip: string | null;
   /** `own` with the default branch's revocations (the same object when they add none). */
@@ -633,7 +633,7 @@ interface DefaultBranchRules {
  * its push will be refused for. None where there is no such ref, it is `base` (the commit judged from), or its rules
  * cannot be read (revoking nothing, as on the server).
  */
-async function defaultBranchRules(repo: Repository, base: string | null): Promise<DefaultBranchRules> {
+export async function defaultBranchRules(repo: Repository, base: string | null): Promise<DefaultBranchRules> {
   const tip = (await repo.objects.readRef(DEFAULT_BRANCH_REF))?.oid ?? null;
   const commit = tip === null ? null : ((await repo.objects.read(`${tip}^{commit}`))?.oid ?? null);
   const binding =

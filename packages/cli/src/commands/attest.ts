@@ -3,6 +3,7 @@ import {
   checkoutSnapshot,
   checkStaged,
   DelegateGitError,
+  defaultBranchRules,
   type Governance,
   gitSnapshot,
   governedMatcher,
@@ -111,7 +112,12 @@ export default {
             : checkoutSnapshot(top, repo.layout.gitDir, repo.objects, repo.env);
       // First: the records shown, and the ledger the review is written onto, are this clone's own.
       await restoreBeforeWriting(repo, 'attest', io.err);
-      const governance = await loadGovernance(snapshot);
+      // As the commit hook judges: a key revoked on origin's default branch counts for nothing here either (rt62 f05).
+      const defaultBranch = await defaultBranchRules(
+        repo,
+        (await repo.objects.read('HEAD^{commit}'))?.oid ?? null,
+      );
+      const governance = defaultBranch.bind(await loadGovernance(snapshot));
       const { key } = signingKeyFor(governance.trustRoot, 'reviewer', values.key, io.env);
       const { targets, submodules } = values.staged
         ? await stagedTargets(repo)
@@ -121,7 +127,14 @@ export default {
               submodules: [],
             }
           : { targets: await worktreeTargets(repo, top, io.cwd, positionals), submodules: [] };
-      const signing = await signingGovernance(repo, top, governance, key.publicKey.keyid, targets);
+      const signing = defaultBranch.bind(
+        await signingGovernance(repo, top, governance, key.publicKey.keyid, targets),
+      );
+      if (signing.trustRoot.revokedElsewhere.has(key.publicKey.keyid))
+        throw new DelegateGitError(
+          'SIGNING_KEY',
+          `Cannot sign as ${signing.trustRoot.byKeyid(key.publicKey.keyid)!.name}: the key was revoked on origin's default branch (as this clone last fetched it), so what it signs counts nowhere and the server refuses a ledger holding it. Nothing was recorded.`,
+        );
       const reviewer = assertKeyMaySign(signing.trustRoot, key, 'reviewer', signing.policy.keysDir);
       const trusted = signing.trustRoot.byKeyid(key.publicKey.keyid)!;
       if (targets.length === 0) {
@@ -134,7 +147,8 @@ export default {
       }
       // The policy and key files are judged as the commit hook judges them: by HEAD's rules, dated by the versions
       // they replace there. Read once, for what is shown and for the "now:" lines after signing.
-      const anchor = await rulesInForce(repo);
+      const inForce = await rulesInForce(repo);
+      const anchor = inForce && defaultBranch.bind(inForce);
       const judging = await withVersionsReplaced(repo, targets, anchor);
       const shown = await describe(repo, governance, anchor, judging);
       if (!values.json) io.out(shown.text);
