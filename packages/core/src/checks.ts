@@ -636,15 +636,31 @@ export interface DefaultBranchRules {
 export async function defaultBranchRules(repo: Repository, base: string | null): Promise<DefaultBranchRules> {
   const tip = (await repo.objects.readRef(DEFAULT_BRANCH_REF))?.oid ?? null;
   const commit = tip === null ? null : ((await repo.objects.read(`${tip}^{commit}`))?.oid ?? null);
-  const binding =
+  const rules =
     commit === null || commit === base
       ? null
       : await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env)).catch(() => null);
+  // Named as the clone names it, with the commit read: a stale origin/HEAD (the server's default branch changed
+  // since) shows in the message itself (rt62 f03).
+  const named =
+    rules === null ? '' : `${await defaultBranchName(repo)} at ${commit!.slice(0, 12)}, as last fetched`;
+  const binding = rules && { ...rules, source: named };
   return {
     tip,
     bind: (own) => (binding ? withRevocationsOf(own, binding) : own),
-    where: (reason, governance) => revokedWhere(reason, governance.trustRoot, "on origin's default branch"),
+    where: (reason, governance) =>
+      revokedWhere(reason, governance.trustRoot, `on origin's default branch (${named})`),
   };
+}
+
+/** The branch DEFAULT_BRANCH_REF names (`origin/main`), or the ref itself where it is no symbolic ref. */
+async function defaultBranchName(repo: Repository): Promise<string> {
+  const read = await gitTry(['symbolic-ref', '-q', '--short', DEFAULT_BRANCH_REF], {
+    cwd: repo.cwd,
+    env: repo.env,
+  });
+  const name = read.code === 0 ? read.stdout.toString('utf8').trim() : '';
+  return name === '' ? 'origin/HEAD' : name;
 }
 
 /**
