@@ -9,7 +9,7 @@ import { DecisionCache, governanceDigest } from './decision-cache.js';
 import { rememberGovernanceDigest } from './decision-store.js';
 import { DelegateGitError, isDelegateGitError } from './errors.js';
 import { collisionRefusals, collisionsWithAdded, namesCanCollide } from './fold-collisions.js';
-import { git, gitTry, literalPathspecs } from './git.js';
+import { CatFileBatch, git, gitTry, literalPathspecs } from './git.js';
 import {
   type Governance,
   loadGovernance,
@@ -29,6 +29,7 @@ import {
 import { keysMove, leftBehind } from './keys-move.js';
 import { damagedLedger } from './notes-tree.js';
 import { hexDigestOf } from './object-hash.js';
+import { PartialClone } from './partial-clone.js';
 import { pathHistory } from './path-history.js';
 import { loadPathIndex, loadRecordedPaths } from './path-index.js';
 import { relativeWithin } from './path-within.js';
@@ -636,10 +637,7 @@ export interface DefaultBranchRules {
 export async function defaultBranchRules(repo: Repository, base: string | null): Promise<DefaultBranchRules> {
   const tip = (await repo.objects.readRef(DEFAULT_BRANCH_REF))?.oid ?? null;
   const commit = tip === null ? null : ((await repo.objects.read(`${tip}^{commit}`))?.oid ?? null);
-  const rules =
-    commit === null || commit === base
-      ? null
-      : await loadGovernance(gitSnapshot(repo.cwd, repo.objects, commit, repo.env)).catch(() => null);
+  const rules = commit === null || commit === base ? null : await defaultBranchGovernance(repo, commit);
   // Named as the clone names it, with the commit read: a stale origin/HEAD (the server's default branch changed
   // since) shows in the message itself (rt62 f03).
   const named =
@@ -651,6 +649,24 @@ export async function defaultBranchRules(repo: Repository, base: string | null):
     where: (reason, governance) =>
       revokedWhere(reason, governance.trustRoot, `on origin's default branch (${named})`),
   };
+}
+
+/**
+ * The rules at `commit` of origin's default branch, or null where they cannot be read. In a partial clone its key
+ * files may not be here yet (a fetch brings commits and trees, not blobs): git fetches each as it is read, and where
+ * the remote cannot be reached the reader fails. So there they are read through a reader of their own, whose failure
+ * leaves the check's reader working (rt62 f04: offline, every commit of a governed file on another branch exited 2).
+ */
+async function defaultBranchGovernance(repo: Repository, commit: string): Promise<Governance | null> {
+  const partial = await PartialClone.of({ cwd: repo.cwd, env: repo.env, commonDir: repo.layout.commonDir });
+  const reader = partial ? new CatFileBatch({ cwd: repo.cwd, env: repo.env }) : repo.objects;
+  try {
+    return await loadGovernance(gitSnapshot(repo.cwd, reader, commit, repo.env));
+  } catch {
+    return null;
+  } finally {
+    if (reader !== repo.objects) await reader.close().catch(() => {});
+  }
 }
 
 /** The branch DEFAULT_BRANCH_REF names (`origin/main`), or the ref itself where it is no symbolic ref. */
