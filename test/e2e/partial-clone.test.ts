@@ -20,6 +20,7 @@ import {
   type Story,
   writeFiles,
 } from '../support/cli-story.js';
+import { addKeys } from '../support/reviewers.js';
 
 const NOTES = 40;
 const FETCHING = /^delegate-git: fetching (\d+) ledger objects from origin \(a partial clone\)…$/m;
@@ -154,5 +155,36 @@ describe('the ledger of a partial clone', () => {
     expect(check.stderr).not.toMatch(FETCHING);
     expect(check.commands.filter((c) => /promisor|--missing=/.test(c))).toEqual([]);
     expect(check.fetches).toBe(0);
+  });
+
+  it("offline, key files of origin's default branch not fetched yet leave its revocations unknown: the commit is judged by its own keys (rt62 f04)", () => {
+    const dir = partialClone('pc-default');
+    writeFiles(dir, { 'README.md': 'hello\n' });
+    gitOk(story, dir, ['add', 'README.md']);
+    expect(cli(story, dir, ['check', '--staged']).code).toBe(0); // the ledger's objects fetched, online
+    gitOk(story, dir, ['reset', '-q']);
+    // main moves on with a new key file, whose blob a fetch of a blob-less clone does not bring (the records other
+    // clones pushed taken in first).
+    gitOk(story, work, ['fetch', '-q', 'origin', `${LEDGER}:${LEDGER}`]);
+    const [carol] = addKeys(story, work, [{ name: 'carol' }]);
+    expect(gitRun(story, work, ['push', '-q', '--atomic', 'origin', 'main', LEDGER]).code).toBe(0);
+    gitOk(story, dir, ['fetch', '-q', 'origin']);
+    expect(gitOk(story, dir, ['rev-parse', 'HEAD'])).not.toBe(
+      gitOk(story, dir, ['rev-parse', 'origin/HEAD']),
+    );
+    const keyBlob = gitOk(story, dir, ['rev-parse', `origin/HEAD:${carol!.keyFile}`]);
+    expect(
+      gitRun(story, dir, ['cat-file', '-e', keyBlob], { ...story.env, GIT_NO_LAZY_FETCH: '1' }).code,
+    ).not.toBe(0);
+
+    gitOk(story, dir, ['config', 'remote.origin.url', `file://${path.join(story.root, 'gone.git')}`]);
+    writeFiles(dir, { 'src/extra.js': 'export const extra = 1;\n' });
+    gitOk(story, dir, ['add', 'src/extra.js']);
+    const hook = cli(story, dir, ['hook', 'pre-commit']);
+    expect(hook.code, hook.stderr).toBe(0);
+    // Control: content nobody approved is still refused there.
+    writeFiles(dir, { 'src/unapproved.js': 'export const nobody = 1;\n' });
+    gitOk(story, dir, ['add', 'src/unapproved.js']);
+    expect(cli(story, dir, ['check', '--staged']).code).toBe(1);
   });
 });
