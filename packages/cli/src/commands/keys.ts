@@ -25,14 +25,15 @@ Usage: delegate-git keys list [--json]
 
 Edits the trust root: one JSON file per key in the repository's keys directory (the policy's keysDir).
 list shows under each key who approved its file as it is, as every gate judges it (--json: approvedBy).
-Roles: delegator (signs verdicts), reviewer (signs reviews). Times are RFC 3339 UTC. A revoked key's
-records never count again, whatever their date. Changes to the keys directory are governed: commit them
-with a reviewer's approval. A key file keeps its key: to rotate a key, add the new key under another name,
-have it approved and committed, then revoke the old one (every gate refuses another key written into an
-existing file). revoke refuses to leave fewer reviewers than reviewThreshold: no later change to the keys
-or the policy could be approved, so every gate would refuse from then on; --force revokes anyway (a key
-that is compromised), and the repository then needs its rules set again by hand (docs/server.md, "A lost
-key"); it warns when it leaves exactly as many, one lost key from that state. Reviewers are told apart
+Roles: delegator (signs verdicts), reviewer (signs reviews). Times are RFC 3339 UTC. While a key is revoked,
+none of its records counts, whatever its date (taking a revocation back is a change like any other, approved
+after it); a key revoked on origin's default branch counts on no branch. Changes to the keys directory are
+governed: commit them with a reviewer's approval. A key file keeps its key: to rotate a key, add the new key
+under another name, have it approved and committed, then revoke the old one (every gate refuses another key
+written into an existing file). revoke refuses to leave fewer reviewers than reviewThreshold: no later
+change to the keys or the policy could be approved, so every gate would refuse from then on; --force revokes
+anyway (a key that is compromised), and the repository then needs its rules set again by hand
+(docs/server.md, "A lost key"); it warns when it leaves exactly as many, one lost key from that state. Reviewers are told apart
 by --email: keys with one email (any letter case) count as one reviewer toward reviewThreshold, so a
 rotation's overlap does not count twice; a key with no email is a reviewer of its own.
 
