@@ -33,9 +33,9 @@ under another name, have it approved and committed, then revoke the old one (eve
 written into an existing file). revoke refuses to leave fewer reviewers than reviewThreshold: no later
 change to the keys or the policy could be approved, so every gate would refuse from then on; --force revokes
 anyway (a key that is compromised), and the repository then needs its rules set again by hand
-(docs/server.md, "A lost key"); it warns when it leaves exactly as many, one lost key from that state. Reviewers are told apart
-by --email: keys with one email (any letter case) count as one reviewer toward reviewThreshold, so a
-rotation's overlap does not count twice; a key with no email is a reviewer of its own.
+(docs/server.md, "A lost key"); it warns when it leaves exactly as many, one lost key from that state.
+Reviewers are told apart by --email: keys with one email (any letter case) count as one reviewer toward
+reviewThreshold, so a rotation's overlap does not count twice; a key with no email is a reviewer of its own.
 
 Example:
   delegate-git keys add bob --public-key q83v...= --roles reviewer --email bob@example.com
