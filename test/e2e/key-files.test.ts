@@ -760,6 +760,18 @@ describe("the commit hook applies the revocations of origin's default branch as 
     expect(refused.stderr).toMatch(
       /NOT PROMOTED {2}src\/r\.ts\n.*signer bob's key was revoked on origin's default branch/,
     );
+    // keys list says so, though bob's file here says nothing of it (rt62 f06).
+    const listed = cliOk(story, work, ['keys', 'list']).stdout;
+    expect(listed).toMatch(
+      /^bob .* REVOKED \S+ on origin's default branch \(origin\/main at [0-9a-f]{12}, as last fetched\)/m,
+    );
+    expect(listed).toMatch(/^alice .* active/m); // control
+    const listedJson = JSON.parse(cliOk(story, work, ['keys', 'list', '--json']).stdout) as {
+      keys: Array<{ name: string; revoked?: string; revokedOnDefaultBranch?: string }>;
+    };
+    const bobListed = listedJson.keys.find((k) => k.name === 'bob')!;
+    expect(bobListed.revoked).toBeUndefined();
+    expect(bobListed.revokedOnDefaultBranch).toMatch(/^\d{4}-\d\d-\d\dT/);
     // Nor may bob sign here any more: what he signs would count nowhere, and the server refuses such a ledger (rt62 f05).
     const ledgerBefore = refTip(story, work, LEDGER);
     const signed = attest(story, work, 'approve', ['src/r.ts'], { key: 'bob' });

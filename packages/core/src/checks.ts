@@ -622,6 +622,9 @@ const DEFAULT_BRANCH_REF = 'refs/remotes/origin/HEAD';
 export interface DefaultBranchRules {
   /** The commit DEFAULT_BRANCH_REF names, or null: what the quick answer's cache is keyed by. */
   tip: string | null;
+  /** The keys it revokes (keyid → when), and where it was read ("origin/main at 1a2b3c4d5e6f, as last fetched"). */
+  revoked: ReadonlyMap<string, number>;
+  source: string;
   /** `own` with the default branch's revocations (the same object when they add none). */
   bind(own: Governance): Governance;
   /** A refusal's reason, saying where a key it names as revoked was revoked. */
@@ -645,6 +648,10 @@ export async function defaultBranchRules(repo: Repository, base: string | null):
   const binding = rules && { ...rules, source: named };
   return {
     tip,
+    revoked: new Map(
+      (binding?.trustRoot.keys ?? []).flatMap((k) => (k.revoked === undefined ? [] : [[k.keyid, k.revoked]])),
+    ),
+    source: named,
     bind: (own) => (binding ? withRevocationsOf(own, binding) : own),
     where: (reason, governance) =>
       revokedWhere(reason, governance.trustRoot, `on origin's default branch (${named})`),

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import {
   DelegateGitError,
+  defaultBranchRules,
   holderOf,
   keyFileText,
   POLICY_PATH,
@@ -104,17 +105,34 @@ async function list(
     where.top,
     keys.map((k) => k.file),
   );
+  // A key revoked on origin's default branch counts here for nothing either, though its file here says nothing of it.
+  const head = (await where.repo.objects.read('HEAD^{commit}'))?.oid ?? null;
+  const defaultBranch = await defaultBranchRules(where.repo, head);
+  const revokedThere = (k: { keyid: string; raw: { revoked?: string } }) => {
+    const at = k.raw.revoked ? undefined : defaultBranch.revoked.get(k.keyid);
+    return at === undefined ? null : new Date(at).toISOString();
+  };
   if (values.json) {
     io.out(
       json({
-        keys: keys.map((k) => ({ ...k.raw, file: k.file, approvedBy: approvals.get(k.file)?.by ?? null })),
+        keys: keys.map((k) => ({
+          ...k.raw,
+          file: k.file,
+          approvedBy: approvals.get(k.file)?.by ?? null,
+          ...(revokedThere(k) ? { revokedOnDefaultBranch: revokedThere(k) } : {}),
+        })),
       }),
     );
     return 0;
   }
   if (keys.length === 0) io.out(`No keys in ${where.keysDir}.\n`);
   for (const k of keys) {
-    const status = k.raw.revoked ? `REVOKED ${k.raw.revoked}` : 'active';
+    const there = revokedThere(k);
+    const status = k.raw.revoked
+      ? `REVOKED ${k.raw.revoked}`
+      : there
+        ? `REVOKED ${there} on origin's default branch (${defaultBranch.source})`
+        : 'active';
     const window = [
       k.raw.notBefore && `from ${k.raw.notBefore}`,
       k.raw.notAfter && `until ${k.raw.notAfter}`,
