@@ -19,15 +19,17 @@ function written(path: string): DelegationReceipt['files'][number] {
   return { path, mode: 'created', hunks: 0, lines: 1, bytes: 2, sha256: '', gitBlob: '' };
 }
 
+/** A verification run that exited `exitCode` having counted these tests. */
+const run = (exitCode: number, passed: number, failed: number) => ({
+  exitCode,
+  passed,
+  failed,
+  durationMs: 1,
+  timedOut: false,
+});
+
 describe('renderReceipt', () => {
   it('a failed verification shows its exit code beside the counts (one failure stands for a command that printed none: finding dl04); a passing one does not', () => {
-    const run = (exitCode: number, passed: number, failed: number) => ({
-      exitCode,
-      passed,
-      failed,
-      durationMs: 1,
-      timedOut: false,
-    });
     const verification = (runs: ReturnType<typeof run>[]) => ({
       ...emptyReceipt({ taskName: 'x' }).verification,
       command: 'npm test',
@@ -42,13 +44,6 @@ describe('renderReceipt', () => {
   });
 
   it('runs that disagree each show their counts (ux57 f19); control: runs that agree show the last one', () => {
-    const run = (exitCode: number, passed: number, failed: number) => ({
-      exitCode,
-      passed,
-      failed,
-      durationMs: 1,
-      timedOut: false,
-    });
     const base = { ...emptyReceipt({ taskName: 'x' }).verification, command: 'npm test' };
     const flaky = renderReceipt(
       receipt({
